@@ -1,0 +1,44 @@
+"""mdf-loops: ONNX Scan, Loop and If for the ModECI Model Description Format.
+
+Importing the package registers ``onnx::Scan``, ``onnx::Loop``, ``onnx::If`` (and
+every other ONNX operator) in modeci-mdf's function registry, so modeci-mdf's
+own ``EvaluableGraph`` runs models that contain loops.
+"""
+
+from .errors import (
+    EvaluationError,
+    IterationLimitError,
+    LoopError,
+    MdfLoopsError,
+    ModelError,
+)
+from .ops import Limits, limits
+from .onnx_import import onnx_to_mdf
+from .registry import register, unregister
+from .representation import BodySignature, body_graph, body_signature, set_body_signature, wrap_body
+from .run import graph_interface, load_model, run
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "register",
+    "unregister",
+    "onnx_to_mdf",
+    "run",
+    "load_model",
+    "graph_interface",
+    "limits",
+    "Limits",
+    "BodySignature",
+    "body_graph",
+    "body_signature",
+    "set_body_signature",
+    "wrap_body",
+    "MdfLoopsError",
+    "ModelError",
+    "EvaluationError",
+    "LoopError",
+    "IterationLimitError",
+]
+
+register()

@@ -1,0 +1,73 @@
+"""A loop body run through modeci-mdf's scheduler: bind formal inputs, evaluate, read outputs."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from modeci_mdf.execution_engine import EvaluableGraph
+from modeci_mdf.mdf import Graph
+
+from .errors import LoopError, MdfLoopsError, ModelError
+from .representation import BodySignature, body_signature
+from .values import to_engine, to_kernel
+
+__all__ = ["BodyRunner"]
+
+
+class BodyRunner:
+    """One body graph, ready to run many times.
+
+    The :class:`~modeci_mdf.execution_engine.EvaluableGraph` is built once; every
+    call binds the formal inputs (and outer-scope values) to the input ports with
+    those ids, runs one scheduler pass and returns the formal outputs in order.
+    """
+
+    def __init__(self, graph: Graph, owner: str):
+        self.graph = graph
+        self.owner = owner
+        self.signature: BodySignature = body_signature(graph)
+        try:
+            self._engine = EvaluableGraph(graph)
+        except MdfLoopsError:
+            raise
+        except Exception as exc:  # modeci-mdf raises bare Exception/ValueError here
+            raise ModelError(f"{owner}: body graph '{graph.id}' cannot be built: {exc}") from exc
+        ports: dict[str, list] = {}
+        for enode in self._engine.enodes.values():
+            for port_id, evaluable_input in enode.evaluable_inputs.items():
+                ports.setdefault(port_id, []).append(evaluable_input)
+        self._formal_slots = [ports.get(name, []) for name in self.signature.formal_inputs]
+        self._outer_slots = [(name, ports.get(name, []))
+                             for name in self.signature.outer_scope_inputs]
+        self._outputs = [
+            self._engine.enodes[node].evaluable_outputs[port]
+            for node, port in self.signature.formal_outputs
+        ]
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.signature.formal_inputs)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def __call__(self, values: Sequence[Any], outer_scope: Mapping[str, Any]) -> list:
+        if len(values) != len(self._formal_slots):
+            raise LoopError(
+                f"{self.owner}: body '{self.graph.id}' has {len(self._formal_slots)} formal "
+                f"inputs {list(self.signature.formal_inputs)} but the operator passes "
+                f"{len(values)} values"
+            )
+        for slots, value in zip(self._formal_slots, values):
+            value = to_engine(value)
+            for slot in slots:
+                slot.curr_value = value
+        for name, slots in self._outer_slots:
+            value = outer_scope[name]
+            for slot in slots:
+                slot.curr_value = value
+        engine = self._engine
+        engine.order_of_execution.clear()
+        engine.evaluate()
+        return [to_kernel(output.curr_value) for output in self._outputs]

@@ -1,0 +1,277 @@
+"""Evaluate an ``onnx::<Op>`` function call of an MDF node with ONNX semantics.
+
+The node's function parameter binds the operator's formal inputs in its ``args``
+(a variadic input as a list expression ``"[a, b]"``); the operator's attributes are
+node parameters of the same name. Ordinary operators run on the kernels of
+``onnx.reference`` (numpy, every opset, exact element types), cached per
+operator, opset and attribute values; Scan, Loop and If run in
+:mod:`mdf_loops.loop_nodes`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+import onnx
+from google.protobuf import json_format
+from onnx import AttributeProto, numpy_helper
+from onnx.defs import OpSchema
+from onnx.reference import ReferenceEvaluator
+from onnx.reference.ops import load_op
+
+from .errors import EvaluationError, ModelError
+from .loop_nodes import run_control_flow
+from .representation import BODY_ATTRIBUTES
+from .values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
+
+__all__ = ["call_onnx_function", "current_opset", "opset", "LATEST_OPSET"]
+
+LATEST_OPSET = onnx.defs.onnx_opset_version()
+
+_OPSET: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "mdf_loops_opset", default=LATEST_OPSET
+)
+
+
+def current_opset() -> int:
+    """The default-domain ONNX opset used to interpret ``onnx::`` functions now."""
+    return _OPSET.get()
+
+
+@contextmanager
+def opset(version: int | None) -> Iterator[None]:
+    """Interpret ``onnx::`` functions under opset ``version`` inside the block."""
+    token = _OPSET.set(LATEST_OPSET if version is None else int(version))
+    try:
+        yield
+    finally:
+        _OPSET.reset(token)
+
+
+@functools.lru_cache(maxsize=None)
+def schema_for(op_type: str, version: int) -> OpSchema:
+    try:
+        return onnx.defs.get_schema(op_type, version, "")
+    except onnx.defs.SchemaError as exc:
+        raise ModelError(f"onnx::{op_type} does not exist in ONNX opset {version}") from exc
+
+
+def call_onnx_function(
+    op_type: str,
+    base_parameters: Mapping[str, Any],
+    evaluated: Mapping[str, Any],
+    owner: Any = None,
+) -> Any:
+    """Evaluate ``onnx::op_type`` for one node.
+
+    ``base_parameters`` has the node's ports, parameters and the function's raw
+    args; ``evaluated`` the same names evaluated. Returns one value, or a tuple
+    when the operator can have several outputs (ports read ``f[i]``).
+    """
+    version = _OPSET.get()
+    schema = schema_for(op_type, version)
+    inputs = _bind_inputs(schema, base_parameters, evaluated)
+    attributes = {
+        name: evaluated[name] for name in schema.attributes if name in base_parameters
+    }
+    if op_type in BODY_ATTRIBUTES:
+        results = run_control_flow(op_type, version, inputs, attributes, evaluated, owner)
+    elif op_type == "Constant":
+        results = [_constant_value(attributes)]
+    else:
+        results = _run_kernel(op_type, version, schema, inputs, attributes, evaluated)
+    results = [to_engine(r) for r in results]
+    if _single_output(schema):
+        if len(results) != 1:
+            raise EvaluationError(f"onnx::{op_type} returned {len(results)} values, expected 1")
+        return results[0]
+    return tuple(results)
+
+
+def _single_output(schema: OpSchema) -> bool:
+    return schema.max_output == 1
+
+
+def _bind_inputs(schema: OpSchema, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> list:
+    values: list = []
+    for formal in schema.inputs:
+        if formal.name not in base:
+            values.append(None)
+            continue
+        value = evaluated[formal.name]
+        if formal.option == OpSchema.FormalParameterOption.Variadic and type(value) is list:
+            values.extend(to_kernel(v) for v in value)
+        else:
+            values.append(to_kernel(value))
+    while values and values[-1] is None:
+        values.pop()
+    return values
+
+
+def _constant_value(attributes: Mapping[str, Any]) -> Any:
+    given = {k: v for k, v in attributes.items() if v is not None}
+    if len(given) != 1:
+        raise ModelError(f"onnx::Constant needs exactly one value attribute, got {sorted(given)}")
+    (name, value), = given.items()
+    if name in ("value", "sparse_value"):
+        return decode_tensor(value) if is_encoded_tensor(value) else np.asarray(value)
+    if name == "value_float":
+        return np.array(value, dtype=np.float32)
+    if name == "value_floats":
+        return np.asarray(value, dtype=np.float32).reshape(-1)
+    if name == "value_int":
+        return np.array(value, dtype=np.int64)
+    if name == "value_ints":
+        return np.asarray(value, dtype=np.int64).reshape(-1)
+    if name == "value_string":
+        return np.array(_as_str(value), dtype=object)
+    return np.array([str(v) for v in np.asarray(value).reshape(-1)], dtype=object)
+
+
+# ---------------------------------------------------------------- kernels
+
+
+def _run_kernel(op_type, version, schema, inputs, attributes, scope) -> list:
+    attrs = {}
+    for name, value in attributes.items():
+        if value is None:
+            continue
+        attrs[name] = _attribute_value(schema.attributes[name].type, value, op_type, name)
+    n_outputs = _output_count(op_type, schema, inputs, attrs, scope)
+    present = tuple(v is not None for v in inputs)
+    kernel = _kernel(op_type, version, _freeze(attrs), present, n_outputs)
+    try:
+        results = kernel.run(*inputs)
+    except EvaluationError:
+        raise
+    except Exception as exc:  # kernels raise numpy/onnx errors of every kind
+        shapes = ", ".join(_describe(v) for v in inputs)
+        raise EvaluationError(
+            f"onnx::{op_type} failed on inputs ({shapes}): {type(exc).__name__}: {exc}"
+        ) from exc
+    return list(results)[:n_outputs]
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype}{list(value.shape)}"
+    if isinstance(value, list):
+        return f"sequence[{len(value)}]"
+    return type(value).__name__
+
+
+def _output_count(op_type, schema, inputs, attrs, scope) -> int:
+    last = schema.outputs[-1] if schema.outputs else None
+    if last is None or last.option != OpSchema.FormalParameterOption.Variadic:
+        return len(schema.outputs)
+    if "num_outputs" in attrs:
+        return int(attrs["num_outputs"])
+    if op_type == "Split":
+        split = inputs[1] if len(inputs) > 1 and inputs[1] is not None else attrs.get("split")
+        if split is not None:
+            return len(np.asarray(split).reshape(-1))
+        if "num_outputs" in scope:  # recorded by the importer for opsets without the attribute
+            return int(np.asarray(scope["num_outputs"]).reshape(()))
+    raise ModelError(
+        f"onnx::{op_type} has a variadic output; give its count as parameter 'num_outputs'"
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _kernel(op_type: str, version: int, frozen_attrs: tuple, present: tuple, n_outputs: int):
+    attrs = {name: _thaw(value) for name, value in frozen_attrs}
+    node = onnx.helper.make_node(
+        op_type,
+        [f"in{i}" if p else "" for i, p in enumerate(present)],
+        [f"out{i}" for i in range(n_outputs)],
+        **attrs,
+    )
+    try:
+        cls = load_op("", op_type, version, node=node, evaluator_cls=ReferenceEvaluator)
+    except Exception as exc:
+        raise ModelError(f"onnx::{op_type} (opset {version}) has no implementation: {exc}") from exc
+    run_params = {
+        "opsets": {"": version},
+        "new_ops": None,
+        "log": lambda *args: None,
+        "verbose": 0,
+        "evaluator_cls": ReferenceEvaluator,
+    }
+    return cls(node, run_params)
+
+
+def _attribute_value(attr_type, value, op_type: str, name: str) -> Any:
+    """An MDF parameter value as the Python value ``onnx.helper.make_attribute`` expects."""
+    T = AttributeProto.AttributeType
+    try:
+        if attr_type == T.INT:
+            return int(np.asarray(value).reshape(()))
+        if attr_type == T.FLOAT:
+            return float(np.asarray(value).reshape(()))
+        if attr_type == T.STRING:
+            return _as_str(value)
+        if attr_type == T.INTS:
+            return [int(v) for v in np.asarray(value).reshape(-1)]
+        if attr_type == T.FLOATS:
+            return [float(v) for v in np.asarray(value).reshape(-1)]
+        if attr_type == T.STRINGS:
+            return [str(v) for v in np.asarray(value).reshape(-1)]
+        if attr_type == T.TENSOR:
+            array = decode_tensor(value) if is_encoded_tensor(value) else np.asarray(value)
+            return numpy_helper.from_array(array)
+        if attr_type == T.TYPE_PROTO:
+            return json_format.ParseDict(value, onnx.TypeProto())
+    except (TypeError, ValueError, json_format.ParseError) as exc:
+        raise ModelError(
+            f"parameter '{name}' of onnx::{op_type}: cannot read {value!r} as "
+            f"{AttributeProto.AttributeType.Name(attr_type)}: {exc}"
+        ) from exc
+    raise ModelError(
+        f"parameter '{name}' of onnx::{op_type}: attributes of type "
+        f"{AttributeProto.AttributeType.Name(attr_type)} are not supported"
+    )
+
+
+def _as_str(value: Any) -> str:
+    """A string attribute: stored as a one-element list (the engine refuses bare strings)."""
+    array = np.asarray(value)
+    if array.size != 1:
+        raise ValueError("expected one string")
+    item = array.reshape(-1)[0]
+    return item.decode() if isinstance(item, bytes) else str(item)
+
+
+def _freeze(attrs: Mapping[str, Any]) -> tuple:
+    frozen = []
+    for name in sorted(attrs):
+        value = attrs[name]
+        if isinstance(value, onnx.TensorProto):
+            frozen.append((name, ("tensor", value.SerializeToString())))
+        elif isinstance(value, onnx.TypeProto):
+            frozen.append((name, ("type", value.SerializeToString())))
+        elif isinstance(value, list):
+            frozen.append((name, ("list", tuple(value))))
+        else:
+            frozen.append((name, value))
+    return tuple(frozen)
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple) and len(value) == 2 and value[0] in ("tensor", "type", "list"):
+        kind, payload = value
+        if kind == "tensor":
+            t = onnx.TensorProto()
+            t.ParseFromString(payload)
+            return t
+        if kind == "type":
+            t = onnx.TypeProto()
+            t.ParseFromString(payload)
+            return t
+        return list(payload)
+    return value

@@ -1,0 +1,99 @@
+"""ONNX ``Loop`` semantics over a body callable.
+
+Reference semantics (``M`` is the trip count, ``cond`` the condition; either may be
+absent, ``None``)::
+
+    values, outputs = list(initial_values), []
+    keep_going = True if cond is None else bool(cond)
+    i = 0
+    while (M is None or i < M) and keep_going:
+        cond_out, *values, *produced = body([i, keep_going] + values)
+        if cond is not None:          # without a cond input the body's is ignored
+            keep_going = bool(cond_out)
+        outputs.append(produced)
+        i += 1
+    return values + [stack(column) for column in zip(*outputs)]
+
+With neither ``M`` nor ``cond`` the loop only ends at the iteration limit
+(:class:`~mdf_loops.ops.common.Limits`). Loop-carried values may be tensors,
+sequences or optionals and may change shape between iterations; each scan output
+must keep one shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import LoopError
+from .common import IterationGuard
+
+__all__ = ["loop"]
+
+#: ``body(values, iteration)`` returns ``[cond, *carried, *scan_elements]``.
+Body = Callable[[list, "int | None"], list]
+
+
+def loop(
+    body: Body,
+    trip_count: Any,
+    condition: Any,
+    initial_values: Sequence[Any],
+    guard: IterationGuard | None = None,
+) -> list:
+    guard = guard or IterationGuard()
+    max_trips = None if trip_count is None else int(np.asarray(trip_count).reshape(()))
+    keep_going = True if condition is None else _truth(condition, "cond input", None)
+    values = list(initial_values)
+    n = len(values)
+    produced: list[list] | None = None
+    i = 0
+    while (max_trips is None or i < max_trips) and keep_going:
+        guard.step(i)
+        outs = body(
+            [np.array(i, dtype=np.int64), np.array(keep_going, dtype=np.bool_)] + values, i
+        )
+        if len(outs) < 1 + n:
+            raise LoopError(
+                f"body returned {len(outs)} outputs; a Loop body returns the condition, "
+                f"then the {n} loop-carried values, then scan outputs"
+            )
+        if condition is not None:
+            keep_going = _truth(outs[0], "body condition output", i)
+        values = list(outs[1:1 + n])
+        if produced is None:
+            produced = [[] for _ in outs[1 + n:]]
+        elif len(outs) - 1 - n != len(produced):
+            raise LoopError(f"body returned {len(outs)} outputs at iteration {i}, "
+                            f"{1 + n + len(produced)} before")
+        for j, y in enumerate(outs[1 + n:]):
+            y = np.asarray(y)
+            if produced[j] and y.shape != produced[j][0].shape:
+                raise LoopError(
+                    f"scan output {j} changed shape from {produced[j][0].shape} to {y.shape} "
+                    f"at iteration {i}"
+                )
+            produced[j].append(y)
+        i += 1
+
+    if produced is None:
+        return values + _empty_scan_outputs(body, values)
+    return values + [np.stack(column) for column in produced]
+
+
+def _empty_scan_outputs(body: Body, values: list) -> list:
+    """Scan outputs of a loop that ran zero times: length 0, element shape from a probe."""
+    try:
+        probe = body([np.array(0, dtype=np.int64), np.array(True)] + values, None)
+    except Exception:  # the body cannot run on the initial values: shape unknown
+        return []
+    return [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[1 + len(values):]]
+
+
+def _truth(value: Any, what: str, iteration: int | None) -> bool:
+    array = np.asarray(value)
+    if array.size != 1:
+        where = "" if iteration is None else f" at iteration {iteration}"
+        raise LoopError(f"{what} must hold one boolean, got shape {array.shape}{where}")
+    return bool(array.reshape(()))

@@ -1,0 +1,200 @@
+"""ONNX ``Scan`` semantics over a body callable (opset 9 and later, and opset 8's batch form).
+
+Reference semantics, with ``body(values, t) -> values`` and forward directions::
+
+    states = list(initial_states)
+    outputs = [[] for _ in range(num_scan_outputs)]
+    for t in range(sequence_length):
+        elements = [take(x, t, axis) for x, axis in zip(scan_inputs, input_axes)]
+        *states, *produced = body(states + elements, t)
+        for acc, y in zip(outputs, produced):
+            acc.append(y)
+    return states + [stack(acc, axis) for acc, axis in zip(outputs, output_axes)]
+
+A backward input is read from its end; a backward output is stacked in reverse.
+States and scan-output elements must keep one shape over all iterations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import LoopError
+from .common import IterationGuard, check_same_type, normalize_axis
+
+#: ``body(values, iteration)`` returns the body's outputs; ``iteration`` is None for
+#: the probe run that learns output shapes of a zero-length scan.
+Body = Callable[[list, "int | None"], list]
+
+__all__ = ["ScanAttributes", "scan", "scan_batched"]
+
+
+@dataclass(frozen=True)
+class ScanAttributes:
+    """The attributes of a Scan node, defaults filled in."""
+
+    num_scan_inputs: int
+    scan_input_axes: tuple[int, ...] | None = None
+    scan_input_directions: tuple[int, ...] | None = None
+    scan_output_axes: tuple[int, ...] | None = None
+    scan_output_directions: tuple[int, ...] | None = None
+
+    def input_axis(self, k: int) -> int:
+        return self.scan_input_axes[k] if self.scan_input_axes else 0
+
+    def input_backward(self, k: int) -> bool:
+        return bool(self.scan_input_directions[k]) if self.scan_input_directions else False
+
+    def output_axis(self, k: int) -> int:
+        return self.scan_output_axes[k] if self.scan_output_axes else 0
+
+    def output_backward(self, k: int) -> bool:
+        return bool(self.scan_output_directions[k]) if self.scan_output_directions else False
+
+
+def scan(
+    body: Body,
+    inputs: Sequence[np.ndarray],
+    attributes: ScanAttributes,
+    guard: IterationGuard | None = None,
+) -> list:
+    """Run an opset-9+ Scan: ``inputs`` are the initial states then the scan inputs."""
+    guard = guard or IterationGuard()
+    m = attributes.num_scan_inputs
+    if m < 1 or m > len(inputs):
+        raise LoopError(
+            f"num_scan_inputs is {m} but the node has {len(inputs)} inputs "
+            "(initial states then scan inputs; at least one scan input)"
+        )
+    n = len(inputs) - m
+    states = list(inputs[:n])
+    scan_inputs = [np.asarray(x) for x in inputs[n:]]
+    _check_list_length("scan_input_axes", attributes.scan_input_axes, m)
+    _check_list_length("scan_input_directions", attributes.scan_input_directions, m)
+
+    axes = []
+    for k, x in enumerate(scan_inputs):
+        axes.append(normalize_axis(attributes.input_axis(k), x.ndim, f"scan_input_axes[{k}]",
+                                   f"scan input {k}"))
+    lengths = [x.shape[a] for x, a in zip(scan_inputs, axes)]
+    if len(set(lengths)) > 1:
+        raise LoopError(
+            "scan inputs differ in length along their scan axes: "
+            + ", ".join(f"input {k}: {L}" for k, L in enumerate(lengths))
+        )
+    length = lengths[0]
+
+    def elements_at(t: int) -> list:
+        return [
+            np.take(x, length - 1 - t if attributes.input_backward(k) else t, axis=axes[k])
+            for k, x in enumerate(scan_inputs)
+        ]
+
+    produced: list[list] | None = None
+    for t in range(length):
+        guard.step(t)
+        outs = body(states + elements_at(t), t)
+        _check_body_arity(outs, n)
+        for i in range(n):
+            check_same_type(states[i], outs[i], f"state {i}", t)
+        states = list(outs[:n])
+        if produced is None:
+            produced = [[] for _ in outs[n:]]
+            _check_list_length("scan_output_axes", attributes.scan_output_axes, len(produced))
+            _check_list_length(
+                "scan_output_directions", attributes.scan_output_directions, len(produced)
+            )
+        elif len(outs) - n != len(produced):
+            raise LoopError(f"body returned {len(outs)} outputs at iteration {t}, "
+                            f"{n + len(produced)} before")
+        for j, y in enumerate(outs[n:]):
+            y = np.asarray(y)
+            if produced[j] and y.shape != produced[j][0].shape:
+                raise LoopError(
+                    f"scan output {j} changed shape from {produced[j][0].shape} to "
+                    f"{y.shape} at iteration {t}"
+                )
+            produced[j].append(y)
+
+    if produced is None:  # zero iterations: learn the element shapes from one probe run
+        probe = body(states + [np.zeros(_without_axis(x.shape, a), x.dtype)
+                               for x, a in zip(scan_inputs, axes)], None)
+        _check_body_arity(probe, n)
+        empties = [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[n:]]
+        _check_list_length("scan_output_axes", attributes.scan_output_axes, len(empties))
+        return states + [_place(e, attributes.output_axis(j), False, j)
+                         for j, e in enumerate(empties)]
+
+    results = []
+    for j, elements in enumerate(produced):
+        results.append(
+            _place(np.stack(elements), attributes.output_axis(j), attributes.output_backward(j), j)
+        )
+    return states + results
+
+
+def scan_batched(
+    body: Body,
+    sequence_lens: np.ndarray | None,
+    inputs: Sequence[np.ndarray],
+    attributes: ScanAttributes,
+    guard: IterationGuard | None = None,
+) -> list:
+    """Run an opset-8 Scan: every input has a leading batch axis, scan axis 1.
+
+    Each batch entry is an independent opset-9 scan over its first
+    ``sequence_lens[b]`` steps; shorter scan outputs are padded with zeros.
+    """
+    guard = guard or IterationGuard()
+    inputs = [np.asarray(x) for x in inputs]
+    if not inputs:
+        raise LoopError("Scan has no inputs")
+    batch = inputs[0].shape[0]
+    n = len(inputs) - attributes.num_scan_inputs
+    shifted = ScanAttributes(
+        attributes.num_scan_inputs,
+        attributes.scan_input_axes,
+        attributes.scan_input_directions,
+        None,
+        attributes.scan_output_directions,
+    )
+    per_batch = []
+    for b in range(batch):
+        items = [x[b] for x in inputs]
+        if sequence_lens is not None:
+            steps = int(np.asarray(sequence_lens).reshape(-1)[b])
+            items = items[:n] + [x[:steps] for x in items[n:]]
+        per_batch.append(scan(body, items, shifted, guard))
+    results = []
+    for j in range(len(per_batch[0])):
+        parts = [r[j] for r in per_batch]
+        if j >= n:
+            longest = max(p.shape[0] for p in parts)
+            parts = [np.concatenate([p, np.zeros((longest - p.shape[0],) + p.shape[1:], p.dtype)])
+                     for p in parts]
+        results.append(np.stack(parts))
+    return results
+
+
+def _without_axis(shape: tuple, axis: int) -> tuple:
+    return shape[:axis] + shape[axis + 1:]
+
+
+def _place(stacked: np.ndarray, axis: int, backward: bool, j: int) -> np.ndarray:
+    if backward:
+        stacked = stacked[::-1]
+    axis = normalize_axis(axis, stacked.ndim, f"scan_output_axes[{j}]", f"scan output {j}")
+    return np.ascontiguousarray(np.moveaxis(stacked, 0, axis)) if axis else stacked
+
+
+def _check_body_arity(outs: Sequence, n: int) -> None:
+    if len(outs) < n:
+        raise LoopError(f"body returned {len(outs)} outputs but the scan carries {n} states")
+
+
+def _check_list_length(name: str, values: Sequence | None, expected: int) -> None:
+    if values is not None and len(values) != expected:
+        raise LoopError(f"{name} has {len(values)} entries, expected {expected}")

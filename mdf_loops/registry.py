@@ -1,0 +1,69 @@
+"""Put the ONNX operators, Scan, Loop and If included, into modeci-mdf's function registry.
+
+modeci-mdf registers ``onnx::<Op>`` for the operators of opset 15 except Loop,
+Scan and If. :func:`register` adds every operator of the installed onnx package
+(the three control-flow operators included) in the same form, and installs the
+engine hooks of :mod:`mdf_loops.engine` that evaluate them with ONNX semantics.
+"""
+
+from __future__ import annotations
+
+import onnx
+from modeci_mdf.functions.standard import create_python_expression, mdf_functions
+
+from . import engine
+
+__all__ = ["register", "unregister", "registered_functions"]
+
+_ADDED: set[str] = set()
+
+
+def _latest_schemas() -> dict[str, onnx.defs.OpSchema]:
+    schemas: dict[str, onnx.defs.OpSchema] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain != "":
+            continue
+        known = schemas.get(schema.name)
+        if known is None or known.since_version < schema.since_version:
+            schemas[schema.name] = schema
+    return schemas
+
+
+def _entry(schema: onnx.defs.OpSchema) -> dict:
+    arguments = [formal.name for formal in schema.inputs]
+    signature = ", ".join(arguments + list(schema.attributes))
+    return {
+        "description": schema.doc,
+        "arguments": arguments,
+        "expression_string": f"onnx_ops.{schema.name.lower()}({signature})",
+        "function": None,
+    }
+
+
+def register() -> None:
+    """Register ``onnx::Scan``, ``onnx::Loop``, ``onnx::If`` and every other ONNX operator.
+
+    Idempotent. After it, modeci-mdf's stock ``EvaluableGraph`` evaluates these
+    functions with ONNX semantics (see :mod:`mdf_loops.engine`).
+    """
+    for name, schema in _latest_schemas().items():
+        key = f"onnx::{name}"
+        if key not in mdf_functions:
+            mdf_functions[key] = _entry(schema)
+            _ADDED.add(key)
+        expression = create_python_expression(mdf_functions[key]["expression_string"])
+        engine.route_expression(expression, name)
+    engine.install()
+
+
+def unregister() -> None:
+    """Remove what :func:`register` added and restore the stock engine."""
+    for key in _ADDED:
+        mdf_functions.pop(key, None)
+    _ADDED.clear()
+    engine.uninstall()
+
+
+def registered_functions() -> list[str]:
+    """The ``onnx::`` function names evaluated by mdf-loops."""
+    return sorted(f"onnx::{op}" for op in set(engine._OP_BY_EXPRESSION.values()))

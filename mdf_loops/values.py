@@ -1,0 +1,163 @@
+"""Values as they travel through the MDF engine, and typed tensors in model files.
+
+ONNX has three kinds of value: tensors, sequences and optionals. Inside
+modeci-mdf's engine they are represented as
+
+* a tensor: a ``numpy.ndarray`` (any dtype, ``bfloat16`` and friends via ml_dtypes);
+* a sequence: an :class:`OnnxSequence` (a ``list`` subclass; modelspec turns plain
+  lists into arrays, so sequences must not be plain lists);
+* an empty optional: :data:`EMPTY_OPTIONAL` (the engine replaces ``None`` on a
+  port by zeros, so "no value" needs a value of its own). An optional that holds
+  a value is just that value.
+
+Users see plain Python: arrays, lists and ``None`` (:func:`to_user`).
+
+A tensor written into an MDF file keeps its element type with
+:func:`encode_tensor`: ``{"dtype": "float32", "shape": [2, 3], "data": [...]}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "OnnxSequence",
+    "EMPTY_OPTIONAL",
+    "to_engine",
+    "to_kernel",
+    "to_user",
+    "encode_tensor",
+    "decode_tensor",
+    "is_encoded_tensor",
+    "dtype_from_name",
+]
+
+
+class OnnxSequence(list):
+    """An ONNX sequence value inside the MDF engine."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"OnnxSequence({list.__repr__(self)})"
+
+
+class _EmptyOptional:
+    """The value of an optional that holds nothing."""
+
+    _instance: "_EmptyOptional | None" = None
+
+    def __new__(cls) -> "_EmptyOptional":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "EMPTY_OPTIONAL"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "EMPTY_OPTIONAL"
+
+
+EMPTY_OPTIONAL = _EmptyOptional()
+
+
+def to_engine(value: Any) -> Any:
+    """Convert a kernel or user value into its in-engine form."""
+    if value is None:
+        return EMPTY_OPTIONAL
+    if type(value) is list:
+        return OnnxSequence(to_engine(v) for v in value)
+    if isinstance(value, (np.ndarray, OnnxSequence, _EmptyOptional)):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    return value
+
+
+def to_kernel(value: Any) -> Any:
+    """Convert an in-engine value into what ONNX kernels take (arrays, lists, None)."""
+    if value is EMPTY_OPTIONAL:
+        return None
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, list):
+        return [to_kernel(v) for v in value]
+    if isinstance(value, (bool, int, float, np.generic)):
+        return np.asarray(value)
+    return value
+
+
+def to_user(value: Any) -> Any:
+    """Convert an in-engine value into plain Python/numpy for the caller."""
+    if value is EMPTY_OPTIONAL or value is None:
+        return None
+    if isinstance(value, list):
+        return [to_user(v) for v in value]
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    return value
+
+
+_EXTRA_DTYPES = {
+    name: np.dtype(getattr(ml_dtypes, name))
+    for name in (
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "int4",
+        "uint4",
+        "float4_e2m1fn",
+    )
+    if hasattr(ml_dtypes, name)
+}
+
+
+def dtype_from_name(name: str) -> np.dtype:
+    """``numpy.dtype`` for a name such as ``"float32"`` or ``"bfloat16"``."""
+    if name in _EXTRA_DTYPES:
+        return _EXTRA_DTYPES[name]
+    try:
+        return np.dtype(name)
+    except TypeError as exc:
+        raise ValueError(f"unknown element type {name!r}") from exc
+
+
+def is_encoded_tensor(value: Any) -> bool:
+    """True for a dict written by :func:`encode_tensor`."""
+    return isinstance(value, dict) and set(value) == {"dtype", "shape", "data"}
+
+
+def encode_tensor(array: np.ndarray) -> dict:
+    """A JSON/YAML-safe description of ``array`` that keeps dtype and shape."""
+    array = np.asarray(array)
+    if array.dtype.kind in "fc" or array.dtype in _EXTRA_DTYPES.values():
+        data = array.astype(np.float64).ravel().tolist()
+        # JSON has no NaN/Inf literals: spell them as strings.
+        data = [v if np.isfinite(v) else str(v) for v in data]
+    elif array.dtype.kind in "OUS":
+        data = [str(v) for v in array.ravel().tolist()]
+    else:
+        data = array.ravel().tolist()
+    return {"dtype": array.dtype.name, "shape": list(array.shape), "data": data}
+
+
+def decode_tensor(encoded: dict) -> np.ndarray:
+    """The array described by an :func:`encode_tensor` dict."""
+    dtype = dtype_from_name(encoded["dtype"])
+    shape = tuple(int(d) for d in encoded["shape"])
+    data = encoded["data"]
+    if dtype.kind in "OUS":
+        return np.array(data, dtype=object).reshape(shape)
+    if dtype.kind in "fc" or dtype in _EXTRA_DTYPES.values():
+        data = [float(v) for v in data]  # "nan", "inf", "-inf" spelled as strings
+        return np.array(data, dtype=np.float64).astype(dtype).reshape(shape)
+    return np.array(data).astype(dtype).reshape(shape)
