@@ -80,8 +80,8 @@ def call_onnx_function(
     }
     if op_type in BODY_ATTRIBUTES:
         results = run_control_flow(op_type, version, inputs, attributes, evaluated, owner)
-    elif op_type == "Constant":
-        results = [_constant_value(attributes)]
+    elif op_type in _OWN_IMPLEMENTATIONS:
+        results = _OWN_IMPLEMENTATIONS[op_type](inputs, attributes)
     else:
         results = _run_kernel(op_type, version, schema, inputs, attributes, evaluated)
     results = [to_engine(r) for r in results]
@@ -112,6 +112,15 @@ def _bind_inputs(schema: OpSchema, base: Mapping[str, Any], evaluated: Mapping[s
     return values
 
 
+def _optional(inputs: list, attributes: Mapping[str, Any]) -> list:
+    # onnx.reference wraps the element in a list, which its OptionalGetElement does not undo
+    return [inputs[0] if inputs else None]
+
+
+def _constant(inputs: list, attributes: Mapping[str, Any]) -> list:
+    return [_constant_value(attributes)]
+
+
 def _constant_value(attributes: Mapping[str, Any]) -> Any:
     given = {k: v for k, v in attributes.items() if v is not None}
     if len(given) != 1:
@@ -130,6 +139,10 @@ def _constant_value(attributes: Mapping[str, Any]) -> Any:
     if name == "value_string":
         return np.array(_as_str(value), dtype=object)
     return np.array([str(v) for v in np.asarray(value).reshape(-1)], dtype=object)
+
+
+#: operators evaluated here rather than by an onnx.reference kernel
+_OWN_IMPLEMENTATIONS = {"Constant": _constant, "Optional": _optional}
 
 
 # ---------------------------------------------------------------- kernels
