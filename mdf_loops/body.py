@@ -25,7 +25,10 @@ class BodyRunner:
     def __init__(self, graph: Graph, owner: str):
         self.graph = graph
         self.owner = owner
-        self.signature: BodySignature = body_signature(graph)
+        try:
+            self.signature: BodySignature = body_signature(graph)
+        except ModelError as exc:
+            raise ModelError(f"{owner}: {exc}") from exc
         try:
             self._engine = EvaluableGraph(graph)
         except MdfLoopsError:

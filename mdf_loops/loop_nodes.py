@@ -57,7 +57,9 @@ def run_control_flow(
     scan_attributes = ops.ScanAttributes(
         num_scan_inputs=_int(attributes, "num_scan_inputs"),
         scan_input_axes=_ints(attributes, "scan_input_axes"),
-        scan_input_directions=_ints(attributes, "scan_input_directions"),
+        # opset 8 names the input directions 'directions'
+        scan_input_directions=_ints(attributes, "scan_input_directions")
+        or _ints(attributes, "directions"),
         scan_output_axes=_ints(attributes, "scan_output_axes"),
         scan_output_directions=_ints(attributes, "scan_output_directions"),
     )
@@ -100,8 +102,8 @@ def _as_body(runner: BodyRunner, scope: Mapping[str, Any], label: str) -> Callab
     for name in runner.signature.outer_scope_inputs:
         if name not in scope:
             raise ModelError(
-                f"body '{runner.graph.id}' reads '{name}' from the enclosing scope, but the "
-                f"loop node has no input port or parameter '{name}'"
+                f"{runner.owner}: body '{runner.graph.id}' reads '{name}' from the enclosing "
+                f"scope, but the loop node has no input port or parameter '{name}'"
             )
         outer[name] = scope[name]
 

@@ -98,18 +98,18 @@ def _single_output(schema: OpSchema) -> bool:
 
 def _bind_inputs(schema: OpSchema, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> list:
     values: list = []
+    bound = 0  # values up to here were given by the node; trailing absent inputs are dropped
     for formal in schema.inputs:
         if formal.name not in base:
             values.append(None)
             continue
         value = evaluated[formal.name]
         if formal.option == OpSchema.FormalParameterOption.Variadic and type(value) is list:
-            values.extend(to_kernel(v) for v in value)
+            values.extend(to_kernel(v) for v in value)  # an empty optional stays, as None
         else:
             values.append(to_kernel(value))
-    while values and values[-1] is None:
-        values.pop()
-    return values
+        bound = len(values)
+    return values[:bound]
 
 
 def _optional(inputs: list, attributes: Mapping[str, Any]) -> list:
@@ -153,7 +153,7 @@ def _run_kernel(op_type, version, schema, inputs, attributes, scope) -> list:
     for name, value in attributes.items():
         if value is None:
             continue
-        attrs[name] = _attribute_value(schema.attributes[name].type, value, op_type, name)
+        attrs[name] = attribute_value(schema.attributes[name].type, value, op_type, name)
     n_outputs = _output_count(op_type, schema, inputs, attrs, scope)
     present = tuple(v is not None for v in inputs)
     kernel = _kernel(op_type, version, _freeze(attrs), present, n_outputs)
@@ -219,7 +219,7 @@ def _kernel(op_type: str, version: int, frozen_attrs: tuple, present: tuple, n_o
     return cls(node, run_params)
 
 
-def _attribute_value(attr_type, value, op_type: str, name: str) -> Any:
+def attribute_value(attr_type, value, op_type: str, name: str) -> Any:
     """An MDF parameter value as the Python value ``onnx.helper.make_attribute`` expects."""
     T = AttributeProto.AttributeType
     try:

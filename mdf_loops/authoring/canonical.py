@@ -1,0 +1,145 @@
+"""The canonical form of a scan: one recorded :class:`LoopOp` per ``scan`` call.
+
+``scan`` turns its arguments into this form (as Theano's ``canonical_arguments``
+does): every sequence tap is its own :class:`SequenceInput` reading an already
+shifted, reversed and truncated slice one element per step; every recurrent
+output and every update is a :class:`LoopState`; every output whose steps are
+kept is a :class:`StackedOutput`. Rewrites (:mod:`.rewrite`) change this form;
+lowering (:mod:`.lowering`) turns it into ONNX ``Scan`` or ``Loop``.
+
+Semantics, with ``step(t)`` the body evaluated on the values of step ``t``::
+
+    states = [s.initial for s in states]
+    stacked = [[] for _ in stacked_outputs]
+    for t in range(trip_count):          # the sequences' length, or n_steps
+        values = step(elements at t, states)
+        states = [values[s.next] for s in states]
+        for acc, out in zip(stacked, stacked_outputs):
+            acc.append(values[out.step_value])
+        if until is not None and values[until]:
+            break
+    finals = states; results = [stack(acc) for acc in stacked]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .symbolic import ConstantOp, Operation, Scope, Symbol
+from .types import TensorType
+
+__all__ = ["SequenceInput", "LoopState", "StackedOutput", "LoopOp", "walk_scope"]
+
+
+@dataclass(eq=False)
+class SequenceInput:
+    """``formal`` (in the body) is element ``t`` of ``source`` (outside) at step ``t``."""
+
+    formal: Symbol
+    source: Symbol
+
+
+@dataclass(eq=False)
+class LoopState:
+    """A value carried across steps: ``formal`` in the body, ``next`` its value for the next step."""
+
+    formal: Symbol
+    initial: Symbol
+    next: Symbol
+    final: Symbol | None = None  # the value after the last step (set by LoopOp)
+    role: str = "state"
+
+
+@dataclass(eq=False)
+class StackedOutput:
+    """A body value kept at every step; ``result`` stacks them along a new first axis."""
+
+    step_value: Symbol
+    result: Symbol | None = None  # set by LoopOp
+
+
+class LoopOp(Operation):
+    """One scan in canonical form; its outputs are the states' finals and the stacked results."""
+
+    def __init__(
+        self,
+        name: str,
+        body: Scope,
+        sequences: list[SequenceInput],
+        states: list[LoopState],
+        stacked: list[StackedOutput],
+        trip_count: Symbol | None,
+        steps_known: int | None,
+        until: Symbol | None,
+        replacements: dict[Symbol, Symbol],
+    ):
+        super().__init__(())
+        self.name = name
+        self.body = body
+        self.sequences = sequences
+        self.states = states
+        self.stacked = stacked
+        self.trip_count = trip_count
+        self.steps_known = steps_known
+        self.until = until
+        #: outer symbols the body reads as a state instead (the keys of updates)
+        self.replacements = replacements
+        for state in states:
+            state.final = Symbol(self, len(self.outputs), state.initial.type, None)
+            self.outputs.append(state.final)
+        for out in stacked:
+            self.add_stacked_result(out)
+
+    def add_stacked_result(self, out: StackedOutput) -> None:
+        length = None if self.until is not None else self.steps_known
+        out.result = Symbol(self, len(self.outputs), out.step_value.type.stacked(length), None)
+        self.outputs.append(out.result)
+
+    @property
+    def lowers_to_loop(self) -> bool:
+        """ONNX ``Loop`` (a stop condition, or no sequence to scan), else ``Scan``."""
+        return self.until is not None or not self.sequences
+
+    def body_roots(self) -> list[Symbol]:
+        roots = [s.next for s in self.states] + [o.step_value for o in self.stacked]
+        return roots + ([self.until] if self.until is not None else [])
+
+    def free_variables(self) -> list[Symbol]:
+        """Values from enclosing scopes that the body reads (in first-use order)."""
+        free: dict[Symbol, None] = {}
+        for symbol in walk_scope(self.body, self.body_roots()):
+            if symbol.op.scope is not self.body and symbol not in self.replacements:
+                free[symbol] = None
+        return list(free)
+
+    def dependencies(self) -> list[Symbol]:
+        deps = [s.source for s in self.sequences] + [s.initial for s in self.states]
+        if self.lowers_to_loop and self.trip_count is not None:
+            deps.append(self.trip_count)
+        return deps + self.free_variables()
+
+    def describe(self) -> str:
+        return f"the result of {self.body.label} made at {self.origin}"
+
+
+def walk_scope(scope: Scope, roots: list[Symbol]) -> Iterator[Symbol]:
+    """Every symbol reachable from ``roots`` without leaving ``scope``, each once.
+
+    Symbols of enclosing scopes are yielded but not entered; constants are
+    entered nowhere (they have no inputs).
+    """
+    seen: set[Symbol] = set()
+    stack = list(reversed(roots))
+    while stack:
+        symbol = stack.pop()
+        if symbol in seen:
+            continue
+        seen.add(symbol)
+        yield symbol
+        if symbol.op.scope is scope and not isinstance(symbol.op, ConstantOp):
+            stack.extend(reversed(symbol.op.dependencies()))
+
+
+def state_type_matches(initial: TensorType, step: TensorType) -> bool:
+    return initial.compatible(step)

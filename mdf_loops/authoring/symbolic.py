@@ -1,0 +1,452 @@
+"""Symbolic values and the tracer that records every operation on them.
+
+A :class:`Symbol` stands for a tensor that will exist when the model runs. Every
+operation on symbols (an operator such as ``a @ b + 1``, or a function of
+:mod:`mdf_loops.authoring.functions`) records one :class:`Operation` in the
+*scope* being traced: the top level, or the body of a ``scan`` while its ``fn``
+runs. Nothing is computed; :func:`mdf_loops.authoring.build_model` later turns
+the recorded operations into an MDF model.
+
+Symbols follow numpy's typing rules: Python numbers are *weak* (``x * 2`` keeps
+``x``'s element type), tensors of different element types are promoted
+(``float32 * int64 -> float64``), ``/`` of integers gives ``float64``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .errors import AuthoringError
+from .types import TensorType, infer_types
+
+__all__ = [
+    "Scope",
+    "ROOT",
+    "current_scope",
+    "tracing",
+    "Operation",
+    "OnnxOp",
+    "ConstantOp",
+    "InputOp",
+    "FormalOp",
+    "Symbol",
+    "apply",
+    "input",
+    "constant",
+    "shared",
+    "as_symbol",
+    "binary",
+    "promote",
+]
+
+
+class Scope:
+    """Where operations are recorded: the top level, or one ``scan`` body (nested)."""
+
+    def __init__(self, parent: "Scope | None", label: str):
+        self.parent = parent
+        self.label = label
+
+    def within(self, other: "Scope") -> bool:
+        """True when this scope is ``other`` or nested inside it."""
+        scope: Scope | None = self
+        while scope is not None:
+            if scope is other:
+                return True
+            scope = scope.parent
+        return False
+
+    def __repr__(self) -> str:
+        return f"Scope({self.label!r})"
+
+
+#: The top-level scope: graph inputs and everything traced outside any ``fn``.
+ROOT = Scope(None, "the top level")
+
+_CURRENT: contextvars.ContextVar[Scope] = contextvars.ContextVar(
+    "mdf_loops_authoring_scope", default=ROOT
+)
+
+
+def current_scope() -> Scope:
+    return _CURRENT.get()
+
+
+@contextmanager
+def tracing(scope: Scope) -> Iterator[Scope]:
+    """Record operations into ``scope`` for the duration of the block."""
+    token = _CURRENT.set(scope)
+    try:
+        yield scope
+    finally:
+        _CURRENT.reset(token)
+
+
+def _user_location() -> str:
+    """``file:line`` of the innermost caller outside this package."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("mdf_loops."):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    return f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}"
+
+
+class Operation:
+    """One recorded operation: its inputs, its output symbols and the scope it belongs to."""
+
+    def __init__(self, inputs: Sequence["Symbol | None"], scope: Scope | None = None):
+        self.inputs: tuple[Symbol | None, ...] = tuple(inputs)
+        self.scope = scope or current_scope()
+        self.origin = _user_location()
+        self.outputs: list[Symbol] = []
+
+    def _add_outputs(self, types: Sequence[TensorType], names: Sequence[str | None]) -> None:
+        self.outputs = [Symbol(self, k, t, n) for k, (t, n) in enumerate(zip(types, names))]
+
+    def dependencies(self) -> list["Symbol"]:
+        """The symbols that must exist before this operation runs."""
+        return [s for s in self.inputs if s is not None]
+
+    def describe(self) -> str:
+        return f"{type(self).__name__} made at {self.origin}"
+
+
+class OnnxOp(Operation):
+    """A call of the ONNX operator ``op_type`` with the given attributes."""
+
+    def __init__(self, op_type: str, inputs, attributes: Mapping[str, Any],
+                 types: Sequence[TensorType], name: str | None = None):
+        super().__init__(inputs)
+        self.op_type = op_type
+        self.attributes = dict(attributes)
+        self._add_outputs(types, [name] * len(types))
+
+    def describe(self) -> str:
+        return f"the result of onnx::{self.op_type} made at {self.origin}"
+
+
+class ConstantOp(Operation):
+    """A constant tensor."""
+
+    def __init__(self, value: np.ndarray, name: str | None = None):
+        super().__init__(())
+        self.value = value
+        self._add_outputs([TensorType(value.dtype, value.shape)], [name])
+
+    def describe(self) -> str:
+        text = np.array2string(self.value, threshold=6)
+        return f"constant {text} ({self.value.dtype}) made at {self.origin}"
+
+
+class InputOp(Operation):
+    """A graph input of the authored model (always at the top level)."""
+
+    def __init__(self, name: str, tensor_type: TensorType, dim_names: tuple[str | None, ...]):
+        super().__init__((), ROOT)
+        self.name = name
+        self.dim_names = dim_names
+        self._add_outputs([tensor_type], [name])
+
+    def describe(self) -> str:
+        return f"input '{self.name}'"
+
+
+class FormalOp(Operation):
+    """A value a loop body receives at each step (a sequence slice, a past output, a state)."""
+
+    def __init__(self, tensor_type: TensorType, role: str, name: str):
+        super().__init__(())
+        self.role = role
+        self._add_outputs([tensor_type], [name])
+
+    def describe(self) -> str:
+        return f"{self.role} (an argument of fn)"
+
+
+class Symbol:
+    """A symbolic tensor: output ``index`` of operation ``op``."""
+
+    __slots__ = ("op", "index", "type", "name", "subtensor")
+    __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * x
+
+    def __init__(self, op: Operation, index: int, tensor_type: TensorType, name: str | None):
+        self.op = op
+        self.index = index
+        self.type = tensor_type
+        self.name = name
+        #: (indexed symbol, normalized key) when made by ``x[key]``: for set_subtensor
+        self.subtensor: tuple[Symbol, tuple] | None = None
+
+    # -- static information
+    @property
+    def dtype(self) -> np.dtype:
+        return self.type.dtype
+
+    @property
+    def ndim(self) -> int | None:
+        return self.type.rank
+
+    @property
+    def static_shape(self) -> tuple[int | None, ...] | None:
+        return self.type.shape
+
+    @property
+    def shape(self) -> "Symbol":
+        """The shape as a symbolic int64 vector (as in Theano)."""
+        return apply("Shape", [self])
+
+    def describe(self) -> str:
+        return f"{self.op.describe()}, {self.type}"
+
+    def __repr__(self) -> str:
+        label = f"'{self.name}' " if self.name else ""
+        return f"<Symbol {label}{self.type} from {self.op.describe()}>"
+
+    def __bool__(self) -> bool:
+        raise AuthoringError(
+            f"{self.describe()}: a symbolic value has no truth value while tracing; "
+            "use functions.where(...) for a choice, or until(...) to stop a scan"
+        )
+
+    def __len__(self) -> int:
+        shape = self.type.shape
+        if not shape or shape[0] is None:
+            raise AuthoringError(f"{self.describe()}: len() needs a known first dimension")
+        return shape[0]
+
+    def __iter__(self):
+        for k in range(len(self)):
+            yield self[k]
+
+    # -- arithmetic
+    def __add__(self, other): return binary("Add", self, other)
+    def __radd__(self, other): return binary("Add", other, self)
+    def __sub__(self, other): return binary("Sub", self, other)
+    def __rsub__(self, other): return binary("Sub", other, self)
+    def __mul__(self, other): return binary("Mul", self, other)
+    def __rmul__(self, other): return binary("Mul", other, self)
+    def __truediv__(self, other): return binary("Div", self, other, true_division=True)
+    def __rtruediv__(self, other): return binary("Div", other, self, true_division=True)
+    def __pow__(self, other): return binary("Pow", self, other)
+    def __rpow__(self, other): return binary("Pow", other, self)
+    def __matmul__(self, other): return binary("MatMul", self, other)
+    def __rmatmul__(self, other): return binary("MatMul", other, self)
+    def __neg__(self): return apply("Neg", [self])
+    def __pos__(self): return self
+    def __abs__(self): return apply("Abs", [self])
+
+    def __floordiv__(self, other): return _floor_divide(self, other)
+    def __rfloordiv__(self, other): return _floor_divide(other, self)
+    def __mod__(self, other): return _modulo(self, other)
+    def __rmod__(self, other): return _modulo(other, self)
+
+    # -- comparisons (== and != stay Python identity, as in Theano: use functions.eq/neq)
+    def __lt__(self, other): return binary("Less", self, other)
+    def __le__(self, other): return binary("LessOrEqual", self, other)
+    def __gt__(self, other): return binary("Greater", self, other)
+    def __ge__(self, other): return binary("GreaterOrEqual", self, other)
+    __hash__ = object.__hash__
+
+    # -- logic (booleans) and bitwise operations (integers)
+    def __and__(self, other): return _logical("And", "BitwiseAnd", self, other)
+    def __rand__(self, other): return _logical("And", "BitwiseAnd", other, self)
+    def __or__(self, other): return _logical("Or", "BitwiseOr", self, other)
+    def __ror__(self, other): return _logical("Or", "BitwiseOr", other, self)
+    def __xor__(self, other): return _logical("Xor", "BitwiseXor", self, other)
+    def __rxor__(self, other): return _logical("Xor", "BitwiseXor", other, self)
+
+    def __invert__(self):
+        return apply("Not" if self.dtype == np.bool_ else "BitwiseNot", [self])
+
+    # -- indexing and common methods (as on numpy arrays / Theano variables)
+    def __getitem__(self, key):
+        from .indexing import get_item
+
+        return get_item(self, key)
+
+    @property
+    def T(self) -> "Symbol":
+        return apply("Transpose", [self])
+
+    def transpose(self, *perm: int) -> "Symbol":
+        return apply("Transpose", [self], {"perm": list(perm)} if perm else {})
+
+    def astype(self, dtype) -> "Symbol":
+        from .functions import cast
+
+        return cast(self, dtype)
+
+    def reshape(self, *shape) -> "Symbol":
+        from .functions import reshape
+
+        return reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def dot(self, other) -> "Symbol":
+        return binary("MatMul", self, other)
+
+    def sum(self, axis=None, keepdims: bool = False) -> "Symbol":
+        from .functions import sum as sum_
+
+        return sum_(self, axis, keepdims)
+
+    def mean(self, axis=None, keepdims: bool = False) -> "Symbol":
+        from .functions import mean
+
+        return mean(self, axis, keepdims)
+
+    def max(self, axis=None, keepdims: bool = False) -> "Symbol":
+        from .functions import max as max_
+
+        return max_(self, axis, keepdims)
+
+    def min(self, axis=None, keepdims: bool = False) -> "Symbol":
+        from .functions import min as min_
+
+        return min_(self, axis, keepdims)
+
+    def prod(self, axis=None, keepdims: bool = False) -> "Symbol":
+        from .functions import prod
+
+        return prod(self, axis, keepdims)
+
+
+# ---------------------------------------------------------------- recording
+
+
+def _check_visible(value: Symbol, where: str) -> None:
+    scope = current_scope()
+    if not scope.within(value.op.scope):
+        raise AuthoringError(
+            f"{where}: {value.describe()} was made inside the fn of {value.op.scope.label} "
+            f"and cannot be used in {scope.label}; return it from fn instead"
+        )
+
+
+def apply(
+    op_type: str,
+    inputs: Sequence[Any],
+    attributes: Mapping[str, Any] | None = None,
+    n_outputs: int = 1,
+    name: str | None = None,
+) -> Any:
+    """Record ``onnx::op_type`` on ``inputs`` (symbols, arrays or numbers; ``None`` = absent).
+
+    Returns the output symbol, or a list of them when ``n_outputs > 1``.
+    """
+    attributes = dict(attributes or {})
+    where = f"onnx::{op_type} at {_user_location()}"
+    symbols = [None if x is None else as_symbol(x) for x in inputs]
+    for s in symbols:
+        if s is not None:
+            _check_visible(s, where)
+    described = [
+        None if s is None else (s.type, s.op.value if isinstance(s.op, ConstantOp) else None)
+        for s in symbols
+    ]
+    types = infer_types(op_type, described, attributes, n_outputs, where)
+    op = OnnxOp(op_type, symbols, attributes, types, name)
+    return op.outputs[0] if n_outputs == 1 else list(op.outputs)
+
+
+def input(name: str, shape: Sequence[int | str | None] = (), dtype: Any = "float64") -> Symbol:
+    """A graph input of the model: ``shape`` entries are sizes, or None/a name when unknown."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise AuthoringError(f"input name {name!r} must be a Python identifier")
+    dims = tuple(d if isinstance(d, int) and not isinstance(d, bool) else None for d in shape)
+    names = tuple(d if isinstance(d, str) else None for d in shape)
+    if any(d is not None and d < 0 for d in dims):
+        raise AuthoringError(f"input '{name}': negative dimension in shape {tuple(shape)}")
+    return InputOp(name, TensorType(np.dtype(dtype), dims), names).outputs[0]
+
+
+def constant(value: Any, dtype: Any = None, name: str | None = None) -> Symbol:
+    """A constant tensor (Python ints become int64, floats float64)."""
+    array = np.array(value, dtype=dtype)
+    if array.dtype == object or array.dtype.kind in "USV":
+        raise AuthoringError(f"cannot make a numeric constant from {value!r}")
+    return ConstantOp(array, name).outputs[0]
+
+
+def shared(value: Any, name: str) -> Symbol:
+    """A named constant that a scan may update step by step (``fn`` returns ``{var: new}``).
+
+    As in Theano, ``scan`` returns the value after the last step in its updates
+    dictionary; the model does not keep it between runs (an MDF model is a function).
+    """
+    return constant(value, name=name)
+
+
+def as_symbol(value: Any) -> Symbol:
+    """``value`` as a symbol (arrays and numbers become constants)."""
+    if isinstance(value, Symbol):
+        return value
+    if isinstance(value, (bool, int, float, np.generic, np.ndarray, list, tuple)):
+        return constant(value)
+    raise AuthoringError(f"cannot use {type(value).__name__} {value!r} as a symbolic value")
+
+
+# ---------------------------------------------------------------- typing rules
+
+
+def _is_weak(value: Any) -> bool:
+    return isinstance(value, (bool, int, float)) and not isinstance(value, np.generic)
+
+
+def promote(*values: Any, true_division: bool = False) -> list[Symbol]:
+    """Symbols of one element type, by numpy's rules (Python numbers are weak)."""
+    kinds = [v.dtype if isinstance(v, Symbol) else (v if _is_weak(v) else np.asarray(v).dtype)
+             for v in values]
+    dtype = np.result_type(*kinds)
+    if true_division and dtype.kind in "iub":
+        dtype = np.dtype(np.float64)
+    out = []
+    for v in values:
+        if isinstance(v, Symbol):
+            out.append(v if v.dtype == dtype else apply("Cast", [v], {"to": _elem(dtype)}))
+        else:
+            out.append(constant(np.asarray(v, dtype=dtype)))
+    return out
+
+
+def _elem(dtype: np.dtype) -> int:
+    from .types import onnx_elem_type
+
+    return onnx_elem_type(dtype)
+
+
+def binary(op_type: str, a: Any, b: Any, *, true_division: bool = False) -> Symbol:
+    """Record a binary ONNX operator after promoting both operands to one element type."""
+    left, right = promote(a, b, true_division=true_division)
+    return apply(op_type, [left, right])
+
+
+def _logical(boolean_op: str, bitwise_op: str, a: Any, b: Any) -> Symbol:
+    left, right = promote(a, b)
+    if left.dtype == np.bool_:
+        return apply(boolean_op, [left, right])
+    if left.dtype.kind not in "iu":
+        raise AuthoringError(f"onnx::{bitwise_op} needs booleans or integers, got {left.dtype}")
+    return apply(bitwise_op, [left, right])
+
+
+def _floor_divide(a: Any, b: Any) -> Symbol:
+    left, right = promote(a, b)
+    if left.dtype.kind in "iu":  # exact: (a - a mod b) / b, mod with the divisor's sign
+        remainder = apply("Mod", [left, right], {"fmod": 0})
+        return apply("Div", [apply("Sub", [left, remainder]), right])
+    return apply("Floor", [apply("Div", [left, right])])
+
+
+def _modulo(a: Any, b: Any) -> Symbol:
+    """Python's ``%``: the result has the sign of the divisor."""
+    left, right = promote(a, b)
+    if left.dtype.kind in "iu":
+        return apply("Mod", [left, right], {"fmod": 0})
+    quotient = apply("Floor", [apply("Div", [left, right])])
+    return apply("Sub", [left, apply("Mul", [quotient, right])])

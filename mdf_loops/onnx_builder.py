@@ -1,0 +1,136 @@
+"""Build one ONNX graph node by node, tracking value names and types as it goes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TypeProto, helper, numpy_helper, shape_inference
+
+__all__ = ["NameAllocator", "GraphBuilder", "Weak", "elem_dtype"]
+
+
+@dataclass(frozen=True)
+class Weak:
+    """A value known at export time (a literal or a constant parameter).
+
+    Like a Python number in numpy, it takes the element type of the tensor it
+    meets (``CastLike``); two weak values combine in Python.
+    """
+
+    value: Any
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self.value)
+
+
+class NameAllocator:
+    """Unique ONNX value names across a model (subgraphs included, so none shadows another)."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+
+    def reserve(self, name: str) -> str:
+        self._taken.add(name)
+        return name
+
+    def taken(self, name: str) -> bool:
+        return name in self._taken
+
+    def fresh(self, hint: str) -> str:
+        name, k = hint, 2
+        while name in self._taken:
+            name, k = f"{hint}_{k}", k + 1
+        self._taken.add(name)
+        return name
+
+
+def elem_dtype(type_proto: TypeProto | None) -> np.dtype | None:
+    """numpy dtype of a tensor type, or None when not a tensor or unknown."""
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return None
+    elem = type_proto.tensor_type.elem_type
+    if not elem:
+        return None
+    return np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+
+
+@dataclass
+class GraphBuilder:
+    """Nodes of one ONNX graph under construction, with the types known so far."""
+
+    names: NameAllocator
+    opset: int
+    nodes: list = field(default_factory=list)
+    types: dict[str, TypeProto] = field(default_factory=dict)
+    constants: dict[str, onnx.TensorProto] = field(default_factory=dict)
+
+    def op(self, op_type: str, inputs: list[str], n_outputs: int = 1, hint: str | None = None,
+           output_names: list[str] | None = None, **attributes: Any) -> list[str]:
+        """Append ``op_type(inputs)``; return its output names."""
+        base = hint or op_type.lower()
+        outputs = output_names or [self.names.fresh(base if n_outputs == 1 else f"{base}_{k}")
+                                   for k in range(n_outputs)]
+        node = helper.make_node(op_type, inputs, outputs, name=self.names.fresh(f"{base}_node"),
+                                **attributes)
+        self.nodes.append(node)
+        self._infer(node)
+        return outputs
+
+    def produced(self, name: str) -> bool:
+        """True when a node of this graph computes ``name``."""
+        return any(name in node.output for node in self.nodes)
+
+    def rename(self, old: str, new: str) -> None:
+        """Give a value computed in this graph another name (``new`` must be unused)."""
+        self.names.reserve(new)
+        for node in self.nodes:
+            for field_ in (node.input, node.output):
+                for i, name in enumerate(field_):
+                    if name == old:
+                        field_[i] = new
+        if old in self.types:
+            self.types[new] = self.types.pop(old)
+        if old in self.constants:
+            self.constants[new] = self.constants.pop(old)
+
+    def constant(self, value: Any, hint: str = "const") -> str:
+        """A Constant node holding ``value`` (numpy's own dtype for Python numbers)."""
+        tensor = numpy_helper.from_array(np.asarray(value))
+        (name,) = self.op("Constant", [], hint=hint, value=tensor)
+        self.constants[name] = tensor
+        return name
+
+    def strong(self, operand: "str | Weak", like: str | None = None) -> str:
+        """An ONNX value for ``operand``; a weak value takes the element type of ``like``."""
+        if isinstance(operand, str):
+            return operand
+        if like is not None:
+            target = elem_dtype(self.types.get(like))
+            if target is not None:
+                return self.constant(operand.array().astype(target))
+            const = self.constant(operand.array())
+            return self.op("CastLike", [const, like])[0]
+        return self.constant(operand.array())
+
+    def dtype(self, name: str) -> np.dtype | None:
+        return elem_dtype(self.types.get(name))
+
+    def _infer(self, node: onnx.NodeProto) -> None:
+        try:
+            schema = onnx.defs.get_schema(node.op_type, self.opset, "")
+            input_types = {n: self.types[n] for n in node.input if n in self.types}
+            if any(n and n not in self.types for n in node.input):
+                return
+            data = {n: self.constants[n] for n in node.input if n in self.constants}
+            inferred = shape_inference.infer_node_outputs(
+                schema, node, input_types, data,
+                opset_imports=[helper.make_opsetid("", self.opset)],
+            )
+        except Exception:  # inference is best effort: types stay unknown
+            return
+        for name, type_proto in inferred.items():
+            if type_proto.WhichOneof("value"):
+                self.types[name] = type_proto

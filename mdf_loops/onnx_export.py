@@ -1,0 +1,621 @@
+"""MDF -> ONNX: every node becomes ONNX nodes; loop bodies become subgraphs.
+
+The exporter walks each graph in dependency order and translates, per node:
+
+* a function parameter ``onnx::<Op>`` into that ONNX node (attributes from the
+  node's parameters of the same names; ``onnx::Scan``/``Loop``/``If`` bodies
+  exported recursively into ``GraphProto`` attributes, outer-scope inputs
+  becoming references to the enclosing graph's values again);
+* a function parameter or function with an MDF standard function (``linear``,
+  ``logistic``, ``tanh``, ...) into the ONNX nodes of its expression;
+* parameter values and output-port values written as expressions (``x * w + b``,
+  ``tanh(a) * 2``, ``maximum(a, 0)``) into ONNX nodes, by parsing them
+  (:mod:`mdf_loops.expressions`).
+
+Element types follow the values: imported ONNX models keep theirs; an input port
+of a hand-written model without a ``type`` is float64 (numpy's default), and
+literals take the type of the tensor they meet.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import onnx
+from google.protobuf import json_format
+from modeci_mdf.functions.standard import mdf_functions
+from modeci_mdf.mdf import Graph, Model, Node
+from onnx import TypeProto, helper
+
+from .errors import ModelError
+from .expressions import ExpressionError, onnx_dtype, translate
+from .onnx_builder import GraphBuilder, NameAllocator, Weak
+from .onnx_functions import attribute_value
+from .representation import BODY_ATTRIBUTES, body_graph, body_signature
+from .run import graph_interface, load_model
+from .values import decode_tensor, dtype_from_name, is_encoded_tensor
+
+__all__ = ["mdf_to_onnx", "save_onnx", "DEFAULT_OPSET"]
+
+#: opset of exported models whose MDF model names none
+DEFAULT_OPSET = 21
+
+
+def mdf_to_onnx(
+    model: Model | str | os.PathLike,
+    *,
+    graph: str | None = None,
+    example_inputs: Mapping[str, Any] | None = None,
+    opset: int | None = None,
+) -> onnx.ModelProto:
+    """Export an MDF model (with or without loops) as an ONNX model.
+
+    Args:
+        model: an MDF ``Model`` or a path to MDF JSON/YAML.
+        graph: id of the graph to export (default: the first).
+        example_inputs: values by input name; their dtypes and shapes type the
+            ONNX inputs where the model does not declare them.
+        opset: ONNX opset to declare (default: ``Model.onnx_opset_version``, else
+            :data:`DEFAULT_OPSET`).
+
+    The inputs and outputs keep the names :func:`mdf_loops.run` uses.
+    """
+    model = load_model(model)
+    target = next((g for g in model.graphs if graph in (None, g.id)), None)
+    if target is None:
+        raise ModelError(f"model '{model.id}' has no graph '{graph}'")
+    version = int(opset or model.onnx_opset_version or DEFAULT_OPSET)
+    exporter = _Exporter(version)
+    onnx_graph = exporter.top_graph(target, dict(example_inputs or {}))
+    opsets = [helper.make_opsetid("", version)]
+    for domain, v in ((target.metadata or {}).get("onnx_other_opsets") or {}).items():
+        opsets.append(helper.make_opsetid(domain, int(v)))
+    result = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="mdf-loops")
+    result.ir_version = helper.find_min_ir_version_for(opsets)
+    return result
+
+
+def save_onnx(model: Model | str | os.PathLike, path: str | os.PathLike, **kwargs: Any) -> None:
+    """Export ``model`` and write it to ``path``."""
+    onnx.save(mdf_to_onnx(model, **kwargs), os.fspath(path))
+
+
+@dataclass(frozen=True)
+class _Outputs:
+    """The outputs of an ONNX node called by an MDF function parameter (ports read ``f[i]``)."""
+
+    names: tuple[str, ...]
+
+
+class _Exporter:
+    def __init__(self, opset: int):
+        self.opset = opset
+        self.names = NameAllocator()
+
+    # ------------------------------------------------------------ graphs
+    def top_graph(self, graph: Graph, examples: dict) -> onnx.GraphProto:
+        interface = graph_interface(graph)
+        builder = GraphBuilder(self.names, self.opset)
+        bindings, inputs = {}, []
+        ports = {p.id: p for n in graph.nodes for p in n.input_ports}
+        for name, port_id in interface.inputs.items():
+            type_proto = _declared_type(ports.get(port_id), examples.get(name))
+            onnx_name = self.names.reserve(name)
+            bindings[port_id] = onnx_name
+            builder.types[onnx_name] = type_proto
+            inputs.append(helper.make_value_info(onnx_name, type_proto))
+        values = self._nodes(graph, builder, bindings)
+        by_id = {n.id: n for n in graph.nodes}
+        outputs, used = [], set()
+        for name, ref in interface.outputs.items():
+            value = self._strong(builder, values, ref)
+            if value != name:
+                if builder.produced(value) and value not in used and not self.names.taken(name):
+                    builder.rename(value, name)
+                    values = {k: (name if v == value else v) for k, v in values.items()}
+                else:
+                    builder.op("Identity", [value], output_names=[self.names.reserve(name)])
+            used.add(name)
+            port = next(p for p in by_id[ref[0]].output_ports if p.id == ref[1])
+            outputs.append(self._value_info(builder, name, graph.id, port))
+        result = helper.make_graph(builder.nodes, graph.id, inputs, outputs)
+        return _complete_output_shapes(result, self.opset)
+
+    def body_graph(self, graph: Graph, input_types: list[TypeProto],
+                   outer: Mapping[str, str], outer_types: Mapping[str, TypeProto],
+                   owner: str) -> onnx.GraphProto:
+        signature = body_signature(graph)
+        if len(signature.formal_inputs) != len(input_types):
+            raise ModelError(
+                f"{owner}: body '{graph.id}' has {len(signature.formal_inputs)} formal inputs, "
+                f"the operator passes {len(input_types)}"
+            )
+        builder = GraphBuilder(self.names, self.opset)
+        bindings, inputs = {}, []
+        for port_id, type_proto in zip(signature.formal_inputs, input_types):
+            name = self.names.fresh(port_id)
+            bindings[port_id] = name
+            builder.types[name] = type_proto
+            inputs.append(helper.make_value_info(name, type_proto))
+        for port_id in signature.outer_scope_inputs:
+            if port_id not in outer:
+                raise ModelError(f"{owner}: body '{graph.id}' reads '{port_id}' from the enclosing "
+                                 "scope, which the loop node does not carry")
+            bindings[port_id] = outer[port_id]
+            if outer[port_id] in outer_types:
+                builder.types[outer[port_id]] = outer_types[outer[port_id]]
+        values = self._nodes(graph, builder, bindings)
+        outputs, used = [], set()
+        for node_id, port_id in signature.formal_outputs:
+            name = self._strong(builder, values, (node_id, port_id))
+            if name in used or not builder.produced(name):
+                # ONNX needs distinct output names computed inside the body
+                (name,) = builder.op("Identity", [name], hint=f"{port_id}_out")
+            used.add(name)
+            outputs.append(self._value_info(builder, name, graph.id))
+        return helper.make_graph(builder.nodes, graph.id, inputs, outputs)
+
+    def _value_info(self, builder: GraphBuilder, name: str, graph_id: str,
+                    port=None) -> onnx.ValueInfoProto:
+        declared = (port.metadata or {}).get("onnx_type") if port is not None else None
+        if declared:
+            return helper.make_value_info(name, json_format.ParseDict(declared, TypeProto()))
+        type_proto = builder.types.get(name)
+        if type_proto is None:
+            raise ModelError(f"graph '{graph_id}': cannot infer the type of output '{name}'")
+        return helper.make_value_info(name, type_proto)
+
+    def _strong(self, builder: GraphBuilder, values: dict, ref: tuple[str, str]) -> str:
+        value = values[ref]
+        return builder.strong(value) if isinstance(value, Weak) else value
+
+    def _nodes(self, graph: Graph, builder: GraphBuilder, bindings: dict[str, str]) -> dict:
+        """Export every node; return {(node id, port id): value} of all output ports."""
+        incoming: dict[tuple[str, str], list] = {}
+        for edge in graph.edges:
+            incoming.setdefault((edge.receiver, edge.receiver_port), []).append(edge)
+        values: dict[tuple[str, str], Any] = {}
+        for node in _topological(graph):
+            ports = {}
+            for port in node.input_ports:
+                ports[port.id] = self._port_value(graph, node, port, incoming, values, bindings, builder)
+            for port_id, value in self._node(node, ports, builder).items():
+                values[(node.id, port_id)] = value
+        return values
+
+    def _port_value(self, graph, node, port, incoming, values, bindings, builder) -> Any:
+        edges = incoming.get((node.id, port.id), [])
+        where = f"graph '{graph.id}' node '{node.id}' port '{port.id}'"
+        if len(edges) > 1:
+            raise ModelError(f"{where}: receives {len(edges)} edges; export needs one")
+        if edges:
+            edge = edges[0]
+            value = values[(edge.sender, edge.sender_port)]
+            weight = (edge.parameters or {}).get("weight", 1)
+            if isinstance(weight, (int, float)) and weight == 1:
+                return value
+            return translate(f"__value * {weight}" if not isinstance(weight, str) else f"__value * ({weight})",
+                             {"__value": value}, builder, f"{where} edge '{edge.id}' weight")
+        if port.id in bindings:
+            return bindings[port.id]
+        if port.default_value is not None:
+            return translate(port.default_value, {}, builder, f"{where} default_value")
+        raise ModelError(f"{where}: no edge, no input binding and no default value")
+
+    # ------------------------------------------------------------ one node
+    def _node(self, node: Node, ports: dict[str, Any], builder: GraphBuilder) -> dict[str, Any]:
+        env: dict[str, Any] = dict(ports)
+        attribute_names = _attribute_parameter_names(node, self.opset)
+        pending = [p for p in node.parameters if p.id not in attribute_names]
+        pending += list(node.functions)
+        while pending:
+            progressed = False
+            for item in list(pending):
+                if not _ready(item, env, node):
+                    continue
+                env[item.id] = self._item(node, item, env, builder)
+                pending.remove(item)
+                progressed = True
+            if not progressed:
+                missing = {item.id: sorted(_names_used(item) - set(env)) for item in pending}
+                raise ModelError(f"node '{node.id}': cannot order parameters/functions; missing {missing}")
+        outputs = {}
+        for port in node.output_ports:
+            if port.value is None:
+                raise ModelError(f"node '{node.id}' output port '{port.id}' has no value")
+            outputs[port.id] = self._expression(port.value, env, builder,
+                                                f"node '{node.id}' output port '{port.id}'")
+        return outputs
+
+    def _item(self, node: Node, item, env: dict, builder: GraphBuilder) -> Any:
+        where = f"node '{node.id}' parameter '{item.id}'"
+        if getattr(item, "time_derivative", None) or getattr(item, "default_initial_value", None) is not None:
+            raise ModelError(f"{where}: a stateful parameter (time_derivative / default_initial_value) "
+                             "keeps state between evaluations, which ONNX cannot express; use a loop node")
+        if getattr(item, "conditions", None):
+            raise ModelError(f"{where}: parameter conditions do not export")
+        function, args = _function_of(item)
+        if function:
+            if function.startswith("onnx::"):
+                return self._onnx_call(node, item.id, function[len("onnx::"):], args, env, builder)
+            return self._standard_call(node, item.id, function, args, env, builder)
+        value = item.value
+        if isinstance(value, str) and item.id in _names_in(value):
+            raise ModelError(f"{where}: value {value!r} refers to itself (stateful); it does not export")
+        return self._expression(value, env, builder, where)
+
+    def _expression(self, value: Any, env: dict, builder: GraphBuilder, where: str) -> Any:
+        if is_encoded_tensor(value):
+            return builder.constant(decode_tensor(value))
+        if isinstance(value, dict):
+            raise ModelError(f"{where}: a dict value does not export")
+        if isinstance(value, list) and any(isinstance(v, str) for v in np.asarray(value, dtype=object).ravel()):
+            return translate("[" + ", ".join(map(str, value)) + "]", env, builder, where)
+        if isinstance(value, str) and _is_output_index(value, env):
+            target, index = _output_index(value)
+            outputs = env[target]
+            if index >= len(outputs.names):
+                raise ModelError(f"{where}: {target} has {len(outputs.names)} outputs, not {index + 1}")
+            return outputs.names[index]
+        if isinstance(value, str) and isinstance(env.get(value.strip()), _Outputs):
+            return env[value.strip()].names[0]
+        return translate(value, env, builder, where)
+
+    def _standard_call(self, node, item_id, function, args, env, builder) -> Any:
+        if function not in mdf_functions:
+            raise ModelError(f"node '{node.id}' parameter '{item_id}': unknown function '{function}'")
+        spec = mdf_functions[function]
+        local = dict(env)
+        for name, arg in args.items():
+            local[name] = self._expression(arg, env, builder, f"node '{node.id}' parameter '{item_id}' arg '{name}'")
+        missing = [a for a in spec["arguments"] if a not in local]
+        if missing:
+            raise ModelError(f"node '{node.id}' parameter '{item_id}': {function} needs {missing}")
+        return translate(spec["expression_string"], local, builder,
+                         f"node '{node.id}' parameter '{item_id}' ({function})")
+
+    def _onnx_call(self, node, item_id, op_type, args, env, builder) -> Any:
+        where = f"node '{node.id}' function '{item_id}' (onnx::{op_type})"
+        try:
+            schema = onnx.defs.get_schema(op_type, self.opset, "")
+        except onnx.defs.SchemaError:
+            raise ModelError(f"{where}: no such operator in opset {self.opset}") from None
+        inputs: list[str] = []
+        constraint_of: list[str] = []
+        for formal in schema.inputs:
+            if formal.name not in args:
+                inputs.append("")
+                constraint_of.append(formal.type_str)
+                continue
+            expr = args[formal.name]
+            if formal.option == onnx.defs.OpSchema.FormalParameterOption.Variadic:
+                items = _list_items(expr) if isinstance(expr, str) else None
+                items = items if items is not None else [expr]
+                for item in items:
+                    inputs.append(self._expression(item, env, builder, where))
+                    constraint_of.append(formal.type_str)
+            else:
+                inputs.append(self._expression(expr, env, builder, where))
+                constraint_of.append(formal.type_str)
+        inputs = self._strong_inputs(builder, inputs, constraint_of)
+        while inputs and inputs[-1] == "":
+            inputs.pop()
+
+        attributes = {}
+        for name in schema.attributes:
+            if name in BODY_ATTRIBUTES.get(op_type, ()):
+                continue
+            param = next((p for p in node.parameters if p.id == name), None)
+            if param is None or param.value is None:
+                continue
+            value = param.value
+            if isinstance(value, str):
+                weak = translate(value, env, builder, f"node '{node.id}' attribute '{name}'")
+                if not isinstance(weak, Weak):
+                    raise ModelError(f"node '{node.id}': attribute '{name}' must be known at export time")
+                value = weak.value
+            attributes[name] = attribute_value(schema.attributes[name].type, value, op_type, name)
+
+        if op_type in BODY_ATTRIBUTES:
+            return self._control_flow(node, op_type, inputs, attributes, env, builder, where)
+        n_outputs = _outputs_used(node, item_id, schema)
+        names = builder.op(op_type, inputs, hint=node.id, **attributes,
+                           output_names=self._output_names(node, item_id, n_outputs))
+        return names[0] if schema.max_output == 1 else _Outputs(tuple(names))
+
+    def _output_names(self, node: Node, function_id: str, n_outputs: int) -> list[str]:
+        """ONNX names for a function's outputs: the ids of the ports that read them."""
+        by_index: dict[int, str] = {}
+        for port in node.output_ports:
+            value = (port.value or "").strip()
+            parsed = _output_index(value)
+            if value == function_id:
+                by_index.setdefault(0, port.id)
+            elif parsed and parsed[0] == function_id:
+                by_index.setdefault(parsed[1], port.id)
+        return [self.names.fresh(by_index.get(k, f"{node.id}_{k}")) for k in range(n_outputs)]
+
+    def _strong_inputs(self, builder, inputs: list, constraints: list[str]) -> list[str]:
+        result = []
+        for value, constraint in zip(inputs, constraints):
+            if isinstance(value, Weak):
+                like = next((v for v, c in zip(inputs, constraints)
+                             if isinstance(v, str) and v and c == constraint), None)
+                value = builder.strong(value, like)
+            result.append(value)
+        return result
+
+    def _control_flow(self, node, op_type, inputs, attributes, env, builder, where) -> _Outputs:
+        bodies = {}
+        params = {p.id: p for p in node.parameters}
+        for attr in BODY_ATTRIBUTES[op_type]:
+            if attr not in params:
+                raise ModelError(f"{where}: missing body parameter '{attr}'")
+            bodies[attr] = body_graph(params[attr].value, f"{where} parameter '{attr}'")
+        types = [builder.types.get(i) for i in inputs]
+        if op_type == "Scan":
+            body_inputs = self._scan_body_types(inputs, types, attributes, where)
+        elif op_type == "Loop":
+            carried = [_known(t, where) for t in types[2:]]
+            body_inputs = [_tensor_type(np.int64, ()), _tensor_type(np.bool_, ())] + carried
+        else:
+            body_inputs = []
+        for attr, body in bodies.items():
+            outer = {}
+            for port_id in body_signature(body).outer_scope_inputs:
+                if port_id in env:
+                    value = env[port_id]
+                    outer[port_id] = builder.strong(value) if isinstance(value, Weak) else value
+            exported = self.body_graph(body, body_inputs, outer, builder.types, f"{where} {attr}")
+            if op_type == "Loop" and not _carried_shapes_kept(exported, len(body_inputs) - 2):
+                # a loop-carried value changes shape: declare the body inputs shapeless
+                loose = body_inputs[:2] + [_without_shape(t, where) for t in body_inputs[2:]]
+                exported = self.body_graph(body, loose, outer, builder.types, f"{where} {attr}")
+            attributes[attr] = exported
+        body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
+        n_outputs = len(body.output) - (1 if op_type == "Loop" else 0)
+        names = builder.op(op_type, inputs, hint=node.id, **attributes,
+                           output_names=self._output_names(node, next(
+                               p.id for p in node.parameters if p.function == f"onnx::{op_type}"),
+                               n_outputs))
+        if any(n not in builder.types for n in names):
+            # shape inference cannot see the bodies' outer-scope values: type from the bodies
+            for name, t in zip(names, _control_flow_output_types(op_type, body, attributes, len(inputs))):
+                if t is not None:
+                    builder.types.setdefault(name, t)
+        return _Outputs(tuple(names))
+
+    def _scan_body_types(self, inputs, types, attributes, where) -> list[TypeProto]:
+        m = int(attributes.get("num_scan_inputs", 0))
+        legacy = self.opset < 9
+        values = types[1:] if legacy else types
+        n = len(values) - m
+        axes = list(attributes.get("scan_input_axes") or [0] * m)
+        result = []
+        for k, t in enumerate(values):
+            if t is None:
+                raise ModelError(f"{where}: the type of input {k} is unknown; declare the input "
+                                 "port's type or pass example_inputs")
+            if legacy:
+                t = _drop_axis(t, 0)
+            result.append(t if k < n else _drop_axis(t, axes[k - n] if not legacy else 0))
+        return result
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _topological(graph: Graph) -> list[Node]:
+    nodes = {n.id: n for n in graph.nodes}
+    deps = {n.id: set() for n in graph.nodes}
+    for e in graph.edges:
+        if e.sender not in nodes or e.receiver not in nodes:
+            raise ModelError(f"graph '{graph.id}': edge '{e.id}' connects unknown nodes")
+        deps[e.receiver].add(e.sender)
+    order, done = [], set()
+    while len(order) < len(nodes):
+        ready = [i for i in nodes if i not in done and deps[i] <= done]
+        if not ready:
+            raise ModelError(f"graph '{graph.id}': edges form a cycle among "
+                             f"{sorted(set(nodes) - done)}")
+        for i in ready:
+            order.append(nodes[i])
+            done.add(i)
+    return order
+
+
+def _function_of(item) -> tuple[str | None, dict]:
+    """(function name, args) of a Parameter or Function, whichever form it uses."""
+    function = getattr(item, "function", None)
+    if isinstance(function, dict):
+        (name, args), = function.items()
+        return name, args or {}
+    return function, getattr(item, "args", None) or {}
+
+
+def _attribute_parameter_names(node: Node, opset: int) -> set[str]:
+    names = set()
+    for item in list(node.parameters) + list(node.functions):
+        function, _ = _function_of(item)
+        if function and function.startswith("onnx::"):
+            try:
+                schema = onnx.defs.get_schema(function[len("onnx::"):], opset, "")
+            except onnx.defs.SchemaError:
+                continue
+            names.update(schema.attributes)
+            if schema.name == "Split":
+                names.add("num_outputs")
+    return names
+
+
+def _names_in(expression: Any) -> set[str]:
+    if not isinstance(expression, str):
+        if isinstance(expression, list):
+            return set().union(*(_names_in(e) for e in expression)) if expression else set()
+        return set()
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _names_used(item) -> set[str]:
+    used = _names_in(item.value) if getattr(item, "value", None) is not None else set()
+    _, args = _function_of(item)
+    for expr in args.values():
+        used |= _names_in(expr)
+    return used - {"numpy", "math", "np"}
+
+
+def _ready(item, env: dict, node: Node) -> bool:
+    own = {p.id for p in node.parameters} | {f.id for f in node.functions}
+    return all(name in env or name not in own for name in _names_used(item))
+
+
+def _list_items(expression: str) -> list[str] | None:
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    if isinstance(tree.body, ast.List):
+        return [ast.unparse(e) for e in tree.body.elts]
+    return None
+
+
+def _is_output_index(value: str, env: dict) -> bool:
+    parsed = _output_index(value)
+    return parsed is not None and isinstance(env.get(parsed[0]), _Outputs)
+
+
+def _output_index(value: str) -> tuple[str, int] | None:
+    try:
+        tree = ast.parse(value.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if (isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name)
+            and isinstance(tree.slice, ast.Constant) and isinstance(tree.slice.value, int)):
+        return tree.value.id, tree.slice.value
+    return None
+
+
+def _outputs_used(node: Node, function_id: str, schema) -> int:
+    if schema.max_output == 1:
+        return 1
+    used = [0]
+    for port in node.output_ports:
+        parsed = _output_index(port.value or "")
+        if parsed and parsed[0] == function_id:
+            used.append(parsed[1] + 1)
+    count = max(used)
+    split = next((p for p in node.parameters if p.id == "num_outputs"), None)
+    if schema.name == "Split" and split is not None:
+        count = max(count, int(split.value))
+    return max(count, schema.min_output)
+
+
+def _declared_type(port, example: Any) -> TypeProto:
+    if port is not None and port.metadata and port.metadata.get("onnx_type"):
+        return json_format.ParseDict(port.metadata["onnx_type"], TypeProto())
+    if example is not None:
+        if isinstance(example, list):
+            element = _declared_type(None, example[0]) if example else _tensor_type(np.float64, None)
+            return helper.make_sequence_type_proto(element)
+        array = np.asarray(example)
+        return _tensor_type(array.dtype, array.shape)
+    dtype = np.float64
+    if port is not None and port.type:
+        try:
+            dtype = dtype_from_name(port.type)
+        except ValueError:
+            raise ModelError(f"input port '{port.id}': unknown type {port.type!r}") from None
+    shape = tuple(port.shape) if port is not None and port.shape else None
+    return _tensor_type(dtype, shape)
+
+
+def _tensor_type(dtype, shape) -> TypeProto:
+    return helper.make_tensor_type_proto(onnx_dtype(dtype), None if shape is None else list(shape))
+
+
+def _control_flow_output_types(op_type: str, body: onnx.GraphProto, attributes: dict,
+                               n_inputs: int) -> list[TypeProto | None]:
+    outputs = [o.type for o in body.output]
+    if op_type == "If":
+        return outputs
+    if op_type == "Loop":
+        n_carried = n_inputs - 2
+        carried, scanned = outputs[1:1 + n_carried], outputs[1 + n_carried:]
+        return list(carried) + [_add_axis(t, 0) for t in scanned]
+    n_states = n_inputs - int(attributes.get("num_scan_inputs", 0))
+    axes = list(attributes.get("scan_output_axes") or [0] * (len(outputs) - n_states))
+    return list(outputs[:n_states]) + [_add_axis(t, a) for t, a in zip(outputs[n_states:], axes)]
+
+
+def _add_axis(t: TypeProto, axis: int) -> TypeProto | None:
+    if not t.HasField("tensor_type"):
+        return None
+    tensor = t.tensor_type
+    if not tensor.HasField("shape"):
+        return helper.make_tensor_type_proto(tensor.elem_type, None)
+    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+    axis = axis + len(dims) + 1 if axis < 0 else axis
+    return helper.make_tensor_type_proto(tensor.elem_type, dims[:axis] + [None] + dims[axis:])
+
+
+def _known(t: TypeProto | None, where: str) -> TypeProto:
+    if t is None:
+        raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
+                         "port's type or pass example_inputs")
+    return t
+
+
+def _carried_shapes_kept(body: onnx.GraphProto, n_carried: int) -> bool:
+    for given, returned in zip(body.input[2:2 + n_carried], body.output[1:1 + n_carried]):
+        if given.type != returned.type:
+            return False
+    return True
+
+
+def _complete_output_shapes(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:
+    """Fill in top-level output shapes left unknown, from whole-model shape inference."""
+    missing = [o for o in graph.output
+               if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
+    if not missing:
+        return graph
+    probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        inferred = onnx.shape_inference.infer_shapes(probe).graph
+    except Exception:
+        return graph
+    known = {v.name: v.type for v in list(inferred.value_info) + list(inferred.output)}
+    for output in missing:
+        t = known.get(output.name)
+        if t is not None and t.tensor_type.HasField("shape"):
+            output.type.CopyFrom(t)
+    return graph
+
+
+def _without_shape(t: TypeProto | None, where: str) -> TypeProto:
+    if t is None:
+        raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
+                         "port's type or pass example_inputs")
+    if t.HasField("tensor_type"):
+        return helper.make_tensor_type_proto(t.tensor_type.elem_type, None)
+    return t
+
+
+def _drop_axis(t: TypeProto, axis: int) -> TypeProto:
+    if not t.HasField("tensor_type"):
+        return t
+    tensor = t.tensor_type
+    if not tensor.HasField("shape"):
+        return helper.make_tensor_type_proto(tensor.elem_type, None)
+    dims = list(tensor.shape.dim)
+    axis = axis + len(dims) if axis < 0 else axis
+    kept = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+            for i, d in enumerate(dims) if i != axis]
+    return helper.make_tensor_type_proto(tensor.elem_type, kept)

@@ -1,0 +1,295 @@
+"""Check an MDF model with loop nodes and report every problem, each with its path.
+
+Two layers of checks, both run every time:
+
+1. the JSON Schema of the loop-node convention (``schemas/loop-node.schema.json``,
+   shipped in the package as ``mdf_loops/schemas/loop-node.schema.json``);
+2. the rules a schema cannot express (:mod:`mdf_loops.validate_rules`): body
+   signatures that match their loop's inputs and outputs, scan axes in range
+   where shapes are known, unique ids, edges whose endpoints exist, outer-scope
+   reads that resolve, formal outputs that exist, every body input bound, in
+   nested bodies at every depth.
+
+A path names a place in the model file the way its keys nest, without the model
+id, e.g. ``graphs.main.nodes.rnn.parameters.body``; a list index is written
+``formal_outputs[1]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import reprlib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Iterable, Mapping
+
+import jsonschema
+import yaml
+from modeci_mdf.mdf import Graph, Model
+
+from .errors import ModelError
+
+__all__ = ["Problem", "validate", "read_document", "schema", "format_path"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a model: where (``path``) and what (``message``)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+def validate(model_or_path: Model | Mapping | str | os.PathLike) -> list[Problem]:
+    """Every problem of a model, in file order (an empty list for a valid model).
+
+    Args:
+        model_or_path: an MDF ``Model``, the document of an MDF file as a dict
+            (``{model_id: model}``), or a path to MDF JSON/YAML or to ONNX (which
+            is imported first).
+
+    Raises:
+        ModelError: the file is missing or is not JSON/YAML/ONNX at all (there is
+            no model to check).
+    """
+    from .validate_rules import rule_problems
+
+    problems: list[Problem] = []
+    model = model_or_path
+    if _is_path(model) and os.fspath(model).endswith(".onnx"):
+        from .onnx_import import onnx_to_mdf
+
+        model = onnx_to_mdf(model)
+    if isinstance(model, Model):
+        problems += _repeated_ids_in_model(model)
+        document = _model_document(model)
+    elif _is_path(model):
+        document = read_document(model)
+    elif isinstance(model, Mapping):
+        document = model
+    else:
+        raise ModelError(
+            f"cannot validate a {type(model_or_path).__name__}: expected an MDF Model, "
+            "a document dict or a path"
+        )
+    problems += _repeated_keys(document, ())
+    problems += _schema_problems(document)
+    problems += rule_problems(document)
+    return problems
+
+
+def format_path(parts: Iterable[Any]) -> str:
+    """``('graphs', 'main', 'metadata', 'formal_outputs', 1)`` -> ``graphs.main.metadata.formal_outputs[1]``."""
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+# ---------------------------------------------------------------- reading files
+
+
+class _KeyedDict(dict):
+    """A mapping read from a file, remembering keys the file gave more than once."""
+
+    repeated: tuple = ()
+
+
+def _from_pairs(pairs: list[tuple[Any, Any]]) -> dict:
+    result = _KeyedDict()
+    repeated = []
+    for key, value in pairs:
+        if key in result:
+            repeated.append(key)
+        result[key] = value
+    result.repeated = tuple(dict.fromkeys(repeated))
+    return result
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """A safe YAML loader that keeps track of repeated keys."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+    loader.flatten_mapping(node)
+    return _from_pairs(loader.construct_pairs(node, deep=True))
+
+
+_YamlLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_document(path: str | os.PathLike) -> Any:
+    """The content of an MDF JSON or YAML file as plain data (dicts, lists, scalars).
+
+    Raises:
+        ModelError: the file is missing, unreadable, or not valid JSON/YAML,
+            with the line and column of a syntax error.
+    """
+    path = os.fspath(path)
+    if not path.endswith((".json", ".yaml", ".yml")):
+        raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if path.endswith(".json"):
+                return json.load(handle, object_pairs_hook=_from_pairs)
+            return yaml.load(handle, Loader=_YamlLoader)
+    except FileNotFoundError:
+        raise ModelError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ModelError(f"{path}: is a directory, not a model file") from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(
+            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ModelError(f"{path}: not valid YAML: {_yaml_reason(exc)}") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return problem
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+def _model_document(model: Model) -> dict:
+    try:
+        return json.loads(model.to_json())
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"model '{model.id}' cannot be written as JSON: {exc}") from exc
+
+
+# ---------------------------------------------------------------- repeated ids
+
+
+def _repeated_keys(value: Any, path: tuple) -> list[Problem]:
+    problems = []
+    if isinstance(value, dict):
+        shown = path[1:] if path else path  # the model id is not part of a path
+        for key in getattr(value, "repeated", ()):
+            problems.append(Problem(format_path(shown), f"'{key}' is defined more than once"))
+        for key, item in value.items():
+            problems += _repeated_keys(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problems += _repeated_keys(item, path + (index,))
+    return problems
+
+
+def _repeated_ids_in_model(model: Model) -> list[Problem]:
+    """Ids a ``Model`` object repeats in one list (a file cannot hold them; JSON keeps the last)."""
+    problems: list[Problem] = []
+
+    def check(items: list, path: str) -> None:
+        seen: set = set()
+        for item in items:
+            if item.id in seen:
+                problems.append(Problem(path, f"'{item.id}' is defined more than once"))
+            seen.add(item.id)
+
+    def graph(g: Graph, path: str) -> None:
+        check(g.nodes, f"{path}.nodes")
+        check(g.edges, f"{path}.edges")
+        for node in g.nodes:
+            node_path = f"{path}.nodes.{node.id}"
+            for field in ("input_ports", "output_ports", "parameters"):
+                check(getattr(node, field), f"{node_path}.{field}")
+            for parameter in node.parameters:
+                value = parameter.value
+                if isinstance(value, Mapping) and len(value) == 1:
+                    (key, inner), = value.items()
+                    if isinstance(inner, Graph):
+                        graph(inner, f"{node_path}.parameters.{parameter.id}.value.{key}")
+
+    check(model.graphs, "graphs")
+    for g in model.graphs:
+        graph(g, f"graphs.{g.id}")
+    return problems
+
+
+# ---------------------------------------------------------------- JSON Schema
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    """The JSON Schema of the loop-node convention."""
+    text = resources.files("mdf_loops").joinpath("schemas/loop-node.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    return cls(schema())
+
+
+_short = reprlib.Repr()
+_short.maxstring = 40
+_short.maxother = 40
+_short.maxlist = 4
+_short.maxdict = 3
+_short.maxlevel = 2
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean",
+               int: "integer", float: "number", type(None): "null"}
+
+
+def _schema_problems(document: Any) -> list[Problem]:
+    problems = []
+    errors = sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
+    for error in errors:
+        error = _most_specific(error)
+        path = list(error.absolute_path)[1:]  # drop the model id
+        problems.append(Problem(format_path(path), _schema_message(error)))
+    return problems
+
+
+def _most_specific(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For anyOf/oneOf, the failure of the alternative that got furthest into the value."""
+    while error.context:
+        error = max(error.context, key=lambda e: len(e.absolute_path))
+    return error
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    keyword, expected, instance = error.validator, error.validator_value, error.instance
+    if keyword == "type":
+        allowed = expected if isinstance(expected, list) else [expected]
+        return f"expected {' or '.join(allowed)}, found {_json_type(instance)}"
+    if keyword == "pattern":
+        return f"{_short.repr(instance)} does not match {expected}"
+    if keyword == "enum":
+        return f"{_short.repr(instance)} is not one of {expected}"
+    if keyword in ("minProperties", "minItems"):
+        return f"expected at least {expected} entries, found {len(instance)}"
+    if keyword in ("maxProperties", "maxItems"):
+        return f"expected at most {expected} entries, found {len(instance)}"
+    if keyword == "not":
+        return f"{_short.repr(instance)} is not allowed here"
+    if keyword in ("anyOf", "oneOf"):
+        return f"{_short.repr(instance)} matches none of the allowed forms"
+    return error.message if len(error.message) <= 200 else error.message[:197] + "..."
+
+
+def _json_type(value: Any) -> str:
+    for python_type, name in _JSON_TYPES.items():
+        if type(value) is python_type or (python_type is dict and isinstance(value, dict)):
+            return name
+    return type(value).__name__

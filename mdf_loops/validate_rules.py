@@ -1,0 +1,352 @@
+"""The loop-node rules a JSON Schema cannot express, checked on a model document.
+
+A document is the content of an MDF file (``{model_id: {"graphs": {...}}}``). The
+checks read it defensively: a part of the wrong type (which the schema reports)
+is skipped, never an exception. Each rule reports a :class:`~mdf_loops.validate.Problem`
+at the path of the element it concerns.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from .representation import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS
+from .validate import Problem, format_path
+
+__all__ = ["rule_problems"]
+
+
+def rule_problems(document: Any) -> list[Problem]:
+    """Problems of the semantic rules in ``document`` (see :mod:`mdf_loops.validate`)."""
+    checker = _RuleChecker()
+    if isinstance(document, Mapping) and len(document) == 1:
+        (model,) = document.values()
+        for graph_id, graph in _entries(_get(model, "graphs")):
+            if isinstance(graph, Mapping):
+                checker.graph(graph, ("graphs", graph_id), owner=None)
+    return checker.problems
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """The loop node a body belongs to."""
+
+    node_id: str
+    names: frozenset  # ids of its input ports and parameters: what a body may read from outside
+
+
+@dataclass(frozen=True)
+class _Body:
+    """A loop body found in a node parameter."""
+
+    attribute: str
+    path: tuple
+    graph: Mapping
+    formal_inputs: list | None
+    formal_outputs: list | None
+
+
+class _RuleChecker:
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def report(self, path: tuple, message: str) -> None:
+        self.problems.append(Problem(format_path(path), message))
+
+    # -- graphs
+    def graph(self, graph: Mapping, path: tuple, owner: _Owner | None) -> None:
+        nodes = {k: v for k, v in _entries(graph.get("nodes")) if isinstance(v, Mapping)}
+        name = graph.get("id") or path[-1]
+        received = self._edges(graph, path, nodes, name)
+        meta = _get(graph, "metadata")
+        if owner is not None or "formal_outputs" in meta:
+            self._formal_outputs(meta, path, nodes)
+        if owner is not None:
+            self._body_bindings(meta, path, nodes, received, owner)
+        for node_id, node in nodes.items():
+            self.node(node_id, node, path + ("nodes", node_id))
+
+    def _edges(self, graph: Mapping, path: tuple, nodes: Mapping, name: str) -> set:
+        received = set()
+        for edge_id, edge in _entries(graph.get("edges")):
+            if not isinstance(edge, Mapping):
+                continue
+            where = path + ("edges", edge_id)
+            for end, port_kind, ports in (("sender", "output", "output_ports"),
+                                          ("receiver", "input", "input_ports")):
+                node_id, port_id = edge.get(end), edge.get(f"{end}_port")
+                if node_id not in nodes:
+                    self.report(where + (end,), f"'{node_id}' is not a node of graph '{name}'")
+                elif port_id not in _keys(nodes[node_id].get(ports)):
+                    self.report(
+                        where + (f"{end}_port",),
+                        f"'{port_id}' is not an {port_kind} port of node '{node_id}' "
+                        f"(it has {sorted(_keys(nodes[node_id].get(ports)))})",
+                    )
+            received.add((edge.get("receiver"), edge.get("receiver_port")))
+        return received
+
+    def _formal_outputs(self, meta: Mapping, path: tuple, nodes: Mapping) -> None:
+        outputs = meta.get("formal_outputs")
+        for index, ref in enumerate(outputs if isinstance(outputs, list) else []):
+            node_id, _, port_id = str(ref).partition(".")
+            if node_id not in nodes or port_id not in _keys(nodes[node_id].get("output_ports")):
+                self.report(path + ("metadata", "formal_outputs", index),
+                            f"'{ref}' is not an output port of a node of this graph")
+
+    def _body_bindings(self, meta: Mapping, path: tuple, nodes: Mapping, received: set,
+                       owner: _Owner) -> None:
+        formal = _strings(meta.get("formal_inputs"))
+        outer = _strings(meta.get("outer_scope_inputs"))
+        for index, name in enumerate(outer):
+            if name not in owner.names:
+                self.report(path + ("metadata", "outer_scope_inputs", index),
+                            f"'{name}' is not an input port or parameter of the loop node "
+                            f"'{owner.node_id}', so the body cannot read it")
+            if name in formal:
+                self.report(path + ("metadata", "outer_scope_inputs", index),
+                            f"'{name}' is also a formal input")
+        bound = set(formal) | set(outer)
+        for node_id, node in nodes.items():
+            for port_id, port in _entries(node.get("input_ports")):
+                if (node_id, port_id) in received or port_id in bound:
+                    continue
+                if isinstance(port, Mapping) and port.get("default_value") is not None:
+                    continue
+                self.report(path + ("nodes", node_id, "input_ports", port_id),
+                            "is bound by nothing: no incoming edge, not a formal input or "
+                            "outer-scope input of the body, and no default_value")
+
+    # -- nodes
+    def node(self, node_id: str, node: Mapping, path: tuple) -> None:
+        parameters = {k: v for k, v in _entries(node.get("parameters")) if isinstance(v, Mapping)}
+        inputs = _keys(node.get("input_ports"))
+        for parameter_id in parameters:
+            if parameter_id in inputs:
+                self.report(path + ("parameters", parameter_id),
+                            "has the same id as an input port; the node's expressions "
+                            "cannot tell them apart")
+        call = next(((k, p) for k, p in parameters.items() if p.get("function")), None)
+        if call is None or call[1].get("function") not in CONTROL_FLOW_FUNCTIONS:
+            return
+        call_id, function = call
+        op = CONTROL_FLOW_FUNCTIONS[function["function"]]
+        owner = _Owner(node_id, frozenset(inputs) | frozenset(parameters))
+        bodies = self._bodies(op, parameters, path)
+        rules: dict[str, Callable] = {"Scan": self._scan, "Loop": self._loop, "If": self._if}
+        output_count = rules[op](node, path, parameters, _get(function, "args"), bodies)
+        if output_count is not None:
+            self._output_indices(node, path, call_id, op, output_count)
+        for body in bodies.values():
+            self.graph(body.graph, body.path, owner)
+
+    def _bodies(self, op: str, parameters: Mapping, path: tuple) -> dict[str, _Body]:
+        bodies = {}
+        for attribute in BODY_ATTRIBUTES[op]:
+            if attribute not in parameters:
+                self.report(path + ("parameters",),
+                            f"onnx::{op} needs a parameter '{attribute}' holding its body graph")
+                continue
+            value = parameters[attribute].get("value")
+            key, graph = _stored_body(value)
+            if graph is None:
+                self.report(path + ("parameters", attribute),
+                            "expected a body graph as value: {'graph_<id>': graph}")
+                continue
+            meta = _get(graph, "metadata")
+            bodies[attribute] = _Body(
+                attribute, path + ("parameters", attribute, "value", key), graph,
+                _list_or_none(meta.get("formal_inputs")), _list_or_none(meta.get("formal_outputs")),
+            )
+        return bodies
+
+    def _scan(self, node, path, parameters, args, bodies) -> int | None:
+        values = self._arity(args, "initial_state_and_scan_inputs", path)
+        m = _integer(_value(parameters, "num_scan_inputs"))
+        if m is None:
+            self.report(path + ("parameters",), "onnx::Scan needs an integer parameter 'num_scan_inputs'")
+        body = bodies.get("body")
+        if values is None or m is None:
+            return len(body.formal_outputs) if body and body.formal_outputs is not None else None
+        if not 1 <= m <= len(values):
+            self.report(path + ("parameters", "num_scan_inputs"),
+                        f"is {m}, but the node passes {len(values)} values (initial states, "
+                        "then at least one scan input)")
+            return None
+        n = len(values) - m
+        ports = _mapping(node.get("input_ports"))
+        self._axes(parameters, path, "scan_input_axes", "scan_input_directions", m,
+                   [_rank(ports.get(v)) for v in values[n:]])
+        if body is None:
+            return None
+        where = path + ("parameters", "body")
+        if body.formal_inputs is not None and len(body.formal_inputs) != len(values):
+            self.report(where, f"expects {len(values)} formal inputs ({n} states + {m} scan "
+                               f"inputs), found {len(body.formal_inputs)}")
+        if body.formal_outputs is None:
+            return None
+        if len(body.formal_outputs) < n:
+            self.report(where, f"expects at least {n} formal outputs (the {n} new states, then "
+                               f"scan-output elements), found {len(body.formal_outputs)}")
+            return None
+        k = len(body.formal_outputs) - n
+        self._axes(parameters, path, "scan_output_axes", "scan_output_directions", k,
+                   [_rank(_output_port(node, parameters, n + j)) for j in range(k)])
+        return n + k
+
+    def _loop(self, node, path, parameters, args, bodies) -> int | None:
+        carried = self._arity(args, "v_initial", path) if "v_initial" in args else []
+        body = bodies.get("body")
+        if body is None or carried is None or body.formal_outputs is None:
+            return None
+        where, n = path + ("parameters", "body"), len(carried)
+        if body.formal_inputs is not None and len(body.formal_inputs) != 2 + n:
+            self.report(where, f"expects {2 + n} formal inputs (iteration number, condition, "
+                               f"{n} loop-carried values), found {len(body.formal_inputs)}")
+        if len(body.formal_outputs) < 1 + n:
+            self.report(where, f"expects at least {1 + n} formal outputs (condition, {n} "
+                               "loop-carried values, then scan-output elements), found "
+                               f"{len(body.formal_outputs)}")
+            return None
+        return len(body.formal_outputs) - 1
+
+    def _if(self, node, path, parameters, args, bodies) -> int | None:
+        for body in bodies.values():
+            if body.formal_inputs:
+                self.report(path + ("parameters", body.attribute),
+                            f"expects no formal inputs (a branch reads the enclosing graph "
+                            f"through outer_scope_inputs), found {len(body.formal_inputs)}")
+        then, other = bodies.get("then_branch"), bodies.get("else_branch")
+        if then is None or then.formal_outputs is None:
+            return None
+        if other is not None and other.formal_outputs is not None and \
+                len(other.formal_outputs) != len(then.formal_outputs):
+            self.report(path + ("parameters", "else_branch"),
+                        f"returns {len(other.formal_outputs)} values but then_branch returns "
+                        f"{len(then.formal_outputs)}; both must return the If node's outputs")
+        return len(then.formal_outputs)
+
+    def _arity(self, args: Mapping, name: str, path: tuple) -> list[str] | None:
+        """The expressions a variadic argument lists, or None when it is not a list literal."""
+        value = args.get(name)
+        if isinstance(value, list):
+            return [str(v) for v in value]
+        if not isinstance(value, str):
+            return None
+        try:
+            tree = ast.parse(value.strip(), mode="eval").body
+        except SyntaxError:
+            self.report(path + ("parameters",), f"argument '{name}' = {value!r} is not a valid expression")
+            return None
+        if isinstance(tree, (ast.List, ast.Tuple)):
+            return [ast.unparse(e) for e in tree.elts]
+        return None
+
+    def _axes(self, parameters, path, axes_name, directions_name, count, ranks) -> None:
+        axes = _list_or_none(_value(parameters, axes_name))
+        if axes is not None:
+            if len(axes) != count:
+                self.report(path + ("parameters", axes_name),
+                            f"has {len(axes)} entries, expected {count}")
+            for k, (axis, rank) in enumerate(zip(axes, ranks)):
+                if rank is not None and _integer(axis) is not None and not -rank <= axis < rank:
+                    self.report(path + ("parameters", axes_name),
+                                f"axis {axis} of entry {k} is out of range for a value of rank {rank}")
+        directions = _list_or_none(_value(parameters, directions_name))
+        if directions is not None:
+            if len(directions) != count:
+                self.report(path + ("parameters", directions_name),
+                            f"has {len(directions)} entries, expected {count}")
+            if any(d not in (0, 1) for d in directions):
+                self.report(path + ("parameters", directions_name),
+                            f"entries must be 0 (forward) or 1 (backward), found {directions}")
+
+    def _output_indices(self, node, path, call_id, op, count) -> None:
+        for port_id, port in _entries(node.get("output_ports")):
+            index = _output_index(_mapping(port).get("value"), call_id)
+            if index is not None and index >= count:
+                self.report(path + ("output_ports", port_id, "value"),
+                            f"reads output {index} of '{call_id}', but its body gives "
+                            f"onnx::{op} {count} outputs")
+
+
+# ---------------------------------------------------------------- reading the document
+
+
+def _entries(value: Any) -> list[tuple[Any, Any]]:
+    return list(value.items()) if isinstance(value, Mapping) else []
+
+
+def _keys(value: Any) -> set:
+    return set(value) if isinstance(value, Mapping) else set()
+
+
+def _mapping(value: Any) -> Mapping:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _get(value: Any, key: str) -> Any:
+    """``value[key]`` as a mapping when both exist, else an empty mapping."""
+    return _mapping(_mapping(value).get(key))
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _list_or_none(value: Any) -> list | None:
+    return list(value) if isinstance(value, list) else None
+
+
+def _integer(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _stored_body(value: Any) -> tuple[str | None, Mapping | None]:
+    if isinstance(value, Mapping) and len(value) == 1:
+        (key, graph), = value.items()
+        if isinstance(key, str) and key.startswith("graph_") and isinstance(graph, Mapping):
+            return key, graph
+    return None, None
+
+
+def _rank(port: Any) -> int | None:
+    """The rank of a port's value where the file states it (``shape`` or the ONNX type)."""
+    port = _mapping(port)
+    if isinstance(port.get("shape"), list):
+        return len(port["shape"])
+    tensor = _get(_get(port, "metadata").get("onnx_type"), "tensorType")
+    if "shape" in tensor:
+        return len(_mapping(tensor["shape"]).get("dim") or [])
+    return None
+
+
+def _output_index(expression: Any, call_id: str) -> int | None:
+    """``i`` for an output-port value ``"<call_id>[i]"``, else None."""
+    if not isinstance(expression, str):
+        return None
+    try:
+        tree = ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name) \
+            and tree.value.id == call_id and isinstance(tree.slice, ast.Constant) \
+            and _integer(tree.slice.value) is not None:
+        return tree.slice.value
+    return None
+
+
+def _output_port(node: Mapping, parameters: Mapping, index: int) -> Any:
+    """The output port of a control-flow node that reads output ``index``, if any."""
+    call_id = next((k for k, p in parameters.items() if p.get("function")), None)
+    for _, port in _entries(node.get("output_ports")):
+        if isinstance(port, Mapping) and _output_index(port.get("value"), call_id) == index:
+            return port
+    return None
+
+
+def _value(parameters: Mapping, parameter_id: str) -> Any:
+    """The ``value`` of a parameter, or None."""
+    return _mapping(parameters.get(parameter_id)).get("value")

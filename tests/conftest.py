@@ -1,0 +1,175 @@
+"""Shared helpers: build ONNX models and MDF loop nodes by hand, run onnxruntime, compare values."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
+from onnx import AttributeProto, TensorProto
+from onnx import helper as oh
+
+import mdf_loops
+
+FLOAT = TensorProto.FLOAT
+INT64 = TensorProto.INT64
+BOOL = TensorProto.BOOL
+
+
+# ---------------------------------------------------------------- ONNX models
+
+
+def value_info(name: str, elem_type: int = FLOAT, shape: Sequence | None = None):
+    """A tensor ValueInfoProto; ``shape=None`` leaves the shape unknown."""
+    return oh.make_tensor_value_info(name, elem_type, shape)
+
+
+def onnx_model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Sequence[onnx.ValueInfoProto],
+    outputs: Sequence[onnx.ValueInfoProto],
+    *,
+    initializers: Sequence[onnx.TensorProto] = (),
+    opset: int = 17,
+    functions: Sequence[onnx.FunctionProto] = (),
+    extra_opsets: Mapping[str, int] | None = None,
+) -> onnx.ModelProto:
+    """A ModelProto of one graph (opset 17 by default: onnxruntime runs it)."""
+    graph = oh.make_graph(list(nodes), "main", list(inputs), list(outputs),
+                          initializer=list(initializers))
+    opsets = [oh.make_opsetid("", opset)]
+    opsets += [oh.make_opsetid(d, v) for d, v in (extra_opsets or {}).items()]
+    model = oh.make_model(graph, opset_imports=opsets, functions=list(functions))
+    model.ir_version = 8
+    return model
+
+
+def body_graph(nodes, inputs, outputs, name: str = "body") -> onnx.GraphProto:
+    return oh.make_graph(list(nodes), name, list(inputs), list(outputs))
+
+
+def ort_run(model: onnx.ModelProto, feeds: Mapping[str, Any]) -> dict[str, Any]:
+    """Outputs of ``model`` by name, computed by onnxruntime with one thread."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(None, dict(feeds))))
+
+
+def run_imported(model: onnx.ModelProto, feeds: Mapping[str, Any], **kwargs) -> dict[str, Any]:
+    """``mdf_loops.run`` on the MDF import of ``model``."""
+    return mdf_loops.run(mdf_loops.onnx_to_mdf(model), dict(feeds), **kwargs)
+
+
+# ---------------------------------------------------------------- ONNX backend cases
+
+CONTROL_FLOW_OPS = {"Loop", "Scan", "If"}
+
+
+def _subgraphs(node: onnx.NodeProto):
+    for attr in node.attribute:
+        if attr.type == AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def has_control_flow(graph: onnx.GraphProto) -> bool:
+    """True when ``graph`` or any of its subgraphs has a Loop, Scan or If node."""
+    return any(
+        node.op_type in CONTROL_FLOW_OPS or any(has_control_flow(g) for g in _subgraphs(node))
+        for node in graph.node
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def control_flow_cases() -> dict:
+    """The ONNX backend node test cases with control flow, by name (collected once)."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the case generators overflow casts on purpose
+        cases = collect_testcases(None)
+    return {case.name: case for case in cases if has_control_flow(case.model.graph)}
+
+
+# ---------------------------------------------------------------- MDF loop nodes
+
+
+def mdf_body(graph_id: str, nodes: Sequence[Node], formal_inputs, formal_outputs,
+             outer_scope_inputs=(), edges=()) -> Graph:
+    """A body graph with its ordered signature written in its metadata."""
+    graph = Graph(id=graph_id)
+    graph.nodes.extend(nodes)
+    graph.edges.extend(edges)
+    return mdf_loops.set_body_signature(graph, list(formal_inputs), list(formal_outputs),
+                                        list(outer_scope_inputs))
+
+
+def expression_node(node_id: str, inputs: Sequence[str], outputs: Mapping[str, str],
+                    parameters: Mapping[str, Any] | None = None) -> Node:
+    """A node whose output ports are MDF value expressions over its input ports."""
+    node = Node(id=node_id)
+    node.input_ports.extend(InputPort(id=p) for p in inputs)
+    node.parameters.extend(Parameter(id=k, value=v) for k, v in (parameters or {}).items())
+    node.output_ports.extend(OutputPort(id=k, value=v) for k, v in outputs.items())
+    return node
+
+
+def loop_node(node_id: str, op: str, args: Mapping[str, str], bodies: Mapping[str, Graph],
+              inputs: Sequence[str], n_outputs: int, attributes: Mapping[str, Any] | None = None,
+              output_ids: Sequence[str] | None = None) -> Node:
+    """An ``onnx::<op>`` node with bodies, attributes, input ports and ``out<i>`` output ports."""
+    node = Node(id=node_id)
+    node.input_ports.extend(InputPort(id=p) for p in inputs)
+    for attr, body in bodies.items():
+        node.parameters.append(Parameter(id=attr, value=mdf_loops.wrap_body(body)))
+    for attr, value in (attributes or {}).items():
+        node.parameters.append(Parameter(id=attr, value=value))
+    node.parameters.append(Parameter(id=node_id, function=f"onnx::{op}", args=dict(args)))
+    ids = list(output_ids or [f"out{i}" for i in range(n_outputs)])
+    node.output_ports.extend(OutputPort(id=p, value=f"{node_id}[{i}]") for i, p in enumerate(ids))
+    return node
+
+
+def mdf_model(*nodes: Node, edges=(), model_id: str = "model") -> Model:
+    return Model(id=model_id, graphs=[Graph(id="main", nodes=list(nodes), edges=list(edges))])
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def assert_same(actual: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """Same value, element type and shape; lists element by element; None for None."""
+    if expected is None:
+        assert actual is None, f"expected None (empty optional), got {actual!r}"
+        return
+    if isinstance(expected, list):
+        assert isinstance(actual, list), f"expected a list (sequence), got {type(actual).__name__}"
+        assert len(actual) == len(expected), f"sequence length {len(actual)} != {len(expected)}"
+        for a, e in zip(actual, expected):
+            assert_same(a, e, rtol, atol)
+        return
+    expected = np.asarray(expected)
+    assert isinstance(actual, np.ndarray), f"expected an array, got {type(actual).__name__}"
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    if expected.dtype.kind in "fc" or expected.dtype.name in ("bfloat16", "float16"):
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                                   rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20240611)
