@@ -76,6 +76,10 @@ def mdf_to_onnx(
         opsets.append(helper.make_opsetid(domain, int(v)))
     result = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="mdf-loops")
     result.ir_version = helper.find_min_ir_version_for(opsets)
+    for output in result.graph.output:
+        if output.type.HasField("tensor_type") and not output.type.tensor_type.HasField("shape"):
+            raise ModelError(f"graph '{target.id}' output '{output.name}': its rank cannot be "
+                             "inferred; give the inputs shapes (example_inputs)")
     return result
 
 
@@ -104,6 +108,11 @@ class _Exporter:
         ports = {p.id: p for n in graph.nodes for p in n.input_ports}
         for name, port_id in interface.inputs.items():
             type_proto = _declared_type(ports.get(port_id), examples.get(name))
+            if type_proto.HasField("tensor_type") and not type_proto.tensor_type.HasField("shape"):
+                raise ModelError(
+                    f"graph '{graph.id}' input '{name}': its rank is unknown; pass "
+                    f"example_inputs={{'{name}': ...}} or give the input port a shape"
+                )
             onnx_name = self.names.reserve(name)
             bindings[port_id] = onnx_name
             builder.types[onnx_name] = type_proto
@@ -526,13 +535,15 @@ def _declared_type(port, example: Any) -> TypeProto:
             element = _declared_type(None, example[0]) if example else _tensor_type(np.float64, None)
             return helper.make_sequence_type_proto(element)
         array = np.asarray(example)
-        return _tensor_type(array.dtype, array.shape)
+        name = port.id if port is not None else "dim"
+        return _tensor_type(array.dtype, [f"{name}_{i}" for i in range(array.ndim)])
     dtype = np.float64
     if port is not None and port.type:
         try:
             dtype = dtype_from_name(port.type)
         except ValueError:
             raise ModelError(f"input port '{port.id}': unknown type {port.type!r}") from None
+    # modeci-mdf reads a missing shape as (); only a non-empty shape says something
     shape = tuple(port.shape) if port is not None and port.shape else None
     return _tensor_type(dtype, shape)
 
