@@ -17,7 +17,14 @@ import contextvars
 import logging
 from typing import Any, Callable, Mapping
 
+import math as _math
+
+import functools
+
+import graph_scheduler.condition as _conditions
 import modeci_mdf.execution_engine as _engine
+import numpy as _np
+from modeci_mdf.mdf import MdfBase as _MdfBase
 
 from .errors import EvaluationError, MdfLoopsError, pop_frame, push_frame
 from .onnx_functions import call_onnx_function
@@ -28,6 +35,10 @@ _engine_log = logging.getLogger("modeci_mdf.execution_engine")
 
 _STOCK_EVALUATE_ONNX_EXPR = _engine.evaluate_onnx_expr
 _STOCK_NODE_EVALUATE = _engine.EvaluableNode.evaluate
+_STOCK_EVALUATE_EXPRESSION = _engine.evaluate_params_modelspec
+_STOCK_VAL_INFO = _engine._val_info
+_STOCK_CREATE_PYTHON_EXPRESSION = _engine.create_python_expression
+_STOCK_FORMAT_CONDITION_ARG = _conditions._format_arg
 
 _CURRENT_NODE: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "mdf_loops_engine_node", default=None
@@ -73,6 +84,111 @@ def _evaluate_node(self, *args: Any, **kwargs: Any) -> Any:
         pop_frame(frame)
 
 
+_CODE_CACHE: dict[str, Any] = {}
+_NOT_COMPILABLE = object()
+
+
+def _compiled(expression: str) -> Any:
+    code = _CODE_CACHE.get(expression)
+    if code is None:
+        try:
+            code = compile(expression, "<mdf expression>", "eval")
+        except SyntaxError:
+            code = _NOT_COMPILABLE
+        if len(_CODE_CACHE) > 100_000:
+            _CODE_CACHE.clear()
+        _CODE_CACHE[expression] = code
+    return code
+
+
+def _evaluate_expression(expr, parameters=None, rng=None, array_format="numpy",
+                         verbose=False, cast_to_int=False):
+    """modelspec's ``evaluate`` for numpy arrays, without its per-call cost.
+
+    modelspec formats every parameter value into a log string on each call,
+    verbose or not, and compiles the expression anew; this keeps its results
+    (same order of cases) and caches the compiled expression.
+    """
+    if verbose or rng is not None or array_format != "numpy":
+        return _STOCK_EVALUATE_EXPRESSION(expr, parameters, rng=rng, array_format=array_format,
+                                          verbose=verbose, cast_to_int=cast_to_int)
+    parameters = parameters or {}
+    kind = type(expr)
+    if kind is str:
+        if expr in parameters:
+            expr = parameters[expr]
+            kind = type(expr)
+        else:
+            try:
+                return _number(int(expr), cast_to_int)
+            except (TypeError, ValueError):
+                pass
+            try:
+                return _number(float(expr), cast_to_int)
+            except (TypeError, ValueError):
+                pass
+            code = _compiled(expr)
+            if code is _NOT_COMPILABLE or "random()" in expr:
+                return _STOCK_EVALUATE_EXPRESSION(expr, parameters, array_format=array_format,
+                                                  cast_to_int=cast_to_int)
+            scope = dict(parameters)
+            if "math." in expr:
+                scope["math"] = _math
+            if "numpy." in expr:
+                scope["numpy"] = _np
+            try:
+                value = eval(code, scope)
+            except Exception:
+                return expr  # modelspec returns an expression it cannot evaluate unchanged
+            if (type(value) is float or type(value) is str) and _is_integral(value):
+                return int(value)
+            return value
+    if kind is list or kind is _np.ndarray:
+        return _np.array(expr)
+    if kind is str:  # a parameter holding a string: modelspec's number parsing applies
+        return _STOCK_EVALUATE_EXPRESSION(expr, parameters, array_format=array_format,
+                                          cast_to_int=cast_to_int)
+    try:
+        if cast_to_int and int(expr) == expr:
+            return int(expr)
+    except Exception:
+        pass
+    return expr
+
+
+def _number(value, cast_to_int):
+    if cast_to_int and int(value) == value:
+        return int(value)
+    return value
+
+
+def _is_integral(value) -> bool:
+    try:
+        return int(value) == value
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _value_summary(value: Any) -> str:
+    """A cheap description of a value for the engine's log lines."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"<{getattr(value, 'dtype', '')}{list(shape)}>"
+    return f"<{type(value).__name__}>"
+
+
+def _format_condition_arg(value: Any, key: Any = None) -> str:
+    """graph-scheduler's argument formatting, naming MDF elements by id.
+
+    ``EvaluableGraph.evaluate`` formats every node's condition on each call;
+    the stock formatting writes out the whole node, loop bodies included.
+    """
+    if isinstance(value, _MdfBase) and hasattr(value, "id"):
+        text = f"{type(value).__name__}({value.id!r})"
+        return f"{key}={text}" if key is not None else text
+    return _STOCK_FORMAT_CONDITION_ARG(value, key)
+
+
 def _log_engine_output(*args: Any, **kwargs: Any) -> None:
     if _engine_log.isEnabledFor(logging.DEBUG):
         sep = kwargs.get("sep", " ")
@@ -83,6 +199,11 @@ _PATCHES: dict[str, tuple[Any, str, Callable]] = {
     "evaluate_onnx_expr": (_engine, "evaluate_onnx_expr", _evaluate_onnx_expr),
     "node_evaluate": (_engine.EvaluableNode, "evaluate", _evaluate_node),
     "print": (_engine, "print", _log_engine_output),
+    "evaluate_expression": (_engine, "evaluate_params_modelspec", _evaluate_expression),
+    "value_summary": (_engine, "_val_info", _value_summary),
+    "python_expression": (_engine, "create_python_expression",
+                          functools.lru_cache(maxsize=4096)(_STOCK_CREATE_PYTHON_EXPRESSION)),
+    "condition_arg": (_conditions, "_format_arg", _format_condition_arg),
 }
 
 
@@ -100,5 +221,9 @@ def uninstall() -> None:
     """Restore modeci-mdf's own engine functions."""
     _engine.evaluate_onnx_expr = _STOCK_EVALUATE_ONNX_EXPR
     _engine.EvaluableNode.evaluate = _STOCK_NODE_EVALUATE
+    _engine.evaluate_params_modelspec = _STOCK_EVALUATE_EXPRESSION
+    _engine._val_info = _STOCK_VAL_INFO
+    _engine.create_python_expression = _STOCK_CREATE_PYTHON_EXPRESSION
+    _conditions._format_arg = _STOCK_FORMAT_CONDITION_ARG
     if "print" in vars(_engine):
         del _engine.print
