@@ -17,7 +17,10 @@ __all__ = [
     "ModelError",
     "EvaluationError",
     "LoopError",
+    "LimitError",
     "IterationLimitError",
+    "DepthLimitError",
+    "SizeLimitError",
     "current_location",
     "location_frame",
 ]
@@ -44,8 +47,20 @@ class LoopError(EvaluationError):
     """A loop's inputs or body outputs break the operator's rules."""
 
 
-class IterationLimitError(LoopError):
-    """A loop ran more iterations than the configured limit allows."""
+class LimitError(LoopError):
+    """A run hit one of its work limits (:class:`mdf_loops.Limits`); the message says how to raise it."""
+
+
+class IterationLimitError(LimitError):
+    """A loop (or a run's loops together) ran more iterations than the limit allows."""
+
+
+class DepthLimitError(LimitError):
+    """Loop bodies are nested deeper than the limit allows."""
+
+
+class SizeLimitError(LimitError):
+    """A loop or an operator produced a value with more elements than the limit allows."""
 
 
 _FRAMES: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(

@@ -156,6 +156,10 @@ class _Translator:
 
     def _pair(self, left: Any, right: Any, allow_mixed: bool = False) -> tuple[str, str]:
         """Two ONNX values of one element type (numpy's promotion for two tensors)."""
+        if isinstance(left, Weak) and isinstance(right, Weak):
+            common = np.result_type(left.array(), right.array())
+            return (self.b.constant(left.array().astype(common)),
+                    self.b.constant(right.array().astype(common)))
         if isinstance(left, Weak):
             return self.b.strong(left, right), right
         if isinstance(right, Weak):

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import ops
 from .body import BodyRunner
+from .ops.common import IterationGuard, check_elements, element_count, loop_scope
 from .errors import LoopError, ModelError, pop_frame, push_frame
 from .representation import BODY_ATTRIBUTES, body_graph
 
@@ -33,7 +34,13 @@ def run_control_flow(
     None when called outside an engine.
     """
     owner_name = f"node '{owner.node.id}'" if owner is not None else "control-flow node"
+    with loop_scope(op_type):  # limits: nesting depth, and the run's iteration budget
+        return _run(op_type, opset, inputs, attributes, scope, owner, owner_name)
+
+
+def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
     bodies = {attr: _runner(owner, owner_name, attr, attributes) for attr in BODY_ATTRIBUTES[op_type]}
+    guard = IterationGuard(kind=op_type)
     if op_type == "If":
         if not inputs or inputs[0] is None:
             raise LoopError("If needs its 'cond' input")
@@ -52,7 +59,10 @@ def run_control_flow(
                 f"Loop body '{body.graph.id}' has {body.num_inputs} formal inputs; it needs "
                 f"2 + {len(carried)} (iteration number, condition, loop-carried values)"
             )
-        return ops.loop(_as_body(body, scope, "iteration"), trip_count, condition, carried)
+        if trip_count is not None and condition is None:  # runs exactly M times: check now
+            guard.check_planned(int(np.asarray(trip_count).reshape(())))
+        step = _as_body(body, scope, "iteration", first_scan_output=1 + len(carried))
+        return ops.loop(step, trip_count, condition, carried, guard)
     # Scan
     scan_attributes = ops.ScanAttributes(
         num_scan_inputs=_int(attributes, "num_scan_inputs"),
@@ -72,10 +82,11 @@ def run_control_flow(
             f"Scan body '{body.graph.id}' has {body.num_inputs} formal inputs but the node "
             f"passes {len(values)} (states then scan inputs)"
         )
-    step = _as_body(body, scope, "iteration")
+    states = len(values) - scan_attributes.num_scan_inputs
+    step = _as_body(body, scope, "iteration", first_scan_output=states)
     if opset < 9:
-        return ops.scan_batched(step, sequence_lens, values, scan_attributes)
-    return ops.scan(step, values, scan_attributes)
+        return ops.scan_batched(step, sequence_lens, values, scan_attributes, guard)
+    return ops.scan(step, values, scan_attributes, guard)
 
 
 def _runner(owner: Any, owner_name: str, attr: str, attributes: Mapping[str, Any]) -> BodyRunner:
@@ -96,8 +107,14 @@ def _runner(owner: Any, owner_name: str, attr: str, attributes: Mapping[str, Any
     return runner
 
 
-def _as_body(runner: BodyRunner, scope: Mapping[str, Any], label: str) -> Callable:
-    """Adapt a runner to the ``body(values, iteration)`` protocol of :mod:`ops`."""
+def _as_body(runner: BodyRunner, scope: Mapping[str, Any], label: str,
+             first_scan_output: int | None = None) -> Callable:
+    """Adapt a runner to the ``body(values, iteration)`` protocol of :mod:`ops`.
+
+    Each body output is checked against ``max_elements``; outputs from index
+    ``first_scan_output`` on are scan outputs, checked as stacked over the
+    iterations so far.
+    """
     outer = {}
     for name in runner.signature.outer_scope_inputs:
         if name not in scope:
@@ -116,11 +133,38 @@ def _as_body(runner: BodyRunner, scope: Mapping[str, Any], label: str) -> Callab
             frame = f"iteration {iteration}"
         token = push_frame(frame)
         try:
-            return runner(values, outer)
+            outs = runner(values, outer)
         finally:
             pop_frame(token)
+        _check_output_sizes(runner, outs, first_scan_output, stacked, iteration)
+        return outs
 
+    stacked: list[int] = []  # elements of each scan output over the iterations so far
     return body
+
+
+def _check_output_sizes(runner: BodyRunner, outs: list, first_scan_output: int | None,
+                        stacked: list[int], iteration: int | None) -> None:
+    first = len(outs) if first_scan_output is None else first_scan_output
+    for j, value in enumerate(outs):
+        count = element_count(value)
+        if j < first or iteration is None:  # carried value, branch output or shape probe
+            check_elements(count, f"{_output_name(runner, j)}", iteration)
+            continue
+        k = j - first
+        if k == len(stacked):
+            stacked.append(0)
+        stacked[k] += count
+        check_elements(stacked[k], f"scan output {k} ({_output_name(runner, j)}, stacked)",
+                       iteration)
+
+
+def _output_name(runner: BodyRunner, j: int) -> str:
+    outputs = runner.signature.formal_outputs
+    if j < len(outputs):
+        node, port = outputs[j]
+        return f"body output {j} '{node}.{port}'"
+    return f"body output {j}"
 
 
 def _int(attributes: Mapping[str, Any], name: str) -> int:

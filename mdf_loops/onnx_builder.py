@@ -107,7 +107,7 @@ class GraphBuilder:
         """An ONNX value for ``operand``; a weak value takes the element type of ``like``."""
         if isinstance(operand, str):
             return operand
-        if like is not None:
+        if isinstance(like, str) and like:
             target = elem_dtype(self.types.get(like))
             if target is not None:
                 return self.constant(operand.array().astype(target))

@@ -44,6 +44,9 @@ __all__ = ["mdf_to_onnx", "save_onnx", "DEFAULT_OPSET"]
 #: opset of exported models whose MDF model names none
 DEFAULT_OPSET = 21
 
+#: how often a Loop body is re-exported with looser carried types before they are declared shapeless
+_LOOSENING_ROUNDS = 3
+
 
 def mdf_to_onnx(
     model: Model | str | os.PathLike,
@@ -379,11 +382,21 @@ class _Exporter:
                 if port_id in env:
                     value = env[port_id]
                     outer[port_id] = builder.strong(value) if isinstance(value, Weak) else value
-            exported = self.body_graph(body, body_inputs, outer, builder.types, f"{where} {attr}")
-            if op_type == "Loop" and not _carried_shapes_kept(exported, len(body_inputs) - 2):
-                # a loop-carried value changes shape: declare the body inputs shapeless
-                loose = body_inputs[:2] + [_without_shape(t, where) for t in body_inputs[2:]]
-                exported = self.body_graph(body, loose, outer, builder.types, f"{where} {attr}")
+            given = body_inputs
+            exported = self.body_graph(body, given, outer, builder.types, f"{where} {attr}")
+            for _ in range(_LOOSENING_ROUNDS if op_type == "Loop" else 0):
+                # a loop-carried value may change shape from one iteration to the next:
+                # declare in the body only what holds for every iteration
+                returned = [o.type for o in exported.output[1:len(given) - 1]]
+                looser = given[:2] + [_loosened(g, r) for g, r in zip(given[2:], returned)]
+                if looser == given:
+                    break
+                given = looser
+                exported = self.body_graph(body, given, outer, builder.types, f"{where} {attr}")
+            else:
+                if op_type == "Loop" and given is not body_inputs:
+                    given = given[:2] + [_without_shape(t, where) for t in given[2:]]
+                    exported = self.body_graph(body, given, outer, builder.types, f"{where} {attr}")
             attributes[attr] = exported
         body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
         n_outputs = len(body.output) - (1 if op_type == "Loop" else 0)
@@ -391,11 +404,12 @@ class _Exporter:
                            output_names=self._output_names(node, next(
                                p.id for p in node.parameters if p.function == f"onnx::{op_type}"),
                                n_outputs))
-        if any(n not in builder.types for n in names):
-            # shape inference cannot see the bodies' outer-scope values: type from the bodies
-            for name, t in zip(names, _control_flow_output_types(op_type, body, attributes, len(inputs))):
-                if t is not None:
-                    builder.types.setdefault(name, t)
+        # ONNX's inference cannot see the bodies' outer-scope values and drops the shapes of
+        # loop-carried values: complete what it left unknown from the exported bodies
+        derived = _control_flow_output_types(op_type, body, attributes, types)
+        for name, t in zip(names, derived):
+            if t is not None and not _has_shape(builder.types.get(name)):
+                builder.types[name] = t
         return _Outputs(tuple(names))
 
     def _scan_body_types(self, inputs, types, attributes, where) -> list[TypeProto]:
@@ -553,17 +567,37 @@ def _tensor_type(dtype, shape) -> TypeProto:
 
 
 def _control_flow_output_types(op_type: str, body: onnx.GraphProto, attributes: dict,
-                               n_inputs: int) -> list[TypeProto | None]:
+                               input_types: list[TypeProto | None]) -> list[TypeProto | None]:
+    """Types of a control-flow node's outputs, from its exported body and its inputs."""
     outputs = [o.type for o in body.output]
     if op_type == "If":
         return outputs
     if op_type == "Loop":
-        n_carried = n_inputs - 2
-        carried, scanned = outputs[1:1 + n_carried], outputs[1 + n_carried:]
-        return list(carried) + [_add_axis(t, 0) for t in scanned]
-    n_states = n_inputs - int(attributes.get("num_scan_inputs", 0))
+        initial = input_types[2:]
+        carried, scanned = outputs[1:1 + len(initial)], outputs[1 + len(initial):]
+        # a carried value is its initial value after zero iterations, the body's after more
+        return [_merged(a, b) for a, b in zip(initial, carried)] + [_add_axis(t, 0) for t in scanned]
+    n_states = len(input_types) - int(attributes.get("num_scan_inputs", 0))
     axes = list(attributes.get("scan_output_axes") or [0] * (len(outputs) - n_states))
     return list(outputs[:n_states]) + [_add_axis(t, a) for t, a in zip(outputs[n_states:], axes)]
+
+
+def _has_shape(t: TypeProto | None) -> bool:
+    return t is not None and t.HasField("tensor_type") and t.tensor_type.HasField("shape")
+
+
+def _merged(a: TypeProto | None, b: TypeProto) -> TypeProto | None:
+    """The type a value of type ``a`` or ``b`` has: shared rank, and dims where they agree."""
+    if a is None or not (a.HasField("tensor_type") and b.HasField("tensor_type")):
+        return None
+    if a.tensor_type.elem_type != b.tensor_type.elem_type:
+        return None
+    if not (_has_shape(a) and _has_shape(b)) or len(a.tensor_type.shape.dim) != len(b.tensor_type.shape.dim):
+        return helper.make_tensor_type_proto(a.tensor_type.elem_type, None)
+    dims = []
+    for da, db in zip(a.tensor_type.shape.dim, b.tensor_type.shape.dim):
+        dims.append(da.dim_value or da.dim_param if da == db and (da.dim_value or da.dim_param) else None)
+    return helper.make_tensor_type_proto(a.tensor_type.elem_type, dims)
 
 
 def _add_axis(t: TypeProto, axis: int) -> TypeProto | None:
@@ -584,11 +618,11 @@ def _known(t: TypeProto | None, where: str) -> TypeProto:
     return t
 
 
-def _carried_shapes_kept(body: onnx.GraphProto, n_carried: int) -> bool:
-    for given, returned in zip(body.input[2:2 + n_carried], body.output[1:1 + n_carried]):
-        if given.type != returned.type:
-            return False
-    return True
+def _loosened(given: TypeProto, returned: TypeProto) -> TypeProto:
+    """A loop-carried body input type that admits both ``given`` and what the body ``returned``."""
+    if given.HasField("tensor_type") and returned.HasField("tensor_type"):
+        return _merged(given, returned) or given
+    return given
 
 
 def _complete_output_shapes(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 from .representation import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS
 from .validate import Problem, format_path
 
-__all__ = ["rule_problems"]
+__all__ = ["rule_problems", "variadic_items", "output_index"]
 
 
 def rule_problems(document: Any) -> list[Problem]:
@@ -231,18 +231,11 @@ class _RuleChecker:
     def _arity(self, args: Mapping, name: str, path: tuple) -> list[str] | None:
         """The expressions a variadic argument lists, or None when it is not a list literal."""
         value = args.get(name)
-        if isinstance(value, list):
-            return [str(v) for v in value]
-        if not isinstance(value, str):
-            return None
         try:
-            tree = ast.parse(value.strip(), mode="eval").body
+            return variadic_items(value)
         except SyntaxError:
             self.report(path + ("parameters",), f"argument '{name}' = {value!r} is not a valid expression")
             return None
-        if isinstance(tree, (ast.List, ast.Tuple)):
-            return [ast.unparse(e) for e in tree.elts]
-        return None
 
     def _axes(self, parameters, path, axes_name, directions_name, count, ranks) -> None:
         axes = _list_or_none(_value(parameters, axes_name))
@@ -265,7 +258,7 @@ class _RuleChecker:
 
     def _output_indices(self, node, path, call_id, op, count) -> None:
         for port_id, port in _entries(node.get("output_ports")):
-            index = _output_index(_mapping(port).get("value"), call_id)
+            index = output_index(_mapping(port).get("value"), call_id)
             if index is not None and index >= count:
                 self.report(path + ("output_ports", port_id, "value"),
                             f"reads output {index} of '{call_id}', but its body gives "
@@ -323,7 +316,23 @@ def _rank(port: Any) -> int | None:
     return None
 
 
-def _output_index(expression: Any, call_id: str) -> int | None:
+def variadic_items(expression: Any) -> list[str] | None:
+    """The items of a variadic argument written as a list expression ``"[h0, x]"``.
+
+    None when the argument is not a list literal (its length is then unknown);
+    raises SyntaxError for text that is not an expression.
+    """
+    if isinstance(expression, list):
+        return [str(e) for e in expression]
+    if not isinstance(expression, str):
+        return None
+    tree = ast.parse(expression.strip(), mode="eval").body
+    if isinstance(tree, (ast.List, ast.Tuple)):
+        return [ast.unparse(e) for e in tree.elts]
+    return None
+
+
+def output_index(expression: Any, call_id: str) -> int | None:
     """``i`` for an output-port value ``"<call_id>[i]"``, else None."""
     if not isinstance(expression, str):
         return None
@@ -342,7 +351,7 @@ def _output_port(node: Mapping, parameters: Mapping, index: int) -> Any:
     """The output port of a control-flow node that reads output ``index``, if any."""
     call_id = next((k for k, p in parameters.items() if p.get("function")), None)
     for _, port in _entries(node.get("output_ports")):
-        if isinstance(port, Mapping) and _output_index(port.get("value"), call_id) == index:
+        if isinstance(port, Mapping) and output_index(port.get("value"), call_id) == index:
             return port
     return None
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from .symbolic import ConstantOp, Operation, Scope, Symbol
-from .types import TensorType
 
 __all__ = ["SequenceInput", "LoopState", "StackedOutput", "LoopOp", "walk_scope"]
 
@@ -56,6 +55,10 @@ class StackedOutput:
     """A body value kept at every step; ``result`` stacks them along a new first axis."""
 
     step_value: Symbol
+    #: the state whose newest value ``step_value`` is: the last step is then that
+    #: state's final value (or the last row of it, for a window of past values)
+    state: LoopState | None = None
+    state_is_window: bool = False
     result: Symbol | None = None  # set by LoopOp
 
 
@@ -73,6 +76,7 @@ class LoopOp(Operation):
         steps_known: int | None,
         until: Symbol | None,
         replacements: dict[Symbol, Symbol],
+        steps_may_be_zero: bool = False,
     ):
         super().__init__(())
         self.name = name
@@ -85,6 +89,9 @@ class LoopOp(Operation):
         self.until = until
         #: outer symbols the body reads as a state instead (the keys of updates)
         self.replacements = replacements
+        #: n_steps decides the number of steps and may be 0 (onnxruntime's Scan
+        #: cannot read empty sequences, its Loop can run zero times)
+        self.steps_may_be_zero = steps_may_be_zero
         for state in states:
             state.final = Symbol(self, len(self.outputs), state.initial.type, None)
             self.outputs.append(state.final)
@@ -98,8 +105,8 @@ class LoopOp(Operation):
 
     @property
     def lowers_to_loop(self) -> bool:
-        """ONNX ``Loop`` (a stop condition, or no sequence to scan), else ``Scan``."""
-        return self.until is not None or not self.sequences
+        """ONNX ``Loop`` (a stop condition, no sequence, or n_steps may be 0), else ``Scan``."""
+        return self.until is not None or not self.sequences or self.steps_may_be_zero
 
     def body_roots(self) -> list[Symbol]:
         roots = [s.next for s in self.states] + [o.step_value for o in self.stacked]
@@ -140,6 +147,3 @@ def walk_scope(scope: Scope, roots: list[Symbol]) -> Iterator[Symbol]:
         if symbol.op.scope is scope and not isinstance(symbol.op, ConstantOp):
             stack.extend(reversed(symbol.op.dependencies()))
 
-
-def state_type_matches(initial: TensorType, step: TensorType) -> bool:
-    return initial.compatible(step)

@@ -15,6 +15,7 @@ Symbols follow numpy's typing rules: Python numbers are *weak* (``x * 2`` keeps
 from __future__ import annotations
 
 import contextvars
+import itertools
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
@@ -144,6 +145,9 @@ class ConstantOp(Operation):
         return f"constant {text} ({self.value.dtype}) made at {self.origin}"
 
 
+_INPUT_SERIAL = itertools.count()
+
+
 class InputOp(Operation):
     """A graph input of the authored model (always at the top level)."""
 
@@ -151,6 +155,7 @@ class InputOp(Operation):
         super().__init__((), ROOT)
         self.name = name
         self.dim_names = dim_names
+        self.serial = next(_INPUT_SERIAL)  # models list their inputs in creation order
         self._add_outputs([tensor_type], [name])
 
     def describe(self) -> str:

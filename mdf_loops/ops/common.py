@@ -3,32 +3,70 @@
 from __future__ import annotations
 
 import contextvars
+import operator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 import numpy as np
 
-from ..errors import IterationLimitError, LoopError
+from ..errors import DepthLimitError, IterationLimitError, LoopError, SizeLimitError
 
-__all__ = ["Limits", "limits", "current_limits", "IterationGuard", "normalize_axis",
-           "check_same_type"]
+__all__ = ["Limits", "limits", "current_limits", "iteration_budget", "loop_scope",
+           "IterationGuard", "element_count", "check_elements", "how_to_raise",
+           "normalize_axis", "check_same_type"]
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on the work one loop may do.
+    """Bounds on the work loops may do; the defaults are far above what a reasonable model needs.
 
-    ``max_iterations``: iterations of any single Loop or Scan execution. A Loop
-    with neither trip count nor condition runs until it hits this limit.
+    ``max_iterations``: iterations of any single Loop or Scan execution (and steps
+    of one graph's scheduler). A Loop with neither trip count nor condition runs
+    until it hits this limit.
+    ``max_total_iterations``: iterations of all loops of one run together, at every depth.
+    ``max_depth``: how deep loop bodies (and If branches) may nest.
+    ``max_elements``: elements of any single value a loop carries or produces
+    (a sequence counts its length), and of any operator result.
     """
 
     max_iterations: int = 1_000_000
+    max_total_iterations: int = 10_000_000
+    max_depth: int = 24
+    max_elements: int = 100_000_000
+
+
+#: how to raise each limit, for the error messages
+_HOW_TO_RAISE = (
+    "mdf_loops.run(..., {name}=N), `with mdf_loops.limits({name}=N):` "
+    "or `mdf-loops run --{option} N`"
+)
+
+
+def how_to_raise(name: str) -> str:
+    """The sentence an error appends to say how to raise the limit ``name``."""
+    return "raise it with " + _HOW_TO_RAISE.format(name=name, option=name.replace("_", "-"))
 
 
 _LIMITS: contextvars.ContextVar[Limits] = contextvars.ContextVar(
     "mdf_loops_limits", default=Limits()
 )
+
+
+class _Budget:
+    """Iterations left to the loops of one run."""
+
+    __slots__ = ("used", "limit")
+
+    def __init__(self, limit: int):
+        self.used = 0
+        self.limit = limit
+
+
+_BUDGET: contextvars.ContextVar["_Budget | None"] = contextvars.ContextVar(
+    "mdf_loops_iteration_budget", default=None
+)
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("mdf_loops_loop_depth", default=0)
 
 
 def current_limits() -> Limits:
@@ -39,6 +77,13 @@ def current_limits() -> Limits:
 @contextmanager
 def limits(**changes: Any) -> Iterator[Limits]:
     """Run the block with some limits changed, e.g. ``limits(max_iterations=10**7)``."""
+    for name, value in changes.items():
+        try:
+            changes[name] = operator.index(value)
+        except TypeError:
+            changes[name] = 0
+        if isinstance(value, bool) or changes[name] < 1:
+            raise ValueError(f"limit {name} must be a positive integer, got {value!r}")
     new = replace(_LIMITS.get(), **changes)
     token = _LIMITS.set(new)
     try:
@@ -47,23 +92,108 @@ def limits(**changes: Any) -> Iterator[Limits]:
         _LIMITS.reset(token)
 
 
+@contextmanager
+def iteration_budget() -> Iterator[None]:
+    """Count the iterations of every loop in the block against ``max_total_iterations``."""
+    token = _BUDGET.set(_Budget(current_limits().max_total_iterations))
+    depth = _DEPTH.set(0)
+    try:
+        yield
+    finally:
+        _DEPTH.reset(depth)
+        _BUDGET.reset(token)
+
+
+@contextmanager
+def loop_scope(kind: str) -> Iterator[int]:
+    """Enter one execution of a loop (or If) ``kind``: one level deeper; yields the depth.
+
+    Outside :func:`iteration_budget` (the stock engine used directly) the
+    outermost loop starts the budget that its nested loops share.
+    """
+    depth = _DEPTH.get() + 1
+    limit = current_limits().max_depth
+    if depth > limit:
+        raise DepthLimitError(
+            f"{kind} bodies are nested {depth} deep; the limit is {limit} (max_depth); "
+            f"if the model is meant to nest this deep, {how_to_raise('max_depth')}"
+        )
+    depth_token = _DEPTH.set(depth)
+    budget_token = _BUDGET.set(_Budget(current_limits().max_total_iterations)) \
+        if _BUDGET.get() is None else None
+    try:
+        yield depth
+    finally:
+        if budget_token is not None:
+            _BUDGET.reset(budget_token)
+        _DEPTH.reset(depth_token)
+
+
 class IterationGuard:
-    """Stops a loop that passes ``max_iterations``."""
+    """Stops a loop that passes ``max_iterations``, or a run whose loops pass ``max_total_iterations``."""
 
-    __slots__ = ("max_iterations",)
+    __slots__ = ("max_iterations", "_budget", "_kind")
 
-    def __init__(self, max_iterations: int | None = None):
+    def __init__(self, max_iterations: int | None = None, kind: str = "loop"):
         self.max_iterations = (
             current_limits().max_iterations if max_iterations is None else max_iterations
         )
+        self._budget = _BUDGET.get()
+        self._kind = kind
 
     def step(self, iteration: int) -> None:
+        """Account for the start of ``iteration`` (0-based)."""
         if iteration >= self.max_iterations:
             raise IterationLimitError(
-                f"stopped after {self.max_iterations} iterations (the iteration limit); "
-                "if the loop is meant to run longer, raise it with "
-                "mdf_loops.run(..., max_iterations=N) or `with mdf_loops.limits(max_iterations=N):`"
+                f"{self._kind} stopped at iteration {iteration}: the limit is "
+                f"{self.max_iterations} iterations (max_iterations); if the loop is meant "
+                f"to run longer, {how_to_raise('max_iterations')}"
             )
+        budget = self._budget
+        if budget is not None:
+            budget.used += 1
+            if budget.used > budget.limit:
+                raise IterationLimitError(
+                    f"{self._kind} stopped at iteration {iteration}: the loops of this run "
+                    f"have run {budget.limit} iterations together, the limit "
+                    f"(max_total_iterations); {how_to_raise('max_total_iterations')}"
+                )
+
+    def check_planned(self, count: int) -> None:
+        """Fail now when a loop that must run ``count`` iterations would pass a limit."""
+        if count > self.max_iterations:
+            raise IterationLimitError(
+                f"{self._kind} is asked for {count} iterations; the limit is "
+                f"{self.max_iterations} iterations (max_iterations); if the loop is meant "
+                f"to run that long, {how_to_raise('max_iterations')}"
+            )
+        budget = self._budget
+        if budget is not None and budget.used + count > budget.limit:
+            raise IterationLimitError(
+                f"{self._kind} is asked for {count} iterations, more than the "
+                f"{budget.limit - budget.used} left of this run's limit of {budget.limit} "
+                f"(max_total_iterations); {how_to_raise('max_total_iterations')}"
+            )
+
+
+def element_count(value: Any) -> int:
+    """Elements of a value: an array's size, a sequence's length, 1 for anything else."""
+    if isinstance(value, np.ndarray):
+        return value.size
+    if isinstance(value, list):
+        return len(value)
+    return 1
+
+
+def check_elements(count: int, what: str, iteration: int | None = None) -> None:
+    """Raise :class:`SizeLimitError` when ``what`` would hold more than ``max_elements`` elements."""
+    limit = current_limits().max_elements
+    if count > limit:
+        at = "" if iteration is None else f" at iteration {iteration}"
+        raise SizeLimitError(
+            f"{what} has {count} elements{at}, over the limit of {limit} (max_elements); "
+            f"if the model needs values this large, {how_to_raise('max_elements')}"
+        )
 
 
 def normalize_axis(axis: int, rank: int, name: str, what: str) -> int:

@@ -1,0 +1,32 @@
+"""Author MDF loops in Python the way Theano's ``scan`` does.
+
+Symbolic inputs (:func:`input`), operators and the functions of
+:mod:`mdf_loops.authoring.functions` record ONNX operations; :func:`scan` (and
+:func:`map`, :func:`reduce`, :func:`foldl`, :func:`foldr`) traces its ``fn`` once
+into a loop body; :func:`build_model` turns the outputs into an MDF ``Model``
+whose loops are ``onnx::Scan`` / ``onnx::Loop`` nodes::
+
+    from mdf_loops import authoring as A
+
+    k = A.input("k", (), "int32")
+    x = A.input("x", (10,), "float32")
+    powers, _ = A.scan(lambda prior, x: prior * x, outputs_info=A.ones_like(x),
+                       non_sequences=x, n_steps=k)
+    model = A.build_model({"x_to_the_k": powers[-1]}, name="power")
+"""
+
+from . import functions
+from .errors import AuthoringError, ScanError
+from .functions import *  # noqa: F401,F403  (tanh, dot, arange, set_subtensor, ...)
+from .functions import __all__ as _function_names
+from .model import build_model, build_onnx
+from .scan import Until, scan, until
+from .symbolic import Symbol, constant, input, shared
+from .types import OPSET
+from .views import foldl, foldr, map, reduce
+
+__all__ = [
+    "input", "constant", "shared", "Symbol", "scan", "until", "Until", "map", "reduce",
+    "foldl", "foldr", "build_model", "build_onnx", "functions", "AuthoringError", "ScanError",
+    "OPSET", *_function_names,
+]

@@ -1,0 +1,297 @@
+"""Lower a traced graph to ONNX: operators become nodes, each :class:`LoopOp` a Scan or Loop.
+
+A loop with sequences and no stop condition becomes ``Scan`` (states, then one
+scan input per sequence tap). A loop with an ``until`` condition, or with no
+sequence, becomes ``Loop`` with the trip count as ``M``: its body reads element
+``i`` of each sequence slice with ``Gather`` and returns ``not until`` as the
+condition. Body graphs read values of enclosing graphs by name (ONNX outer
+scope); the keys of a scan's updates are read as the state that replaces them.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from .canonical import LoopOp
+from .errors import AuthoringError
+from .symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
+from .types import OPSET, TensorType
+
+__all__ = ["to_onnx"]
+
+#: IR version that goes with :data:`~mdf_loops.authoring.types.OPSET` (onnxruntime reads it).
+IR_VERSION = 10
+
+
+class _Names:
+    """ONNX value and node names: unique model-wide (a body may not shadow an outer name)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+
+    def fresh(self, hint: str) -> str:
+        base = hint or "v"
+        name, k = base, 2
+        while name in self.taken:
+            name, k = f"{base}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+
+class _Graph:
+    """One ONNX graph being written; ``parent`` resolves names of enclosing graphs."""
+
+    def __init__(self, writer: "_Writer", scope: Scope, parent: "_Graph | None"):
+        self.writer = writer
+        self.scope = scope
+        self.parent = parent
+        self.bound: dict[Symbol, str] = {}
+        self.nodes: list[onnx.NodeProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
+        self.outputs: list[onnx.ValueInfoProto] = []
+        self._output_names: set[str] = set()
+        self._produced: set[str] = set()
+        self.constants: dict[tuple, str] = {}  # (dtype, shape, bytes) -> name
+
+    def constant_named(self, key: tuple) -> str | None:
+        """The name of a constant with this value in this graph or an enclosing one."""
+        graph: _Graph | None = self
+        while graph is not None:
+            if key in graph.constants:
+                return graph.constants[key]
+            graph = graph.parent
+        return None
+
+    def name_of(self, symbol: Symbol) -> str:
+        graph: _Graph | None = self
+        while graph is not None:
+            if symbol in graph.bound:
+                return graph.bound[symbol]
+            graph = graph.parent
+        raise AuthoringError(f"internal: {symbol.describe()} is used before it is computed")
+
+    def bind_input(self, symbol: Symbol, hint: str | None = None,
+                   dim_names: Iterable[str | None] | None = None) -> str:
+        name = self.writer.names.fresh(hint or symbol.name or "input")
+        self.bound[symbol] = name
+        self.inputs.append(helper.make_value_info(name, symbol.type.to_onnx(dim_names)))
+        return name
+
+    def raw_input(self, hint: str, elem_type: int) -> str:
+        name = self.writer.names.fresh(hint)
+        self.inputs.append(helper.make_tensor_value_info(name, elem_type, []))
+        return name
+
+    def node(self, op_type: str, inputs: list[str], hint: str, n_outputs: int = 1,
+             output_names: list[str | None] | None = None, **attributes) -> list[str]:
+        given = output_names or [None] * n_outputs
+        outputs = [name or self.writer.names.fresh(f"{hint}_out" if len(given) == 1
+                                                   else f"{hint}_out{k}")
+                   for k, name in enumerate(given)]
+        self.nodes.append(helper.make_node(op_type, inputs, outputs,
+                                           name=self.writer.names.fresh(hint), **attributes))
+        self._produced.update(outputs)
+        return outputs
+
+    def output(self, symbol: Symbol | str, tensor_type: TensorType, name: str | None = None) -> str:
+        """Make ``symbol`` an output of this graph (through an Identity when needed)."""
+        source = symbol if isinstance(symbol, str) else self.name_of(symbol)
+        if (name is None or name == source) and source in self._produced \
+                and source not in self._output_names:
+            target = source
+        else:
+            target = name or self.writer.names.fresh(f"{source}_result")
+            self.node("Identity", [source], "Identity", output_names=[target])
+        self._output_names.add(target)
+        self.outputs.append(helper.make_value_info(target, tensor_type.to_onnx()))
+        return target
+
+    def compute(self, roots: list[Symbol]) -> None:
+        """Emit, in dependency order, every operation of this scope that ``roots`` need."""
+        for op in _ops_in_order(self.scope, roots, self):
+            self.writer.emit(op, self)
+
+    def proto(self, name: str) -> onnx.GraphProto:
+        return helper.make_graph(self.nodes, name, self.inputs, self.outputs)
+
+
+def _ops_in_order(scope: Scope, roots: list[Symbol], graph: _Graph) -> list[Operation]:
+    """Operations of ``scope`` reachable from ``roots`` (not yet bound), dependencies first."""
+    order: list[Operation] = []
+    seen: set[Operation] = set()
+    stack: list[tuple[Operation, bool]] = []
+
+    def wanted(symbol: Symbol) -> bool:
+        if symbol.op.scope is not scope or isinstance(symbol.op, (FormalOp, InputOp)):
+            return False
+        try:
+            graph.name_of(symbol)
+            return False
+        except AuthoringError:
+            return True
+
+    for root in reversed(roots):
+        if wanted(root):
+            stack.append((root.op, False))
+    while stack:
+        op, expanded = stack.pop()
+        if expanded:
+            order.append(op)
+            continue
+        if op in seen:
+            continue
+        seen.add(op)
+        stack.append((op, True))
+        for dep in reversed(op.dependencies()):
+            if wanted(dep) and dep.op not in seen:
+                stack.append((dep.op, False))
+    return order
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.names = _Names()
+        #: names reserved for symbols that are outputs of the model
+        self.preferred: dict[Symbol, str] = {}
+
+    def output_names(self, symbols: list[Symbol]) -> list[str | None]:
+        return [self.preferred.pop(s, None) for s in symbols]
+
+    def emit(self, op: Operation, graph: _Graph) -> None:
+        if isinstance(op, OnnxOp):
+            self._onnx_op(op, graph)
+        elif isinstance(op, ConstantOp):
+            self._constant(op, graph)
+        elif isinstance(op, LoopOp):
+            self._loop(op, graph)
+        else:
+            raise AuthoringError(f"internal: cannot lower {op.describe()} here")
+
+    def _constant(self, op: ConstantOp, graph: _Graph) -> None:
+        """A Constant node, or the name of an equal constant this graph can already read."""
+        symbol = op.outputs[0]
+        preferred = self.output_names([symbol])[0]
+        key = (op.value.dtype.str, op.value.shape, op.value.tobytes())
+        known = graph.constant_named(key)
+        if known is not None and preferred is None and symbol.name is None:
+            graph.bound[symbol] = known
+            return
+        (name,) = graph.node("Constant", [], _hint(op), output_names=[preferred],
+                             value=numpy_helper.from_array(op.value))
+        graph.bound[symbol] = name
+        graph.constants.setdefault(key, name)
+
+    def _onnx_op(self, op: OnnxOp, graph: _Graph) -> None:
+        inputs = ["" if s is None else graph.name_of(s) for s in op.inputs]
+        attributes = {k: numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v
+                      for k, v in op.attributes.items()}
+        names = graph.node(op.op_type, inputs, _hint(op), len(op.outputs),
+                           output_names=self.output_names(op.outputs), **attributes)
+        for symbol, name in zip(op.outputs, names):
+            graph.bound[symbol] = name
+
+    def _final_names(self, op: LoopOp) -> list[str]:
+        finals = self.output_names([s.final for s in op.states])
+        steps = self.output_names([o.result for o in op.stacked])
+        return ([n or self.names.fresh(f"{op.name}_final") for n in finals]
+                + [n or self.names.fresh(f"{op.name}_steps") for n in steps])
+
+    def _loop(self, op: LoopOp, graph: _Graph) -> None:
+        body = _Graph(self, op.body, graph)
+        if op.lowers_to_loop:
+            node_inputs, attributes = self._loop_body(op, graph, body)
+            op_type = "Loop"
+        else:
+            node_inputs, attributes = self._scan_body(op, graph, body)
+            op_type = "Scan"
+        outputs = self._final_names(op)
+        graph.node(op_type, node_inputs, op.name, output_names=outputs,
+                   body=body.proto(self.names.fresh(f"{op.name}_body")), **attributes)
+        results = [s.final for s in op.states] + [o.result for o in op.stacked]
+        for symbol, name in zip(results, outputs):
+            graph.bound[symbol] = name
+
+    def _bind_states(self, op: LoopOp, body: _Graph) -> None:
+        for state in op.states:
+            body.bind_input(state.formal)
+        for key, formal in op.replacements.items():
+            body.bound[key] = body.bound[formal]
+
+    def _body_outputs(self, op: LoopOp, body: _Graph) -> None:
+        body.compute(op.body_roots())
+        for state in op.states:
+            body.output(state.next, state.next.type)
+        for out in op.stacked:
+            body.output(out.step_value, out.step_value.type)
+
+    def _scan_body(self, op: LoopOp, graph: _Graph, body: _Graph):
+        self._bind_states(op, body)
+        for seq in op.sequences:
+            body.bind_input(seq.formal)
+        self._body_outputs(op, body)
+        node_inputs = [graph.name_of(s.initial) for s in op.states]
+        node_inputs += [graph.name_of(s.source) for s in op.sequences]
+        return node_inputs, {"num_scan_inputs": len(op.sequences)}
+
+    def _loop_body(self, op: LoopOp, graph: _Graph, body: _Graph):
+        iteration = body.raw_input(f"{op.name}_iteration", TensorProto.INT64)
+        keep_going = body.raw_input(f"{op.name}_cond_in", TensorProto.BOOL)
+        self._bind_states(op, body)
+        for seq in op.sequences:
+            (name,) = body.node("Gather", [graph.name_of(seq.source), iteration],
+                                seq.formal.name or "element", axis=0)
+            body.bound[seq.formal] = name
+        body.compute(op.body_roots())
+        if op.until is None:
+            condition = body.node("Identity", [keep_going], "keep_going")[0]
+        else:
+            condition = body.node("Not", [body.name_of(op.until)], "keep_going")[0]
+        body.output(condition, TensorType(np.dtype(np.bool_), ()))
+        for state in op.states:
+            body.output(state.next, state.next.type)
+        for out in op.stacked:
+            body.output(out.step_value, out.step_value.type)
+        trip = graph.name_of(op.trip_count) if op.trip_count is not None else ""
+        start = ""
+        if op.until is not None:
+            (start,) = graph.node("Constant", [], f"{op.name}_start",
+                                  value=numpy_helper.from_array(np.array(True)))
+        return [trip, start] + [graph.name_of(s.initial) for s in op.states], {}
+
+
+def _hint(op: Operation) -> str:
+    name = op.outputs[0].name if op.outputs else None
+    if name:
+        return name
+    if isinstance(op, OnnxOp):
+        return op.op_type.lower()
+    return "constant" if isinstance(op, ConstantOp) else "value"
+
+
+def to_onnx(outputs: list[tuple[str, Symbol]], inputs: list[Symbol], name: str) -> onnx.ModelProto:
+    """An ONNX model computing ``outputs`` (named) from the graph ``inputs``."""
+    writer = _Writer()
+    graph = _Graph(writer, ROOT, None)
+    for out_name, symbol in outputs:
+        if out_name in writer.names.taken:
+            raise AuthoringError(f"two outputs are named '{out_name}'")
+        writer.names.taken.add(out_name)
+        if symbol.op.scope is ROOT and not isinstance(symbol.op, InputOp):
+            writer.preferred.setdefault(symbol, out_name)
+    for symbol in inputs:
+        if symbol.name in writer.names.taken:
+            raise AuthoringError(f"the input name '{symbol.name}' is also an output name")
+        graph.bind_input(symbol, symbol.name, symbol.op.dim_names)
+    graph.compute([s for _, s in outputs])
+    for out_name, symbol in outputs:
+        graph.output(symbol, symbol.type, out_name)
+    model = helper.make_model(graph.proto(name),
+                              opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="mdf_loops.authoring")
+    model.ir_version = IR_VERSION
+    return model
+

@@ -1,0 +1,157 @@
+"""Rewrites of the canonical form before lowering (on a private copy of the traced graph).
+
+:func:`keep_only_what_is_used` is Theano's memory optimisation: a scan output
+whose only uses read its last step (``result[-1]``) is not stacked; the loop
+carries it as a state and ``result[-1]`` reads the state's final value. Stacked
+outputs nobody reads are dropped.
+
+The traced graph belongs to the user, who may build several models from it, so
+:func:`copy_graph` first clones everything reachable from the model's outputs.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+
+import numpy as np
+
+from .canonical import LoopOp, LoopState, SequenceInput, StackedOutput
+from .symbolic import ConstantOp, FormalOp, OnnxOp, Operation, Symbol, apply, tracing
+
+__all__ = ["copy_graph", "keep_only_what_is_used", "optimize"]
+
+
+def optimize(roots: list[Symbol]) -> list[Symbol]:
+    """A rewritten copy of the graph computing ``roots``; returns the copied roots."""
+    copied = copy_graph(roots)
+    keep_only_what_is_used(copied)
+    return copied
+
+
+# ---------------------------------------------------------------- copying
+
+
+class _Copier:
+    def __init__(self) -> None:
+        self.symbols: dict[Symbol, Symbol] = {}
+
+    def __call__(self, symbol: Symbol | None) -> Symbol | None:
+        if symbol is None:
+            return None
+        if symbol not in self.symbols:
+            self._copy_op(symbol.op)
+        return self.symbols[symbol]
+
+    def _copy_op(self, op: Operation) -> None:
+        new = copy.copy(op)
+        new.outputs = []
+        for old in op.outputs:
+            twin = Symbol(new, old.index, old.type, old.name)
+            new.outputs.append(twin)
+            self.symbols[old] = twin
+        new.inputs = tuple(self(s) for s in op.inputs)
+        if isinstance(op, LoopOp):
+            self._copy_loop(op, new)
+
+    def _copy_loop(self, op: LoopOp, new: LoopOp) -> None:
+        new.sequences = [SequenceInput(self(s.formal), self(s.source)) for s in op.sequences]
+        states = {}
+        for s in op.states:
+            states[s] = LoopState(self(s.formal), self(s.initial), self(s.next),
+                                  self.symbols[s.final], s.role)
+        new.states = list(states.values())
+        new.stacked = [
+            StackedOutput(self(o.step_value), states.get(o.state), o.state_is_window,
+                          self.symbols[o.result])
+            for o in op.stacked
+        ]
+        new.trip_count = self(op.trip_count)
+        new.until = self(op.until)
+        new.replacements = {self(k): self(v) for k, v in op.replacements.items()}
+
+
+def copy_graph(roots: list[Symbol]) -> list[Symbol]:
+    """Copies of ``roots`` computed by copies of every operation they depend on."""
+    copier = _Copier()
+    return [copier(r) for r in roots]
+
+
+# ---------------------------------------------------------------- last step only
+
+
+def _consumers(roots: list[Symbol]) -> tuple[dict[Symbol, list[Operation]], list[LoopOp]]:
+    """Who reads each symbol (bodies included), and every loop, inner loops first."""
+    readers: dict[Symbol, list[Operation]] = defaultdict(list)
+    loops: list[LoopOp] = []
+    seen: set[Operation] = set()
+
+    def visit(op: Operation) -> None:
+        if op in seen:
+            return
+        seen.add(op)
+        deps = op.dependencies()
+        if isinstance(op, LoopOp):
+            deps = deps + op.body_roots()
+        for dep in deps:
+            readers[dep].append(op)
+            visit(dep.op)
+        if isinstance(op, LoopOp):
+            loops.append(op)
+
+    for root in roots:
+        visit(root.op)
+    return readers, loops
+
+
+def _is_last_step(op: Operation, source: Symbol) -> bool:
+    """True for ``source[-1]``: a Gather of index -1 along axis 0."""
+    if not isinstance(op, OnnxOp) or op.op_type != "Gather" or op.inputs[0] is not source:
+        return False
+    if op.attributes.get("axis", 0) != 0:
+        return False
+    index = op.inputs[1]
+    return (isinstance(index.op, ConstantOp) and index.op.value.shape == ()
+            and int(index.op.value) == -1)
+
+
+def keep_only_what_is_used(roots: list[Symbol]) -> None:
+    """Rewrite (in place) loops whose stacked outputs are unused or only read at ``[-1]``."""
+    readers, loops = _consumers(roots)
+    outputs = set(roots)
+    for loop in loops:
+        for out in list(loop.stacked):
+            if out.result in outputs:
+                continue
+            uses = readers.get(out.result, [])
+            if not uses:
+                loop.stacked.remove(out)
+                continue
+            if not all(_is_last_step(op, out.result) for op in uses):
+                continue
+            state = out.state or _new_state(loop, out)
+            if state is None:
+                continue
+            for op in uses:
+                if out.state_is_window:  # the last row of the final window
+                    op.inputs = (state.final,) + op.inputs[1:]
+                else:
+                    op.op_type, op.attributes, op.inputs = "Identity", {}, (state.final,)
+            loop.stacked.remove(out)
+
+
+def _new_state(loop: LoopOp, out: StackedOutput) -> LoopState | None:
+    """A state holding the newest value of a map-like output (only when its type is static)."""
+    step_type = out.step_value.type
+    if not step_type.is_static:
+        return None
+    with tracing(loop.scope):
+        initial = apply("ConstantOfShape", [np.array(step_type.shape, np.int64)],
+                        {"value": np.zeros(1, step_type.dtype)})
+    with tracing(loop.body):
+        formal = FormalOp(step_type, "newest value of a scan output", "newest").outputs[0]
+    state = LoopState(formal, initial, out.step_value, role="last step of an output")
+    state.final = Symbol(loop, len(loop.outputs), step_type, None)
+    loop.outputs.append(state.final)
+    loop.states.append(state)
+    return state
