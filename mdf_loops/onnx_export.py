@@ -36,7 +36,7 @@ from .expressions import ExpressionError, onnx_dtype, translate
 from .onnx_builder import GraphBuilder, NameAllocator, Weak
 from .onnx_functions import attribute_value
 from .representation import BODY_ATTRIBUTES, body_graph, body_signature
-from .run import graph_interface, load_model
+from .interface import graph_interface, load_model
 from .values import decode_tensor, dtype_from_name, is_encoded_tensor
 
 __all__ = ["mdf_to_onnx", "save_onnx", "DEFAULT_OPSET"]
@@ -382,21 +382,10 @@ class _Exporter:
                 if port_id in env:
                     value = env[port_id]
                     outer[port_id] = builder.strong(value) if isinstance(value, Weak) else value
-            given = body_inputs
-            exported = self.body_graph(body, given, outer, builder.types, f"{where} {attr}")
-            for _ in range(_LOOSENING_ROUNDS if op_type == "Loop" else 0):
-                # a loop-carried value may change shape from one iteration to the next:
-                # declare in the body only what holds for every iteration
-                returned = [o.type for o in exported.output[1:len(given) - 1]]
-                looser = given[:2] + [_loosened(g, r) for g, r in zip(given[2:], returned)]
-                if looser == given:
-                    break
-                given = looser
-                exported = self.body_graph(body, given, outer, builder.types, f"{where} {attr}")
+            if op_type == "Loop":
+                exported = self._loop_body(body, body_inputs, outer, builder, f"{where} {attr}")
             else:
-                if op_type == "Loop" and given is not body_inputs:
-                    given = given[:2] + [_without_shape(t, where) for t in given[2:]]
-                    exported = self.body_graph(body, given, outer, builder.types, f"{where} {attr}")
+                exported = self.body_graph(body, body_inputs, outer, builder.types, f"{where} {attr}")
             attributes[attr] = exported
         body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
         n_outputs = len(body.output) - (1 if op_type == "Loop" else 0)
@@ -411,6 +400,26 @@ class _Exporter:
             if t is not None and not _has_shape(builder.types.get(name)):
                 builder.types[name] = t
         return _Outputs(tuple(names))
+
+    def _loop_body(self, body: Graph, body_inputs: list[TypeProto], outer: Mapping[str, str],
+                   builder: GraphBuilder, owner: str) -> onnx.GraphProto:
+        """A Loop body whose carried input types admit every iteration's values.
+
+        A loop-carried value may change shape from one iteration to the next (a
+        growing sequence, a fixed size the body computes): the body is exported
+        again with the carried types loosened to what holds for both the given and
+        the returned value, until they agree, or with no shape at all.
+        """
+        given = body_inputs
+        for _ in range(_LOOSENING_ROUNDS):
+            exported = self.body_graph(body, given, outer, builder.types, owner)
+            returned = [o.type for o in exported.output[1:len(given) - 1]]
+            looser = given[:2] + [_loosened(g, r) for g, r in zip(given[2:], returned)]
+            if looser == given:
+                return exported
+            given = looser
+        given = given[:2] + [_without_shape(t, owner) for t in given[2:]]
+        return self.body_graph(body, given, outer, builder.types, owner)
 
     def _scan_body_types(self, inputs, types, attributes, where) -> list[TypeProto]:
         m = int(attributes.get("num_scan_inputs", 0))

@@ -16,6 +16,7 @@ from . import engine
 __all__ = ["register", "unregister", "registered_functions"]
 
 _ADDED: set[str] = set()
+_REGISTERED = False
 
 
 def _latest_schemas() -> dict[str, onnx.defs.OpSchema]:
@@ -46,6 +47,9 @@ def register() -> None:
     Idempotent. After it, modeci-mdf's stock ``EvaluableGraph`` evaluates these
     functions with ONNX semantics (see :mod:`mdf_loops.engine`).
     """
+    global _REGISTERED
+    if _REGISTERED and engine.installed():
+        return
     for name, schema in _latest_schemas().items():
         key = f"onnx::{name}"
         if key not in mdf_functions:
@@ -54,14 +58,17 @@ def register() -> None:
         expression = create_python_expression(mdf_functions[key]["expression_string"])
         engine.route_expression(expression, name)
     engine.install()
+    _REGISTERED = True
 
 
 def unregister() -> None:
     """Remove what :func:`register` added and restore the stock engine."""
+    global _REGISTERED
     for key in _ADDED:
         mdf_functions.pop(key, None)
     _ADDED.clear()
     engine.uninstall()
+    _REGISTERED = False
 
 
 def registered_functions() -> list[str]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -16,76 +16,15 @@ from .errors import MdfLoopsError, ModelError
 from .onnx_functions import opset
 from .registry import register
 from .values import OnnxSequence, to_engine, to_user
+from .interface import GraphInterface, graph_interface, load_model
+from .compiled import CompileError, cached_compile
 
-__all__ = ["run", "load_model", "GraphInterface", "graph_interface"]
+__all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
+log = logging.getLogger(__name__)
 
-@dataclass(frozen=True)
-class GraphInterface:
-    """The names a graph's inputs and outputs go by in :func:`run`.
-
-    ``inputs`` maps an input name to the input-port id it binds (every port of
-    that id without an incoming edge); ``outputs`` maps an output name to the
-    ``(node id, port id)`` it reads.
-    """
-
-    inputs: dict[str, str]
-    outputs: dict[str, tuple[str, str]]
-
-
-def graph_interface(graph: Graph) -> GraphInterface:
-    """Inputs and outputs of a top-level graph.
-
-    A graph with ``formal_inputs``/``formal_outputs`` metadata (an imported ONNX
-    graph) uses those, named by the original ONNX names. Any other graph takes as
-    inputs the input ports with no incoming edge and no default value, named by
-    port id, and as outputs the output ports with no outgoing edge, named
-    ``"node_id.port_id"``.
-    """
-    meta = graph.metadata or {}
-    names = meta.get("onnx_names") or {}
-    if "formal_inputs" in meta and "formal_outputs" in meta:
-        inputs = {names.get(p, p): p for p in meta["formal_inputs"]}
-        outputs = {}
-        for ref in meta["formal_outputs"]:
-            node, port = ref.split(".")
-            outputs[names.get(ref, ref)] = (node, port)
-        return GraphInterface(inputs, outputs)
-    received = {(e.receiver, e.receiver_port) for e in graph.edges}
-    sent = {(e.sender, e.sender_port) for e in graph.edges}
-    inputs = {}
-    for node in graph.nodes:
-        for p in node.input_ports:
-            if (node.id, p.id) not in received and p.default_value is None:
-                inputs[p.id] = p.id
-    outputs = {
-        f"{node.id}.{p.id}": (node.id, p.id)
-        for node in graph.nodes
-        for p in node.output_ports
-        if (node.id, p.id) not in sent
-    }
-    return GraphInterface(inputs, outputs)
-
-
-def load_model(model_or_path: Model | str | os.PathLike) -> Model:
-    """An MDF ``Model`` from a Model, an MDF JSON/YAML file, or an ONNX file."""
-    if isinstance(model_or_path, Model):
-        return model_or_path
-    path = os.fspath(model_or_path)
-    if path.endswith(".onnx"):
-        from .onnx_import import onnx_to_mdf
-
-        return onnx_to_mdf(path)
-    if not os.path.exists(path):
-        raise ModelError(f"{path}: no such file")
-    if not path.endswith((".json", ".yaml", ".yml")):
-        raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
-    from modeci_mdf.utils import load_mdf
-
-    try:
-        return load_mdf(path)
-    except Exception as exc:  # json/yaml/cattrs errors of many kinds
-        raise ModelError(f"{path}: not a readable MDF model ({type(exc).__name__}: {exc})") from exc
+#: the execution modes of :func:`run`
+BACKENDS = ("auto", "scheduler", "onnxruntime")
 
 
 def run(
@@ -94,8 +33,10 @@ def run(
     *,
     graph: str | None = None,
     max_iterations: int | None = None,
+    backend: str = "auto",
+    threads: int = 1,
 ) -> dict[str, Any]:
-    """Evaluate a model's graph once with modeci-mdf's engine and return its outputs.
+    """Evaluate a model's graph once and return its outputs.
 
     Args:
         model: an MDF ``Model``, or a path to MDF JSON/YAML or to an ONNX model.
@@ -103,11 +44,20 @@ def run(
             lists for ONNX sequences, ``None`` for an empty optional.
         graph: id of the graph to run (default: the first).
         max_iterations: iteration limit of each loop (default 1,000,000).
+        backend: ``"scheduler"`` (every node, every loop iteration, through
+            modeci-mdf's ``EvaluableGraph``), ``"onnxruntime"`` (the model lowered
+            to one ONNX model, compiled once and cached, run by onnxruntime) or
+            ``"auto"`` (onnxruntime when the model compiles, else the scheduler;
+            the reason is logged at INFO level).
+        threads: onnxruntime intra-op threads of the compiled mode (loops of small
+            operations run fastest on one).
 
     Returns:
         ``{output name: value}``: arrays, lists for sequences, ``None`` for an
         empty optional.
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     register()
     model = load_model(model)
     target = _select_graph(model, graph)
@@ -127,6 +77,21 @@ def run(
     if missing:
         raise ModelError(f"graph '{target.id}': missing inputs {missing}")
 
+    if backend != "scheduler" and max_iterations is None:
+        try:
+            compiled = cached_compile(model, inputs, graph=target.id, threads=threads)
+        except CompileError as exc:
+            if backend == "onnxruntime":
+                raise
+            log.info("model '%s' runs on the scheduler: %s", model.id, exc)
+        else:
+            return {name: to_user(value) for name, value in compiled.run(inputs).items()}
+    elif backend == "onnxruntime":
+        raise ValueError("max_iterations applies to the scheduler backend only")
+    return _run_scheduler(model, target, interface, inputs, ports, max_iterations)
+
+
+def _run_scheduler(model, target, interface, inputs, ports, max_iterations) -> dict[str, Any]:
     with ExitStack() as stack:
         stack.enter_context(opset(_opset_of(model)))
         if max_iterations is not None:

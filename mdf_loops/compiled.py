@@ -1,0 +1,136 @@
+"""The compiled execution mode: a whole MDF model lowered to ONNX, run by onnxruntime.
+
+:func:`compile_model` exports the model once (:mod:`mdf_loops.onnx_export`, loop
+bodies included) and opens one onnxruntime session; :meth:`CompiledModel.run`
+then runs the whole model, loops and all, without per-iteration Python work.
+:func:`mdf_loops.run` keeps compiled models in a cache keyed by the ``Model``
+object and the element types and ranks of the inputs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from modeci_mdf.mdf import Model
+
+from .errors import MdfLoopsError, ModelError
+from .onnx_export import mdf_to_onnx
+
+__all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
+
+log = logging.getLogger(__name__)
+
+
+class CompileError(MdfLoopsError):
+    """The model cannot run in the compiled mode (export or onnxruntime refused it)."""
+
+
+@dataclass
+class CompiledModel:
+    """An ONNX export of an MDF graph and the onnxruntime session that runs it."""
+
+    onnx_model: onnx.ModelProto
+    session: ort.InferenceSession
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+
+    def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """Outputs by name; inputs by name as numpy arrays (or lists for sequences)."""
+        feed = {name: _feed_value(inputs[name]) for name in self.input_names if name in inputs}
+        results = self.session.run(None, feed)
+        return dict(zip(self.output_names, results))
+
+
+def compile_model(
+    model: Model,
+    example_inputs: Mapping[str, Any],
+    *,
+    graph: str | None = None,
+    threads: int | None = None,
+) -> CompiledModel:
+    """Export ``model`` to ONNX and open an onnxruntime session for it.
+
+    ``example_inputs`` give the element types and ranks of the inputs (any
+    length: dimensions stay symbolic). ``threads`` sets onnxruntime's intra-op
+    threads (default: onnxruntime's choice). Raises :class:`CompileError` with
+    the reason when the model cannot be compiled.
+    """
+    try:
+        exported = mdf_to_onnx(model, graph=graph, example_inputs=example_inputs)
+    except ModelError as exc:
+        raise CompileError(f"cannot export to ONNX: {exc}") from exc
+    options = ort.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(exported.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/NotImplemented
+        raise CompileError(f"onnxruntime refuses the exported model: {exc}") from exc
+    return CompiledModel(
+        exported,
+        session,
+        tuple(i.name for i in session.get_inputs()),
+        tuple(o.name for o in session.get_outputs()),
+    )
+
+
+def _feed_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_feed_value(v) for v in value]
+    return np.asarray(value)
+
+
+def _signature(inputs: Mapping[str, Any]) -> tuple:
+    items = []
+    for name in sorted(inputs):
+        value = inputs[name]
+        if isinstance(value, list):
+            items.append((name, "seq", len(value) and _signature({"e": value[0]})))
+        else:
+            array = np.asarray(value)
+            items.append((name, array.dtype.str, array.ndim))
+    return tuple(items)
+
+
+_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def cached_compile(model: Model, inputs: Mapping[str, Any], graph: str | None = None,
+                   threads: int | None = None) -> CompiledModel:
+    """:func:`compile_model`, cached per ``Model`` object and input types/ranks.
+
+    A model changed in place after its first compiled run keeps the old
+    compilation until :func:`clear_compiled` is called. A failure is cached too
+    (as the :class:`CompileError` to raise again).
+    """
+    key = (graph, threads, _signature(inputs))
+    with _LOCK:
+        per_model = _CACHE.setdefault(model, {})
+        entry = per_model.get(key)
+    if entry is None:
+        try:
+            entry = compile_model(model, inputs, graph=graph, threads=threads)
+        except CompileError as exc:
+            entry = exc
+        with _LOCK:
+            per_model[key] = entry
+    if isinstance(entry, CompileError):
+        raise entry
+    return entry
+
+
+def clear_compiled() -> None:
+    """Forget every cached compilation (after editing a model in place)."""
+    with _LOCK:
+        _CACHE.clear()
