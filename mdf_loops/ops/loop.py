@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import LoopError
 from .common import IterationGuard
+from .stacking import ScanOutputs
 
 __all__ = ["loop"]
 
@@ -47,7 +48,7 @@ def loop(
     keep_going = True if condition is None else _truth(condition, "cond input", None)
     values = list(initial_values)
     n = len(values)
-    produced: list[list] | None = None
+    produced = ScanOutputs(capacity=None if max_trips is None else min(max_trips, 1 << 16))
     i = 0
     while (max_trips is None or i < max_trips) and keep_going:
         guard.step(i)
@@ -62,24 +63,12 @@ def loop(
         if condition is not None:
             keep_going = _truth(outs[0], "body condition output", i)
         values = list(outs[1:1 + n])
-        if produced is None:
-            produced = [[] for _ in outs[1 + n:]]
-        elif len(outs) - 1 - n != len(produced):
-            raise LoopError(f"body returned {len(outs)} outputs at iteration {i}, "
-                            f"{1 + n + len(produced)} before")
-        for j, y in enumerate(outs[1 + n:]):
-            y = np.asarray(y)
-            if produced[j] and y.shape != produced[j][0].shape:
-                raise LoopError(
-                    f"scan output {j} changed shape from {produced[j][0].shape} to {y.shape} "
-                    f"at iteration {i}"
-                )
-            produced[j].append(y)
+        produced.append(outs[1 + n:], i)
         i += 1
 
-    if produced is None:
+    if i == 0:
         return values + _empty_scan_outputs(body, values)
-    return values + [np.stack(column) for column in produced]
+    return values + produced.arrays()
 
 
 def _empty_scan_outputs(body: Body, values: list) -> list:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import LoopError
 from .common import IterationGuard, check_same_type, normalize_axis
+from .stacking import ScanOutputs
 
 #: ``body(values, iteration)`` returns the body's outputs; ``iteration`` is None for
 #: the probe run that learns output shapes of a zero-length scan.
@@ -93,7 +94,7 @@ def scan(
             for k, x in enumerate(scan_inputs)
         ]
 
-    produced: list[list] | None = None
+    produced = ScanOutputs(capacity=length)
     for t in range(length):
         guard.step(t)
         outs = body(states + elements_at(t), t)
@@ -101,25 +102,14 @@ def scan(
         for i in range(n):
             check_same_type(states[i], outs[i], f"state {i}", t)
         states = list(outs[:n])
-        if produced is None:
-            produced = [[] for _ in outs[n:]]
-            _check_list_length("scan_output_axes", attributes.scan_output_axes, len(produced))
+        if t == 0:
+            _check_list_length("scan_output_axes", attributes.scan_output_axes, len(outs) - n)
             _check_list_length(
-                "scan_output_directions", attributes.scan_output_directions, len(produced)
+                "scan_output_directions", attributes.scan_output_directions, len(outs) - n
             )
-        elif len(outs) - n != len(produced):
-            raise LoopError(f"body returned {len(outs)} outputs at iteration {t}, "
-                            f"{n + len(produced)} before")
-        for j, y in enumerate(outs[n:]):
-            y = np.asarray(y)
-            if produced[j] and y.shape != produced[j][0].shape:
-                raise LoopError(
-                    f"scan output {j} changed shape from {produced[j][0].shape} to "
-                    f"{y.shape} at iteration {t}"
-                )
-            produced[j].append(y)
+        produced.append(outs[n:], t)
 
-    if produced is None:  # zero iterations: learn the element shapes from one probe run
+    if length == 0:  # zero iterations: learn the element shapes from one probe run
         probe = body(states + [np.zeros(_without_axis(x.shape, a), x.dtype)
                                for x, a in zip(scan_inputs, axes)], None)
         _check_body_arity(probe, n)
@@ -129,9 +119,9 @@ def scan(
                          for j, e in enumerate(empties)]
 
     results = []
-    for j, elements in enumerate(produced):
+    for j, stacked in enumerate(produced.arrays()):
         results.append(
-            _place(np.stack(elements), attributes.output_axis(j), attributes.output_backward(j), j)
+            _place(stacked, attributes.output_axis(j), attributes.output_backward(j), j)
         )
     return states + results
 
