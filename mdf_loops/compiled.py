@@ -20,8 +20,10 @@ import onnx
 import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
-from .errors import MdfLoopsError, ModelError
+from .errors import IterationLimitError, MdfLoopsError, ModelError
+from .guard import LIMIT_OUTPUT, guard_model, nesting_depth
 from .onnx_export import mdf_to_onnx
+from .ops.common import Limits
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
@@ -40,12 +42,24 @@ class CompiledModel:
     session: ort.InferenceSession
     input_names: tuple[str, ...]
     output_names: tuple[str, ...]
+    limits: Limits | None = None
 
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """Outputs by name; inputs by name as numpy arrays (or lists for sequences)."""
+        """Outputs by name; inputs by name as numpy arrays (or lists for sequences).
+
+        Raises :class:`~mdf_loops.IterationLimitError` when a loop passed the
+        limits the model was compiled with.
+        """
         feed = {name: _feed_value(inputs[name]) for name in self.input_names if name in inputs}
-        results = self.session.run(None, feed)
-        return dict(zip(self.output_names, results))
+        results = dict(zip(self.output_names, self.session.run(None, feed)))
+        if self.limits is not None and bool(results.pop(LIMIT_OUTPUT)):
+            raise IterationLimitError(
+                f"a loop passed max_iterations={self.limits.max_iterations} or "
+                f"max_elements={self.limits.max_elements} (onnxruntime backend); raise the "
+                "limit with mdf_loops.run(..., max_iterations=N) or max_elements=N, or run with "
+                "backend='scheduler' to see which loop and iteration"
+            )
+        return results
 
 
 def compile_model(
@@ -54,25 +68,33 @@ def compile_model(
     *,
     graph: str | None = None,
     threads: int | None = None,
+    limits: Limits | None = None,
 ) -> CompiledModel:
     """Export ``model`` to ONNX and open an onnxruntime session for it.
 
     ``example_inputs`` give the element types and ranks of the inputs (any
     length: dimensions stay symbolic). ``threads`` sets onnxruntime's intra-op
-    threads (default: onnxruntime's choice). Raises :class:`CompileError` with
-    the reason when the model cannot be compiled.
+    threads (default: onnxruntime's choice). With ``limits``, every loop of the
+    exported model stops at them (:mod:`mdf_loops.guard`). Raises
+    :class:`CompileError` with the reason when the model cannot be compiled.
     """
     try:
         exported = mdf_to_onnx(model, graph=graph, example_inputs=example_inputs)
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
+    runnable = exported
+    if limits is not None:
+        depth = nesting_depth(exported.graph)
+        if depth > limits.max_depth:
+            raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
+        runnable = guard_model(exported, limits)
     options = ort.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(exported.SerializeToString(), options,
+        session = ort.InferenceSession(runnable.SerializeToString(), options,
                                        providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/NotImplemented
         raise CompileError(f"onnxruntime refuses the exported model: {exc}") from exc
@@ -81,6 +103,7 @@ def compile_model(
         session,
         tuple(i.name for i in session.get_inputs()),
         tuple(o.name for o in session.get_outputs()),
+        limits,
     )
 
 
@@ -107,20 +130,20 @@ _LOCK = threading.Lock()
 
 
 def cached_compile(model: Model, inputs: Mapping[str, Any], graph: str | None = None,
-                   threads: int | None = None) -> CompiledModel:
+                   threads: int | None = None, limits: Limits | None = None) -> CompiledModel:
     """:func:`compile_model`, cached per ``Model`` object and input types/ranks.
 
     A model changed in place after its first compiled run keeps the old
     compilation until :func:`clear_compiled` is called. A failure is cached too
     (as the :class:`CompileError` to raise again).
     """
-    key = (graph, threads, _signature(inputs))
+    key = (graph, threads, limits, _signature(inputs))
     with _LOCK:
         per_model = _CACHE.setdefault(model, {})
         entry = per_model.get(key)
     if entry is None:
         try:
-            entry = compile_model(model, inputs, graph=graph, threads=threads)
+            entry = compile_model(model, inputs, graph=graph, threads=threads, limits=limits)
         except CompileError as exc:
             entry = exc
         with _LOCK:

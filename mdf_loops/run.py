@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from contextlib import ExitStack
 from typing import Any, Mapping
 
@@ -12,7 +13,10 @@ from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, Model
 
 from . import ops
-from .errors import MdfLoopsError, ModelError
+from .errors import EvaluationError, MdfLoopsError, ModelError
+from .ops.common import iteration_budget
+from .expression_allowlist import untrusted_expressions
+from .safety import check_model, check_structure
 from .onnx_functions import opset
 from .registry import register
 from .values import OnnxSequence, to_engine, to_user
@@ -32,7 +36,11 @@ def run(
     inputs: Mapping[str, Any] | None = None,
     *,
     graph: str | None = None,
+    trusted: bool = False,
     max_iterations: int | None = None,
+    max_total_iterations: int | None = None,
+    max_depth: int | None = None,
+    max_elements: int | None = None,
     backend: str = "auto",
     threads: int = 1,
 ) -> dict[str, Any]:
@@ -43,12 +51,19 @@ def run(
         inputs: values by input name (see :func:`graph_interface`): numpy arrays,
             lists for ONNX sequences, ``None`` for an empty optional.
         graph: id of the graph to run (default: the first).
-        max_iterations: iteration limit of each loop (default 1,000,000).
+        trusted: skip the expression allow-list of :mod:`mdf_loops.safety` and let
+            ``backend="auto"`` pick onnxruntime. Only for models whose author you
+            trust: their expressions then run as arbitrary Python (docs/safety.md).
+        max_iterations, max_total_iterations, max_depth, max_elements: change the
+            work limits of :class:`mdf_loops.Limits` for this run (scheduler only).
         backend: ``"scheduler"`` (every node, every loop iteration, through
             modeci-mdf's ``EvaluableGraph``), ``"onnxruntime"`` (the model lowered
             to one ONNX model, compiled once and cached, run by onnxruntime) or
             ``"auto"`` (onnxruntime when the model compiles, else the scheduler;
-            the reason is logged at INFO level).
+            the reason is logged at INFO level). Both enforce ``max_iterations``,
+            ``max_elements`` and ``max_depth`` (onnxruntime through
+            :mod:`mdf_loops.guard`, unless ``trusted``); ``max_total_iterations``
+            is counted by the scheduler only.
         threads: onnxruntime intra-op threads of the compiled mode (loops of small
             operations run fastest on one).
 
@@ -59,9 +74,48 @@ def run(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     register()
-    model = load_model(model)
-    target = _select_graph(model, graph)
-    interface = graph_interface(target)
+    changed = {name: value for name, value in (
+        ("max_iterations", max_iterations), ("max_total_iterations", max_total_iterations),
+        ("max_depth", max_depth), ("max_elements", max_elements)) if value is not None}
+    if backend == "onnxruntime" and "max_total_iterations" in changed:
+        raise ValueError("max_total_iterations applies to the scheduler backend only")
+    with ExitStack() as stack:
+        stack.enter_context(ops.limits(**changed))
+        model = load_model(model)
+        # -- safety: before anything is evaluated (docs/safety.md)
+        _verify(model, trusted)
+        if not trusted:
+            stack.enter_context(untrusted_expressions())
+        # -- end safety
+        if backend == "auto" and "max_total_iterations" in changed:
+            backend = "scheduler"  # only the scheduler counts iterations across loops
+        limits = None if trusted else ops.current_limits()
+        return _run_checked(model, inputs, graph, backend, threads, limits)
+
+
+_VERIFIED: "weakref.WeakKeyDictionary[Model, set]" = weakref.WeakKeyDictionary()
+
+
+def _verify(model: Model, trusted: bool) -> None:
+    """The structure and expression checks, done once per Model object."""
+    done = _VERIFIED.setdefault(model, set())
+    if "structure" not in done:
+        check_structure(model)
+        done.add("structure")
+    if not trusted and "expressions" not in done:
+        check_model(model)
+        done.add("expressions")
+
+
+def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, Any]:
+    try:
+        target = _select_graph(model, graph)
+        interface = graph_interface(target)
+    except MdfLoopsError:
+        raise
+    except Exception as exc:  # metadata of the wrong form
+        raise ModelError(f"model '{model.id}': cannot read its graph's inputs and outputs: "
+                         f"{type(exc).__name__}: {exc}") from exc
     inputs = dict(inputs or {})
     unknown = sorted(set(inputs) - set(interface.inputs))
     if unknown:
@@ -77,25 +131,33 @@ def run(
     if missing:
         raise ModelError(f"graph '{target.id}': missing inputs {missing}")
 
-    if backend != "scheduler" and max_iterations is None:
+    if backend != "scheduler":
         try:
-            compiled = cached_compile(model, inputs, graph=target.id, threads=threads)
+            compiled = cached_compile(model, inputs, graph=target.id, threads=threads,
+                                      limits=limits)
         except CompileError as exc:
             if backend == "onnxruntime":
                 raise
             log.info("model '%s' runs on the scheduler: %s", model.id, exc)
         else:
-            return {name: to_user(value) for name, value in compiled.run(inputs).items()}
-    elif backend == "onnxruntime":
-        raise ValueError("max_iterations applies to the scheduler backend only")
-    return _run_scheduler(model, target, interface, inputs, ports, max_iterations)
+            try:
+                outputs = compiled.run(inputs)
+            except MdfLoopsError:
+                raise
+            except Exception as exc:  # onnxruntime's errors name no model element
+                if backend == "onnxruntime":
+                    raise EvaluationError(f"graph '{target.id}' (onnxruntime backend): {exc}") from exc
+                log.info("model '%s' failed on onnxruntime (%s); rerunning on the scheduler, "
+                         "which names the failing node", model.id, exc)
+            else:
+                return {name: to_user(value) for name, value in outputs.items()}
+    return _run_scheduler(model, target, interface, inputs, ports)
 
 
-def _run_scheduler(model, target, interface, inputs, ports, max_iterations) -> dict[str, Any]:
+def _run_scheduler(model, target, interface, inputs, ports) -> dict[str, Any]:
     with ExitStack() as stack:
         stack.enter_context(opset(_opset_of(model)))
-        if max_iterations is not None:
-            stack.enter_context(ops.limits(max_iterations=int(max_iterations)))
+        stack.enter_context(iteration_budget())
         try:
             engine = EvaluableGraph(target)
         except MdfLoopsError:
@@ -111,11 +173,19 @@ def _run_scheduler(model, target, interface, inputs, ports, max_iterations) -> d
             value = _engine_input(value, ports.get(port_id, []))
             for slot in slots.get(port_id, []):
                 slot.curr_value = value
-        engine.evaluate()
-    return {
-        name: to_user(engine.enodes[node].evaluable_outputs[port].curr_value)
-        for name, (node, port) in interface.outputs.items()
-    }
+        try:
+            engine.evaluate()
+        except MdfLoopsError:
+            raise
+        except Exception as exc:  # outside any node: edges, the scheduler
+            raise EvaluationError(f"graph '{target.id}': {type(exc).__name__}: {exc}") from exc
+    try:
+        return {
+            name: to_user(engine.enodes[node].evaluable_outputs[port].curr_value)
+            for name, (node, port) in interface.outputs.items()
+        }
+    except KeyError as exc:
+        raise ModelError(f"graph '{target.id}': output {exc} is not an output port") from None
 
 
 def _select_graph(model: Model, graph_id: str | None) -> Graph:
@@ -139,7 +209,11 @@ def _input_ports(graph: Graph) -> dict[str, list]:
 
 def _opset_of(model: Model) -> int | None:
     version = model.onnx_opset_version
-    return int(version) if version not in (None, "") else None
+    try:
+        return int(version) if version not in (None, "") else None
+    except (TypeError, ValueError):
+        raise ModelError(f"model '{model.id}': onnx_opset_version {version!r} is not a number") \
+            from None
 
 
 def _engine_input(value: Any, ports: list) -> Any:

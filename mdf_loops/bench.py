@@ -1,0 +1,146 @@
+"""Benchmark: mdf-loops' execution modes against onnxruntime, onnx.reference and numpy.
+
+Run ``python -m mdf_loops.bench`` (``--help`` for options). Every row runs the
+same model on the same inputs in this process; times are medians of several
+runs after one warm-up, and each ratio is to onnxruntime with one intra-op
+thread. Peak memory is Python-side (tracemalloc: numpy and the engine; not
+onnxruntime's own arena), measured in a separate run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import tracemalloc
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import numpy as np
+import onnxruntime as ort
+from onnx.reference import ReferenceEvaluator
+
+import mdf_loops
+from mdf_loops.workloads import Workload, elman_rnn, running_sum, while_loop
+
+__all__ = ["Row", "measure", "main"]
+
+
+@dataclass
+class Row:
+    workload: str
+    runner: str
+    median_ms: float
+    runs: int
+    ratio_to_onnxruntime: float | None = None
+    peak_python_mb: float | None = None
+    correct: bool | None = None
+
+
+def _time(fn: Callable[[], object], runs: int) -> tuple[float, int]:
+    fn()  # warm-up: compiles, caches, first-touch
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), runs
+
+
+def _peak_mb(fn: Callable[[], object]) -> float:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def _runners(work: Workload, model, slow_runs: int) -> dict[str, tuple[Callable, int]]:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(work.model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    reference = ReferenceEvaluator(work.model)
+    inputs = work.inputs
+    return {
+        "onnxruntime": (lambda: session.run(None, inputs), 0),
+        "mdf_loops auto": (lambda: mdf_loops.run(model, inputs), 0),
+        "mdf_loops onnxruntime": (lambda: mdf_loops.run(model, inputs, backend="onnxruntime"), 0),
+        "mdf_loops scheduler": (lambda: mdf_loops.run(model, inputs, backend="scheduler"), slow_runs),
+        "onnx.reference": (lambda: reference.run(None, inputs), slow_runs),
+        "numpy loop": (lambda: work.numpy_loop(inputs), 0),
+    }
+
+
+def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = True,
+            skip: tuple[str, ...] = ()) -> list[Row]:
+    """Time every runner on one workload; check mdf-loops' outputs against numpy's."""
+    model = mdf_loops.onnx_to_mdf(work.model)
+    expected = work.numpy_loop(work.inputs)
+    rows = []
+    for name, (fn, own_runs) in _runners(work, model, slow_runs).items():
+        if name in skip:
+            continue
+        median, count = _time(fn, own_runs or runs)
+        row = Row(work.name, name, median * 1e3, count)
+        if name.startswith("mdf_loops"):
+            outputs = list(fn().values())
+            row.correct = all(np.allclose(a, b, rtol=1e-4, atol=1e-4)
+                              for a, b in zip(outputs, expected))
+        if memory:
+            row.peak_python_mb = _peak_mb(fn)
+        rows.append(row)
+    base = next((r.median_ms for r in rows if r.runner == "onnxruntime"), None)
+    for row in rows:
+        row.ratio_to_onnxruntime = row.median_ms / base if base else None
+    return rows
+
+
+def _print(rows: list[Row]) -> None:
+    header = f"{'workload':<22}{'runner':<24}{'median ms':>11}{'x ORT':>9}{'peak MB':>9}  ok"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        ratio = f"{r.ratio_to_onnxruntime:.2f}" if r.ratio_to_onnxruntime is not None else "-"
+        peak = f"{r.peak_python_mb:.1f}" if r.peak_python_mb is not None else "-"
+        ok = {True: "yes", False: "NO", None: ""}[r.correct]
+        print(f"{r.workload:<22}{r.runner:<24}{r.median_ms:>11.2f}{ratio:>9}{peak:>9}  {ok}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mdf_loops.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per fast runner (median)")
+    parser.add_argument("--slow-runs", type=int, default=1,
+                        help="timed runs of the scheduler and onnx.reference")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes (a smoke test of the benchmark itself)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
+    parser.add_argument("--json", metavar="FILE", help="also write the table as JSON")
+    args = parser.parse_args(argv)
+
+    scale = 0.01 if args.quick else 1.0
+    size = lambda n: max(int(n * scale), 2)  # noqa: E731
+    workloads = [
+        elman_rnn(size(1000)),
+        running_sum(size(20_000)),
+        while_loop(size(5000)),
+        elman_rnn(size(100)),
+        elman_rnn(size(10_000)),
+    ]
+    rows: list[Row] = []
+    for work in workloads:
+        rows += measure(work, args.runs, args.slow_runs, memory=not args.no_memory)
+        print(f"measured {work.name}", file=sys.stderr)
+    _print(rows)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump([asdict(r) for r in rows], handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,283 @@
+"""Make an exported ONNX model enforce mdf-loops' work limits inside onnxruntime.
+
+onnxruntime runs a ``Loop`` for as long as its trip count and condition say; a
+model from an untrusted file could ask for 10**12 iterations or grow a value
+until memory runs out. :func:`guard_model` rewrites every loop, at every depth:
+
+* ``Loop``: the trip count is capped at ``max_iterations``; a loop that still
+  wanted to go on (its condition true, its trip count larger) is over the limit.
+  Where a carried value can change shape, or an inner loop can pass a limit, the
+  body's condition turns false as soon as a carried value or the stacked scan
+  outputs pass ``max_elements``, or the inner loop passed its limit;
+* ``Scan``: a sequence longer than ``max_iterations`` is flagged, and an inner
+  loop's flag is carried as an extra state;
+* ``If``: each branch returns its inner flag.
+
+The model gets one more output, :data:`LIMIT_OUTPUT`, true when any loop passed a
+limit; :class:`mdf_loops.compiled.CompiledModel` turns it into an error.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import onnx
+from onnx import TensorProto, helper
+
+from .ops.common import Limits
+
+__all__ = ["guard_model", "LIMIT_OUTPUT", "nesting_depth"]
+
+LIMIT_OUTPUT = "mdf_loops_limit_exceeded"
+
+
+def nesting_depth(graph: onnx.GraphProto) -> int:
+    """How deep subgraphs nest below ``graph`` (0 for a graph without control flow)."""
+    depth = 0
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                depth = max(depth, 1 + nesting_depth(attr.g))
+    return depth
+
+
+def guard_model(model: onnx.ModelProto, limits: Limits) -> onnx.ModelProto:
+    """A copy of ``model`` whose loops stop at the limits and report it in :data:`LIMIT_OUTPUT`."""
+    guarded = onnx.ModelProto()
+    guarded.CopyFrom(model)
+    rewriter = _Rewriter(limits, _all_names(guarded.graph))
+    flag = rewriter.graph(guarded.graph)
+    if flag is None:
+        flag = rewriter.const_bool(guarded.graph.node, False)
+    guarded.graph.node.append(helper.make_node("Identity", [flag], [LIMIT_OUTPUT]))
+    guarded.graph.output.append(helper.make_tensor_value_info(LIMIT_OUTPUT, TensorProto.BOOL, []))
+    return guarded
+
+
+def _all_names(graph: onnx.GraphProto) -> set[str]:
+    names = {v.name for v in list(graph.input) + list(graph.output)}
+    names |= {t.name for t in graph.initializer}
+    for node in graph.node:
+        names |= set(node.input) | set(node.output)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                names |= _all_names(attr.g)
+    return names
+
+
+class _Rewriter:
+    def __init__(self, limits: Limits, taken: set[str]):
+        self.limits = limits
+        self.taken = taken
+        self.counter = itertools.count()
+
+    def name(self, hint: str) -> str:
+        while True:
+            candidate = f"mdf_loops_{hint}_{next(self.counter)}"
+            if candidate not in self.taken:
+                self.taken.add(candidate)
+                return candidate
+
+    def emit(self, nodes, op: str, inputs: list[str], **attrs) -> str:
+        out = self.name(op.lower())
+        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def const_bool(self, nodes, value: bool) -> str:
+        return self.emit(nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.BOOL, [], [value]))
+
+    def const_int(self, nodes, value: int) -> str:
+        return self.emit(nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.INT64, [], [value]))
+
+    def any_of(self, nodes, flags: list[str]) -> str | None:
+        flags = [f for f in flags if f]
+        if not flags:
+            return None
+        result = flags[0]
+        for f in flags[1:]:
+            result = self.emit(nodes, "Or", [result, f])
+        return result
+
+    def over_size(self, nodes, value: str, factor: str | None = None) -> str:
+        size = self.emit(nodes, "Size", [value])
+        if factor is not None:
+            size = self.emit(nodes, "Mul", [size, factor])
+        return self.emit(nodes, "Greater", [size, self.const_int(nodes, self.limits.max_elements)])
+
+    # ------------------------------------------------------------------ graphs
+    def graph(self, graph: onnx.GraphProto) -> str | None:
+        """Rewrite ``graph``'s loops in place; return its flag value (or None: no loops)."""
+        nodes: list = []
+        flags: list[str] = []
+        for node in graph.node:
+            if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
+                flags.append(self.loop(node, nodes))
+            elif node.op_type == "Scan" and node.domain in ("", "ai.onnx"):
+                flags.append(self.scan(node, nodes))
+            elif node.op_type == "If" and node.domain in ("", "ai.onnx"):
+                flags.append(self.if_(node, nodes))
+            else:
+                nodes.append(node)
+        flag = self.any_of(nodes, flags)
+        del graph.node[:]
+        graph.node.extend(nodes)
+        return flag
+
+    def loop(self, node: onnx.NodeProto, nodes: list) -> str:
+        """Cap the trip count at the limit; flag a loop that still wanted to go on.
+
+        The body's condition output is also returned as an extra loop-carried
+        value (the same name twice: no operator per iteration), so after the loop
+        its last value says whether the loop would have continued.
+        """
+        body = _graph_attribute(node, "body")
+        inner = self.graph(body)
+        limit = self.limits.max_iterations
+        inputs = list(node.input) + [""] * (2 - len(node.input))
+        trip, cond, carried = inputs[0], inputs[1], inputs[2:]
+        cap = self.const_int(nodes, limit)
+        if trip:
+            wants_more = self.emit(nodes, "Greater", [trip, cap])
+            trip = self.emit(nodes, "Min", [trip, cap])
+        else:
+            wants_more = self.const_bool(nodes, True)
+            trip = cap
+
+        n = len(carried)
+        outputs = list(body.output)
+        cond_out, carried_out, scans_out = outputs[0], outputs[1:1 + n], outputs[1 + n:]
+        b: list = list(body.node)
+        stops = [inner] if inner else []
+        for given, value in zip(body.input[2:2 + n], carried_out):
+            if value.type.HasField("tensor_type") and not _same_static_shape(given, value):
+                stops.append(self.over_size(b, value.name))
+        for value in scans_out:
+            if value.type.HasField("tensor_type") and not _static(value):
+                iterations = self.emit(b, "Add", [body.input[0].name, self.const_int(nodes, 1)])
+                stops.append(self.over_size(b, value.name, iterations))
+        stop = self.any_of(b, stops)
+        has_cond = bool(cond)
+        if not has_cond and not stop:
+            nodes.append(node if trip == node.input[0] else _with_inputs(node, [trip] + inputs[1:]))
+            return wants_more  # runs at most ``limit`` times; over it when more were asked for
+
+        if not has_cond:  # the body's condition was ignored; now it carries the stop signal
+            cond = self.const_bool(nodes, True)
+            keep = self.emit(b, "Identity", [cond])
+        else:
+            keep = cond_out.name
+        extra_in, extra_out, initial = [], [], []
+        if stop:
+            keep = self.emit(b, "And", [keep, self.emit(b, "Not", [stop])])
+            hit_in = self.name("hit_in")
+            extra_in.append(helper.make_tensor_value_info(hit_in, TensorProto.BOOL, []))
+            extra_out.append(helper.make_tensor_value_info(self.emit(b, "Or", [hit_in, stop]),
+                                                           TensorProto.BOOL, []))
+            initial.append(self.const_bool(nodes, False))
+        keep_in = self.name("keep_in")
+        keep_info = helper.make_tensor_value_info(keep, TensorProto.BOOL, [])
+        body.input.extend([helper.make_tensor_value_info(keep_in, TensorProto.BOOL, [])] + extra_in)
+        del body.node[:]
+        body.node.extend(b)
+        del body.output[:]
+        body.output.extend([keep_info] + carried_out + [keep_info] + extra_out + scans_out)
+
+        outs = list(node.output) + [""] * (n + len(scans_out) - len(node.output))
+        keep_final = self.name("keep")
+        hit_final = [self.name("hit")] if stop else []
+        new = _with_inputs(node, [trip, cond] + carried + [cond] + initial)
+        del new.output[:]
+        new.output.extend(outs[:n] + [keep_final] + hit_final + outs[n:])
+        nodes.append(new)
+        over = self.emit(nodes, "And", [keep_final, wants_more])
+        return self.emit(nodes, "Or", [over, hit_final[0]]) if stop else over
+
+    def scan(self, node: onnx.NodeProto, nodes: list) -> str:
+        body = _graph_attribute(node, "body")
+        inner = self.graph(body)
+        attrs = {a.name: a for a in node.attribute}
+        m = attrs["num_scan_inputs"].i
+        batched = len(node.input) > 0 and len(body.input) == len(node.input) - 1  # opset 8
+        values = list(node.input[1:]) if batched else list(node.input)
+        n = len(values) - m
+        axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * m
+        axis = 1 if batched else axes[0]
+        shape = self.emit(nodes, "Shape", [values[n]])
+        length = self.emit(nodes, "Gather", [shape, self.const_int(nodes, axis)], axis=0)
+        too_long = self.emit(nodes, "Greater", [length, self.const_int(nodes, self.limits.max_iterations)])
+        if inner is None:
+            nodes.append(node)
+            return too_long
+        # carry the inner flag as an extra state
+        hit_in = self.name("hit_in")
+        inputs = list(body.input)
+        del body.input[:]
+        body.input.extend(inputs[:n] + [helper.make_tensor_value_info(hit_in, TensorProto.BOOL, [])]
+                          + inputs[n:])
+        b = list(body.node)
+        hit_out = self.emit(b, "Or", [hit_in, inner])
+        del body.node[:]
+        body.node.extend(b)
+        outputs = list(body.output)
+        del body.output[:]
+        body.output.extend(outputs[:n] + [helper.make_tensor_value_info(hit_out, TensorProto.BOOL, [])]
+                           + outputs[n:])
+        hit0 = self.const_bool(nodes, False)
+        hit_final = self.name("hit")
+        new = onnx.NodeProto()
+        new.CopyFrom(node)
+        head = [node.input[0]] if batched else []
+        del new.input[:]
+        new.input.extend(head + values[:n] + [hit0] + values[n:])
+        outs = list(node.output)
+        del new.output[:]
+        new.output.extend(outs[:n] + [hit_final] + outs[n:])
+        nodes.append(new)
+        return self.emit(nodes, "Or", [too_long, hit_final])
+
+    def if_(self, node: onnx.NodeProto, nodes: list) -> str | None:
+        then_branch = _graph_attribute(node, "then_branch")
+        else_branch = _graph_attribute(node, "else_branch")
+        flags = [self.graph(then_branch), self.graph(else_branch)]
+        if flags == [None, None]:
+            nodes.append(node)
+            return None
+        for branch, flag in zip((then_branch, else_branch), flags):
+            b = list(branch.node)
+            value = flag if flag else self.const_bool(b, False)
+            out = self.emit(b, "Identity", [value])
+            del branch.node[:]
+            branch.node.extend(b)
+            branch.output.append(helper.make_tensor_value_info(out, TensorProto.BOOL, []))
+        hit = self.name("hit")
+        new = onnx.NodeProto()
+        new.CopyFrom(node)
+        new.output.append(hit)
+        nodes.append(new)
+        return hit
+
+
+def _static(value: onnx.ValueInfoProto) -> bool:
+    """A tensor whose every dimension is a known number."""
+    tensor = value.type.tensor_type
+    return tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim)
+
+
+def _same_static_shape(given: onnx.ValueInfoProto, returned: onnx.ValueInfoProto) -> bool:
+    """A loop-carried tensor that provably keeps one fixed shape (its size cannot grow)."""
+    return _static(given) and _static(returned) and given.type == returned.type
+
+
+def _with_inputs(node: onnx.NodeProto, inputs: list[str]) -> onnx.NodeProto:
+    new = onnx.NodeProto()
+    new.CopyFrom(node)
+    del new.input[:]
+    new.input.extend(inputs)
+    return new
+
+
+def _graph_attribute(node: onnx.NodeProto, name: str) -> onnx.GraphProto:
+    for attr in node.attribute:
+        if attr.name == name:
+            return attr.g
+    raise ValueError(f"{node.op_type} node '{node.name}' has no attribute '{name}'")
