@@ -26,7 +26,9 @@ import modeci_mdf.execution_engine as _engine
 import numpy as _np
 from modeci_mdf.mdf import MdfBase as _MdfBase
 
-from .errors import EvaluationError, MdfLoopsError, pop_frame, push_frame
+from .errors import EvaluationError, IterationLimitError, MdfLoopsError, pop_frame, push_frame
+from .expression_allowlist import expression_numpy
+from .ops.common import current_limits, how_to_raise
 from .onnx_functions import call_onnx_function
 
 __all__ = ["install", "uninstall", "installed", "current_engine_node"]
@@ -39,6 +41,7 @@ _STOCK_EVALUATE_EXPRESSION = _engine.evaluate_params_modelspec
 _STOCK_VAL_INFO = _engine._val_info
 _STOCK_CREATE_PYTHON_EXPRESSION = _engine.create_python_expression
 _STOCK_FORMAT_CONDITION_ARG = _conditions._format_arg
+_STOCK_GRAPH_INIT = _engine.EvaluableGraph.__init__
 
 _CURRENT_NODE: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "mdf_loops_engine_node", default=None
@@ -135,9 +138,11 @@ def _evaluate_expression(expr, parameters=None, rng=None, array_format="numpy",
             if "math." in expr:
                 scope["math"] = _math
             if "numpy." in expr:
-                scope["numpy"] = _np
+                scope["numpy"] = expression_numpy()  # size-checked for untrusted models
             try:
                 value = eval(code, scope)
+            except MdfLoopsError:  # a limit hit inside the expression
+                raise
             except Exception:
                 return expr  # modelspec returns an expression it cannot evaluate unchanged
             if (type(value) is float or type(value) is str) and _is_integral(value):
@@ -189,6 +194,30 @@ def _format_condition_arg(value: Any, key: Any = None) -> str:
     return _STOCK_FORMAT_CONDITION_ARG(value, key)
 
 
+def _init_graph(self, *args: Any, **kwargs: Any) -> None:
+    """``EvaluableGraph.__init__``, then a bound on its scheduler's steps per evaluation.
+
+    A graph whose termination condition is never met (``Never``, a threshold
+    never reached) would otherwise make ``evaluate`` run for ever.
+    """
+    _STOCK_GRAPH_INIT(self, *args, **kwargs)
+    self.scheduler.run = _bounded_steps(self.scheduler.run, self.graph.id)
+
+
+def _bounded_steps(run: Callable, graph_id: str) -> Callable:
+    def bounded_run(*args: Any, **kwargs: Any) -> Any:
+        limit = current_limits().max_iterations
+        for step, nodes in enumerate(run(*args, **kwargs)):
+            if step >= limit:
+                raise IterationLimitError(
+                    f"graph '{graph_id}': its scheduler ran {limit} steps in one evaluation "
+                    "without meeting the graph's termination condition (max_iterations); "
+                    f"check the graph's conditions, or {how_to_raise('max_iterations')}")
+            yield nodes
+
+    return bounded_run
+
+
 def _log_engine_output(*args: Any, **kwargs: Any) -> None:
     if _engine_log.isEnabledFor(logging.DEBUG):
         sep = kwargs.get("sep", " ")
@@ -204,6 +233,7 @@ _PATCHES: dict[str, tuple[Any, str, Callable]] = {
     "python_expression": (_engine, "create_python_expression",
                           functools.lru_cache(maxsize=4096)(_STOCK_CREATE_PYTHON_EXPRESSION)),
     "condition_arg": (_conditions, "_format_arg", _format_condition_arg),
+    "graph_init": (_engine.EvaluableGraph, "__init__", _init_graph),
 }
 
 
@@ -225,5 +255,6 @@ def uninstall() -> None:
     _engine._val_info = _STOCK_VAL_INFO
     _engine.create_python_expression = _STOCK_CREATE_PYTHON_EXPRESSION
     _conditions._format_arg = _STOCK_FORMAT_CONDITION_ARG
+    _engine.EvaluableGraph.__init__ = _STOCK_GRAPH_INIT
     if "print" in vars(_engine):
         del _engine.print

@@ -28,12 +28,15 @@ class ExpressionError(ModelError):
     """An expression uses something ONNX cannot express (or that is not understood)."""
 
 
-_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div", ast.Pow: "Pow",
-           ast.MatMult: "MatMul"}
+_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Pow: "Pow", ast.MatMult: "MatMul"}
 _PY_BINARY: dict[type, Callable] = {
     ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
     ast.Pow: np.power, ast.MatMult: np.matmul, ast.Mod: np.mod, ast.FloorDiv: np.floor_divide,
+    ast.BitAnd: np.bitwise_and, ast.BitOr: np.bitwise_or, ast.BitXor: np.bitwise_xor,
 }
+#: ``&``, ``|``, ``^``: logical on booleans, bitwise on integers (numpy's meaning)
+_BITWISE = {ast.BitAnd: ("And", "BitwiseAnd"), ast.BitOr: ("Or", "BitwiseOr"),
+            ast.BitXor: ("Xor", "BitwiseXor")}
 _COMPARE = {ast.Lt: "Less", ast.LtE: "LessOrEqual", ast.Gt: "Greater", ast.GtE: "GreaterOrEqual",
             ast.Eq: "Equal"}
 _PY_COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
@@ -48,17 +51,28 @@ _UNARY_FUNCTIONS = {
     "sign": "Sign", "logical_not": "Not", "round": "Round", "rint": "Round",
     "reciprocal": "Reciprocal", "erf": "Erf", "isnan": "IsNaN",
 }
+#: ONNX operators of one argument that take floating-point tensors only: numpy turns
+#: integers and booleans into float64 first
+_FLOAT_ONLY = {"Tanh", "Exp", "Log", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+               "Sqrt", "Floor", "Ceil", "Round", "Erf", "IsNaN"}
 #: numpy function name -> ONNX operator, for element-wise functions of two arguments
 _BINARY_FUNCTIONS = {
     "maximum": "Max", "minimum": "Min", "power": "Pow", "add": "Add", "subtract": "Sub",
-    "multiply": "Mul", "divide": "Div", "true_divide": "Div", "dot": "MatMul",
-    "matmul": "MatMul", "greater": "Greater", "less": "Less", "equal": "Equal",
-    "greater_equal": "GreaterOrEqual", "less_equal": "LessOrEqual",
+    "multiply": "Mul", "dot": "MatMul", "matmul": "MatMul", "greater": "Greater", "less": "Less",
+    "equal": "Equal", "greater_equal": "GreaterOrEqual", "less_equal": "LessOrEqual",
     "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor",
 }
+#: numpy function name -> the Python operator it computes (so both share one translation)
+_OPERATOR_FUNCTIONS = {"divide": ast.Div, "true_divide": ast.Div, "floor_divide": ast.FloorDiv,
+                       "mod": ast.Mod, "remainder": ast.Mod}
 _REDUCTIONS = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin",
                "amax": "ReduceMax", "amin": "ReduceMin", "prod": "ReduceProd"}
+#: Python builtins a bare name calls (``sum(x)`` is Python's sum over the first axis)
+_PY_BUILTINS: dict[str, Callable] = {"abs": abs, "round": round, "sum": sum, "max": max,
+                                     "min": min, "float": float, "int": int, "bool": bool}
+_CASTS = {"float": np.float64, "int": np.int64, "bool": np.bool_}
 _MODULES = {"numpy", "np", "math"}
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 def translate(expression: Any, env: Mapping[str, Any], builder: GraphBuilder, where: str) -> Any:
@@ -98,17 +112,15 @@ class _Translator:
     def visit_Name(self, node: ast.Name) -> Any:
         if node.id in self.env:
             return self.env[node.id]
-        if node.id in ("True", "False"):
-            return Weak(node.id == "True")
         raise self.fail(node, f"unknown name '{node.id}'")
 
     def visit_List(self, node: ast.List) -> Any:
         items = [self.visit(e) for e in node.elts]
         if all(isinstance(i, Weak) for i in items):
             return Weak(np.array([i.value for i in items]))
-        like = next(i for i in items if isinstance(i, str))
+        items = self._common(items)
         axes = self.b.constant(np.array([0], dtype=np.int64))
-        parts = [self.b.op("Unsqueeze", [self.b.strong(i, like), axes])[0] for i in items]
+        parts = [self.b.op("Unsqueeze", [i, axes])[0] for i in items]
         return self.b.op("Concat", parts, axis=0)[0]
 
     visit_Tuple = visit_List
@@ -117,63 +129,82 @@ class _Translator:
         if isinstance(node.value, ast.Name) and node.value.id in _MODULES:
             if node.attr in ("pi", "e", "inf", "nan"):
                 return Weak(getattr(math, node.attr))
-        raise self.fail(node, "attribute access other than numpy/math constants")
+        elif node.attr == "T":
+            value = self.visit(node.value)
+            if isinstance(value, Weak):
+                return Weak(value.array().T)
+            return self.b.op("Transpose", [value])[0]
+        raise self.fail(node, "attribute access other than numpy/math constants and .T")
 
     # -- operators
     def visit_BinOp(self, node: ast.BinOp) -> Any:
-        left, right = self.visit(node.left), self.visit(node.right)
-        kind = type(node.op)
+        return self._binary(node, type(node.op), self.visit(node.left), self.visit(node.right))
+
+    def _binary(self, node: ast.AST, kind: type, left: Any, right: Any) -> Any:
         if isinstance(left, Weak) and isinstance(right, Weak):
             if kind not in _PY_BINARY:
-                raise self.fail(node, "operator")
+                raise self.fail(node, f"operator {kind.__name__}")
             return Weak(_PY_BINARY[kind](left.value, right.value))
-        if kind is ast.Mod:
-            return self._python_mod(left, right)
-        if kind is ast.FloorDiv:
-            return self.b.op("Floor", [self._divide(left, right)])[0]
+        a, c = self._pair(left, right)
+        dtype = self.b.dtype(a)
+        integral = dtype is not None and dtype.kind in "iub"
         if kind is ast.Div:
-            return self._divide(left, right)
+            if integral:  # Python's / always gives floats
+                a, c = (self.b.op("Cast", [v], to=onnx_dtype(np.float64))[0] for v in (a, c))
+            return self.b.op("Div", [a, c])[0]
+        if kind is ast.Mod:
+            if integral:
+                return self.b.op("Mod", [a, c], fmod=0)[0]  # the sign of the divisor, as Python
+            quotient = self.b.op("Floor", [self.b.op("Div", [a, c])[0]])[0]
+            return self.b.op("Sub", [a, self.b.op("Mul", [quotient, c])[0]])[0]
+        if kind is ast.FloorDiv:
+            if integral:  # (a - a mod c) / c is exact: no rounding direction to get wrong
+                remainder = self.b.op("Mod", [a, c], fmod=0)[0]
+                return self.b.op("Div", [self.b.op("Sub", [a, remainder])[0], c])[0]
+            return self.b.op("Floor", [self.b.op("Div", [a, c])[0]])[0]
+        if kind in _BITWISE:
+            logical, bitwise = _BITWISE[kind]
+            if dtype == np.dtype(bool):
+                return self.b.op(logical, [a, c])[0]
+            if integral and self.b.opset >= 18:
+                return self.b.op(bitwise, [a, c])[0]
+            raise self.fail(node, f"operator {kind.__name__} on {dtype} values")
         if kind not in _BINARY:
-            raise self.fail(node, f"operator {type(node.op).__name__}")
-        a, c = self._pair(left, right, allow_mixed=kind is ast.Pow)
+            raise self.fail(node, f"operator {kind.__name__}")
         return self.b.op(_BINARY[kind], [a, c])[0]
 
-    def _divide(self, left: Any, right: Any) -> str:
-        a, c = self._pair(left, right)
-        dtype = self.b.dtype(a)
-        if dtype is not None and dtype.kind in "iub":  # Python's / always gives floats
-            a = self.b.op("Cast", [a], to=onnx_dtype(np.float64))[0]
-            c = self.b.op("Cast", [c], to=onnx_dtype(np.float64))[0]
-        return self.b.op("Div", [a, c])[0]
+    def _pair(self, left: Any, right: Any) -> tuple[str, str]:
+        """Two ONNX values of one element type (numpy's promotion)."""
+        return tuple(self._common([left, right]))
 
-    def _python_mod(self, left: Any, right: Any) -> str:
-        a, c = self._pair(left, right)
-        dtype = self.b.dtype(a)
-        if dtype is not None and dtype.kind in "iu":
-            return self.b.op("Mod", [a, c], fmod=0)[0]
-        quotient = self.b.op("Floor", [self.b.op("Div", [a, c])[0]])[0]
-        return self.b.op("Sub", [a, self.b.op("Mul", [quotient, c])[0]])[0]
+    def _common(self, operands: list) -> list[str]:
+        """ONNX values of one element type for ``operands``, promoted as numpy promotes them.
 
-    def _pair(self, left: Any, right: Any, allow_mixed: bool = False) -> tuple[str, str]:
-        """Two ONNX values of one element type (numpy's promotion for two tensors)."""
-        if isinstance(left, Weak) and isinstance(right, Weak):
-            common = np.result_type(left.array(), right.array())
-            return (self.b.constant(left.array().astype(common)),
-                    self.b.constant(right.array().astype(common)))
-        if isinstance(left, Weak):
-            return self.b.strong(left, right), right
-        if isinstance(right, Weak):
-            return left, self.b.strong(right, left)
-        if allow_mixed:
-            return left, right
-        ta, tc = self.b.dtype(left), self.b.dtype(right)
-        if ta is not None and tc is not None and ta != tc:
-            common = np.result_type(ta, tc)
-            if ta != common:
-                left = self.b.op("Cast", [left], to=onnx_dtype(common))[0]
-            if tc != common:
-                right = self.b.op("Cast", [right], to=onnx_dtype(common))[0]
-        return left, right
+        Tensors promote among themselves; a weak value (a Python number or a constant
+        parameter) takes their type unless it is of a higher kind (a float meeting
+        integers), as with numpy's rules for Python scalars.
+        """
+        tensors = [o for o in operands if isinstance(o, str)]
+        weak = [o for o in operands if isinstance(o, Weak)]
+        if not tensors:
+            common = np.result_type(*[w.array() for w in weak])
+            return [self.b.constant(w.array().astype(common)) for w in weak]
+        dtypes = [self.b.dtype(t) for t in tensors]
+        if any(d is None for d in dtypes):
+            like = next((t for t, d in zip(tensors, dtypes) if d is not None), tensors[0])
+            return [self.b.strong(o, like) for o in operands]
+        common = np.result_type(*dtypes)
+        for w in weak:
+            common = _weak_result_type(common, w)
+        result = []
+        for operand in operands:
+            if isinstance(operand, Weak):
+                result.append(self.b.constant(operand.array().astype(common)))
+            elif self.b.dtype(operand) != common:
+                result.append(self.b.op("Cast", [operand], to=onnx_dtype(common))[0])
+            else:
+                result.append(operand)
+        return result
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         operand = self.visit(node.operand)
@@ -185,8 +216,13 @@ class _Translator:
         if isinstance(node.op, ast.USub):
             return self.b.op("Neg", [operand])[0]
         if isinstance(node.op, ast.Not):
+            return self.b.op("Not", [self._as_bool(operand)])[0]
+        dtype = self.b.dtype(operand)
+        if dtype == np.dtype(bool):
             return self.b.op("Not", [operand])[0]
-        raise self.fail(node, "operator ~")
+        if dtype is not None and dtype.kind in "iu" and self.b.opset >= 18:
+            return self.b.op("BitwiseNot", [operand])[0]
+        raise self.fail(node, f"operator ~ on {dtype} values")
 
     def visit_Compare(self, node: ast.Compare) -> Any:
         results = []
@@ -205,31 +241,35 @@ class _Translator:
             else:
                 raise self.fail(node, f"comparison {kind.__name__}")
             left = right
-        return self._all(results)
-
-    def _all(self, values: list) -> Any:
-        result = values[0]
-        for v in values[1:]:
-            if isinstance(result, Weak) and isinstance(v, Weak):
-                result = Weak(np.logical_and(result.value, v.value))
-            else:
-                result = self.b.op("And", [self.b.strong(result, v if isinstance(v, str) else None),
-                                           self.b.strong(v, result if isinstance(result, str) else None)])[0]
+        result = results[0]
+        for value in results[1:]:  # a < b < c: both comparisons hold
+            result = self._binary(node, ast.BitAnd, result, value)
         return result
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Any:
-        values = [self.visit(v) for v in node.values]
-        op = "And" if isinstance(node.op, ast.And) else "Or"
-        result = values[0]
-        for v in values[1:]:
-            if isinstance(result, Weak) and isinstance(v, Weak):
-                fn = np.logical_and if op == "And" else np.logical_or
-                result = Weak(fn(result.value, v.value))
+        """``and``/``or`` as Python evaluates them: ``a and b`` is ``b if a else a``."""
+        is_and = isinstance(node.op, ast.And)
+        result = self.visit(node.values[0])
+        for item in node.values[1:]:
+            value = self.visit(item)
+            if isinstance(result, Weak) and isinstance(value, Weak):
+                try:
+                    result = value if bool(result.array()) == is_and else result
+                except ValueError:
+                    raise self.fail(node, "the truth value of an array") from None
+            elif self._is_bool(result) and self._is_bool(value):
+                result = self.b.op("And" if is_and else "Or",
+                                   [self._as_bool(result), self._as_bool(value)])[0]
             else:
-                a = self._as_bool(result)
-                c = self._as_bool(v)
-                result = self.b.op(op, [a, c])[0]
+                taken, other = (value, result) if is_and else (result, value)
+                a, c = self._pair(taken, other)
+                result = self.b.op("Where", [self._as_bool(result), a, c])[0]
         return result
+
+    def _is_bool(self, operand: Any) -> bool:
+        if isinstance(operand, Weak):
+            return operand.array().dtype == np.dtype(bool)
+        return self.b.dtype(operand) == np.dtype(bool)
 
     def _as_bool(self, operand: Any) -> str:
         if isinstance(operand, Weak):
@@ -250,94 +290,93 @@ class _Translator:
         value = self.visit(node.value)
         index = node.slice
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
-        if isinstance(value, Weak):
-            return Weak(value.array()[self._python_index(items, node)])
+        parts = [self._slice(item) if isinstance(item, ast.Slice) else self.visit(item)
+                 for item in items]
+        computed = [p for p in parts if not isinstance(p, (slice, Weak))]
+        if isinstance(value, Weak) and not computed:
+            return Weak(value.array()[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)])
+        value = self.b.strong(value)
+        if computed:
+            if len(parts) != 1:
+                raise self.fail(node, "a computed index among several indices")
+            position = self.b.op("Cast", [computed[0]], to=onnx_dtype(np.int64))[0]
+            return self.b.op("Gather", [value, position], axis=0)[0]
         squeeze: list[int] = []
-        starts, ends, axes, steps = [], [], [], []
-        for axis, item in enumerate(items):
-            if isinstance(item, ast.Slice):
-                lo = self._int(item.lower, 0)
-                hi = self._int(item.upper, None)
-                step = self._int(item.step, 1)
-                if hi is None:
-                    hi = -(2 ** 63) if step < 0 else 2 ** 63 - 1
-                starts.append(lo if item.lower is not None else (-1 if step < 0 else 0))
-                ends.append(hi)
-                axes.append(axis)
+        starts, ends, steps = [], [], []
+        for axis, part in enumerate(parts):
+            if isinstance(part, slice):
+                step = 1 if part.step is None else part.step
+                if step == 0:
+                    raise self.fail(node, "a slice step of zero")
+                first, past = (_INT64_MAX, _INT64_MIN) if step < 0 else (0, _INT64_MAX)
+                starts.append(first if part.start is None else part.start)
+                ends.append(past if part.stop is None else part.stop)
                 steps.append(step)
             else:
-                position = self.visit(item)
-                if not isinstance(position, Weak):
-                    if len(items) != 1:
-                        raise self.fail(node, "a computed index among several indices")
-                    idx = self.b.op("Cast", [position], to=onnx_dtype(np.int64))[0]
-                    return self.b.op("Gather", [value, idx], axis=0)[0]
-                k = int(position.value)
+                k = int(part.value)
                 starts.append(k)
-                ends.append(k + 1 if k != -1 else 2 ** 63 - 1)
-                axes.append(axis)
+                ends.append(k + 1 if k != -1 else _INT64_MAX)
                 steps.append(1)
                 squeeze.append(axis)
         const = self.b.constant
         out = self.b.op("Slice", [value, const(np.array(starts, np.int64)), const(np.array(ends, np.int64)),
-                                  const(np.array(axes, np.int64)), const(np.array(steps, np.int64))])[0]
+                                  const(np.arange(len(parts), dtype=np.int64)),
+                                  const(np.array(steps, np.int64))])[0]
         if squeeze:
             out = self.b.op("Squeeze", [out, const(np.array(squeeze, np.int64))])[0]
         return out
 
-    def _int(self, node: ast.AST | None, default: Any) -> Any:
-        if node is None:
-            return default
+    def _slice(self, item: ast.Slice) -> slice:
+        return slice(*(None if part is None else self._int(part) for part in
+                       (item.lower, item.upper, item.step)))
+
+    def _int(self, node: ast.AST) -> int:
         value = self.visit(node)
         if not isinstance(value, Weak):
             raise self.fail(node, "a computed slice bound")
         return int(value.value)
 
-    def _python_index(self, items: list, node: ast.AST) -> Any:
-        out = []
-        for item in items:
-            if isinstance(item, ast.Slice):
-                out.append(slice(self._int(item.lower, None), self._int(item.upper, None),
-                                 self._int(item.step, None)))
-            else:
-                out.append(self._int(item, None))
-        return tuple(out)
-
     # -- calls
     def visit_Call(self, node: ast.Call) -> Any:
-        name = _function_name(node.func)
+        name, bare = _function_name(node.func)
         if name is None:
             raise self.fail(node, "call of something that is not a numpy/math function")
-        if any(isinstance(a, ast.Starred) for a in node.args):
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.fail(node, "starred arguments")
         args = [self.visit(a) for a in node.args]
         kwargs = {k.arg: self.visit(k.value) for k in node.keywords}
+        builtin = bare and name in _PY_BUILTINS
         if all(isinstance(a, Weak) for a in args + list(kwargs.values())):
-            fn = getattr(np, name, None) or getattr(math, name, None)
+            fn = _PY_BUILTINS[name] if builtin else getattr(np, name, None) or getattr(math, name, None)
             if fn is None:
                 raise self.fail(node, f"unknown function '{name}'")
             return Weak(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
-        if name in _UNARY_FUNCTIONS and len(args) == 1 and not kwargs:
-            return self.b.op(_UNARY_FUNCTIONS[name], [self.b.strong(args[0])])[0]
-        if name in _BINARY_FUNCTIONS and len(args) == 2 and not kwargs:
-            a, c = self._pair(args[0], args[1])
-            return self.b.op(_BINARY_FUNCTIONS[name], [a, c])[0]
+        if builtin and name in ("sum", "max", "min"):
+            return self._builtin_reduce(node, name, args, kwargs)
+        if name in _REDUCTIONS and args:
+            return self._reduce(node, _REDUCTIONS[name], args, kwargs)
+        if kwargs:
+            raise self.fail(node, f"keyword arguments of '{name}'")
+        if builtin and name in _CASTS and len(args) == 1:
+            return self.b.op("Cast", [args[0]], to=onnx_dtype(_CASTS[name]))[0]
+        if name in _UNARY_FUNCTIONS and len(args) == 1:
+            return self._unary(_UNARY_FUNCTIONS[name], args[0])
+        if name in _BINARY_FUNCTIONS and len(args) == 2:
+            return self.b.op(_BINARY_FUNCTIONS[name], list(self._pair(args[0], args[1])))[0]
+        if name in _OPERATOR_FUNCTIONS and len(args) == 2:
+            return self._binary(node, _OPERATOR_FUNCTIONS[name], args[0], args[1])
         if name == "where" and len(args) == 3:
             a, c = self._pair(args[1], args[2])
             return self.b.op("Where", [self._as_bool(args[0]), a, c])[0]
         if name == "clip" and len(args) == 3:
-            x = self.b.strong(args[0])
-            return self.b.op("Clip", [x, self.b.strong(args[1], x), self.b.strong(args[2], x)])[0]
-        if name in ("exp2",) and len(args) == 1:
-            two = self.b.strong(Weak(2.0), args[0])
-            return self.b.op("Pow", [two, args[0]])[0]
-        if name in _REDUCTIONS and len(args) >= 1:
-            return self._reduce(node, _REDUCTIONS[name], args, kwargs)
+            x, low, high = self._common(args)
+            return self.b.op("Min", [self.b.op("Max", [x, low])[0], high])[0]
+        if name == "exp2" and len(args) == 1:
+            return self._binary(node, ast.Pow, Weak(2.0), args[0])
         if name in ("zeros_like", "ones_like") and len(args) == 1:
             x = self.b.strong(args[0])
             shape = self.b.op("Shape", [x])[0]
-            fill = self.b.op("ConstantOfShape", [shape])[0]
-            zeros = self.b.op("CastLike", [fill, x])[0]
+            zeros = self.b.op("CastLike", [self.b.op("ConstantOfShape", [shape])[0], x])[0]
             if name == "zeros_like":
                 return zeros
             return self.b.op("Add", [zeros, self.b.strong(Weak(1), x)])[0]
@@ -345,27 +384,66 @@ class _Translator:
             return self.b.op("Transpose", [self.b.strong(args[0])])[0]
         raise self.fail(node, f"function '{name}' has no ONNX translation here")
 
+    def _unary(self, op_type: str, operand: Any) -> str:
+        x = self.b.strong(operand)
+        dtype = self.b.dtype(x)
+        if op_type == "Not":
+            return self.b.op("Not", [self._as_bool(x)])[0]
+        if op_type in _FLOAT_ONLY and dtype is not None and dtype.kind in "iub":
+            x = self.b.op("Cast", [x], to=onnx_dtype(np.float64))[0]
+        return self.b.op(op_type, [x])[0]
+
+    def _builtin_reduce(self, node, name: str, args: list, kwargs: dict) -> str:
+        """Python's ``sum``/``max``/``min``: over the first axis, or of several values."""
+        if kwargs or (name == "sum" and len(args) > 1):
+            raise self.fail(node, f"arguments of Python's {name}() (numpy.{name} takes an axis)")
+        if len(args) > 1:  # max(a, b): element-wise, as it is for the scalars it is meant for
+            return self.b.op("Max" if name == "max" else "Min", self._common(args))[0]
+        return self._reduce(node, _REDUCTIONS[name], args, {"axis": Weak(0)})
+
     def _reduce(self, node, op_type: str, args: list, kwargs: dict) -> str:
+        unknown = set(kwargs) - {"axis", "keepdims"}
+        if unknown or len(args) > 2:
+            raise self.fail(node, f"arguments {sorted(unknown) or args[2:]} of a reduction")
         x = self.b.strong(args[0])
+        dtype = self.b.dtype(x)
+        if dtype is not None and dtype.kind in "iub":
+            if op_type == "ReduceMean":
+                x = self.b.op("Cast", [x], to=onnx_dtype(np.float64))[0]
+            elif dtype.kind == "b" or dtype.itemsize < 8:  # numpy sums small integers in int64
+                x = self.b.op("Cast", [x], to=onnx_dtype(np.int64 if dtype.kind != "u" else np.uint64))[0]
         axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
-        inputs = [x]
-        if axis is not None:
-            if not isinstance(axis, Weak):
-                raise self.fail(node, "a computed axis")
-            inputs.append(self.b.constant(np.asarray(axis.value, dtype=np.int64).reshape(-1)))
+        keepdims = kwargs.get("keepdims", Weak(False))
+        if not isinstance(keepdims, Weak) or (axis is not None and not isinstance(axis, Weak)):
+            raise self.fail(node, "a computed axis or keepdims")
+        keep = int(bool(keepdims.value))
+        if axis is None:
+            return self.b.op(op_type, [x], keepdims=keep)[0]
+        axes = np.asarray(axis.value, dtype=np.int64).reshape(-1)
         # ReduceSum takes axes as an input from opset 13, the others from opset 18
-        if len(inputs) == 2 and op_type != "ReduceSum" and self.b.opset < 18:
-            axes = [int(v) for v in np.asarray(axis.value).reshape(-1)]
-            return self.b.op(op_type, [x], keepdims=0, axes=axes)[0]
-        return self.b.op(op_type, inputs, keepdims=0)[0]
+        if op_type != "ReduceSum" and self.b.opset < 18:
+            return self.b.op(op_type, [x], keepdims=keep, axes=[int(a) for a in axes])[0]
+        return self.b.op(op_type, [x, self.b.constant(axes)], keepdims=keep)[0]
 
 
-def _function_name(func: ast.AST) -> str | None:
+def _weak_result_type(dtype: np.dtype, weak: Weak) -> np.dtype:
+    """numpy's result type of a ``dtype`` tensor and a weak value (a Python number's rules)."""
+    array = weak.array()
+    scalar = array.dtype.type(0).item() if array.ndim else array.item()
+    try:
+        return np.result_type(dtype, scalar)
+    except (OverflowError, TypeError):
+        return np.result_type(dtype, array.dtype)
+
+
+def _function_name(func: ast.AST) -> tuple[str | None, bool]:
+    """The called function's name, and whether it is a bare name (a Python builtin or an
+    MDF standard function's numpy name) rather than ``numpy.<name>``/``math.<name>``."""
     if isinstance(func, ast.Name):
-        return func.id
+        return func.id, True
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in _MODULES:
-        return func.attr
-    return None
+        return func.attr, False
+    return None, False
 
 
 def onnx_dtype(dtype: Any) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from modeci_mdf.mdf import Graph, Model
 
-from .errors import ModelError
+from .errors import MdfLoopsError, ModelError
 
 __all__ = ["GraphInterface", "graph_interface", "load_model"]
 
@@ -60,21 +60,79 @@ def graph_interface(graph: Graph) -> GraphInterface:
 
 
 def load_model(model_or_path: Model | str | os.PathLike) -> Model:
-    """An MDF ``Model`` from a Model, an MDF JSON/YAML file, or an ONNX file."""
+    """An MDF ``Model`` from a Model, an MDF JSON/YAML file, or an ONNX file.
+
+    Raises:
+        ModelError: the file is missing, unreadable, truncated, of another format
+            than its extension says, repeats a key, multiplies its content with
+            YAML aliases, or does not describe an MDF model.
+    """
     if isinstance(model_or_path, Model):
         return model_or_path
+    if not isinstance(model_or_path, (str, os.PathLike)):
+        raise ModelError(f"expected an MDF Model or a file path, got {type(model_or_path).__name__}")
     path = os.fspath(model_or_path)
     if path.endswith(".onnx"):
-        from .onnx_import import onnx_to_mdf
-
-        return onnx_to_mdf(path)
+        return _load_onnx(path)
     if not os.path.exists(path):
         raise ModelError(f"{path}: no such file")
     if not path.endswith((".json", ".yaml", ".yml")):
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
     from modeci_mdf.utils import load_mdf
 
+    from .safety import check_document
+    from .validate import read_document
+
+    try:
+        document = read_document(path)
+    except ModelError as exc:
+        raise ModelError(f"{exc}{_format_hint(path)}") from None
+    except RecursionError:
+        raise ModelError(f"{path}: nested too deeply to read") from None
+    check_document(document, path)
+    if not (isinstance(document, dict) and len(document) == 1
+            and isinstance(next(iter(document.values())), dict)):
+        raise ModelError(f"{path}: an MDF file holds one model, {{model_id: {{...}}}}; "
+                         f"found {type(document).__name__}")
     try:
         return load_mdf(path)
     except Exception as exc:  # json/yaml/cattrs errors of many kinds
         raise ModelError(f"{path}: not a readable MDF model ({type(exc).__name__}: {exc})") from exc
+
+
+def _load_onnx(path: str) -> Model:
+    from .onnx_import import onnx_to_mdf
+
+    if os.path.isfile(path) and _sniff(path) in ("JSON", "YAML"):
+        raise ModelError(f"{path}: is a text file, not an ONNX model{_format_hint(path)}")
+    try:
+        return onnx_to_mdf(path)
+    except MdfLoopsError:
+        raise
+    except Exception as exc:  # onnx/protobuf errors of many kinds
+        raise ModelError(f"{path}: cannot be imported ({type(exc).__name__}: {exc})") from exc
+
+
+def _sniff(path: str) -> str | None:
+    """The format the first bytes of a file suggest: "JSON", "YAML", "ONNX" or None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return None
+    if any(byte < 9 or 13 < byte < 32 for byte in head):  # control bytes: binary (protobuf)
+        return "ONNX"
+    text = head.lstrip()
+    if text[:1] in (b"{", b"["):
+        return "JSON"
+    return "YAML" if text else None
+
+
+def _format_hint(path: str) -> str:
+    """'; it looks like ONNX (...)' when the content does not match the extension."""
+    found = _sniff(path)
+    expected = "ONNX" if path.endswith(".onnx") else "JSON" if path.endswith(".json") else "YAML"
+    if found is None or found == expected or (found, expected) == ("JSON", "YAML"):
+        return ""
+    extension = {"ONNX": ".onnx", "JSON": ".json", "YAML": ".yaml"}[found]
+    return f"; its content looks like {found}: is it a {extension} file?"

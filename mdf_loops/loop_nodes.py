@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+import onnx
 
 from . import ops
 from .body import BodyRunner
@@ -62,7 +63,7 @@ def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
         if trip_count is not None and condition is None:  # runs exactly M times: check now
             guard.check_planned(int(np.asarray(trip_count).reshape(())))
         step = _as_body(body, scope, "iteration", first_scan_output=1 + len(carried))
-        return ops.loop(step, trip_count, condition, carried, guard)
+        return ops.loop(_with_declared_probe(step, body), trip_count, condition, carried, guard)
     # Scan
     scan_attributes = ops.ScanAttributes(
         num_scan_inputs=_int(attributes, "num_scan_inputs"),
@@ -178,3 +179,36 @@ def _ints(attributes: Mapping[str, Any], name: str) -> tuple[int, ...] | None:
     if value is None:
         return None
     return tuple(int(v) for v in np.asarray(value).reshape(-1))
+
+
+def _with_declared_probe(step: Callable, runner: BodyRunner) -> Callable:
+    """``step``, except that a failing shape probe of a zero-iteration Loop (e.g. a body
+    reading row ``i`` of an empty sequence) answers with zeros of the declared output types."""
+
+    def body(values: list, iteration: int | None) -> list:
+        if iteration is not None:
+            return step(values, iteration)
+        try:
+            return step(values, iteration)
+        except Exception:  # the same failures ops.loop's probe tolerates
+            declared = _declared_outputs(runner)
+            if declared is None:
+                raise
+            return declared
+
+    return body
+
+
+def _declared_outputs(runner: BodyRunner) -> list | None:
+    """Zeros of each formal output's declared ONNX tensor type (unknown sizes as 0), or None."""
+    nodes = {n.id: n for n in runner.graph.nodes}
+    arrays = []
+    for node_id, port_id in runner.signature.formal_outputs:
+        port = next(p for p in nodes[node_id].output_ports if p.id == port_id)
+        tensor = ((port.metadata or {}).get("onnx_type") or {}).get("tensorType") or {}
+        if "elemType" not in tensor:
+            return None
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(int(tensor["elemType"]))
+        dims = [int(d.get("dimValue", 0)) for d in (tensor.get("shape") or {}).get("dim", [])]
+        arrays.append(np.zeros(dims, dtype))
+    return arrays

@@ -25,6 +25,7 @@ from typing import Iterable
 
 import numpy as np
 import onnx
+import onnx.inliner  # a submodule `import onnx` does not load
 from google.protobuf import json_format
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 from onnx import AttributeProto, numpy_helper

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import graphviz
+import numpy as np
 from modeci_mdf.mdf import Graph, Model, Node, Parameter
 
 from .errors import MdfLoopsError
@@ -323,11 +324,22 @@ def _loop_label(node: Node, op: str, call: Parameter) -> str:
             lines.append("runs until the iteration limit")
     elif op == "If":
         lines.append(f"condition: {_text(_describe_argument(node, args.get('cond')))}")
-    skipped = set(BODY_ATTRIBUTES[op]) | {call.id}
+    skipped = set(BODY_ATTRIBUTES[op]) | {call.id} | set(_argument_names(call))
     for parameter in node.parameters:
         if parameter.id not in skipped and not parameter.function:
             lines.append(f"{_text(parameter.id)} = {_text(_short_value(parameter.value))}")
     return "".join(f"{line}<br align='left'/>" for line in lines)
+
+
+def _argument_names(call: Parameter) -> list[str]:
+    """The names a call's arguments list (the items of list arguments too)."""
+    names = []
+    for expression in (call.args or {}).values():
+        try:
+            names += variadic_items(expression) or [str(expression)]
+        except SyntaxError:
+            continue
+    return names
 
 
 def _describe_argument(node: Node, expression: Any) -> str:
@@ -359,12 +371,24 @@ def _node_label(node: Node, call: Parameter | None) -> str:
 
 
 def _short_value(value: Any) -> str:
+    """A parameter value in a few characters: small values as written, arrays by type and shape."""
     if is_encoded_tensor(value):
         shape = ", ".join(str(d) for d in value["shape"])
         data = value["data"]
         return f"{value['dtype']}[{shape}]" + (f" {data}" if len(data) <= 4 else "")
     if isinstance(value, dict):
         return "{...}"
+    if isinstance(value, (list, tuple)):
+        try:
+            array = np.asarray(value)
+        except ValueError:  # ragged
+            return f"list of {len(value)}"
+        if array.dtype.kind in "biuf":
+            if array.size > 4:
+                return f"{array.dtype}[{', '.join(map(str, array.shape))}]"
+            return np.array2string(array, precision=4, separator=", ")
+    if isinstance(value, float):
+        return f"{value:.6g}"
     return str(value)
 
 

@@ -172,7 +172,7 @@ class _RuleChecker:
             return len(body.formal_outputs) if body and body.formal_outputs is not None else None
         if not 1 <= m <= len(values):
             self.report(path + ("parameters", "num_scan_inputs"),
-                        f"is {m}, but the node passes {len(values)} values (initial states, "
+                        f"is {m}, but the node passes {_count(len(values), 'value')} (initial states, "
                         "then at least one scan input)")
             return None
         n = len(values) - m
@@ -183,13 +183,14 @@ class _RuleChecker:
             return None
         where = path + ("parameters", "body")
         if body.formal_inputs is not None and len(body.formal_inputs) != len(values):
-            self.report(where, f"expects {len(values)} formal inputs ({n} states + {m} scan "
-                               f"inputs), found {len(body.formal_inputs)}")
+            self.report(where, f"expects {len(values)} formal inputs ({_count(n, 'state')} + "
+                               f"{_count(m, 'scan input')}), found {len(body.formal_inputs)}")
         if body.formal_outputs is None:
             return None
         if len(body.formal_outputs) < n:
-            self.report(where, f"expects at least {n} formal outputs (the {n} new states, then "
-                               f"scan-output elements), found {len(body.formal_outputs)}")
+            self.report(where, f"expects at least {_count(n, 'formal output')} (the new "
+                               f"{_count(n, 'state')}, then scan-output elements), found "
+                               f"{len(body.formal_outputs)}")
             return None
         k = len(body.formal_outputs) - n
         self._axes(parameters, path, "scan_output_axes", "scan_output_directions", k,
@@ -204,11 +205,11 @@ class _RuleChecker:
         where, n = path + ("parameters", "body"), len(carried)
         if body.formal_inputs is not None and len(body.formal_inputs) != 2 + n:
             self.report(where, f"expects {2 + n} formal inputs (iteration number, condition, "
-                               f"{n} loop-carried values), found {len(body.formal_inputs)}")
+                               f"{_count(n, 'loop-carried value')}), found {len(body.formal_inputs)}")
         if len(body.formal_outputs) < 1 + n:
-            self.report(where, f"expects at least {1 + n} formal outputs (condition, {n} "
-                               "loop-carried values, then scan-output elements), found "
-                               f"{len(body.formal_outputs)}")
+            self.report(where, f"expects at least {1 + n} formal outputs (condition, "
+                               f"{_count(n, 'loop-carried value')}, then scan-output elements), "
+                               f"found {len(body.formal_outputs)}")
             return None
         return len(body.formal_outputs) - 1
 
@@ -224,7 +225,7 @@ class _RuleChecker:
         if other is not None and other.formal_outputs is not None and \
                 len(other.formal_outputs) != len(then.formal_outputs):
             self.report(path + ("parameters", "else_branch"),
-                        f"returns {len(other.formal_outputs)} values but then_branch returns "
+                        f"returns {_count(len(other.formal_outputs), 'value')} but then_branch returns "
                         f"{len(then.formal_outputs)}; both must return the If node's outputs")
         return len(then.formal_outputs)
 
@@ -242,7 +243,7 @@ class _RuleChecker:
         if axes is not None:
             if len(axes) != count:
                 self.report(path + ("parameters", axes_name),
-                            f"has {len(axes)} entries, expected {count}")
+                            f"has {_count(len(axes), 'entry', 'entries')}, expected {count}")
             for k, (axis, rank) in enumerate(zip(axes, ranks)):
                 if rank is not None and _integer(axis) is not None and not -rank <= axis < rank:
                     self.report(path + ("parameters", axes_name),
@@ -251,7 +252,7 @@ class _RuleChecker:
         if directions is not None:
             if len(directions) != count:
                 self.report(path + ("parameters", directions_name),
-                            f"has {len(directions)} entries, expected {count}")
+                            f"has {_count(len(directions), 'entry', 'entries')}, expected {count}")
             if any(d not in (0, 1) for d in directions):
                 self.report(path + ("parameters", directions_name),
                             f"entries must be 0 (forward) or 1 (backward), found {directions}")
@@ -262,7 +263,7 @@ class _RuleChecker:
             if index is not None and index >= count:
                 self.report(path + ("output_ports", port_id, "value"),
                             f"reads output {index} of '{call_id}', but its body gives "
-                            f"onnx::{op} {count} outputs")
+                            f"onnx::{op} {_count(count, 'output')}")
 
 
 # ---------------------------------------------------------------- reading the document
@@ -359,3 +360,8 @@ def _output_port(node: Mapping, parameters: Mapping, index: int) -> Any:
 def _value(parameters: Mapping, parameter_id: str) -> Any:
     """The ``value`` of a parameter, or None."""
     return _mapping(parameters.get(parameter_id)).get("value")
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 state``, ``2 states``."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

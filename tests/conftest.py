@@ -65,9 +65,14 @@ def ort_run(model: onnx.ModelProto, feeds: Mapping[str, Any]) -> dict[str, Any]:
     return dict(zip(names, session.run(None, dict(feeds))))
 
 
+def run_mdf(model, inputs: Mapping[str, Any] | None = None, **kwargs) -> dict[str, Any]:
+    """``mdf_loops.run`` on modeci-mdf's scheduler: every iteration through ``EvaluableGraph``."""
+    return mdf_loops.run(model, dict(inputs or {}), backend="scheduler", **kwargs)
+
+
 def run_imported(model: onnx.ModelProto, feeds: Mapping[str, Any], **kwargs) -> dict[str, Any]:
-    """``mdf_loops.run`` on the MDF import of ``model``."""
-    return mdf_loops.run(mdf_loops.onnx_to_mdf(model), dict(feeds), **kwargs)
+    """:func:`run_mdf` on the MDF import of ``model``."""
+    return run_mdf(mdf_loops.onnx_to_mdf(model), feeds, **kwargs)
 
 
 # ---------------------------------------------------------------- ONNX backend cases

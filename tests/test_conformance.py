@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import mdf_loops
-from conftest import assert_same, control_flow_cases
+from conftest import assert_same, control_flow_cases, run_mdf
 
 EXPECTED_CASE_COUNT = 38
 
@@ -32,7 +32,7 @@ def test_case(name):
     output_names = [vi.name for vi in case.model.graph.output]
     assert case.data_sets, f"{name} has no data"
     for inputs, expected_outputs in case.data_sets:
-        results = mdf_loops.run(model, dict(zip(input_names, inputs)))
+        results = run_mdf(model, dict(zip(input_names, inputs)))
         assert sorted(results) == sorted(output_names)
         for output_name, expected in zip(output_names, expected_outputs):
             assert_same(results[output_name], expected, rtol=case.rtol, atol=case.atol)

@@ -20,6 +20,7 @@ from conftest import (
     mdf_body,
     mdf_model,
     onnx_model,
+    run_mdf,
     value_info,
 )
 
@@ -101,7 +102,7 @@ def test_unregister_then_register_restores_loops():
     finally:
         mdf_loops.register()
     assert "onnx::Scan" in mdf_functions
-    results = mdf_loops.run(_decay_scan_model(), {"h0": 1.0, "xs": np.zeros(3)})
+    results = run_mdf(_decay_scan_model(), {"h0": 1.0, "xs": np.zeros(3)})
     np.testing.assert_allclose(results["decay.h_final"], 0.8 ** 3)
 
 
@@ -142,7 +143,7 @@ def test_nested_body_engines_are_built_once(monkeypatch, rng):
                                 ["M", "v0", "xs"], 1, output_ids=["v_final"]))
     counter = _ConstructionCounter(monkeypatch)
     xs = rng.standard_normal(10)
-    results = mdf_loops.run(model, {"M": np.array(10), "v0": np.array(0.5), "xs": xs})
+    results = run_mdf(model, {"M": np.array(10), "v0": np.array(0.5), "xs": xs})
     assert sorted(counter.graphs) == sorted(["main", "outer_step", "decay_step"])
     v = 0.5
     for _ in range(10):

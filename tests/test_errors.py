@@ -19,6 +19,7 @@ from conftest import (
     mdf_model,
     onnx_model,
     run_imported,
+    run_mdf,
     value_info,
 )
 
@@ -37,7 +38,7 @@ def _accumulate_body(formal_inputs=("s", "x"), formal_outputs=("step.s_next", "s
 
 def _raises(error_type, model, inputs, *fragments, **run_kwargs):
     with pytest.raises(error_type) as info:
-        mdf_loops.run(model, inputs, **run_kwargs)
+        run_mdf(model, inputs, **run_kwargs)
     assert isinstance(info.value, mdf_loops.MdfLoopsError)
     message = str(info.value)
     for fragment in fragments:
@@ -236,7 +237,7 @@ def test_nothing_is_printed_per_iteration(capfd):
     step = expression_node("step", ["s", "x"], {"s_next": "s * 0.5 + x"})
     body = mdf_body("b", [step], ["s", "x"], ["step.s_next", "step.s_next"])
     xs = np.ones(2000)
-    results = mdf_loops.run(_scan(body), {"s0": 0.0, "xs": xs})
+    results = run_mdf(_scan(body), {"s0": 0.0, "xs": xs})
     captured = capfd.readouterr()
     assert captured.out == ""
     assert captured.err == ""

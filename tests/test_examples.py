@@ -1,9 +1,10 @@
 """The example models under examples/: each checked against a numpy computation written here.
 
 Every example is loaded from its committed JSON and YAML file, run with
-``mdf_loops.run`` and compared with an independent numpy loop over the same
-inputs (same seeded noise, same weights); each also runs once through
-modeci-mdf's own ``EvaluableGraph``.
+``mdf_loops.run`` (through the MDF scheduler and through onnxruntime) and
+compared with an independent numpy loop over the same inputs (same seeded
+noise, same weights); each also runs once through modeci-mdf's own
+``EvaluableGraph``, and its ONNX export runs in onnxruntime.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ def _example(name: str) -> ModuleType:
 
 @pytest.fixture(scope="module", params=["json", "yaml"])
 def file_format(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module", params=["scheduler", "onnxruntime"])
+def backend(request) -> str:
+    """``mdf_loops.run``'s two ways of running a model: the MDF scheduler, and onnxruntime."""
     return request.param
 
 
@@ -87,10 +94,10 @@ def _elman(w, h0, x):
     return h, np.array(hidden)
 
 
-def test_elman_rnn(file_format):
+def test_elman_rnn(file_format, backend):
     ex = _example("elman_rnn")
     inputs = ex.example_inputs()
-    out = mdf_loops.run(_load("elman_rnn", file_format), inputs)
+    out = mdf_loops.run(_load("elman_rnn", file_format), inputs, backend=backend)
     h_final, hidden = _elman(ex.weights(), inputs["h0"], inputs["x"])
     assert out["rnn.hidden"].shape == (ex.N_STEPS, ex.N_HIDDEN)
     np.testing.assert_allclose(out["rnn.hidden"], hidden, rtol=1e-12, atol=1e-12)
@@ -101,7 +108,7 @@ def test_elman_rnn_nonzero_initial_state_and_other_length():
     ex = _example("elman_rnn")
     rng = np.random.default_rng(11)
     h0, x = rng.uniform(-1, 1, ex.N_HIDDEN), rng.normal(size=(7, ex.N_INPUT))
-    out = mdf_loops.run(_load("elman_rnn", "json"), {"h0": h0, "x": x})
+    out = mdf_loops.run(_load("elman_rnn", "json"), {"h0": h0, "x": x}, backend="scheduler")
     np.testing.assert_allclose(out["rnn.hidden"], _elman(ex.weights(), h0, x)[1], atol=1e-12)
 
 
@@ -114,7 +121,8 @@ def test_elman_rnn_stock_engine():
 
 def test_elman_rnn_wrong_input_width_names_node_and_iteration():
     with pytest.raises(mdf_loops.EvaluationError) as info:
-        mdf_loops.run(_load("elman_rnn", "json"), {"h0": np.zeros(5), "x": np.zeros((4, 2))})
+        mdf_loops.run(_load("elman_rnn", "json"), {"h0": np.zeros(5), "x": np.zeros((4, 2))},
+                      backend="scheduler")
     message = str(info.value)
     assert "node 'rnn'" in message and "iteration 0" in message and "node 'cell'" in message
 
@@ -133,10 +141,10 @@ def _lstm(w, h0, c0, x):
     return h, c, np.array(hidden)
 
 
-def test_lstm_cell(file_format):
+def test_lstm_cell(file_format, backend):
     ex = _example("lstm_cell")
     inputs = ex.example_inputs()
-    out = mdf_loops.run(_load("lstm_cell", file_format), inputs)
+    out = mdf_loops.run(_load("lstm_cell", file_format), inputs, backend=backend)
     h, c, hidden = _lstm(ex.weights(), inputs["h0"], inputs["c0"], inputs["x"])
     np.testing.assert_allclose(out["lstm.hidden"], hidden, atol=1e-12)
     np.testing.assert_allclose(out["lstm.h_final"], h, atol=1e-12)
@@ -162,10 +170,10 @@ def _bidirectional(w, h0_fwd, h0_bwd, x):
     return forward[0], backward[0], np.concatenate([forward[1], hidden_bwd], axis=1)
 
 
-def test_bidirectional_scan(file_format):
+def test_bidirectional_scan(file_format, backend):
     ex = _example("bidirectional_scan")
     inputs = ex.example_inputs()
-    out = mdf_loops.run(_load("bidirectional_scan", file_format), inputs)
+    out = mdf_loops.run(_load("bidirectional_scan", file_format), inputs, backend=backend)
     h_fwd, h_bwd, hidden = _bidirectional(ex.weights(), **inputs)
     assert out["concat.hidden"].shape == (ex.N_STEPS, 2 * ex.N_HIDDEN)
     np.testing.assert_allclose(out["concat.hidden"], hidden, atol=1e-12)
@@ -206,23 +214,23 @@ def _check_ddm(out, noise):
     return len(trace), choice
 
 
-def test_drift_diffusion(file_format):
+def test_drift_diffusion(file_format, backend):
     noise = np.random.default_rng(3).standard_normal(200)  # the example's seeded noise
-    out = mdf_loops.run(_load("drift_diffusion", file_format), {"noise": noise})
+    out = mdf_loops.run(_load("drift_diffusion", file_format), {"noise": noise}, backend=backend)
     steps, choice = _check_ddm(out, noise)
     assert (steps, choice) == (112, 1)  # crossed the upper threshold before the noise ran out
 
 
 def test_drift_diffusion_lower_threshold():
     noise = np.random.default_rng(5).standard_normal(200)
-    steps, choice = _check_ddm(mdf_loops.run(_load("drift_diffusion", "json"), {"noise": noise}),
-                               noise)
+    out = mdf_loops.run(_load("drift_diffusion", "json"), {"noise": noise}, backend="scheduler")
+    steps, choice = _check_ddm(out, noise)
     assert choice == -1 and steps < 200
 
 
 def test_drift_diffusion_no_decision_stops_at_the_end_of_the_noise():
     noise = np.random.default_rng(1).standard_normal(200)
-    out = mdf_loops.run(_load("drift_diffusion", "json"), {"noise": noise})
+    out = mdf_loops.run(_load("drift_diffusion", "json"), {"noise": noise}, backend="scheduler")
     steps, choice = _check_ddm(out, noise)
     assert (steps, choice) == (200, 0)
 
@@ -236,7 +244,8 @@ def test_drift_diffusion_stock_engine():
 
 def test_drift_diffusion_noise_of_wrong_rank_names_the_loop():
     with pytest.raises(mdf_loops.LoopError, match="node 'ddm'.*condition.*iteration 0"):
-        mdf_loops.run(_load("drift_diffusion", "json"), {"noise": np.zeros((3, 2))})
+        mdf_loops.run(_load("drift_diffusion", "json"), {"noise": np.zeros((3, 2))},
+                      backend="scheduler")
 
 
 # ---------------------------------------------------------------- Rescorla-Wagner
@@ -252,9 +261,9 @@ def _rescorla_wagner(V0, cues, outcomes, alpha=0.2):
     return V, np.array(history), np.array(errors)
 
 
-def test_rescorla_wagner(file_format):
+def test_rescorla_wagner(file_format, backend):
     inputs = _example("rescorla_wagner").example_inputs()
-    out = mdf_loops.run(_load("rescorla_wagner", file_format), inputs)
+    out = mdf_loops.run(_load("rescorla_wagner", file_format), inputs, backend=backend)
     V, history, errors = _rescorla_wagner(**inputs)
     np.testing.assert_allclose(out["trials.V_final"], V, atol=1e-12)
     np.testing.assert_allclose(out["trials.V_history"], history, atol=1e-12)
@@ -292,10 +301,10 @@ def _hopfield(patterns, s, max_sweeps=100):
     return s, np.array(states), np.array(energies)
 
 
-def test_hopfield(file_format):
+def test_hopfield(file_format, backend):
     ex = _example("hopfield")
     inputs = ex.example_inputs()
-    out = mdf_loops.run(_load("hopfield", file_format), inputs)
+    out = mdf_loops.run(_load("hopfield", file_format), inputs, backend=backend)
     s, states, energies = _hopfield(ex.stored_patterns(), inputs["s0"])
     np.testing.assert_array_equal(out["recall.s_final"], s)
     np.testing.assert_array_equal(out["recall.states"], states)
@@ -311,7 +320,7 @@ def test_hopfield_two_cycle_stops_at_max_sweeps():
     probe = patterns[0].copy()
     probe[np.random.default_rng(4).choice(ex.N_UNITS, 12, replace=False)] *= -1
     model = ex.build_model(patterns, max_sweeps=8)
-    out = mdf_loops.run(model, {"s0": probe})
+    out = mdf_loops.run(model, {"s0": probe}, backend="scheduler")
     s, states, _ = _hopfield(patterns, probe, max_sweeps=8)
     assert len(states) == 8
     np.testing.assert_array_equal(out["recall.states"], states)
@@ -340,8 +349,8 @@ def _newton(x, coefficients=(1.0, 0.0, -2.0, -5.0), tol=1e-10):
             return x, np.array(iterates)
 
 
-def test_newton(file_format):
-    out = mdf_loops.run(_load("newton", file_format), {"x0": np.array(1.0)})
+def test_newton(file_format, backend):
+    out = mdf_loops.run(_load("newton", file_format), {"x0": np.array(1.0)}, backend=backend)
     root, iterates = _newton(1.0)
     np.testing.assert_allclose(out["newton.iterates"], iterates, rtol=1e-14)
     np.testing.assert_allclose(out["newton.root"], 2.0945514815423265, rtol=1e-14)
@@ -365,7 +374,7 @@ def test_newton_that_cycles_hits_the_iteration_limit():
     # x^3 - 2x + 2 from 0: Newton jumps 0 -> 1 -> 0 -> ... for ever
     model = _example("newton").build_model((1.0, 0.0, -2.0, 2.0))
     with pytest.raises(mdf_loops.IterationLimitError, match="node 'newton'.*20 iterations"):
-        mdf_loops.run(model, {"x0": np.array(0.0)}, max_iterations=20)
+        mdf_loops.run(model, {"x0": np.array(0.0)}, max_iterations=20, backend="scheduler")
 
 
 # ---------------------------------------------------------------- nested trials
@@ -384,10 +393,10 @@ def _nested_trials(x_init, stimuli, tau=1.0, dt=0.1, carryover=0.5):
     return x, np.array(ends), np.array(traces)
 
 
-def test_nested_trials(file_format):
+def test_nested_trials(file_format, backend):
     ex = _example("nested_trials")
     inputs = ex.example_inputs()
-    out = mdf_loops.run(_load("nested_trials", file_format), inputs)
+    out = mdf_loops.run(_load("nested_trials", file_format), inputs, backend=backend)
     x, ends, traces = _nested_trials(**inputs)
     assert out["trials.traces"].shape == (ex.N_TRIALS, ex.N_STEPS)
     np.testing.assert_allclose(out["trials.traces"], traces, atol=1e-12)
@@ -399,7 +408,7 @@ def test_nested_trials_tau_reaches_the_inner_body():
     # a different tau in the top-level graph changes every inner time step
     ex = _example("nested_trials")
     inputs = ex.example_inputs()
-    out = mdf_loops.run(ex.build_model(tau=0.3), inputs)
+    out = mdf_loops.run(ex.build_model(tau=0.3), inputs, backend="scheduler")
     np.testing.assert_allclose(out["trials.traces"], _nested_trials(**inputs, tau=0.3)[2],
                                atol=1e-12)
     assert not np.allclose(out["trials.traces"], _nested_trials(**inputs)[2])
@@ -445,18 +454,7 @@ def _expected_outputs(name: str, ex: ModuleType, inputs: dict) -> dict:
     raise AssertionError(f"no expected outputs for {name}")
 
 
-_NOT_EXPORTED_YET = {
-    "drift_diffusion": "numpy.where with literal branches; Loop-carried output ranks",
-    "hopfield": "numpy.where with literal branches",
-    "newton": "the rank of a Loop-carried output is not inferred",
-}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(reason=_NOT_EXPORTED_YET[n], strict=True))
-    if n in _NOT_EXPORTED_YET else n
-    for n in NAMES
-])
+@pytest.mark.parametrize("name", NAMES)
 def test_exported_model_runs_in_onnxruntime(name):
     onnx = pytest.importorskip("onnx")
     onnxruntime = pytest.importorskip("onnxruntime")
@@ -464,7 +462,7 @@ def test_exported_model_runs_in_onnxruntime(name):
 
     ex = _example(name)
     inputs = {k: np.asarray(v) for k, v in ex.example_inputs().items()}
-    exported = mdf_to_onnx(EXAMPLES / f"{name}.json", example_inputs=inputs)
+    exported = mdf_to_onnx(EXAMPLES / f"{name}.json")  # input types as the model declares them
     onnx.checker.check_model(exported, full_check=True)
     session = onnxruntime.InferenceSession(exported.SerializeToString(),
                                            providers=["CPUExecutionProvider"])
@@ -476,3 +474,16 @@ def test_exported_model_runs_in_onnxruntime(name):
     for output, value in expected.items():
         np.testing.assert_allclose(results[output], value, rtol=1e-9, atol=1e-12,
                                    err_msg=f"{name}: {output}")
+
+
+def test_exported_elman_rnn_takes_any_sequence_length():
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from mdf_loops.onnx_export import mdf_to_onnx
+
+    ex = _example("elman_rnn")
+    session = onnxruntime.InferenceSession(
+        mdf_to_onnx(EXAMPLES / "elman_rnn.yaml").SerializeToString(),
+        providers=["CPUExecutionProvider"])
+    h0, x = np.full(ex.N_HIDDEN, 0.2), np.random.default_rng(5).normal(size=(7, ex.N_INPUT))
+    h_final, hidden = session.run(None, {"h0": h0, "x": x})
+    np.testing.assert_allclose(hidden, _elman(ex.weights(), h0, x)[1], rtol=1e-9, atol=1e-12)

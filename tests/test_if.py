@@ -21,6 +21,7 @@ from conftest import (
     onnx_model,
     ort_run,
     run_imported,
+    run_mdf,
     value_info,
 )
 
@@ -145,5 +146,5 @@ def test_authored_if(form, flag, tmp_path):
         (model.to_json_file if form == "json" else model.to_yaml_file)(str(path))
         model = load_mdf(str(path))
     u, v = np.array([1.0, 2.0]), np.array([5.0, -1.0])
-    results = mdf_loops.run(model, {"flag": np.array(flag), "u": u, "v": v})
+    results = run_mdf(model, {"flag": np.array(flag), "u": u, "v": v})
     np.testing.assert_allclose(results["choose.result"], u * 2 - v if flag else v * 3 - u)

@@ -14,7 +14,7 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Node, OutputPort
 from modeci_mdf.utils import load_mdf
 
 import mdf_loops
-from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model
+from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model, run_mdf
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "schemas" / "loop-node.schema.json").read_text())
@@ -122,7 +122,7 @@ def test_signature_round_trips_through_files(suffix, tmp_path):
 
     # and it runs to the same numbers as a numpy loop
     ms, w = np.array([1.0, 4.0, -2.0]), np.array(0.5)
-    results = mdf_loops.run(loaded, {"z0": 3.0, "ms": ms, "w": w})
+    results = run_mdf(loaded, {"z0": 3.0, "ms": ms, "w": w})
     z, scaled, diffs = 3.0, [], []
     for m in ms:
         diff = z - m
@@ -201,4 +201,4 @@ def test_body_without_metadata_is_rejected_by_schema_and_engine(validator):
     document = json.loads(mdf_model(node).to_json())
     assert _errors(validator, document)
     with pytest.raises(mdf_loops.ModelError, match="apply"):
-        mdf_loops.run(mdf_model(node), {"x0": 0.0, "xs": np.ones(2)})
+        run_mdf(mdf_model(node), {"x0": 0.0, "xs": np.ones(2)})

@@ -20,6 +20,7 @@ from conftest import (
     onnx_model,
     ort_run,
     run_imported,
+    run_mdf,
     value_info,
 )
 
@@ -163,17 +164,23 @@ def test_scan_scalar_elements_cumulative_sum(rng):
         assert_same(results[name], value)
 
 
-def test_scan_with_no_state_is_a_map(rng):
-    body = body_graph([oh.make_node("Mul", ["x", "x"], ["y"])],
-                      [value_info("x", FLOAT, [3])], [value_info("y", FLOAT, [3])])
+@pytest.mark.parametrize("input_axis,output_axis", [(-1, -1), (-2, -2), (-3, 1), (1, -3), (2, 0)])
+def test_scan_map_over_rank3_tensor_with_negative_axes(input_axis, output_axis, rng):
+    """No state: each element (a matrix) is transposed; elements are taken along
+    ``input_axis`` of a rank-3 input and stacked along ``output_axis``."""
+    body = body_graph([oh.make_node("Transpose", ["x"], ["y"], perm=[1, 0])],
+                      [value_info("x", FLOAT, None)], [value_info("y", FLOAT, None)])
     model = onnx_model(
         [oh.make_node("Scan", ["xs"], ["ys"], body=body, num_scan_inputs=1,
-                      scan_input_axes=[-1], scan_output_axes=[-1])],
-        [value_info("xs", FLOAT, [3, "T"])], [value_info("ys", FLOAT, None)],
+                      scan_input_axes=[input_axis], scan_output_axes=[output_axis])],
+        [value_info("xs", FLOAT, [2, 3, 4])], [value_info("ys", FLOAT, None)],
     )
-    xs = rng.standard_normal((3, 4)).astype(np.float32)
+    xs = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    elements = np.moveaxis(xs, input_axis, 0)
+    expected = np.moveaxis(np.stack([e.T for e in elements]), 0, output_axis)
     results = run_imported(model, {"xs": xs})
-    assert_same(results["ys"], xs * xs)
+    assert_same(results["ys"], expected)
+    assert_same(results["ys"], ort_run(model, {"xs": xs})["ys"])
 
 
 def test_scan_body_reads_outer_scope_value(rng):
@@ -319,7 +326,7 @@ def test_authored_scan_keeps_formal_order(form, tmp_path, rng):
         assert body.metadata["formal_inputs"] == ["z_acc", "a_x"]
         assert body.metadata["formal_outputs"] == ["step.z_next", "step.a_out"]
     xs = rng.standard_normal(9)
-    results = mdf_loops.run(model, {"z0": 1.25, "xs": xs})
+    results = run_mdf(model, {"z0": 1.25, "xs": xs})
     z, trace = _authored_scan_numpy(1.25, xs)
     np.testing.assert_allclose(results["scanner.z_final"], z)
     np.testing.assert_allclose(results["scanner.trace"], trace)
@@ -337,7 +344,7 @@ def test_authored_scan_of_vectors_along_negative_axis_backward(rng):
     )
     X = rng.standard_normal((3, 5))
     h0 = rng.standard_normal(3)
-    results = mdf_loops.run(mdf_model(scanner), {"h0": h0, "X": X})
+    results = run_mdf(mdf_model(scanner), {"h0": h0, "X": X})
     h, outs = h0, []
     for t in range(X.shape[1] - 1, -1, -1):
         outs.append(h * X[:, t])

@@ -23,7 +23,7 @@ Semantics, with ``step(t)`` the body evaluated on the values of step ``t``::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 from .symbolic import ConstantOp, Operation, Scope, Symbol

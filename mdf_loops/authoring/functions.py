@@ -12,7 +12,8 @@ import numpy as np
 
 from .errors import AuthoringError
 from .indexing import inc_subtensor, set_subtensor
-from .symbolic import Symbol, apply, as_symbol, binary, constant, promote
+from .arithmetic import binary, promote
+from .symbolic import Symbol, apply, as_symbol, constant
 from .types import onnx_elem_type
 
 __all__ = [

@@ -7,9 +7,9 @@ operation on symbols (an operator such as ``a @ b + 1``, or a function of
 runs. Nothing is computed; :func:`mdf_loops.authoring.build_model` later turns
 the recorded operations into an MDF model.
 
-Symbols follow numpy's typing rules: Python numbers are *weak* (``x * 2`` keeps
-``x``'s element type), tensors of different element types are promoted
-(``float32 * int64 -> float64``), ``/`` of integers gives ``float64``.
+Symbols follow numpy's typing rules (:mod:`.arithmetic`): ``x * 2`` keeps
+``x``'s element type, ``float32 * int64`` is ``float64``. As in Theano, ``==``
+and ``!=`` are Python's identity tests; use ``functions.eq`` / ``neq``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from .types import TensorType, infer_types
 __all__ = [
     "Scope",
     "ROOT",
+    "user_location",
     "current_scope",
     "tracing",
     "Operation",
@@ -41,8 +42,6 @@ __all__ = [
     "constant",
     "shared",
     "as_symbol",
-    "binary",
-    "promote",
 ]
 
 
@@ -88,7 +87,7 @@ def tracing(scope: Scope) -> Iterator[Scope]:
         _CURRENT.reset(token)
 
 
-def _user_location() -> str:
+def user_location() -> str:
     """``file:line`` of the innermost caller outside this package."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").startswith("mdf_loops."):
@@ -104,7 +103,7 @@ class Operation:
     def __init__(self, inputs: Sequence["Symbol | None"], scope: Scope | None = None):
         self.inputs: tuple[Symbol | None, ...] = tuple(inputs)
         self.scope = scope or current_scope()
-        self.origin = _user_location()
+        self.origin = user_location()
         self.outputs: list[Symbol] = []
 
     def _add_outputs(self, types: Sequence[TensorType], names: Sequence[str | None]) -> None:
@@ -230,41 +229,41 @@ class Symbol:
             yield self[k]
 
     # -- arithmetic
-    def __add__(self, other): return binary("Add", self, other)
-    def __radd__(self, other): return binary("Add", other, self)
-    def __sub__(self, other): return binary("Sub", self, other)
-    def __rsub__(self, other): return binary("Sub", other, self)
-    def __mul__(self, other): return binary("Mul", self, other)
-    def __rmul__(self, other): return binary("Mul", other, self)
-    def __truediv__(self, other): return binary("Div", self, other, true_division=True)
-    def __rtruediv__(self, other): return binary("Div", other, self, true_division=True)
-    def __pow__(self, other): return binary("Pow", self, other)
-    def __rpow__(self, other): return binary("Pow", other, self)
-    def __matmul__(self, other): return binary("MatMul", self, other)
-    def __rmatmul__(self, other): return binary("MatMul", other, self)
+    def __add__(self, other): return _arithmetic.binary("Add", self, other)
+    def __radd__(self, other): return _arithmetic.binary("Add", other, self)
+    def __sub__(self, other): return _arithmetic.binary("Sub", self, other)
+    def __rsub__(self, other): return _arithmetic.binary("Sub", other, self)
+    def __mul__(self, other): return _arithmetic.binary("Mul", self, other)
+    def __rmul__(self, other): return _arithmetic.binary("Mul", other, self)
+    def __truediv__(self, other): return _arithmetic.binary("Div", self, other, true_division=True)
+    def __rtruediv__(self, other): return _arithmetic.binary("Div", other, self, true_division=True)
+    def __pow__(self, other): return _arithmetic.binary("Pow", self, other)
+    def __rpow__(self, other): return _arithmetic.binary("Pow", other, self)
+    def __matmul__(self, other): return _arithmetic.binary("MatMul", self, other)
+    def __rmatmul__(self, other): return _arithmetic.binary("MatMul", other, self)
     def __neg__(self): return apply("Neg", [self])
     def __pos__(self): return self
     def __abs__(self): return apply("Abs", [self])
 
-    def __floordiv__(self, other): return _floor_divide(self, other)
-    def __rfloordiv__(self, other): return _floor_divide(other, self)
-    def __mod__(self, other): return _modulo(self, other)
-    def __rmod__(self, other): return _modulo(other, self)
+    def __floordiv__(self, other): return _arithmetic.floor_divide(self, other)
+    def __rfloordiv__(self, other): return _arithmetic.floor_divide(other, self)
+    def __mod__(self, other): return _arithmetic.modulo(self, other)
+    def __rmod__(self, other): return _arithmetic.modulo(other, self)
 
     # -- comparisons (== and != stay Python identity, as in Theano: use functions.eq/neq)
-    def __lt__(self, other): return binary("Less", self, other)
-    def __le__(self, other): return binary("LessOrEqual", self, other)
-    def __gt__(self, other): return binary("Greater", self, other)
-    def __ge__(self, other): return binary("GreaterOrEqual", self, other)
+    def __lt__(self, other): return _arithmetic.binary("Less", self, other)
+    def __le__(self, other): return _arithmetic.binary("LessOrEqual", self, other)
+    def __gt__(self, other): return _arithmetic.binary("Greater", self, other)
+    def __ge__(self, other): return _arithmetic.binary("GreaterOrEqual", self, other)
     __hash__ = object.__hash__
 
     # -- logic (booleans) and bitwise operations (integers)
-    def __and__(self, other): return _logical("And", "BitwiseAnd", self, other)
-    def __rand__(self, other): return _logical("And", "BitwiseAnd", other, self)
-    def __or__(self, other): return _logical("Or", "BitwiseOr", self, other)
-    def __ror__(self, other): return _logical("Or", "BitwiseOr", other, self)
-    def __xor__(self, other): return _logical("Xor", "BitwiseXor", self, other)
-    def __rxor__(self, other): return _logical("Xor", "BitwiseXor", other, self)
+    def __and__(self, other): return _arithmetic.logical("And", "BitwiseAnd", self, other)
+    def __rand__(self, other): return _arithmetic.logical("And", "BitwiseAnd", other, self)
+    def __or__(self, other): return _arithmetic.logical("Or", "BitwiseOr", self, other)
+    def __ror__(self, other): return _arithmetic.logical("Or", "BitwiseOr", other, self)
+    def __xor__(self, other): return _arithmetic.logical("Xor", "BitwiseXor", self, other)
+    def __rxor__(self, other): return _arithmetic.logical("Xor", "BitwiseXor", other, self)
 
     def __invert__(self):
         return apply("Not" if self.dtype == np.bool_ else "BitwiseNot", [self])
@@ -293,7 +292,7 @@ class Symbol:
         return reshape(self, shape[0] if len(shape) == 1 else shape)
 
     def dot(self, other) -> "Symbol":
-        return binary("MatMul", self, other)
+        return _arithmetic.binary("MatMul", self, other)
 
     def sum(self, axis=None, keepdims: bool = False) -> "Symbol":
         from .functions import sum as sum_
@@ -345,7 +344,7 @@ def apply(
     Returns the output symbol, or a list of them when ``n_outputs > 1``.
     """
     attributes = dict(attributes or {})
-    where = f"onnx::{op_type} at {_user_location()}"
+    where = f"onnx::{op_type} at {user_location()}"
     symbols = [None if x is None else as_symbol(x) for x in inputs]
     for s in symbols:
         if s is not None:
@@ -396,62 +395,5 @@ def as_symbol(value: Any) -> Symbol:
     raise AuthoringError(f"cannot use {type(value).__name__} {value!r} as a symbolic value")
 
 
-# ---------------------------------------------------------------- typing rules
-
-
-def _is_weak(value: Any) -> bool:
-    return isinstance(value, (bool, int, float)) and not isinstance(value, np.generic)
-
-
-def promote(*values: Any, true_division: bool = False) -> list[Symbol]:
-    """Symbols of one element type, by numpy's rules (Python numbers are weak)."""
-    kinds = [v.dtype if isinstance(v, Symbol) else (v if _is_weak(v) else np.asarray(v).dtype)
-             for v in values]
-    dtype = np.result_type(*kinds)
-    if true_division and dtype.kind in "iub":
-        dtype = np.dtype(np.float64)
-    out = []
-    for v in values:
-        if isinstance(v, Symbol):
-            out.append(v if v.dtype == dtype else apply("Cast", [v], {"to": _elem(dtype)}))
-        else:
-            out.append(constant(np.asarray(v, dtype=dtype)))
-    return out
-
-
-def _elem(dtype: np.dtype) -> int:
-    from .types import onnx_elem_type
-
-    return onnx_elem_type(dtype)
-
-
-def binary(op_type: str, a: Any, b: Any, *, true_division: bool = False) -> Symbol:
-    """Record a binary ONNX operator after promoting both operands to one element type."""
-    left, right = promote(a, b, true_division=true_division)
-    return apply(op_type, [left, right])
-
-
-def _logical(boolean_op: str, bitwise_op: str, a: Any, b: Any) -> Symbol:
-    left, right = promote(a, b)
-    if left.dtype == np.bool_:
-        return apply(boolean_op, [left, right])
-    if left.dtype.kind not in "iu":
-        raise AuthoringError(f"onnx::{bitwise_op} needs booleans or integers, got {left.dtype}")
-    return apply(bitwise_op, [left, right])
-
-
-def _floor_divide(a: Any, b: Any) -> Symbol:
-    left, right = promote(a, b)
-    if left.dtype.kind in "iu":  # exact: (a - a mod b) / b, mod with the divisor's sign
-        remainder = apply("Mod", [left, right], {"fmod": 0})
-        return apply("Div", [apply("Sub", [left, remainder]), right])
-    return apply("Floor", [apply("Div", [left, right])])
-
-
-def _modulo(a: Any, b: Any) -> Symbol:
-    """Python's ``%``: the result has the sign of the divisor."""
-    left, right = promote(a, b)
-    if left.dtype.kind in "iu":
-        return apply("Mod", [left, right], {"fmod": 0})
-    quotient = apply("Floor", [apply("Div", [left, right])])
-    return apply("Sub", [left, apply("Mul", [quotient, right])])
+# Operators of Symbol call the typing rules, which themselves record operations here.
+from . import arithmetic as _arithmetic  # noqa: E402

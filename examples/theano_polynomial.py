@@ -1,0 +1,62 @@
+"""A polynomial from its coefficients, with ``arange`` as Python's ``enumerate``.
+
+From Theano's scan guide: the scan runs over two sequences of different
+lengths (the coefficients, and ``arange(10000)`` for the powers), so it stops
+at the shorter one. No output is fed back (``outputs_info=None``): the
+components are stacked, then summed. With coefficients [1, 0, 2] and x = 3 the
+value is 1 + 0*3 + 2*9 = 19.
+"""
+
+from pathlib import Path
+
+import numpy as np
+from modeci_mdf.execution_engine import EvaluableGraph
+from modeci_mdf.mdf import Model
+from modeci_mdf.utils import load_mdf
+
+import mdf_loops
+from mdf_loops import authoring as T
+
+HERE = Path(__file__).parent
+NAME = "theano_polynomial"
+
+
+def build_model(max_coefficients_supported: int = 10000) -> Model:
+    coefficients = T.input("coefficients", (None,), "float32")
+    x = T.input("x", (), "float32")
+    components, updates = T.scan(
+        fn=lambda coefficient, power, free_variable: coefficient * (free_variable ** power),
+        outputs_info=None,
+        sequences=[coefficients, T.arange(max_coefficients_supported)],
+        non_sequences=x)
+    polynomial = components.sum()
+    return T.build_model({"polynomial": polynomial}, name=NAME)
+
+
+def example_inputs() -> dict:
+    return {"coefficients": np.asarray([1, 0, 2], dtype=np.float32), "x": np.float32(3)}
+
+
+def run_with_stock_engine(path: Path, inputs: dict) -> dict:
+    """Evaluate the saved model with modeci-mdf's ``EvaluableGraph``; outputs by name."""
+    graph = load_mdf(str(path)).graphs[0]
+    interface = mdf_loops.graph_interface(graph)
+    engine = EvaluableGraph(graph)
+    engine.evaluate(initializer={interface.inputs[n]: v for n, v in inputs.items()})
+    return {name: engine.enodes[node].evaluable_outputs[port].curr_value
+            for name, (node, port) in interface.outputs.items()}
+
+
+def main() -> None:
+    model = build_model()
+    model.to_json_file(str(HERE / f"{NAME}.json"))
+    model.to_yaml_file(str(HERE / f"{NAME}.yaml"))
+    outputs = mdf_loops.run(HERE / f"{NAME}.json", example_inputs())
+    stock = run_with_stock_engine(HERE / f"{NAME}.yaml", example_inputs())
+    assert np.array_equal(outputs["polynomial"], stock["polynomial"])
+    print(outputs["polynomial"])
+    print(1.0 * (3 ** 0) + 0.0 * (3 ** 1) + 2.0 * (3 ** 2))
+
+
+if __name__ == "__main__":
+    main()

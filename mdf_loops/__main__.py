@@ -1,0 +1,7 @@
+"""``python -m mdf_loops``: the ``mdf-loops`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,374 @@
+"""The allow-list of MDF value expressions a model that is not trusted may use.
+
+An expression is parsed with :mod:`ast` (exactly what ``eval`` would compile) and
+every piece must be one of: a literal; a name the node binds (input ports,
+parameters, functions, the arguments of the call being evaluated); an
+arithmetic, comparison, boolean or conditional operator; a subscript or slice; a
+list, tuple, dict or set literal; a call to one of :data:`SAFE_BUILTINS` or to a
+``numpy.`` / ``math.`` function of :data:`NUMPY_FUNCTIONS` / :data:`MATH_FUNCTIONS`.
+Anything else (other attributes, dunder names, other builtins such as ``open``
+or ``__import__``, lambdas, comprehensions, f-strings, calls of computed values)
+is refused, as are literal sizes that would allocate more than ``max_elements``
+elements and literal exponents that would make giant Python integers.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextvars
+import functools
+import math
+import operator
+import types
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .ops.common import check_elements, current_limits
+
+__all__ = ["expression_refusal", "expression_numpy", "untrusted_expressions", "SAFE_BUILTINS",
+           "UNSAFE_BUILTINS", "NUMPY_FUNCTIONS", "MATH_FUNCTIONS"]
+
+#: builtins an expression may call; every other builtin name is refused
+SAFE_BUILTINS = frozenset({"abs", "all", "any", "bool", "complex", "divmod", "float", "int",
+                           "len", "max", "min", "round", "sum"})
+UNSAFE_BUILTINS = frozenset(dir(builtins)) - SAFE_BUILTINS
+
+#: numpy functions whose result is no larger than (a polynomial of) their inputs
+_NUMPY_OTHER = frozenset("""
+    all allclose amax amin any append argmax argmin argsort around array array_equal asarray
+    atleast_1d atleast_2d average clip column_stack concatenate count_nonzero cross cumprod
+    cumsum diag diagonal diff dot dstack einsum expand_dims flip fliplr flipud full_like hstack
+    inner interp isclose max mean median min moveaxis nan_to_num nanmax nanmean nanmin nansum
+    ndim ones_like outer prod ptp ravel reshape roll round rot90 shape size sort squeeze stack std
+    sum swapaxes take tensordot trace transpose tril triu var vdot vstack where zeros_like
+    bool_ float16 float32 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64
+    complex64 complex128 pi e inf nan newaxis euler_gamma
+""".split())
+_NUMPY_UFUNCS = frozenset(n for n in dir(np) if isinstance(getattr(np, n, None), np.ufunc))
+#: numpy functions that allocate as many elements as their arguments ask for
+_NUMPY_SIZED = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "arange",
+                          "linspace"})
+_NUMPY_LIKE = frozenset({"zeros_like", "ones_like", "full_like"})  # shape= may ask for any size
+NUMPY_FUNCTIONS = frozenset(n for n in _NUMPY_OTHER | _NUMPY_UFUNCS | _NUMPY_SIZED
+                            if hasattr(np, n))
+_NUMPY_LINALG = frozenset({"norm", "det", "inv", "solve"})
+#: math functions allowed (factorial, comb and perm can take hours on a large int)
+MATH_FUNCTIONS = frozenset(n for n in dir(math) if not n.startswith("_")) - {
+    "factorial", "comb", "perm"}
+_ATTRIBUTES = {("numpy",): NUMPY_FUNCTIONS | {"linalg"}, ("numpy", "linalg"): _NUMPY_LINALG,
+               ("math",): MATH_FUNCTIONS}
+
+_MAX_EXPONENT = 10_000  # a literal exponent or shift above this is refused (Python ints)
+_MAX_REPEAT = 10_000  # elements a literal sequence times a literal count may make
+_REFUSED_SYNTAX = {ast.Lambda: "a lambda", ast.ListComp: "a comprehension",
+                   ast.SetComp: "a comprehension", ast.DictComp: "a comprehension",
+                   ast.GeneratorExp: "a generator expression",
+                   ast.NamedExpr: "an assignment expression (:=)", ast.JoinedStr: "an f-string",
+                   ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield"}
+_ALLOWED_SYNTAX = (ast.Expression, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
+                   ast.IfExp, ast.Subscript, ast.Slice, ast.List, ast.Tuple, ast.Dict, ast.Set,
+                   ast.Starred, ast.keyword, ast.Name, ast.Attribute, ast.Call, ast.expr_context,
+                   ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def expression_refusal(text: str, names: frozenset, text_is_data: bool = False) -> str | None:
+    """Why ``text`` may not be evaluated (naming the offending piece), or None when it may.
+
+    ``names`` are the names the node binds for this expression. With
+    ``text_is_data`` (an input port's default value, evaluated only when a bare
+    name reads it) text that is not an expression is accepted as data.
+    """
+    return _ExpressionCheck(names, text_is_data).refusal(text)
+
+
+class _ExpressionCheck:
+    """The first piece of one expression outside the allow-list, as a sentence (or None)."""
+
+    def __init__(self, names: frozenset, text_is_data: bool = False):
+        self.names = names
+        self.text_is_data = text_is_data
+
+    def refusal(self, text: str) -> str | None:
+        if _is_number(text):  # modelspec reads numbers before it tries eval
+            return None
+        source = text.lstrip(" \t")  # what eval() strips
+        try:
+            tree = ast.parse(source, mode="eval")
+        except (SyntaxError, ValueError):
+            return None if self.text_is_data else f"{text!r:.80} is not a valid expression"
+        except (RecursionError, MemoryError):
+            return f"expression {text[:60]!r}... is nested too deeply to check"
+        if isinstance(tree.body, ast.Name) and tree.body.id not in UNSAFE_BUILTINS \
+                and not _is_dunder(tree.body.id):
+            return None  # a bare name: a value, or its own text ('constant') at worst
+        nodes = list(ast.walk(tree))
+        calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+        refused = [(node, reason) for node in nodes
+                   if (reason := self._node(node, id(node) in calls, id(node) in bases))]
+        if not refused:
+            return None
+        # a refused construct (lambda, comprehension) first, else the first, innermost piece
+        node, reason = min(refused, key=lambda item: (type(item[0]) not in _REFUSED_SYNTAX,
+                                                      _position(item[0])))
+        piece = ast.get_source_segment(source, node) or ast.unparse(node)
+        return f"`{piece:.80}` is refused: {reason} (in `{source:.120}`)"
+
+    def _node(self, node: ast.AST, called: bool, is_base: bool) -> str | None:
+        if type(node) in _REFUSED_SYNTAX:
+            return _REFUSED_SYNTAX[type(node)]
+        if not isinstance(node, _ALLOWED_SYNTAX):
+            return f"{type(node).__name__} is not part of MDF expressions"
+        if isinstance(node, ast.Name):
+            return self._name(node.id, called, is_base)
+        if isinstance(node, ast.Attribute):
+            return _attribute(node, called, is_base)
+        if isinstance(node, ast.Call):
+            return _call(node)
+        if isinstance(node, ast.BinOp):
+            return _binary(node)
+        return None
+
+    def _name(self, name: str, called: bool, is_base: bool) -> str | None:
+        if _is_dunder(name):
+            return "a dunder name"
+        if is_base and name in ("numpy", "math"):
+            return None
+        if name in UNSAFE_BUILTINS and (called or name not in self.names):
+            return f"the Python builtin '{name}' is not allowed"
+        if called:
+            if name in SAFE_BUILTINS and name not in self.names:
+                return None
+            return "only numpy/math functions and the builtins " + \
+                ", ".join(sorted(SAFE_BUILTINS)) + " may be called"
+        if name in self.names or name in SAFE_BUILTINS:
+            return None
+        if name in ("numpy", "math"):
+            return f"the module '{name}' may only be used as {name}.<function>"
+        return f"'{name}' is not a port, parameter or function of this node"
+
+
+def _attribute(node: ast.Attribute, called: bool, is_base: bool) -> str | None:
+    if _is_dunder(node.attr):
+        return "a dunder attribute"
+    owner = _dotted(node.value)
+    allowed = _ATTRIBUTES.get(owner) if owner else None
+    if allowed is None:
+        return "attribute access other than numpy.<function> or math.<function>"
+    if node.attr not in allowed:
+        return f"'{'.'.join(owner)}.{node.attr}' is not an allowed function (docs/safety.md)"
+    if node.attr == "linalg" and owner == ("numpy",) and not is_base:
+        return "numpy.linalg may only be used as numpy.linalg.<function>"
+    return None
+
+
+def _dotted(node: ast.AST) -> tuple[str, ...] | None:
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return (node.value.id, node.attr)
+    return None
+
+
+def _call(node: ast.Call) -> str | None:
+    func = node.func
+    if isinstance(func, ast.Name):
+        if node.keywords:
+            return "keyword arguments to builtins (such as key=) are not allowed"
+        return None
+    if not isinstance(func, ast.Attribute):
+        return "only numpy/math functions and safe builtins may be called"
+    if _dotted(func.value) == ("numpy",) and func.attr in _NUMPY_SIZED | _NUMPY_LIKE:
+        count = _sized_count(func.attr, node)
+        limit = current_limits().max_elements
+        if count is not None and count > limit:
+            return (f"it asks for {count} elements, over the limit of {limit} (max_elements; "
+                    "raise it with run(..., max_elements=N) or --max-elements N)")
+    return None
+
+
+def _binary(node: ast.BinOp) -> str | None:
+    left, right = _literal_int(node.left), _literal_int(node.right)
+    if isinstance(node.op, (ast.Pow, ast.LShift)) and right is not None:
+        if abs(right) > _MAX_EXPONENT:
+            return f"a literal exponent or shift above {_MAX_EXPONENT}"
+    if isinstance(node.op, ast.Mult):
+        for sequence, count in ((node.left, right), (node.right, left)):
+            length = _literal_length(sequence)
+            if length is not None and (count is None or length * abs(count) > _MAX_REPEAT):
+                return "repeating a literal list, tuple or string beyond a small literal count"
+    return None
+
+
+def _literal_int(node: ast.AST, depth: int = 0) -> int | None:
+    """The value of an integer literal expression (``10**9``, ``-3``, ``2*4``), else None."""
+    if depth > 20:
+        return None
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _literal_int(node.operand, depth + 1)
+        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Pow)):
+        a, b = _literal_int(node.left, depth + 1), _literal_int(node.right, depth + 1)
+        if a is None or b is None or abs(a).bit_length() * max(abs(b), 1) > 4096:
+            return None
+        if isinstance(node.op, ast.Pow):
+            return a ** b if b >= 0 else None
+        return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) \
+            else a * b
+    return None
+
+
+def _literal_length(node: ast.AST) -> int | None:
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return len(node.elts)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        return len(node.value)
+    return None
+
+
+def _sized_count(function: str, node: ast.Call) -> int | None:
+    """Elements a numpy constructor call with literal sizes allocates (None: not literal)."""
+    args = list(node.args)
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    if function in _NUMPY_LIKE:
+        if "shape" not in keywords:
+            return None  # as large as its first argument
+        args = [keywords["shape"]]
+        function = "zeros"
+    if function in ("zeros", "ones", "empty", "full"):
+        shape = args[0] if args else keywords.get("shape")
+        dims = shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
+        values = [_literal_int(d) for d in dims if d is not None]
+        return math.prod(abs(v) for v in values) if values and None not in values else None
+    if function in ("eye", "identity"):
+        n = _literal_int(args[0]) if args else None
+        m = _literal_int(args[1]) if function == "eye" and len(args) > 1 else n
+        return abs(n * m) if n is not None and m is not None else None
+    if function == "linspace":
+        num = args[2] if len(args) > 2 else keywords.get("num")
+        return 50 if num is None else _literal_int(num)
+    numbers = [_literal_number(a) for a in args[:3]]  # arange
+    if not numbers or None in numbers:
+        return None
+    start, stop, step = (0, numbers[0], 1) if len(numbers) == 1 else (*numbers[:2], 1) \
+        if len(numbers) == 2 else numbers
+    return max(math.ceil((stop - start) / step), 0) if step else 0
+
+
+def _literal_number(node: ast.AST) -> float | None:
+    value = _literal_int(node)
+    if value is not None:
+        return value
+    if isinstance(node, ast.Constant) and type(node.value) is float and math.isfinite(node.value):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _literal_number(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def _position(node: ast.AST) -> tuple:
+    """Source order, inner before outer; pieces without a position (arguments) last."""
+    if not hasattr(node, "lineno"):
+        return (math.inf,)
+    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _is_number(text: str) -> bool:
+    for parse in (int, float):
+        try:
+            parse(text)
+            return True
+        except ValueError:
+            pass
+    return False
+
+
+# ---------------------------------------------------------------- the numpy expressions see
+
+_UNTRUSTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mdf_loops_untrusted_expressions", default=False)
+
+
+@contextmanager
+def untrusted_expressions() -> Iterator[None]:
+    """Evaluate expressions in the block with :func:`expression_numpy`'s guarded numpy."""
+    token = _UNTRUSTED.set(True)
+    try:
+        yield
+    finally:
+        _UNTRUSTED.reset(token)
+
+
+def expression_numpy() -> Any:
+    """The ``numpy`` an expression's ``numpy.<function>`` reads.
+
+    Inside :func:`untrusted_expressions`: a namespace holding only the allowed
+    functions, whose constructors (``numpy.zeros(n)``, ``numpy.ones_like(x,
+    shape=s)``, ...) raise :class:`~mdf_loops.errors.SizeLimitError` before
+    allocating more than ``max_elements`` elements. Elsewhere: numpy itself.
+    """
+    return _guarded_numpy() if _UNTRUSTED.get() else np
+
+
+def _dims(shape: Any) -> int:
+    if isinstance(shape, (int, np.integer)):
+        return abs(operator.index(shape))
+    return math.prod(abs(operator.index(d)) for d in shape)
+
+
+def _arange_count(start: Any, stop: Any = None, step: Any = None, *args: Any, **kw: Any) -> int:
+    start, stop = (0, start) if stop is None else (start, stop)
+    step = 1 if step is None else step
+    return max(math.ceil((float(stop) - float(start)) / float(step)), 0) if step else 0
+
+
+def _like_count(a: Any, *args: Any, shape: Any = None, **kwargs: Any) -> int:
+    return np.size(a) if shape is None else _dims(shape)
+
+
+#: numpy constructor -> elements a call will allocate, from the call's arguments
+_CALL_SIZE: dict[str, Callable[..., int]] = {
+    "zeros": lambda shape, *a, **k: _dims(shape),
+    "ones": lambda shape, *a, **k: _dims(shape),
+    "empty": lambda shape, *a, **k: _dims(shape),
+    "full": lambda shape, *a, **k: _dims(shape),
+    "eye": lambda N, M=None, *a, **k: abs(int(N)) * abs(int(N if M is None else M)),
+    "identity": lambda n, *a, **k: abs(int(n)) ** 2,
+    "arange": _arange_count,
+    "linspace": lambda start, stop, num=50, *a, **k: abs(int(num)),
+    "zeros_like": _like_count, "ones_like": _like_count, "full_like": _like_count,
+}
+
+
+def _size_checked(name: str, function: Callable) -> Callable:
+    count = _CALL_SIZE[name]
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            elements = count(*args, **kwargs)
+        except (TypeError, ValueError, OverflowError):
+            elements = 0  # malformed arguments: numpy reports them
+        check_elements(elements, f"numpy.{name}(...)")
+        return function(*args, **kwargs)
+
+    return checked
+
+
+@functools.lru_cache(maxsize=1)
+def _guarded_numpy() -> types.SimpleNamespace:
+    members = {name: getattr(np, name) for name in NUMPY_FUNCTIONS}
+    members.update({name: _size_checked(name, members[name]) for name in _CALL_SIZE})
+    members["linalg"] = types.SimpleNamespace(
+        **{name: getattr(np.linalg, name) for name in _NUMPY_LINALG})
+    return types.SimpleNamespace(**members)

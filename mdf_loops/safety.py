@@ -1,0 +1,346 @@
+"""What must hold before mdf-loops evaluates a model it does not trust.
+
+modeci-mdf evaluates a model's value expressions with Python's ``eval``, so a
+model file could run any code. Before :func:`mdf_loops.run` evaluates anything,
+:func:`check_model` parses every expression with :mod:`ast` and refuses anything
+outside a small language: literals; names the node binds (its input ports,
+parameters, functions and the arguments of a call); arithmetic, comparison and
+boolean operators; subscripts and slices; list, tuple, dict and set literals;
+calls to a few safe builtins and to the numpy and math functions of an explicit
+allow-list (:mod:`mdf_loops.expression_allowlist`). :func:`check_structure` refuses the model
+shapes that would hang or crash modeci-mdf's engine (edges it can never order,
+dangling edges, repeated ids, a body that contains itself, text edge weights,
+unknown scheduler conditions). :func:`check_document` does the same for the
+raw content of a JSON/YAML file (YAML alias bombs, repeated keys).
+
+``docs/safety.md`` lists what is allowed and what ``trusted=True`` risks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+import graph_scheduler.condition as _conditions
+import numpy as np
+from modeci_mdf.functions.standard import mdf_functions
+from modeci_mdf.mdf import Condition, Graph, Model, Node
+
+from .errors import MdfLoopsError, ModelError
+from .expression_allowlist import UNSAFE_BUILTINS, expression_refusal
+from .ops.common import current_limits
+from .representation import body_graph
+from .validate import Problem, format_path
+
+__all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document", "find_unsafe"]
+
+
+class UnsafeExpressionError(MdfLoopsError):
+    """A model expression uses something outside the allow-list; nothing was evaluated.
+
+    ``problems`` lists every refused expression (path and reason).
+    """
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        super().__init__(
+            f"{self.problems[0]}{more}; nothing was evaluated. Run the model with "
+            "trusted=True (command line: --trusted) only if you trust its author"
+        )
+
+
+_SCHEDULER_CONDITIONS = frozenset(
+    n for n in dir(_conditions)
+    if isinstance(getattr(_conditions, n), type) and issubclass(getattr(_conditions, n),
+                                                                _conditions.Condition))
+
+
+# ---------------------------------------------------------------- public checks
+
+
+def find_unsafe(model: Model) -> list[Problem]:
+    """Every unsafe expression and every engine-breaking structure of ``model``."""
+    walker = _ModelWalker()
+    walker.model(model)
+    return walker.structure + walker.expressions
+
+
+def check_model(model: Model) -> None:
+    """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed."""
+    walker = _ModelWalker()
+    walker.model(model)
+    if walker.expressions:
+        raise UnsafeExpressionError(walker.expressions)
+
+
+def check_structure(model: Model) -> None:
+    """Raise :class:`ModelError` for a model the engine would hang or crash on."""
+    walker = _ModelWalker()
+    walker.model(model)
+    if walker.structure:
+        more = f" (and {len(walker.structure) - 1} more)" if len(walker.structure) > 1 else ""
+        raise ModelError(f"{walker.structure[0]}{more}")
+
+
+def check_document(document: Any, where: str) -> None:
+    """Raise :class:`ModelError` for file content that cannot become a model safely.
+
+    Refuses keys a mapping repeats (JSON and YAML keep only the last), a YAML
+    alias that contains itself, and aliases that multiply the content (a
+    "billion laughs" file expands to more than a million items).
+    """
+    repeated = _first_repeated_key(document, ())
+    if repeated:
+        raise ModelError(f"{where}: {repeated}")
+    distinct, expanded = _document_size(document, where)
+    if expanded > max(1_000_000, 2 * distinct):
+        raise ModelError(
+            f"{where}: YAML aliases expand {distinct} lists and mappings into {expanded} "
+            "items; refusing a file that multiplies its own content"
+        )
+
+
+# ---------------------------------------------------------------- documents
+
+
+def _first_repeated_key(value: Any, path: tuple) -> str | None:
+    stack = [(value, path)]
+    seen: set[int] = set()
+    while stack:
+        item, where = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Mapping):
+            for key in getattr(item, "repeated", ()):
+                return f"{format_path(where[1:]) or 'top level'}: '{key}' is defined more than once"
+            stack.extend((v, where + (k,)) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, where + (i,)) for i, v in enumerate(item))
+    return None
+
+
+def _document_size(document: Any, where: str) -> tuple[int, int]:
+    """(distinct containers and scalars, items after expanding aliases); refuses cycles."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(document, False)]
+    while stack:
+        item, done = stack.pop()
+        key = id(item)
+        children = list(item.values()) if isinstance(item, Mapping) else \
+            item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            continue
+        if key in on_path:
+            raise ModelError(f"{where}: a YAML alias refers to a mapping or list that contains it")
+        if key in sizes:
+            continue
+        on_path.add(key)
+        stack.append((item, True))
+        stack.extend((c, False) for c in children if isinstance(c, (Mapping, list)))
+    return len(sizes), sizes.get(id(document), 1)
+
+
+# ---------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The names an expression of one node may read, and those it may not call."""
+
+    always: frozenset  # input ports (bound before anything is evaluated) and call arguments
+    node: frozenset  # every id of the node: ports, parameters, functions
+
+    def evaluated_late(self) -> frozenset:
+        """Names bound for output ports (evaluated after every parameter and function)."""
+        return self.node
+
+    def evaluated_early(self) -> frozenset:
+        """Names bound for parameters and functions: a builtin's name only by an input port."""
+        return self.always | (self.node - UNSAFE_BUILTINS)
+
+
+class _ModelWalker:
+    """Walks a model, its bodies at every depth, collecting structure and expression problems."""
+
+    def __init__(self) -> None:
+        self.structure: list[Problem] = []
+        self.expressions: list[Problem] = []
+        self._open: set[int] = set()  # bodies being walked: one seen again contains itself
+        self._max_depth = current_limits().max_depth
+
+    def model(self, model: Model) -> None:
+        self._repeats(model.graphs, ("graphs",))
+        for graph in model.graphs:
+            self.graph(graph, ("graphs", graph.id), 0)
+
+    def graph(self, graph: Graph, path: tuple, depth: int) -> None:
+        self._repeats(graph.nodes, path + ("nodes",))
+        self._repeats(graph.edges, path + ("edges",))
+        self._edges(graph, path)
+        self._conditions(graph, path)
+        for node in graph.nodes:
+            self.node(node, path + ("nodes", node.id), depth)
+
+    def node(self, node: Node, path: tuple, depth: int) -> None:
+        for field in ("input_ports", "output_ports", "parameters", "functions"):
+            self._repeats(getattr(node, field), path + (field,))
+        inputs = frozenset(p.id for p in node.input_ports)
+        scope = _Scope(inputs, inputs | {p.id for p in node.parameters}
+                       | {f.id for f in node.functions})
+        early = scope.evaluated_early()
+        for port in node.input_ports:  # text here is data: evaluated only if a bare name reads it
+            self.value(port.default_value, path + ("input_ports", port.id, "default_value"),
+                       early, depth, text_is_data=True)
+        for parameter in node.parameters:
+            where = path + ("parameters", parameter.id)
+            names = self._callable(parameter, where, early, depth)
+            if isinstance(parameter.function, str) and parameter.function not in mdf_functions:
+                self.value(parameter.function, where + ("function",), names, depth)  # run as code
+            for index, condition in enumerate(parameter.conditions or ()):
+                cid = _field(condition, "id") or index
+                for field in ("test", "value"):
+                    self.value(_field(condition, field), where + ("conditions", cid, field),
+                               early, depth)
+        for function in node.functions:
+            self._callable(function, path + ("functions", function.id), early, depth)
+        for port in node.output_ports:
+            self.value(port.value, path + ("output_ports", port.id, "value"),
+                       scope.evaluated_late(), depth)
+
+    def _callable(self, item: Any, where: tuple, early: frozenset, depth: int) -> frozenset:
+        """Check a parameter's or function's value fields and args; return its names."""
+        args = dict(item.args or {})
+        names = early | (frozenset(args) - UNSAFE_BUILTINS)
+        for field in ("value", "default_initial_value", "time_derivative"):
+            self.value(getattr(item, field, None), where + (field,), names, depth)
+        for name, arg in args.items():
+            self.value(arg, where + ("args", name), names, depth)
+        return names
+
+    def value(self, value: Any, path: tuple, names: frozenset, depth: int,
+              text_is_data: bool = False) -> None:
+        if isinstance(value, str):
+            reason = expression_refusal(value, names, text_is_data)
+            if reason:
+                self.expressions.append(Problem(format_path(path), reason))
+        elif isinstance(value, (Graph, Mapping)):
+            self._body(value, path, depth)
+
+    def _body(self, value: Any, path: tuple, depth: int) -> None:
+        if isinstance(value, Mapping) and len(value) == 1:
+            (key, inner), = value.items()
+            if isinstance(key, str) and key.startswith("graph_"):
+                path = path + (key,)
+        try:
+            graph = body_graph(value, format_path(path))
+        except ModelError:
+            return  # not a graph: the engine never builds it as a body
+        if depth + 1 > self._max_depth:
+            return  # never built: the run stops with DepthLimitError before this depth
+        key = id(value)
+        if key in self._open or id(graph) in self._open:
+            self.structure.append(Problem(format_path(path), "this body contains itself"))
+            return
+        self._open |= {key, id(graph)}
+        try:
+            self.graph(graph, path, depth + 1)
+        finally:
+            self._open -= {key, id(graph)}
+
+    # -- structure
+    def _repeats(self, items: list, path: tuple) -> None:
+        seen: set = set()
+        for item in items:
+            if item.id in seen:
+                self.structure.append(Problem(format_path(path),
+                                              f"'{item.id}' is defined more than once"))
+            seen.add(item.id)
+
+    def _edges(self, graph: Graph, path: tuple) -> None:
+        nodes = {n.id: n for n in graph.nodes}
+        known = len(self.structure)
+        for edge in graph.edges:
+            where = format_path(path + ("edges", edge.id))
+            for end, port, ports in (("sender", edge.sender_port, "output_ports"),
+                                     ("receiver", edge.receiver_port, "input_ports")):
+                node = nodes.get(getattr(edge, end))
+                if node is None:
+                    self.structure.append(Problem(where, f"{end} '{getattr(edge, end)}' is not a "
+                                                         f"node of graph '{graph.id}'"))
+                elif all(p.id != port for p in getattr(node, ports)):
+                    self.structure.append(Problem(where, f"{end} port '{port}' is not one of the "
+                                                         f"{ports.replace('_', ' ')} of '{node.id}'"))
+            weight = (edge.parameters or {}).get("weight", 1)
+            if not _numeric(weight):
+                self.structure.append(Problem(where + ".parameters.weight",
+                                              f"weight {weight!r:.60} is not a number"))
+        stuck = _unordered_edges(graph)
+        if stuck and len(self.structure) == known:  # a dangling edge explains it already
+            self.structure.append(Problem(
+                format_path(path + ("edges",)),
+                f"edges {sorted(stuck)} start at nodes no root node leads to (a cycle without "
+                "an entry); modeci-mdf's engine would never finish ordering them"))
+
+    def _conditions(self, graph: Graph, path: tuple) -> None:
+        conditions = graph.conditions
+        if conditions is None:
+            return
+        for group in ("node_specific", "termination"):
+            for key, condition in (getattr(conditions, group, None) or {}).items():
+                for kind in _condition_types(condition):
+                    if kind not in _SCHEDULER_CONDITIONS:
+                        self.structure.append(Problem(
+                            format_path(path + ("conditions", group, key)),
+                            f"'{kind}' is not a scheduler condition"))
+
+
+def _condition_types(condition: Any) -> Iterator[Any]:
+    """The ``type`` of a condition and of every condition nested in its arguments."""
+    stack = [condition]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (Condition, Mapping)) and _field(item, "type") is not None:
+            yield _field(item, "type")
+            kwargs = _field(item, "kwargs")
+            stack.extend(kwargs.values() if isinstance(kwargs, Mapping) else ())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _unordered_edges(graph: Graph) -> set[str]:
+    """Edges modeci-mdf's EvaluableGraph would requeue for ever (it orders them from root nodes)."""
+    receivers = {e.receiver for e in graph.edges}
+    reached = {n.id for n in graph.nodes if n.id not in receivers}
+    if not reached:
+        reached = {n.id for n in graph.nodes
+                   if any(p.default_value is not None for p in n.input_ports)}
+    pending = list(graph.edges)
+    changed = True
+    while pending and changed:
+        changed = False
+        for edge in list(pending):
+            if edge.sender in reached:
+                reached.add(edge.receiver)
+                pending.remove(edge)
+                changed = True
+    return {e.id for e in pending}
+
+
+def _numeric(value: Any) -> bool:
+    if isinstance(value, (bool, int, float, np.number)):
+        return True
+    return isinstance(value, list) and all(_numeric(v) for v in value)
+
+
+def _field(item: Any, name: str) -> Any:
+    """An attribute of an object, or an entry of a dict (conditions come as either)."""
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+
+
