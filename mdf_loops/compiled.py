@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -21,7 +21,7 @@ import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
 from .errors import IterationLimitError, MdfLoopsError, ModelError
-from .guard import LIMIT_OUTPUT, guard_model, nesting_depth
+from .guard import guard_model, nesting_depth
 from .onnx_export import mdf_to_onnx
 from .ops.common import Limits
 
@@ -43,6 +43,7 @@ class CompiledModel:
     input_names: tuple[str, ...]
     output_names: tuple[str, ...]
     limits: Limits | None = None
+    limit_flags: dict[str, str] = field(default_factory=dict)  # flag output -> loop node
 
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """Outputs by name; inputs by name as numpy arrays (or lists for sequences).
@@ -52,12 +53,13 @@ class CompiledModel:
         """
         feed = {name: _feed_value(inputs[name]) for name in self.input_names if name in inputs}
         results = dict(zip(self.output_names, self.session.run(None, feed)))
-        if self.limits is not None and bool(results.pop(LIMIT_OUTPUT)):
+        over = [label for name, label in self.limit_flags.items() if bool(results.pop(name))]
+        if over:
             raise IterationLimitError(
-                f"a loop passed max_iterations={self.limits.max_iterations} or "
-                f"max_elements={self.limits.max_elements} (onnxruntime backend); raise the "
-                "limit with mdf_loops.run(..., max_iterations=N) or max_elements=N, or run with "
-                "backend='scheduler' to see which loop and iteration"
+                f"node '{over[0]}' (or a loop in its body) passed max_iterations="
+                f"{self.limits.max_iterations} or max_elements={self.limits.max_elements} "
+                "(onnxruntime backend); raise the limit with mdf_loops.run(..., max_iterations=N) "
+                "or max_elements=N, or run with backend='scheduler' to see the iteration"
             )
         return results
 
@@ -82,12 +84,12 @@ def compile_model(
         exported = mdf_to_onnx(model, graph=graph, example_inputs=example_inputs)
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
-    runnable = exported
+    runnable, flags = exported, {}
     if limits is not None:
         depth = nesting_depth(exported.graph)
         if depth > limits.max_depth:
             raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
-        runnable = guard_model(exported, limits)
+        runnable, flags = guard_model(exported, limits)
     options = ort.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads
@@ -101,9 +103,10 @@ def compile_model(
     return CompiledModel(
         exported,
         session,
-        tuple(i.name for i in session.get_inputs()),
+        tuple(i.name for i in runnable.graph.input),  # session.get_inputs() omits defaulted ones
         tuple(o.name for o in session.get_outputs()),
         limits,
+        flags,
     )
 
 

@@ -143,8 +143,10 @@ def _evaluate_expression(expr, parameters=None, rng=None, array_format="numpy",
                 value = eval(code, scope)
             except MdfLoopsError:  # a limit hit inside the expression
                 raise
-            except Exception:
+            except NameError:
                 return expr  # modelspec returns an expression it cannot evaluate unchanged
+            except Exception as exc:  # numpy's own error says what went wrong: keep it
+                raise EvaluationError(f"expression {expr!r} failed: {type(exc).__name__}: {exc}") from exc
             if (type(value) is float or type(value) is str) and _is_integral(value):
                 return int(value)
             return value

@@ -70,6 +70,29 @@ _REDUCTIONS = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "mi
 #: Python builtins a bare name calls (``sum(x)`` is Python's sum over the first axis)
 _PY_BUILTINS: dict[str, Callable] = {"abs": abs, "round": round, "sum": sum, "max": max,
                                      "min": min, "float": float, "int": int, "bool": bool}
+#: float64 forms, from operators onnxruntime has float64 kernels for, of the element-wise
+#: functions it has only float32 kernels for; each is a list of (name, expression) steps over
+#: ``x`` ending in ``y`` (atan: the Cephes library's rational approximation, to 1 ulp)
+_FLOAT64_FORMS = {
+    "Tan": [("y", "numpy.sin(x) / numpy.cos(x)")],
+    "Cosh": [("e", "numpy.exp(x)"), ("y", "(e + 1 / e) / 2")],
+    "Sinh": [("e", "numpy.exp(x)"), ("y", "numpy.tanh(x) * ((e + 1 / e) / 2)")],
+    "Asin": [("y", "numpy.arctan(x / numpy.sqrt((1 - x) * (1 + x)))")],
+    "Acos": [("y", "2 * numpy.arctan(numpy.sqrt((1 - x) / (1 + x)))")],
+    "Atan": [
+        ("a", "numpy.abs(x)"), ("big", "a > 2.414213562373095"), ("mid", "a > 0.66"),
+        ("r", "numpy.where(big, -1 / a, numpy.where(mid, (a - 1) / (a + 1), a))"),
+        ("z", "r * r"),
+        ("p", "(((-0.8750608600031904 * z - 16.157537187333652) * z - 75.00855792314705) * z"
+              " - 122.88666844901361) * z - 64.85021904942025"),
+        ("q", "((((z + 24.858464901423062) * z + 165.02700983169885) * z + 432.88106049129027) * z"
+              " + 485.3903996359137) * z + 194.5506571482614"),
+        ("low", "r * (z * p / q) + r + numpy.where(big, 6.123233995736766e-17,"
+                " numpy.where(mid, 3.061616997868383e-17, 0.0))"),
+        ("y", "numpy.sign(x) * (numpy.where(big, 1.5707963267948966,"
+              " numpy.where(mid, 0.7853981633974483, 0.0)) + low)"),
+    ],
+}
 _CASTS = {"float": np.float64, "int": np.int64, "bool": np.bool_}
 _MODULES = {"numpy", "np", "math"}
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -180,9 +203,10 @@ class _Translator:
     def _common(self, operands: list) -> list[str]:
         """ONNX values of one element type for ``operands``, promoted as numpy promotes them.
 
-        Tensors promote among themselves; a weak value (a Python number or a constant
-        parameter) takes their type unless it is of a higher kind (a float meeting
-        integers), as with numpy's rules for Python scalars.
+        Tensors and constant arrays (list parameters, list literals) promote among
+        themselves; a scalar constant (a literal or a number parameter, a Python number
+        in the engine) takes their type unless it is of a higher kind (a float meeting
+        integers): numpy's rules for Python scalars.
         """
         tensors = [o for o in operands if isinstance(o, str)]
         weak = [o for o in operands if isinstance(o, Weak)]
@@ -193,9 +217,10 @@ class _Translator:
         if any(d is None for d in dtypes):
             like = next((t for t, d in zip(tensors, dtypes) if d is not None), tensors[0])
             return [self.b.strong(o, like) for o in operands]
-        common = np.result_type(*dtypes)
+        common = np.result_type(*dtypes, *[w.array().dtype for w in weak if w.array().ndim])
         for w in weak:
-            common = _weak_result_type(common, w)
+            if not w.array().ndim:
+                common = _weak_result_type(common, w)
         result = []
         for operand in operands:
             if isinstance(operand, Weak):
@@ -351,7 +376,7 @@ class _Translator:
             if fn is None:
                 raise self.fail(node, f"unknown function '{name}'")
             return Weak(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
-        if builtin and name in ("sum", "max", "min"):
+        if builtin and name in ("sum", "max", "min") and not kwargs:
             return self._builtin_reduce(node, name, args, kwargs)
         if name in _REDUCTIONS and args:
             return self._reduce(node, _REDUCTIONS[name], args, kwargs)
@@ -391,12 +416,22 @@ class _Translator:
             return self.b.op("Not", [self._as_bool(x)])[0]
         if op_type in _FLOAT_ONLY and dtype is not None and dtype.kind in "iub":
             x = self.b.op("Cast", [x], to=onnx_dtype(np.float64))[0]
+            dtype = np.dtype(np.float64)
+        if op_type in _FLOAT64_FORMS and dtype == np.dtype(np.float64):
+            env = {"x": x}
+            for name, text in _FLOAT64_FORMS[op_type]:
+                env[name] = _Translator(env, self.b, self.where, text).visit(
+                    ast.parse(text, mode="eval").body)
+            return env["y"]
         return self.b.op(op_type, [x])[0]
 
     def _builtin_reduce(self, node, name: str, args: list, kwargs: dict) -> str:
-        """Python's ``sum``/``max``/``min``: over the first axis, or of several values."""
-        if kwargs or (name == "sum" and len(args) > 1):
-            raise self.fail(node, f"arguments of Python's {name}() (numpy.{name} takes an axis)")
+        """Python's ``sum``/``max``/``min``: over the first axis, or of several values.
+
+        (With keyword arguments, which Python's do not take, they are numpy's.)
+        """
+        if name == "sum" and len(args) > 1:
+            raise self.fail(node, "the start value of Python's sum()")
         if len(args) > 1:  # max(a, b): element-wise, as it is for the scalars it is meant for
             return self.b.op("Max" if name == "max" else "Min", self._common(args))[0]
         return self._reduce(node, _REDUCTIONS[name], args, {"axis": Weak(0)})
@@ -427,13 +462,11 @@ class _Translator:
 
 
 def _weak_result_type(dtype: np.dtype, weak: Weak) -> np.dtype:
-    """numpy's result type of a ``dtype`` tensor and a weak value (a Python number's rules)."""
-    array = weak.array()
-    scalar = array.dtype.type(0).item() if array.ndim else array.item()
+    """numpy's result type of a ``dtype`` tensor and a scalar constant (a Python number)."""
     try:
-        return np.result_type(dtype, scalar)
+        return np.result_type(dtype, weak.array().item())
     except (OverflowError, TypeError):
-        return np.result_type(dtype, array.dtype)
+        return np.result_type(dtype, weak.array().dtype)
 
 
 def _function_name(func: ast.AST) -> tuple[str | None, bool]:

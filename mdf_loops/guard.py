@@ -41,17 +41,23 @@ def nesting_depth(graph: onnx.GraphProto) -> int:
     return depth
 
 
-def guard_model(model: onnx.ModelProto, limits: Limits) -> onnx.ModelProto:
-    """A copy of ``model`` whose loops stop at the limits and report it in :data:`LIMIT_OUTPUT`."""
+def guard_model(model: onnx.ModelProto, limits: Limits) -> tuple[onnx.ModelProto, dict[str, str]]:
+    """A copy of ``model`` whose loops stop at the limits, and its flag outputs.
+
+    Each top-level loop node gets a boolean output ``<LIMIT_OUTPUT>_<k>``, true
+    when it (or a loop nested in it) passed a limit; the dict maps each such
+    output to the loop's label (the MDF node the exporter recorded, else the
+    ONNX node name).
+    """
     guarded = onnx.ModelProto()
     guarded.CopyFrom(model)
     rewriter = _Rewriter(limits, _all_names(guarded.graph))
-    flag = rewriter.graph(guarded.graph)
-    if flag is None:
-        flag = rewriter.const_bool(guarded.graph.node, False)
-    guarded.graph.node.append(helper.make_node("Identity", [flag], [LIMIT_OUTPUT]))
-    guarded.graph.output.append(helper.make_tensor_value_info(LIMIT_OUTPUT, TensorProto.BOOL, []))
-    return guarded
+    flags = rewriter.loop_flags(guarded.graph)
+    for k, (flag, _) in enumerate(flags):
+        name = f"{LIMIT_OUTPUT}_{k}"
+        guarded.graph.node.append(helper.make_node("Identity", [flag], [name]))
+        guarded.graph.output.append(helper.make_tensor_value_info(name, TensorProto.BOOL, []))
+    return guarded, {f"{LIMIT_OUTPUT}_{k}": label for k, (_, label) in enumerate(flags)}
 
 
 def _all_names(graph: onnx.GraphProto) -> set[str]:
@@ -107,21 +113,30 @@ class _Rewriter:
     # ------------------------------------------------------------------ graphs
     def graph(self, graph: onnx.GraphProto) -> str | None:
         """Rewrite ``graph``'s loops in place; return its flag value (or None: no loops)."""
-        nodes: list = []
-        flags: list[str] = []
-        for node in graph.node:
-            if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
-                flags.append(self.loop(node, nodes))
-            elif node.op_type == "Scan" and node.domain in ("", "ai.onnx"):
-                flags.append(self.scan(node, nodes))
-            elif node.op_type == "If" and node.domain in ("", "ai.onnx"):
-                flags.append(self.if_(node, nodes))
-            else:
-                nodes.append(node)
-        flag = self.any_of(nodes, flags)
+        flags = self.loop_flags(graph)
+        nodes = list(graph.node)
+        flag = self.any_of(nodes, [f for f, _ in flags])
         del graph.node[:]
         graph.node.extend(nodes)
         return flag
+
+    def loop_flags(self, graph: onnx.GraphProto) -> list[tuple[str, str]]:
+        """Rewrite ``graph``'s loops in place; return (flag value, label) per loop node."""
+        rewrite = {"Loop": self.loop, "Scan": self.scan, "If": self.if_}
+        nodes: list = []
+        flags: list[tuple[str, str]] = []
+        for node in graph.node:
+            if node.op_type in rewrite and node.domain in ("", "ai.onnx"):
+                flag = rewrite[node.op_type](node, nodes)
+                if flag:
+                    label = node.doc_string[len("MDF node "):] if node.doc_string.startswith(
+                        "MDF node ") else (node.name or node.op_type)
+                    flags.append((flag, label))
+            else:
+                nodes.append(node)
+        del graph.node[:]
+        graph.node.extend(nodes)
+        return flags
 
     def loop(self, node: onnx.NodeProto, nodes: list) -> str:
         """Cap the trip count at the limit; flag a loop that still wanted to go on.
@@ -138,7 +153,7 @@ class _Rewriter:
         cap = self.const_int(nodes, limit)
         if trip:
             wants_more = self.emit(nodes, "Greater", [trip, cap])
-            trip = self.emit(nodes, "Min", [trip, cap])
+            trip = self.emit(nodes, "Where", [wants_more, cap, trip])  # Min lacks int64 before opset 12
         else:
             wants_more = self.const_bool(nodes, True)
             trip = cap
@@ -158,7 +173,13 @@ class _Rewriter:
         stop = self.any_of(b, stops)
         has_cond = bool(cond)
         if not has_cond and not stop:
-            nodes.append(node if trip == node.input[0] else _with_inputs(node, [trip] + inputs[1:]))
+            # without a condition input the body's condition is ignored (ONNX's table);
+            # onnxruntime stops on it all the same, so it is made true
+            always = self.emit(b, "Identity", [self.const_bool(nodes, True)])
+            del body.node[:]
+            body.node.extend(b)
+            body.output[0].name = always
+            nodes.append(_with_inputs(node, [trip] + inputs[1:]))
             return wants_more  # runs at most ``limit`` times; over it when more were asked for
 
         if not has_cond:  # the body's condition was ignored; now it carries the stop signal
@@ -204,7 +225,11 @@ class _Rewriter:
         axis = 1 if batched else axes[0]
         shape = self.emit(nodes, "Shape", [values[n]])
         length = self.emit(nodes, "Gather", [shape, self.const_int(nodes, axis)], axis=0)
-        too_long = self.emit(nodes, "Greater", [length, self.const_int(nodes, self.limits.max_iterations)])
+        # compared as doubles: Greater takes no integers before opset 9
+        length = self.emit(nodes, "Cast", [length], to=TensorProto.DOUBLE)
+        limit = self.emit(nodes, "Constant", [], value=helper.make_tensor(
+            "v", TensorProto.DOUBLE, [], [float(self.limits.max_iterations)]))
+        too_long = self.emit(nodes, "Greater", [length, limit])
         if inner is None:
             nodes.append(node)
             return too_long

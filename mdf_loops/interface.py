@@ -30,9 +30,9 @@ def graph_interface(graph: Graph) -> GraphInterface:
 
     A graph with ``formal_inputs``/``formal_outputs`` metadata (an imported ONNX
     graph) uses those, named by the original ONNX names. Any other graph takes as
-    inputs the input ports with no incoming edge and no default value, named by
-    port id, and as outputs the output ports with no outgoing edge, named
-    ``"node_id.port_id"``.
+    inputs the input ports with no incoming edge, named by port id (optional where
+    the port has a default value), and as outputs the output ports with no
+    outgoing edge, named ``"node_id.port_id"``.
     """
     meta = graph.metadata or {}
     names = meta.get("onnx_names") or {}
@@ -48,7 +48,7 @@ def graph_interface(graph: Graph) -> GraphInterface:
     inputs = {}
     for node in graph.nodes:
         for p in node.input_ports:
-            if (node.id, p.id) not in received and p.default_value is None:
+            if (node.id, p.id) not in received:
                 inputs[p.id] = p.id
     outputs = {
         f"{node.id}.{p.id}": (node.id, p.id)

@@ -68,13 +68,14 @@ class GraphBuilder:
     constants: dict[str, onnx.TensorProto] = field(default_factory=dict)
 
     def op(self, op_type: str, inputs: list[str], n_outputs: int = 1, hint: str | None = None,
-           output_names: list[str] | None = None, **attributes: Any) -> list[str]:
+           output_names: list[str] | None = None, doc_string: str | None = None,
+           **attributes: Any) -> list[str]:
         """Append ``op_type(inputs)``; return its output names."""
         base = hint or op_type.lower()
         outputs = output_names or [self.names.fresh(base if n_outputs == 1 else f"{base}_{k}")
                                    for k in range(n_outputs)]
         node = helper.make_node(op_type, inputs, outputs, name=self.names.fresh(f"{base}_node"),
-                                **attributes)
+                                doc_string=doc_string, **attributes)
         self.nodes.append(node)
         self._infer(node)
         return outputs

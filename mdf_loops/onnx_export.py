@@ -29,11 +29,11 @@ import onnx
 from google.protobuf import json_format
 from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Graph, Model, Node
-from onnx import TypeProto, helper
+from onnx import TypeProto, helper, numpy_helper
 
 from .errors import ModelError
 from .expressions import ExpressionError, onnx_dtype, translate
-from .onnx_builder import GraphBuilder, NameAllocator, Weak
+from .onnx_builder import GraphBuilder, NameAllocator, Weak, elem_dtype
 from .onnx_functions import attribute_value
 from .representation import BODY_ATTRIBUTES, body_graph, body_signature
 from .interface import graph_interface, load_model
@@ -107,10 +107,19 @@ class _Exporter:
     def top_graph(self, graph: Graph, examples: dict) -> onnx.GraphProto:
         interface = graph_interface(graph)
         builder = GraphBuilder(self.names, self.opset)
-        bindings, inputs = {}, []
+        bindings, inputs, defaults = {}, [], []
         ports = {p.id: p for n in graph.nodes for p in n.input_ports}
         for name, port_id in interface.inputs.items():
-            type_proto = _declared_type(ports.get(port_id), examples.get(name))
+            port = ports.get(port_id)
+            default = None
+            if port is not None and port.default_value is not None:
+                default = translate(port.default_value, {}, builder,
+                                    f"graph '{graph.id}' input '{name}' default_value")
+                if not isinstance(default, Weak):
+                    raise ModelError(f"graph '{graph.id}' input '{name}': default_value must be "
+                                     "a constant to export")
+            example = examples.get(name, None if default is None else default.array())
+            type_proto = _declared_type(port, example)
             if type_proto.HasField("tensor_type") and not type_proto.tensor_type.HasField("shape"):
                 raise ModelError(
                     f"graph '{graph.id}' input '{name}': its rank is unknown; pass "
@@ -120,6 +129,9 @@ class _Exporter:
             bindings[port_id] = onnx_name
             builder.types[onnx_name] = type_proto
             inputs.append(helper.make_value_info(onnx_name, type_proto))
+            if default is not None:  # an initializer of an input's name is its default
+                dtype = elem_dtype(type_proto) or default.array().dtype
+                defaults.append(numpy_helper.from_array(default.array().astype(dtype), onnx_name))
         values = self._nodes(graph, builder, bindings)
         by_id = {n.id: n for n in graph.nodes}
         outputs, used = [], set()
@@ -134,7 +146,7 @@ class _Exporter:
             used.add(name)
             port = next(p for p in by_id[ref[0]].output_ports if p.id == ref[1])
             outputs.append(self._value_info(builder, name, graph.id, port))
-        result = helper.make_graph(builder.nodes, graph.id, inputs, outputs)
+        result = helper.make_graph(builder.nodes, graph.id, inputs, outputs, initializer=defaults)
         return _complete_output_shapes(result, self.opset)
 
     def body_graph(self, graph: Graph, input_types: list[TypeProto],
@@ -224,6 +236,8 @@ class _Exporter:
         attribute_names = _attribute_parameter_names(node, self.opset)
         pending = [p for p in node.parameters if p.id not in attribute_names]
         pending += list(node.functions)
+        for item in pending:
+            _refuse_state(node, item)
         while pending:
             progressed = False
             for item in list(pending):
@@ -245,20 +259,12 @@ class _Exporter:
 
     def _item(self, node: Node, item, env: dict, builder: GraphBuilder) -> Any:
         where = f"node '{node.id}' parameter '{item.id}'"
-        if getattr(item, "time_derivative", None) or getattr(item, "default_initial_value", None) is not None:
-            raise ModelError(f"{where}: a stateful parameter (time_derivative / default_initial_value) "
-                             "keeps state between evaluations, which ONNX cannot express; use a loop node")
-        if getattr(item, "conditions", None):
-            raise ModelError(f"{where}: parameter conditions do not export")
         function, args = _function_of(item)
         if function:
             if function.startswith("onnx::"):
                 return self._onnx_call(node, item.id, function[len("onnx::"):], args, env, builder)
             return self._standard_call(node, item.id, function, args, env, builder)
-        value = item.value
-        if isinstance(value, str) and item.id in _names_in(value):
-            raise ModelError(f"{where}: value {value!r} refers to itself (stateful); it does not export")
-        return self._expression(value, env, builder, where)
+        return self._expression(item.value, env, builder, where)
 
     def _expression(self, value: Any, env: dict, builder: GraphBuilder, where: str) -> Any:
         if is_encoded_tensor(value):
@@ -389,8 +395,8 @@ class _Exporter:
             attributes[attr] = exported
         body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
         n_outputs = len(body.output) - (1 if op_type == "Loop" else 0)
-        names = builder.op(op_type, inputs, hint=node.id, **attributes,
-                           output_names=self._output_names(node, next(
+        names = builder.op(op_type, inputs, hint=node.id, doc_string=f"MDF node {node.id}",
+                           **attributes, output_names=self._output_names(node, next(
                                p.id for p in node.parameters if p.function == f"onnx::{op_type}"),
                                n_outputs))
         # ONNX's inference cannot see the bodies' outer-scope values and drops the shapes of
@@ -458,6 +464,19 @@ def _topological(graph: Graph) -> list[Node]:
             order.append(nodes[i])
             done.add(i)
     return order
+
+
+def _refuse_state(node: Node, item) -> None:
+    """A ModelError for a parameter that keeps state between evaluations of the graph."""
+    where = f"node '{node.id}' parameter '{item.id}'"
+    if getattr(item, "time_derivative", None) or getattr(item, "default_initial_value", None) is not None:
+        raise ModelError(f"{where}: a stateful parameter (time_derivative / default_initial_value) "
+                         "keeps state between evaluations, which ONNX cannot express; use a loop node")
+    if getattr(item, "conditions", None):
+        raise ModelError(f"{where}: parameter conditions do not export")
+    value = getattr(item, "value", None)
+    if isinstance(value, str) and item.id in _names_in(value):
+        raise ModelError(f"{where}: value {value!r} refers to itself (stateful); it does not export")
 
 
 def _function_of(item) -> tuple[str | None, dict]:

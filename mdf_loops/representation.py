@@ -141,6 +141,10 @@ def body_signature(graph: Graph) -> BodySignature:
             f"{where}: a loop body needs metadata 'formal_inputs' and "
             "'formal_outputs' (ONNX binds body inputs and outputs by position)"
         )
+    for key in ("formal_inputs", "formal_outputs", "outer_scope_inputs"):
+        if not isinstance(meta.get(key) or [], (list, tuple)):
+            raise ModelError(f"{where}: metadata '{key}' must be a list, "
+                             f"not {type(meta[key]).__name__}")
     formal_inputs = tuple(str(x) for x in meta["formal_inputs"])
     outer = tuple(str(x) for x in meta.get("outer_scope_inputs") or ())
     outputs = tuple(_split_output_ref(r, graph.id) for r in meta["formal_outputs"])

@@ -262,6 +262,7 @@ def test_power_keeps_a_state_instead_of_stacking_every_step():
 def test_rnn_feeds_each_tap_as_its_own_scan_input_and_carries_a_window():
     graph = load_mdf(str(EXAMPLES / "theano_rnn.json")).graphs[0]
     (scan,) = _nodes_by_function(graph)["onnx::Scan"]
+    assert scan.id == "rnn"  # the scan's name
     params = {p.id: p for p in scan.parameters}
     assert params["num_scan_inputs"].value == 2  # u[t-4] and u[t]
     body = _body(scan)

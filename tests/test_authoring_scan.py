@@ -276,6 +276,15 @@ def test_zero_steps_give_empty_outputs():
     assert result["static"].shape == (0, 3)
 
 
+def test_empty_sequences_give_empty_outputs():
+    up_to = A.input("up_to", (), "int32")
+    seq = A.arange(up_to)
+    acc, _ = A.scan(lambda n, total: total + n, sequences=seq,
+                    outputs_info=A.constant(np.int32(0)))
+    result = evaluate({"acc": acc}, {"up_to": np.int32(0)})
+    assert result["acc"].shape == (0,) and result["acc"].dtype == np.int32
+
+
 def test_bad_n_steps_are_errors():
     u = A.input("u", (4,))
     with pytest.raises(ScanError, match=r"sequences\[0\] gives 4 steps.*fewer than n_steps = 6"):
@@ -347,6 +356,22 @@ def test_updates_read_inside_fn_see_the_current_value():
     result = evaluate({"values": values, "counter": updates[counter]})
     np.testing.assert_array_equal(result["values"], [0, 1, 3, 6])
     assert result["counter"] == 4
+
+
+def test_updates_in_a_scan_over_sequences():
+    u = A.input("u", (None,))
+    total = A.shared(np.float64(0), "total")
+    doubled, updates = A.scan(lambda x: (x * 2, {total: total + x}), sequences=u)
+    result = evaluate({"doubled": doubled, "total": updates[total]}, {"u": U})
+    np.testing.assert_array_equal(result["doubled"], U * 2)
+    assert result["total"] == U.sum()
+
+
+def test_until_with_go_backwards():
+    u = A.input("u", (None,))
+    out, _ = A.scan(lambda x, acc: (acc + x, A.until(acc + x > 10)), sequences=u,
+                    outputs_info=np.float64(0), go_backwards=True)
+    np.testing.assert_array_equal(evaluate({"y": out}, {"u": U})["y"], [8, 15])
 
 
 def test_bad_updates_are_errors():

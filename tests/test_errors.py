@@ -243,3 +243,20 @@ def test_nothing_is_printed_per_iteration(capfd):
     assert captured.err == ""
     assert results["my_scan.out1"].shape == (2000,)
     np.testing.assert_allclose(results["my_scan.out0"], 2.0 * (1 - 0.5 ** 2000))
+
+
+def test_imported_scan_prints_nothing(capfd):
+    """The same for a body of ONNX operators (the engine's onnx_ops path)."""
+    body = body_graph([oh.make_node("Add", ["s", "x"], ["s_next"]),
+                       oh.make_node("Identity", ["s_next"], ["y"])],
+                      [value_info("s", FLOAT, []), value_info("x", FLOAT, [])],
+                      [value_info("s_next", FLOAT, []), value_info("y", FLOAT, [])])
+    model = onnx_model([oh.make_node("Scan", ["s0", "xs"], ["s_final", "ys"], body=body,
+                                     num_scan_inputs=1)],
+                       [value_info("s0", FLOAT, []), value_info("xs", FLOAT, ["T"])],
+                       [value_info("s_final", FLOAT, None), value_info("ys", FLOAT, None)])
+    results = run_imported(model, {"s0": np.zeros((), np.float32), "xs": np.ones(300, np.float32)})
+    captured = capfd.readouterr()
+    assert captured.out == ""
+    assert captured.err == ""
+    np.testing.assert_array_equal(results["ys"], np.arange(1, 301, dtype=np.float32))

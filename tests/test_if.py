@@ -7,7 +7,6 @@ import pytest
 from modeci_mdf.utils import load_mdf
 from onnx import helper as oh
 
-import mdf_loops
 from conftest import (
     BOOL,
     FLOAT,

@@ -9,6 +9,7 @@ import pytest
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 
 import mdf_loops
+from mdf_loops.errors import SizeLimitError
 from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model
 from mdf_loops.expression_allowlist import (
     expression_numpy,
@@ -126,9 +127,9 @@ def test_guarded_numpy_checks_computed_sizes_and_lacks_other_functions():
         guarded = expression_numpy()
         assert guarded is not np
         np.testing.assert_array_equal(guarded.ones(10), np.ones(10))
-        with pytest.raises(mdf_loops.SizeLimitError, match="numpy.ones.*1000 elements"):
+        with pytest.raises(SizeLimitError, match="numpy.ones.*1000 elements"):
             guarded.ones((10, 100))
-        with pytest.raises(mdf_loops.SizeLimitError, match="numpy.zeros_like"):
+        with pytest.raises(SizeLimitError, match="numpy.zeros_like"):
             guarded.zeros_like(np.zeros(3), shape=(1000,))
         assert not hasattr(guarded, "load") and not hasattr(guarded, "fromfile")
         assert guarded.linalg.norm([3.0, 4.0]) == 5.0

@@ -19,8 +19,9 @@ from .errors import ScanError
 from .symbolic import ConstantOp, Symbol, apply, as_symbol, constant
 from .types import onnx_elem_type
 
-__all__ = ["SequenceArg", "OutputArg", "as_list", "sequence_args", "output_args", "n_steps_arg",
-           "prepare_sequences", "slice_rows", "tap_hint", "INT64_MAX"]
+__all__ = ["SequenceArg", "OutputArg", "SequenceSlice", "PreparedSequences", "as_list",
+           "sequence_args", "output_args", "n_steps_arg", "prepare_sequences", "slice_rows",
+           "tap_hint", "INT64_MAX"]
 
 INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
@@ -155,70 +156,84 @@ def tap_hint(base: str, tap: int) -> str:
     return f"{base}_t" if tap == 0 else f"{base}_t{'m' if tap < 0 else 'p'}{abs(tap)}"
 
 
+@dataclass
+class SequenceSlice:
+    """One tap of one sequence as the scan reads it: row ``i`` at step ``i``."""
+
+    rows: Symbol
+    role: str  # what fn receives, e.g. "sequences[0] at t-4"
+    hint: str  # a name for it, e.g. "u_tm4"
+    length: int | None  # rows, when known before the model runs
+
+
+@dataclass
+class PreparedSequences:
+    """Every sequence tap as a slice of equal length, and the number of steps."""
+
+    slices: list[SequenceSlice]
+    trip_count: Symbol | None  # int64 scalar
+    steps_known: int | None
+
+
 def prepare_sequences(args: list[SequenceArg], steps: Symbol | None, steps_static: int | None,
-                       go_backwards: bool, label: str):
+                      go_backwards: bool) -> PreparedSequences:
     """One slice per tap, shifted so that step ``i`` reads its row ``i``, then truncated.
 
-    Returns ``[(slice, role, name hint)]``, the trip count symbol and the number
-    of steps when it is known before the model runs.
+    Tap ``k`` of a sequence ``u`` whose taps span ``[low, high]`` (0 always
+    included, as Theano's internals do) reads ``u[k - low : len(u) - (high - k)]``;
+    ``go_backwards`` reverses it; all slices are then cut to ``n_steps``, or to the
+    shortest of them.
     """
-    prepared: list[tuple[Symbol, str, str, SequenceArg]] = []
-    lengths: list[int | None] = []
-    for i, arg in enumerate(args):
-        u = arg.symbol
-        low, high = min(min(arg.taps), 0), max(max(arg.taps), 0)
-        span = high - low
-        size = u.static_shape[0] if u.static_shape else None
-        if size is not None and span > 0 and size <= span:
-            raise ScanError(
-                f"{arg.where} has {size} entries, but its taps {list(arg.taps)} reach "
-                f"{span} steps apart, so it needs more than {span}"
-            )
-        lengths.append(None if size is None else size - span)
-        base = u.name or f"seq{i}"
-        for tap in arg.taps:
-            piece = u if span == 0 else slice_rows(
-                u, tap - low, -(high - tap) if high > tap else INT64_MAX)
-            if go_backwards:
-                piece = slice_rows(piece, -1, _INT64_MIN, -1)
-            role = f"{arg.argument} at t{tap:+d}" if tap else f"{arg.argument} at t"
-            prepared.append((piece, role, tap_hint(base, tap), arg))
-    if not prepared:
-        return [], steps, steps_static
-
-    known = all(n is not None for n in lengths)
+    slices = [piece for i, arg in enumerate(args) for piece in _tap_slices(i, arg, go_backwards)]
+    if not slices:
+        return PreparedSequences([], steps, steps_static)
+    lengths = [piece.length for piece in slices]
     if steps is not None:
-        for n, arg in zip(lengths, args):
-            if n is not None and steps_static is not None and n < steps_static:
-                raise ScanError(f"{arg.where} gives {n} steps (after its taps), fewer than "
-                                f"n_steps = {steps_static}")
-        pieces = [(p if steps_static is not None and n == steps_static else _head(p, steps))
-                  for (p, *_), n in zip(prepared, _per_piece(lengths, args))]
-        return _with_roles(pieces, prepared), steps, steps_static
-    if known:
+        for arg, piece in zip(_per_slice(args), slices):
+            if piece.length is not None and steps_static is not None and piece.length < steps_static:
+                raise ScanError(f"{arg.where} gives {piece.length} steps (after its taps), "
+                                f"fewer than n_steps = {steps_static}")
+        return PreparedSequences(_cut(slices, steps, steps_static), steps, steps_static)
+    if None not in lengths:
         shortest = min(lengths)
-        count = constant(np.array(shortest, np.int64))
-        pieces = [p if n == shortest else _head(p, count)
-                  for (p, *_), n in zip(prepared, _per_piece(lengths, args))]
-        return _with_roles(pieces, prepared), count, shortest
-    if len(args) == 1:
-        first = prepared[0][0]
-        count = apply("Gather", [apply("Shape", [first]), np.array(0, np.int64)])
-        return _with_roles([p for p, *_ in prepared], prepared), count, None
-    firsts = {id(arg): p for p, _, _, arg in reversed(prepared)}
-    sizes = [apply("Gather", [apply("Shape", [p]), np.array(0, np.int64)])
-             for p in firsts.values()]
+        return PreparedSequences(_cut(slices, constant(np.array(shortest, np.int64)), shortest),
+                                 constant(np.array(shortest, np.int64)), shortest)
+    firsts = {id(arg): piece.rows for arg, piece in zip(_per_slice(args), slices)}
+    sizes = [apply("Gather", [apply("Shape", [rows]), np.array(0, np.int64)])
+             for rows in firsts.values()]
+    if len(sizes) == 1:  # the taps of one sequence have equal lengths by construction
+        return PreparedSequences(slices, sizes[0], None)
     count = apply("Min", sizes)
-    pieces = [_head(p, count) for p, *_ in prepared]
-    return _with_roles(pieces, prepared), count, None
+    return PreparedSequences(_cut(slices, count, None), count, None)
 
 
-def _per_piece(lengths: list[int | None], args: list[SequenceArg]) -> list[int | None]:
-    return [n for n, arg in zip(lengths, args) for _ in arg.taps]
+def _tap_slices(index: int, arg: SequenceArg, go_backwards: bool) -> list[SequenceSlice]:
+    u = arg.symbol
+    low, high = min(min(arg.taps), 0), max(max(arg.taps), 0)
+    span = high - low
+    size = u.static_shape[0] if u.static_shape else None
+    if size is not None and span > 0 and size <= span:
+        raise ScanError(f"{arg.where} has {size} entries, but its taps {list(arg.taps)} reach "
+                        f"{span} steps apart, so it needs more than {span}")
+    base = u.name or f"seq{index}"
+    pieces = []
+    for tap in arg.taps:
+        rows = u if span == 0 else slice_rows(
+            u, tap - low, -(high - tap) if high > tap else INT64_MAX)
+        if go_backwards:
+            rows = slice_rows(rows, -1, _INT64_MIN, -1)
+        role = f"{arg.argument} at t{tap:+d}" if tap else f"{arg.argument} at t"
+        pieces.append(SequenceSlice(rows, role, tap_hint(base, tap),
+                                    None if size is None else size - span))
+    return pieces
 
 
-def _with_roles(pieces: list[Symbol], prepared: list) -> list[tuple[Symbol, str, str]]:
-    return [(p, role, hint) for p, (_, role, hint, _) in zip(pieces, prepared)]
+def _per_slice(args: list[SequenceArg]) -> list[SequenceArg]:
+    return [arg for arg in args for _ in arg.taps]
 
 
-# ---------------------------------------------------------------- body
+def _cut(slices: list[SequenceSlice], count: Symbol, known: int | None) -> list[SequenceSlice]:
+    """The slices cut to their first ``count`` rows (left alone when they have just as many)."""
+    return [piece if known is not None and piece.length == known else
+            SequenceSlice(_head(piece.rows, count), piece.role, piece.hint, known)
+            for piece in slices]

@@ -28,7 +28,8 @@ from typing import Iterator
 
 from .symbolic import ConstantOp, Operation, Scope, Symbol
 
-__all__ = ["SequenceInput", "LoopState", "StackedOutput", "LoopOp", "walk_scope"]
+__all__ = ["SequenceInput", "LoopState", "StackedOutput", "LoopOp", "walk_scope",
+           "all_operations"]
 
 
 @dataclass(eq=False)
@@ -120,6 +121,14 @@ class LoopOp(Operation):
                 free[symbol] = None
         return list(free)
 
+    def referenced(self) -> list[Symbol]:
+        """Every symbol this loop refers to: outer inputs and the body's formals and roots."""
+        refs = [s for seq in self.sequences for s in (seq.formal, seq.source)]
+        refs += [s for st in self.states for s in (st.formal, st.initial, st.next)]
+        refs += [o.step_value for o in self.stacked]
+        refs += [s for s in (self.trip_count, self.until) if s is not None]
+        return refs + [s for pair in self.replacements.items() for s in pair]
+
     def dependencies(self) -> list[Symbol]:
         deps = [s.source for s in self.sequences] + [s.initial for s in self.states]
         if self.lowers_to_loop and self.trip_count is not None:
@@ -147,3 +156,21 @@ def walk_scope(scope: Scope, roots: list[Symbol]) -> Iterator[Symbol]:
         if symbol.op.scope is scope and not isinstance(symbol.op, ConstantOp):
             stack.extend(reversed(symbol.op.dependencies()))
 
+
+def all_operations(roots: list[Symbol]) -> list[Operation]:
+    """Every operation ``roots`` need, loop bodies included, each after what it reads."""
+    order: list[Operation] = []
+    seen: set[Operation] = set()
+    stack: list[tuple[Operation, bool]] = [(r.op, False) for r in reversed(roots)]
+    while stack:
+        op, expanded = stack.pop()
+        if expanded:
+            order.append(op)
+            continue
+        if op in seen:
+            continue
+        seen.add(op)
+        stack.append((op, True))
+        refs = op.referenced() if isinstance(op, LoopOp) else op.dependencies()
+        stack.extend((s.op, False) for s in reversed(refs) if s.op not in seen)
+    return order

@@ -66,13 +66,20 @@ class _Graph:
             graph = graph.parent
         return None
 
-    def name_of(self, symbol: Symbol) -> str:
+    def lookup(self, symbol: Symbol) -> str | None:
+        """The ONNX name of ``symbol`` in this graph or an enclosing one (None: not computed)."""
         graph: _Graph | None = self
         while graph is not None:
             if symbol in graph.bound:
                 return graph.bound[symbol]
             graph = graph.parent
-        raise AuthoringError(f"internal: {symbol.describe()} is used before it is computed")
+        return None
+
+    def name_of(self, symbol: Symbol) -> str:
+        name = self.lookup(symbol)
+        if name is None:
+            raise AuthoringError(f"internal: {symbol.describe()} is used before it is computed")
+        return name
 
     def bind_input(self, symbol: Symbol, hint: str | None = None,
                    dim_names: Iterable[str | None] | None = None) -> str:
@@ -126,13 +133,8 @@ def _ops_in_order(scope: Scope, roots: list[Symbol], graph: _Graph) -> list[Oper
     stack: list[tuple[Operation, bool]] = []
 
     def wanted(symbol: Symbol) -> bool:
-        if symbol.op.scope is not scope or isinstance(symbol.op, (FormalOp, InputOp)):
-            return False
-        try:
-            graph.name_of(symbol)
-            return False
-        except AuthoringError:
-            return True
+        return (symbol.op.scope is scope and not isinstance(symbol.op, (FormalOp, InputOp))
+                and graph.lookup(symbol) is None)
 
     for root in reversed(roots):
         if wanted(root):
@@ -221,23 +223,25 @@ class _Writer:
         for key, formal in op.replacements.items():
             body.bound[key] = body.bound[formal]
 
-    def _body_outputs(self, op: LoopOp, body: _Graph) -> None:
-        body.compute(op.body_roots())
+    def _state_and_step_outputs(self, op: LoopOp, body: _Graph) -> None:
         for state in op.states:
             body.output(state.next, state.next.type)
         for out in op.stacked:
             body.output(out.step_value, out.step_value.type)
 
     def _scan_body(self, op: LoopOp, graph: _Graph, body: _Graph):
+        """Scan: states, then one scan input per sequence slice."""
         self._bind_states(op, body)
         for seq in op.sequences:
             body.bind_input(seq.formal)
-        self._body_outputs(op, body)
+        body.compute(op.body_roots())
+        self._state_and_step_outputs(op, body)
         node_inputs = [graph.name_of(s.initial) for s in op.states]
         node_inputs += [graph.name_of(s.source) for s in op.sequences]
         return node_inputs, {"num_scan_inputs": len(op.sequences)}
 
     def _loop_body(self, op: LoopOp, graph: _Graph, body: _Graph):
+        """Loop: iteration number, condition, states; elements gathered from the slices."""
         iteration = body.raw_input(f"{op.name}_iteration", TensorProto.INT64)
         keep_going = body.raw_input(f"{op.name}_cond_in", TensorProto.BOOL)
         self._bind_states(op, body)
@@ -251,10 +255,7 @@ class _Writer:
         else:
             condition = body.node("Not", [body.name_of(op.until)], "keep_going")[0]
         body.output(condition, TensorType(np.dtype(np.bool_), ()))
-        for state in op.states:
-            body.output(state.next, state.next.type)
-        for out in op.stacked:
-            body.output(out.step_value, out.step_value.type)
+        self._state_and_step_outputs(op, body)
         trip = graph.name_of(op.trip_count) if op.trip_count is not None else ""
         start = ""
         if op.until is not None:

@@ -19,6 +19,7 @@ from ..onnx_import import onnx_to_mdf
 from .errors import AuthoringError
 from .lowering import to_onnx
 from .rewrite import optimize
+from .canonical import all_operations
 from .symbolic import ROOT, InputOp, Symbol, as_symbol
 
 __all__ = ["build_model", "build_onnx"]
@@ -83,30 +84,12 @@ def _named_outputs(outputs: Any) -> list[tuple[str, Symbol]]:
 def _inputs_of(roots: list[Symbol]) -> dict[str, Symbol]:
     """The graph inputs the (copied) roots depend on, by name; two inputs may not share one."""
     found: dict[str, Symbol] = {}
-    for symbol in _everything(roots):
-        if isinstance(symbol.op, InputOp):
-            other = found.setdefault(symbol.name, symbol)
-            if other is not symbol:
+    for op in all_operations(roots):
+        if isinstance(op, InputOp):
+            symbol = op.outputs[0]
+            if found.setdefault(symbol.name, symbol) is not symbol:
                 raise AuthoringError(f"two different inputs are named '{symbol.name}'")
     return found
-
-
-def _everything(roots: list[Symbol]):
-    """Every symbol the roots depend on, loop bodies included."""
-    from .canonical import LoopOp
-
-    seen: set = set()
-    stack = list(roots)
-    while stack:
-        symbol = stack.pop()
-        if symbol in seen:
-            continue
-        seen.add(symbol)
-        yield symbol
-        op = symbol.op
-        stack.extend(op.dependencies())
-        if isinstance(op, LoopOp):
-            stack.extend(op.body_roots())
 
 
 def _copy_of_input(symbol: Symbol, found: Mapping[str, Symbol]) -> Symbol:

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .canonical import LoopOp, LoopState, SequenceInput, StackedOutput
+from .canonical import LoopOp, LoopState, SequenceInput, StackedOutput, all_operations
 from .symbolic import ConstantOp, FormalOp, OnnxOp, Operation, Symbol, apply, tracing
 
 __all__ = ["copy_graph", "keep_only_what_is_used", "optimize"]
@@ -32,49 +32,35 @@ def optimize(roots: list[Symbol]) -> list[Symbol]:
 # ---------------------------------------------------------------- copying
 
 
-class _Copier:
-    def __init__(self) -> None:
-        self.symbols: dict[Symbol, Symbol] = {}
+def copy_graph(roots: list[Symbol]) -> list[Symbol]:
+    """Copies of ``roots`` computed by copies of every operation they depend on."""
+    twins: dict[Symbol, Symbol] = {}
 
-    def __call__(self, symbol: Symbol | None) -> Symbol | None:
-        if symbol is None:
-            return None
-        if symbol not in self.symbols:
-            self._copy_op(symbol.op)
-        return self.symbols[symbol]
+    def twin(symbol: Symbol | None) -> Symbol | None:
+        return None if symbol is None else twins[symbol]
 
-    def _copy_op(self, op: Operation) -> None:
+    for op in all_operations(roots):  # what an operation reads is copied before it
         new = copy.copy(op)
         new.outputs = []
         for old in op.outputs:
-            twin = Symbol(new, old.index, old.type, old.name)
-            new.outputs.append(twin)
-            self.symbols[old] = twin
-        new.inputs = tuple(self(s) for s in op.inputs)
+            twins[old] = Symbol(new, old.index, old.type, old.name)
+            new.outputs.append(twins[old])
+        new.inputs = tuple(twin(s) for s in op.inputs)
         if isinstance(op, LoopOp):
-            self._copy_loop(op, new)
-
-    def _copy_loop(self, op: LoopOp, new: LoopOp) -> None:
-        new.sequences = [SequenceInput(self(s.formal), self(s.source)) for s in op.sequences]
-        states = {}
-        for s in op.states:
-            states[s] = LoopState(self(s.formal), self(s.initial), self(s.next),
-                                  self.symbols[s.final], s.role)
-        new.states = list(states.values())
-        new.stacked = [
-            StackedOutput(self(o.step_value), states.get(o.state), o.state_is_window,
-                          self.symbols[o.result])
-            for o in op.stacked
-        ]
-        new.trip_count = self(op.trip_count)
-        new.until = self(op.until)
-        new.replacements = {self(k): self(v) for k, v in op.replacements.items()}
+            _copy_loop(op, new, twin)
+    return [twins[r] for r in roots]
 
 
-def copy_graph(roots: list[Symbol]) -> list[Symbol]:
-    """Copies of ``roots`` computed by copies of every operation they depend on."""
-    copier = _Copier()
-    return [copier(r) for r in roots]
+def _copy_loop(op: LoopOp, new: LoopOp, twin) -> None:
+    new.sequences = [SequenceInput(twin(s.formal), twin(s.source)) for s in op.sequences]
+    states = {s: LoopState(twin(s.formal), twin(s.initial), twin(s.next), twin(s.final), s.role)
+              for s in op.states}
+    new.states = list(states.values())
+    new.stacked = [StackedOutput(twin(o.step_value), states.get(o.state), o.state_is_window,
+                                 twin(o.result)) for o in op.stacked]
+    new.trip_count = twin(op.trip_count)
+    new.until = twin(op.until)
+    new.replacements = {twin(k): twin(v) for k, v in op.replacements.items()}
 
 
 # ---------------------------------------------------------------- last step only
@@ -84,23 +70,13 @@ def _consumers(roots: list[Symbol]) -> tuple[dict[Symbol, list[Operation]], list
     """Who reads each symbol (bodies included), and every loop, inner loops first."""
     readers: dict[Symbol, list[Operation]] = defaultdict(list)
     loops: list[LoopOp] = []
-    seen: set[Operation] = set()
-
-    def visit(op: Operation) -> None:
-        if op in seen:
-            return
-        seen.add(op)
+    for op in all_operations(roots):
         deps = op.dependencies()
         if isinstance(op, LoopOp):
             deps = deps + op.body_roots()
+            loops.append(op)
         for dep in deps:
             readers[dep].append(op)
-            visit(dep.op)
-        if isinstance(op, LoopOp):
-            loops.append(op)
-
-    for root in roots:
-        visit(root.op)
     return readers, loops
 
 

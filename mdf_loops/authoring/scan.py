@@ -75,13 +75,12 @@ def scan(
     out_args = output_args(outputs_info, label)
     non_seqs = [as_symbol(v) for v in as_list(non_sequences)]
     steps, steps_static = n_steps_arg(n_steps, label)
-    sources, trip_count, steps_known = prepare_sequences(
-        seq_args, steps, steps_static, go_backwards, label)
+    prepared = prepare_sequences(seq_args, steps, steps_static, go_backwards)
 
     body = Scope(current_scope(), label)
     with tracing(body):
-        seq_inputs = [SequenceInput(_formal(s.type.element(), role, hint), s)
-                      for s, role, hint in sources]
+        seq_inputs = [SequenceInput(_formal(s.rows.type.element(), s.role, s.hint), s.rows)
+                      for s in prepared.slices]
         tap_args, carried = _output_formals(out_args)
         returned = fn(*[s.formal for s in seq_inputs], *tap_args, *non_seqs)
         outputs, updates, condition = _split_return(returned, label)
@@ -103,7 +102,7 @@ def scan(
         raise ScanError(f"{label}: with no sequences, n_steps (or an until condition) is "
                         "needed to know how many steps to run")
     loop = LoopOp(name or "scan", body, seq_inputs, states + update_states, stacked,
-                  trip_count, steps_known, until_condition, replacements,
+                  prepared.trip_count, prepared.steps_known, until_condition, replacements,
                   steps_may_be_zero=steps is not None and not steps_static)
     if strict:
         _check_strict(loop, non_seqs, seq_args, label)

@@ -1,0 +1,156 @@
+"""Every execution mode gives the same outputs: conformance cases, examples, workloads."""
+
+from __future__ import annotations
+
+import glob
+import os
+import warnings
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import mdf_loops
+from mdf_loops.compiled import CompileError, compile_model
+from mdf_loops.workloads import elman_rnn, running_sum, while_loop
+
+HERE = os.path.dirname(__file__)
+EXAMPLES = os.path.join(HERE, "..", "examples")
+
+
+def _control_flow_cases():
+    from onnx.backend.test.case.node import collect_testcases
+
+    def has_control_flow(graph):
+        return any(
+            node.op_type in ("Loop", "Scan", "If")
+            or any(a.g.node and has_control_flow(a.g) for a in node.attribute)
+            for node in graph.node
+        )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [c for c in collect_testcases(None) if has_control_flow(c.model.graph)]
+
+
+CASES = _control_flow_cases()
+
+
+def _same(actual, expected, rtol=1e-4, atol=1e-5):
+    if isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            _same(a, e, rtol, atol)
+        return
+    if expected is None:
+        assert actual is None
+        return
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape
+    assert actual.dtype == expected.dtype
+    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                               rtol=rtol, atol=atol)
+
+
+def _accepted_by_onnxruntime(case) -> bool:
+    try:
+        ort.InferenceSession(case.model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return True
+    except Exception:
+        return False
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_conformance_case_in_every_mode(case):
+    model = mdf_loops.onnx_to_mdf(case.model)
+    names = [i.name for i in case.model.graph.input]
+    inputs, expected = case.data_sets[0]
+    feed = dict(zip(names, inputs))
+    outputs = [o.name for o in case.model.graph.output]
+
+    scheduler = mdf_loops.run(model, feed, backend="scheduler")
+    for name, value in zip(outputs, expected):
+        _same(scheduler[name], value)
+
+    auto = mdf_loops.run(model, feed)
+    for name, value in zip(outputs, expected):
+        _same(auto[name], value)
+
+    if _accepted_by_onnxruntime(case):
+        compiled = mdf_loops.run(model, feed, backend="onnxruntime")
+        for name, value in zip(outputs, expected):
+            _same(compiled[name], value)
+    else:  # onnxruntime refuses the opset: the compiled mode says so, auto fell back
+        with pytest.raises(CompileError):
+            mdf_loops.run(model, feed, backend="onnxruntime")
+
+
+def test_the_compiled_mode_covers_every_case_onnxruntime_accepts():
+    accepted = [c for c in CASES if _accepted_by_onnxruntime(c)]
+    assert len(CASES) == 38
+    assert len(accepted) == 20
+
+
+WORKLOADS = [elman_rnn(40), running_sum(300), while_loop(200)]
+
+
+@pytest.mark.parametrize("work", WORKLOADS, ids=[w.name for w in WORKLOADS])
+@pytest.mark.parametrize("backend", ["scheduler", "onnxruntime", "auto"])
+def test_workloads_agree_with_their_numpy_loop(work, backend):
+    model = mdf_loops.onnx_to_mdf(work.model)
+    outputs = mdf_loops.run(model, work.inputs, backend=backend)
+    for actual, expected in zip(outputs.values(), work.numpy_loop(work.inputs)):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+def _example_inputs(path):
+    """Inputs of an example: the arrays its script feeds, from the sibling .npz when present."""
+    data = os.path.splitext(path)[0] + ".inputs.npz"
+    if os.path.exists(data):
+        with np.load(data) as loaded:
+            return {k: loaded[k] for k in loaded.files}
+    return None
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(EXAMPLES, "leaky_integrator.json"))))
+def test_example_runs_the_same_in_every_mode(path):
+    inputs = {"x0": np.array(0.0), "I": np.sin(np.arange(40) / 5.0)}
+    expected = []
+    x = 0.0
+    for current in inputs["I"]:
+        x = x + 0.1 * (-x + current) / 2.0
+        expected.append(x)
+    for backend in ("scheduler", "onnxruntime", "auto"):
+        outputs = mdf_loops.run(path, inputs, backend=backend)
+        np.testing.assert_allclose(outputs["integrate.trace"], expected, rtol=1e-12)
+        np.testing.assert_allclose(outputs["integrate.x_final"], expected[-1], rtol=1e-12)
+
+
+def test_compiled_models_are_cached_per_model_and_input_types():
+    work = running_sum(10)
+    model = mdf_loops.onnx_to_mdf(work.model)
+    from mdf_loops.compiled import _CACHE, clear_compiled
+
+    clear_compiled()
+    mdf_loops.run(model, work.inputs)
+    mdf_loops.run(model, {**work.inputs, "x": work.inputs["x"][:5]})  # other length, same types
+    assert len(_CACHE[model]) == 1
+    mdf_loops.run(model, work.inputs, max_iterations=50)  # other limits: another compilation
+    assert len(_CACHE[model]) == 2
+
+
+def test_unknown_backend_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="scheduler"):
+        mdf_loops.run(mdf_loops.onnx_to_mdf(running_sum(3).model), running_sum(3).inputs,
+                      backend="fast")
+
+
+def test_compile_model_reports_why_it_cannot_compile():
+    # a stateful MDF parameter keeps state between evaluations: no ONNX equivalent
+    from modeci_mdf.mdf import Graph, Model, Node, OutputPort, Parameter
+
+    node = Node(id="counter", parameters=[Parameter(id="count", value="count + 1")],
+                output_ports=[OutputPort(id="out", value="count")])
+    model = Model(id="stateful", graphs=[Graph(id="main", nodes=[node])])
+    with pytest.raises(CompileError, match="counter"):
+        compile_model(model, {})

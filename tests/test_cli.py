@@ -1,0 +1,426 @@
+"""The ``mdf-loops`` command, run as a real program (a subprocess), success and failure paths.
+
+Values are checked against numpy written here (leaky integrator, Elman RNN), the
+expected outputs of ONNX conformance cases, and onnxruntime on exported files.
+A failure must be one line on stderr (``mdf-loops: error: ...``) naming the file or
+model element, with exit status 1 and nothing on stdout.
+
+Starting Python with mdf-loops takes seconds, so the subprocesses are declared
+with :func:`program` next to the test that checks them and all start together,
+in parallel, the first time a test asks for a result. Cases that need no new
+process (every example file, small option errors) call ``cli.main`` in-process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+
+import mdf_loops
+from conftest import assert_same, control_flow_cases
+from mdf_loops import cli, ops
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+LEAKY = EXAMPLES / "leaky_integrator.json"
+ELMAN = EXAMPLES / "elman_rnn.json"
+HAS_DOT = shutil.which("dot") is not None
+
+
+def mdf_loops_command(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``python -m mdf_loops ARGS``: the program behind the ``mdf-loops`` console script."""
+    return subprocess.run([sys.executable, "-m", "mdf_loops", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+# ---------------------------------------------------------------- programs run in parallel
+
+_PROGRAMS: dict[str, tuple[tuple, str | None]] = {}
+
+
+def program(name: str, *args, after: str | None = None) -> str:
+    """Declare ``mdf-loops ARGS`` (run in the workspace folder, after program ``after``)."""
+    _PROGRAMS[name] = (args, after)
+    return name
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """A folder with the files the programs read."""
+    folder = tmp_path_factory.mktemp("workspace")
+    for name in ("test_scan9_sum", "test_loop16_seq_none"):
+        (folder / f"{name}.onnx").write_bytes(control_flow_cases()[name].model.SerializeToString())
+    np.save(folder / "x0.npy", np.array(0.25))
+    np.save(folder / "current.npy", _current())
+    np.savez(folder / "elman_inputs.npz", **_example("elman_rnn").example_inputs())
+    (folder / "invalid.json").write_text(LEAKY.read_text().replace('"I_t"\n', '"I_t",\n "extra"\n', 1))
+    (folder / "broken.json").write_text('{"model": {"graphs": {\n')
+    (folder / "broken.yaml").write_text("model:\n  graphs: {main: [1, 2}\n")
+    (folder / "earlier.npz").write_bytes(b"earlier")
+    (folder / "leaky.json").write_text(LEAKY.read_text())
+    os.link(folder / "leaky.json", folder / "same_file.onnx")  # another name of the model file
+    return folder
+
+
+@pytest.fixture(scope="module")
+def results(workspace) -> dict[str, subprocess.CompletedProcess]:
+    """Every declared program's result, by name (all started at once)."""
+    def chain(name: str) -> dict:
+        args, _ = _PROGRAMS[name]
+        done = {name: mdf_loops_command(*args, cwd=workspace)}
+        for follower, (_, after) in _PROGRAMS.items():
+            if after == name:
+                done.update(chain(follower))
+        return done
+
+    roots = [name for name, (_, after) in _PROGRAMS.items() if after is None]
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        finished = list(pool.map(chain, roots))
+    return {name: result for done in finished for name, result in done.items()}
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("mdf-loops: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+# ---------------------------------------------------------------- oracles
+
+
+def _current() -> np.ndarray:
+    return np.random.default_rng(7).normal(size=40)
+
+
+def leaky_oracle(x0: float, current: np.ndarray, dt: float = 0.1, tau: float = 2.0) -> np.ndarray:
+    x, trace = x0, []
+    for i_t in current:
+        x = x + dt * (-x + i_t) / tau
+        trace.append(x)
+    return np.array(trace)
+
+
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(f"cli_example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def elman_oracle(h0: np.ndarray, x: np.ndarray) -> np.ndarray:
+    w = _example("elman_rnn").weights()
+    h, hidden = h0, []
+    for x_t in x:
+        h = np.tanh(w["W"] @ x_t + w["U"] @ h + w["b"])
+        hidden.append(h)
+    return np.array(hidden)
+
+
+# ---------------------------------------------------------------- run, import, export, validate, render
+
+PRINTED = program("printed", "run", LEAKY, "--input", "x0=0.5", "--input", "I=[1, 1, 0, 2]")
+
+
+def test_run_prints_each_output_with_dtype_shape_and_values(results):
+    result = results[PRINTED]
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # not a terminal: no progress, no notes
+    lines = result.stdout.splitlines()
+    expected = leaky_oracle(0.5, np.array([1.0, 1.0, 0.0, 2.0]))
+    assert lines[0] == "integrate.x_final: float64, shape ()"
+    assert float(lines[1]) == pytest.approx(expected[-1], abs=1e-6)
+    assert lines[2] == "integrate.trace: float64, shape (4,)"
+    shown = np.array([float(v) for v in lines[3].strip(" []").split()])
+    np.testing.assert_allclose(shown, expected, atol=1e-6)
+
+
+SAVED = program("saved", "run", LEAKY, "-i", "x0=x0.npy", "-i", "I=current.npy", "-o", "leaky_out.npz")
+
+
+def test_run_reads_npy_files_and_saves_npz(results, workspace):
+    result = results[SAVED]
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "wrote 2 outputs to leaky_out.npz\n")
+    with np.load(workspace / "leaky_out.npz") as saved:
+        np.testing.assert_allclose(saved["integrate.trace"], leaky_oracle(0.25, _current()), rtol=1e-12)
+        assert saved["integrate.x_final"].shape == ()
+
+
+ALL_FROM_NPZ = program("all_from_npz", "run", ELMAN, "--input", "elman_inputs.npz",
+                       "-o", "elman_out.npz", "--quiet")
+
+
+def test_run_takes_all_inputs_from_one_npz_and_quiet_silences_notes(results, workspace):
+    result = results[ALL_FROM_NPZ]
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    inputs = _example("elman_rnn").example_inputs()
+    with np.load(workspace / "elman_out.npz") as saved:
+        np.testing.assert_allclose(saved["rnn.hidden"], elman_oracle(inputs["h0"], inputs["x"]),
+                                   rtol=1e-10)
+
+
+ONNX_RUN = program("onnx_run", "run", "test_scan9_sum.onnx", "-i", "initial=[0, 0]",
+                   "-i", "x=[[1, 2], [3, 4], [5, 6]]")
+
+
+def test_run_an_onnx_model_with_json_inputs_cast_to_the_declared_type(results):
+    result = results[ONNX_RUN]
+    assert result.returncode == 0, result.stderr
+    expected_y, expected_z = control_flow_cases()["test_scan9_sum"].data_sets[0][1]
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"y: float32, shape {expected_y.shape}"
+    np.testing.assert_array_equal([float(v) for v in lines[1].strip(" []").split()], expected_y)
+    assert lines[2] == f"z: float32, shape {expected_z.shape}"
+
+
+IMPORTED = program("imported", "import", "test_loop16_seq_none.onnx", "-o", "loop16.yaml")
+RUN_IMPORTED = program("run_imported", "run", "loop16.yaml", "-i", "trip_count=5", "-i", "cond=true",
+                       "-i", "opt_seq=[0]", "-o", "loop16_out.npz", after=IMPORTED)
+
+
+def test_import_then_run_a_loop_with_a_nested_if(results, workspace):
+    assert (results[IMPORTED].returncode, results[IMPORTED].stderr) == (0, "wrote loop16.yaml\n")
+    assert results[RUN_IMPORTED].returncode == 0, results[RUN_IMPORTED].stderr
+    (expected,) = control_flow_cases()["test_loop16_seq_none"].data_sets[0][1]
+    with np.load(workspace / "loop16_out.npz") as saved:
+        assert sorted(saved.files) == [f"seq_res[{k}]" for k in range(len(expected))]
+        assert_same([saved[f"seq_res[{k}]"] for k in range(len(expected))], expected)
+
+
+EXPORTED = program("exported", "export", ELMAN, "-o", "elman.onnx")
+
+
+def test_export_writes_onnx_that_onnxruntime_runs_to_the_numpy_result(results, workspace):
+    assert (results[EXPORTED].returncode, results[EXPORTED].stderr) == (0, "wrote elman.onnx\n")
+    inputs = _example("elman_rnn").example_inputs()
+    session = onnxruntime.InferenceSession(str(workspace / "elman.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    outputs = dict(zip([o.name for o in session.get_outputs()], session.run(None, inputs)))
+    np.testing.assert_allclose(outputs["rnn.hidden"], elman_oracle(inputs["h0"], inputs["x"]),
+                               rtol=1e-9)
+
+
+VALID = program("valid", "validate", "leaky.json")
+
+
+def test_validate_reports_a_valid_model(results):
+    assert (results[VALID].returncode, results[VALID].stdout, results[VALID].stderr) == \
+        (0, "leaky.json: valid\n", "")
+
+
+RENDERED = program("rendered", "render", "test_loop16_seq_none.onnx", "-o", "loop16.png", "-q")
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot program is not installed")
+def test_render_writes_a_png(results, workspace):
+    assert (results[RENDERED].returncode, results[RENDERED].stdout, results[RENDERED].stderr) == (0, "", "")
+    assert (workspace / "loop16.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_installed_console_script():
+    script = shutil.which("mdf-loops", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the package is not installed with its console script")
+    result = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=600)
+    assert (result.returncode, result.stdout) == (0, f"mdf-loops {mdf_loops.__version__}\n")
+
+
+# ---------------------------------------------------------------- failure paths
+
+MISSING = program("missing", "run", "absent.json")
+BROKEN_JSON = program("broken_json", "run", "broken.json")
+BROKEN_YAML = program("broken_yaml", "validate", "broken.yaml")
+
+
+def test_a_missing_or_malformed_model_file(results):
+    assert_one_error_line(results[MISSING], "absent.json: no such file")
+    assert_one_error_line(results[BROKEN_JSON], "broken.json: not valid JSON", "(line 2, column 1)")
+    assert_one_error_line(results[BROKEN_YAML], "broken.yaml: not valid YAML", "line 2")
+
+
+RUN_INVALID = program("run_invalid", "run", "invalid.json", "-i", "x0=0", "-i", "I=[1]")
+VALIDATE_INVALID = program("validate_invalid", "validate", "invalid.json")
+
+
+def test_a_model_that_fails_validation(results):
+    assert_one_error_line(results[RUN_INVALID], "invalid.json is not a valid model: ",
+                          "graphs.main.nodes.integrate.parameters.body: expects 2 formal inputs")
+    result = results[VALIDATE_INVALID]
+    assert result.returncode == 1
+    assert result.stdout == ("graphs.main.nodes.integrate.parameters.body: expects 2 formal inputs "
+                             "(1 state + 1 scan input), found 3\n")
+    assert result.stderr == "mdf-loops: invalid.json: 1 problem\n"
+
+
+DECLARED_SHAPE = program("declared_shape", "run", "test_scan9_sum.onnx", "-i", "initial=[0, 0, 0]",
+                         "-i", "x=[[1, 2]]")
+LOOP_SHAPE = program("loop_shape", "run", LEAKY, "-i", "x0=0", "-i", "I=[[1, 2], [3, 4]]",
+                     "-o", "earlier.npz")
+
+
+def test_an_input_with_the_wrong_shape(results, workspace):
+    assert_one_error_line(results[DECLARED_SHAPE],
+                          "input 'initial': expected shape [2] (as the model declares), got [3]")
+    assert_one_error_line(results[LOOP_SHAPE], "node 'integrate'",
+                          "state 0 changed shape from () to (2,)", "iteration 0")
+    assert (workspace / "earlier.npz").read_bytes() == b"earlier"  # a failed run writes nothing
+    assert not [p for p in workspace.iterdir() if p.name.endswith(".part")]
+
+
+VERBOSE = program("verbose", "run", LEAKY, "-v", "-i", "x0=0", "-i", "I=[[1, 2]]")
+
+
+def test_verbose_adds_the_traceback(results):
+    result = results[VERBOSE]
+    assert result.returncode == 1
+    assert "Traceback (most recent call last)" in result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].startswith("mdf-loops: error: node 'integrate'")
+
+
+OVERWRITE = program("overwrite", "export", "leaky.json", "-o", "same_file.onnx")
+
+
+def test_refuses_to_overwrite_the_model_it_reads(results, workspace):
+    assert_one_error_line(results[OVERWRITE], "same_file.onnx: refusing to overwrite the input file")
+    assert (workspace / "leaky.json").read_text() == LEAKY.read_text()
+
+
+# ---------------------------------------------------------------- progress on a terminal
+
+
+@pytest.mark.skipif(not hasattr(ops, "observe_iterations"),
+                    reason="the engine offers no iteration hook (ops.observe_iterations)")
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_shows_on_a_terminal(tmp_path):
+    import pty
+
+    np.save(tmp_path / "current.npy", np.ones(40000))
+    args = [sys.executable, "-m", "mdf_loops", "run", str(LEAKY), "-i", "x0=0",
+            "-i", f"I={tmp_path / 'current.npy'}", "-o", str(tmp_path / "out.npz")]
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the program ended and closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    process.wait(timeout=600)
+    os.close(controller)
+    assert process.returncode == 0
+    assert re.search(rb"node 'integrate': iteration [\d,]+/40,000", shown), shown[-300:]
+
+
+# ---------------------------------------------------------------- in-process: option errors
+
+
+def _main(capsys, *args) -> tuple[int, str, str]:
+    status = cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def _error(capsys, *args) -> str:
+    status, out, err = _main(capsys, *args)
+    assert (status, out) == (1, "")
+    assert err.count("\n") == 1 and err.startswith("mdf-loops: error: ")
+    return err
+
+
+def test_input_options_that_do_not_fit(capsys, tmp_path):
+    assert "unknown input 'current'; the model takes 'I', 'x0'" in _error(capsys, "run", LEAKY, "-i", "current=[1]")
+    assert "input 'I': 'ones' is neither a .npy/.npz file nor a JSON value" in _error(capsys, "run", LEAKY, "-i", "I=ones")
+    assert "missing inputs ['I']" in _error(capsys, "run", LEAKY, "-i", "x0=0")
+    assert "absent.npy: no such file" in _error(capsys, "run", LEAKY, "-i", f"I={tmp_path / 'absent.npy'}")
+    np.savez(tmp_path / "other.npz", J=np.ones(3))
+    assert "holds no array 'I' (it holds J)" in _error(capsys, "run", LEAKY, "-i", f"I={tmp_path / 'other.npz'}")
+    assert "input 'x0' is given twice" in _error(capsys, "run", LEAKY, "-i", "x0=0", "-i", "x0=1")
+
+
+def test_outputs_of_the_wrong_kind_are_refused(capsys, tmp_path):
+    assert "x.txt: the output must end in .png or .svg or .pdf" in _error(capsys, "render", LEAKY, "-o", tmp_path / "x.txt")
+    assert "x.json: the output must end in .npz" in _error(capsys, "run", LEAKY, "-o", tmp_path / "x.json")
+    assert "folder" in _error(capsys, "import", tmp_path / "m.onnx", "-o", tmp_path / "absent" / "m.json")
+    assert "expected an .onnx file to import" in _error(capsys, "import", LEAKY, "-o", tmp_path / "m.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_expected_json_literal_is_typed_by_the_declaration(capsys):
+    status, out, _ = _main(capsys, "run", ELMAN, "-i", "h0=[0, 0, 0, 0, 0]", "-i", "x=[[1, 0, 0]]")
+    assert status == 0
+    assert "rnn.hidden: float64, shape (1, 5)" in out
+    assert "expected shape [5]" in _error(capsys, "run", ELMAN, "-i", "h0=[0, 0]", "-i", "x=[[1, 0, 0]]")
+
+
+def test_large_arrays_are_abbreviated(capsys, tmp_path):
+    np.save(tmp_path / "current.npy", np.linspace(0.0, 1.0, 5000))
+    status, out, _ = _main(capsys, "run", LEAKY, "-i", "x0=0", "-i", f"I={tmp_path / 'current.npy'}")
+    assert status == 0
+    assert "integrate.trace: float64, shape (5000,)" in out and "..." in out
+    assert len(out) < 400
+
+
+def test_no_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main([])
+    assert stop.value.code == 2
+    assert "usage: mdf-loops" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- in-process: every example
+
+
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*.json"))
+
+
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
+def test_validate_and_render_every_example(example, tmp_path, capsys):
+    assert _main(capsys, "validate", example) == (0, f"{example}: valid\n", "")
+    yaml_file = example.with_suffix(".yaml")
+    assert _main(capsys, "validate", yaml_file) == (0, f"{yaml_file}: valid\n", "")
+    if HAS_DOT:
+        assert _main(capsys, "render", yaml_file, "-o", tmp_path / "x.svg")[0] == 0
+        assert "<svg" in (tmp_path / "x.svg").read_text()
+
+
+def _inputs_of(example: Path) -> dict | None:
+    script = example.with_suffix(".py")
+    module = _example(example.stem) if script.exists() else None
+    inputs = module.example_inputs() if hasattr(module, "example_inputs") else None
+    if not inputs or not all(isinstance(v, np.ndarray) for v in inputs.values()):
+        return None
+    return inputs
+
+
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
+def test_run_every_example_from_an_npz(example, tmp_path, capsys):
+    """The command hands inputs and outputs through unchanged: its .npz equals what
+    ``mdf_loops.run`` returns (whose values test_examples.py checks against numpy)."""
+    inputs = _inputs_of(example)
+    if inputs is None:
+        pytest.skip("the example script gives no example_inputs() of arrays")
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    status, _, err = _main(capsys, "run", example, "-i", tmp_path / "inputs.npz", "-o", tmp_path / "out.npz")
+    assert status == 0, err
+    expected = mdf_loops.run(example, inputs)
+    with np.load(tmp_path / "out.npz") as saved:
+        assert sorted(saved.files) == sorted(expected)
+        for name, value in expected.items():
+            assert_same(saved[name], value, rtol=0, atol=0)

@@ -1,0 +1,257 @@
+"""mdf_loops.render: pictures drawn by Graphviz's real ``dot`` program.
+
+Each picture is checked as a file (PNG/PDF magic bytes, SVG parsed as XML) and by
+what the SVG shows: every node id of every body at every depth, a cluster per loop
+node and per body, inner clusters drawn inside outer ones, the binding edges, and
+the loop attributes in the cluster labels. The node ids the picture must show are
+collected here from the model file itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import mdf_loops
+from conftest import control_flow_cases
+from mdf_loops.render import render, to_graphviz
+
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None,
+                                reason="Graphviz's dot program is not installed")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SVG = "{http://www.w3.org/2000/svg}"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def body_node_ids(document: dict) -> set[str]:
+    """Ids of the nodes of every body graph (``{"graph_<id>": graph}`` values), at every depth."""
+    found: set[str] = set()
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and key.startswith("graph_") and isinstance(item, dict):
+                    found.update((item.get("nodes") or {}).keys())
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(document)
+    return found
+
+
+def svg_texts(svg: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in svg.iter(f"{SVG}text")]
+
+
+def clusters(svg: ET.Element) -> dict[str, tuple[float, float, float, float]]:
+    """Bounding box of each cluster, by the Graphviz name of the cluster."""
+    boxes = {}
+    for group in svg.iter(f"{SVG}g"):
+        if group.get("class") != "cluster":
+            continue
+        title = group.find(f"{SVG}title").text
+        numbers = []
+        for shape in group:
+            numbers += [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", shape.get("d") or shape.get("points") or "")]
+        xs, ys = numbers[0::2], numbers[1::2]
+        boxes[title] = (min(xs), min(ys), max(xs), max(ys))
+    return boxes
+
+
+def edge_titles(svg: ET.Element) -> set[str]:
+    return {g.find(f"{SVG}title").text for g in svg.iter(f"{SVG}g") if g.get("class") == "edge"}
+
+
+def label_lines(svg: ET.Element) -> list[str]:
+    """The texts of the SVG, a bold id and the rest of its line joined (``"rnn: onnx::Scan"``)."""
+    lines = []
+    for text in svg_texts(svg):
+        if lines and text.startswith(": "):
+            lines[-1] += text
+        else:
+            lines.append(text)
+    return lines
+
+
+def inside(inner, outer) -> bool:
+    return outer[0] <= inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2] and inner[3] <= outer[3]
+
+
+@pytest.fixture(scope="module")
+def loop16(tmp_path_factory) -> Path:
+    """ONNX conformance case test_loop16_seq_none (a Loop whose body holds an If), as a file."""
+    path = tmp_path_factory.mktemp("onnx") / "test_loop16_seq_none.onnx"
+    path.write_bytes(control_flow_cases()["test_loop16_seq_none"].model.SerializeToString())
+    return path
+
+
+# ---------------------------------------------------------------- every example
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.json")), ids=lambda p: p.stem)
+def test_png_and_svg_of_every_example(example, tmp_path):
+    png = render(example, tmp_path / "picture.png")
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    svg = ET.parse(render(example, tmp_path / "picture.svg")).getroot()
+    texts = set(svg_texts(svg))
+    ids = body_node_ids(json.loads(example.read_text()))
+    assert ids, "every example has a loop body"
+    assert ids <= texts, f"missing body nodes: {sorted(ids - texts)}"
+
+
+# ---------------------------------------------------------------- the leaky integrator in detail
+
+
+@pytest.fixture(scope="module")
+def leaky_svg(tmp_path_factory) -> ET.Element:
+    path = tmp_path_factory.mktemp("svg") / "leaky.svg"
+    return ET.parse(render(EXAMPLES / "leaky_integrator.json", path)).getroot()
+
+
+def test_a_scan_is_a_cluster_holding_its_body(leaky_svg):
+    boxes = clusters(leaky_svg)
+    assert set(boxes) == {"cluster_main/integrate", "cluster_main/integrate/body"}
+    assert inside(boxes["cluster_main/integrate/body"], boxes["cluster_main/integrate"])
+
+
+def test_the_scan_label_names_operator_and_attributes(leaky_svg):
+    texts = label_lines(leaky_svg)
+    assert "integrate: onnx::Scan" in texts
+    assert "num_scan_inputs = 1" in texts
+
+
+def test_edges_bind_loop_inputs_to_formal_inputs_and_body_outputs_to_loop_outputs(leaky_svg):
+    edges = edge_titles(leaky_svg)
+    assert "main/integrate#in#x0->main/integrate/body#formal#0" in edges  # initial state
+    assert "main/integrate#in#I->main/integrate/body#formal#1" in edges  # scanned input
+    assert "main/integrate/body/step->main/integrate#out#x_final" in edges  # final state
+    assert "main/integrate/body/step->main/integrate#out#trace" in edges  # stacked output
+    assert "main/integrate/body/step->main/integrate/body#formal#0" in edges  # next iteration
+    texts = svg_texts(leaky_svg)
+    for label in ("initial", "slices", "final", "stacked", "next"):
+        assert label in texts
+
+
+def test_formal_inputs_show_their_role(leaky_svg):
+    texts = svg_texts(leaky_svg)
+    assert {"x_prev", "state 0", "I_t", "scan element 0"} <= set(texts)
+
+
+# ---------------------------------------------------------------- nested control flow from ONNX
+
+
+@pytest.fixture(scope="module")
+def loop16_svg(loop16, tmp_path_factory) -> ET.Element:
+    path = tmp_path_factory.mktemp("svg") / "loop16.svg"
+    return ET.parse(render(loop16, path)).getroot()
+
+
+def test_an_imported_loop_with_a_nested_if_renders_to_png(loop16, tmp_path):
+    assert render(loop16, tmp_path / "loop16.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_nested_control_flow_is_drawn_as_nested_clusters(loop16_svg):
+    boxes = clusters(loop16_svg)
+    root = "cluster_test_loop16_seq_none/Loop_0"
+    expected = [root, f"{root}/body", f"{root}/body/If_3", f"{root}/body/If_3/then_branch",
+                f"{root}/body/If_3/else_branch"]
+    assert set(boxes) == set(expected)
+    for inner, outer in [(1, 0), (2, 1), (3, 2), (4, 2)]:
+        assert inside(boxes[expected[inner]], boxes[expected[outer]]), \
+            f"{expected[inner]} is not drawn inside {expected[outer]}"
+
+
+def test_every_body_node_of_the_imported_model_is_shown(loop16, loop16_svg):
+    document = json.loads(mdf_loops.onnx_to_mdf(loop16).to_json())
+    ids = body_node_ids(document)
+    assert len(ids) >= 14  # the Loop body's 12 nodes and one in each If branch
+    assert ids <= set(svg_texts(loop16_svg))
+
+
+def test_loop_and_if_labels_show_trip_count_and_conditions(loop16_svg):
+    texts = label_lines(loop16_svg)
+    assert "Loop_0: onnx::Loop" in texts
+    assert "trip count: trip_count" in texts
+    assert "condition: cond_" in texts
+    assert "If_3: onnx::If" in texts
+    assert "condition: optional_is_none" in texts
+    assert {"iteration number", "condition", "carried 0"} <= set(texts)
+
+
+def test_an_outer_scope_read_enters_the_branch_from_the_if_node(loop16_svg):
+    root = "test_loop16_seq_none/Loop_0/body/If_3"
+    assert f"{root}#in#opt_seq_in->{root}/else_branch/OptionalGetElement_0" in edge_titles(loop16_svg)
+
+
+def test_scan_directions_appear_in_the_label(tmp_path):
+    svg = ET.parse(render(EXAMPLES / "bidirectional_scan.json", tmp_path / "b.svg")).getroot()
+    texts = svg_texts(svg)
+    assert "scan_input_directions = [0, 1]" in texts
+    assert "scan_output_directions = [0, 1]" in texts
+
+
+def test_a_loop_without_trip_count_or_condition_says_so():
+    body = mdf_loops.set_body_signature(_forever_body(), ["i", "c", "v"], ["step.c", "step.v"])
+    model = _forever_model(body)
+    assert "runs until the iteration limit" in to_graphviz(model).source
+
+
+def _forever_body():
+    from modeci_mdf.mdf import Graph, InputPort, Node, OutputPort
+
+    step = Node(id="step", input_ports=[InputPort(id="i"), InputPort(id="c"), InputPort(id="v")],
+                output_ports=[OutputPort(id="c", value="c"), OutputPort(id="v", value="v + 1")])
+    return Graph(id="forever_body", nodes=[step])
+
+
+def _forever_model(body):
+    from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
+
+    node = Node(id="forever", input_ports=[InputPort(id="v0")],
+                parameters=[Parameter(id="body", value=mdf_loops.wrap_body(body)),
+                            Parameter(id="forever", function="onnx::Loop", args={"v_initial": "[v0]"})],
+                output_ports=[OutputPort(id="v", value="forever[0]")])
+    return Model(id="forever_model", graphs=[Graph(id="main", nodes=[node])])
+
+
+# ---------------------------------------------------------------- formats and failures
+
+
+def test_pdf_output(tmp_path):
+    assert render(EXAMPLES / "leaky_integrator.json", tmp_path / "x.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_an_unknown_extension_is_refused(tmp_path):
+    with pytest.raises(mdf_loops.MdfLoopsError, match=r"x\.jpg: cannot tell the picture format; use one of \.png, \.svg, \.pdf"):
+        render(EXAMPLES / "leaky_integrator.json", tmp_path / "x.jpg")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_drawing_leaves_the_earlier_file_intact(tmp_path):
+    target = tmp_path / "picture.svg"
+    target.write_text("earlier")
+    model = mdf_loops.load_model(EXAMPLES / "leaky_integrator.json")
+    model.graphs[0].nodes[0].parameters = [p for p in model.graphs[0].nodes[0].parameters if p.id != "body"]
+    with pytest.raises(mdf_loops.ModelError, match="node 'integrate': onnx::Scan needs a 'body' parameter"):
+        render(model, target)
+    assert target.read_text() == "earlier"
+    assert [p.name for p in tmp_path.iterdir()] == ["picture.svg"]
+
+
+def test_without_dot_the_error_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(mdf_loops.MdfLoopsError, match="apt-get install graphviz"):
+        render(EXAMPLES / "leaky_integrator.json", tmp_path / "x.png")
+
+
+def test_a_graph_that_does_not_exist():
+    with pytest.raises(mdf_loops.MdfLoopsError, match="has no graph 'other'"):
+        to_graphviz(EXAMPLES / "leaky_integrator.json", graph="other")
