@@ -12,7 +12,9 @@ from .errors import (
     MdfLoopsError,
     ModelError,
 )
+from .compiled import CompiledModel, CompileError, clear_compiled, compile_model
 from .ops import Limits, limits
+from .onnx_export import mdf_to_onnx, save_onnx
 from .onnx_import import onnx_to_mdf
 from .registry import register, unregister
 from .representation import BodySignature, body_graph, body_signature, set_body_signature, wrap_body
@@ -24,7 +26,13 @@ __all__ = [
     "register",
     "unregister",
     "onnx_to_mdf",
+    "mdf_to_onnx",
+    "save_onnx",
     "run",
+    "compile_model",
+    "CompiledModel",
+    "CompileError",
+    "clear_compiled",
     "load_model",
     "graph_interface",
     "limits",
