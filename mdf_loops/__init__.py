@@ -12,6 +12,8 @@ from .errors import (
     MdfLoopsError,
     ModelError,
 )
+from . import authoring
+from .authoring import foldl, foldr, map, reduce, scan, until
 from .compiled import CompiledModel, CompileError, clear_compiled, compile_model
 from .ops import Limits, limits
 from .onnx_export import mdf_to_onnx, save_onnx
@@ -33,6 +35,13 @@ __all__ = [
     "CompiledModel",
     "CompileError",
     "clear_compiled",
+    "authoring",
+    "scan",
+    "map",
+    "reduce",
+    "foldl",
+    "foldr",
+    "until",
     "load_model",
     "graph_interface",
     "limits",

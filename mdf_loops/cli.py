@@ -119,7 +119,8 @@ def _run(args: argparse.Namespace) -> int:
         write_atomically(args.output, data)
         for name in left_out:
             _note(args, f"output '{name}' is an empty optional; an .npz file cannot hold it")
-        _note(args, f"wrote {_count(len(outputs) - len(left_out), 'output')} to {args.output}")
+        written = sum(value is not None for value in outputs.values())
+        _note(args, f"wrote {_count(written, 'output')} to {args.output}")
     else:
         sys.stdout.write(format_outputs(outputs))
     return 0
@@ -241,24 +242,29 @@ def _check_model_path(path: str) -> None:
 
 
 def _check_output(path: str, extensions: tuple[str, ...], model: str) -> None:
+    """Fail before any work when the output could not be written."""
     if not path.lower().endswith(extensions):
         raise MdfLoopsError(f"{path}: the output must end in {' or '.join(extensions)}")
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise MdfLoopsError(f"{path}: folder '{folder}' does not exist")
     refuse_overwriting(path, model)
 
 
 def _load_valid_model(path: str):
-    """The model in ``path``, after checking it; the first problem becomes the error."""
+    """The model in ``path``; an MDF file is validated first and its first problem is the
+    error (an ONNX file is imported, and the importer writes the convention)."""
     from .run import load_model
     from .validate import validate
 
     _check_model_path(path)
-    model = load_model(path) if path.endswith(".onnx") else None
-    problems = validate(model if model is not None else path)
-    if problems:
-        more = f" (and {len(problems) - 1} more; see `mdf-loops validate {path}`)" \
-            if len(problems) > 1 else ""
-        raise ModelError(f"{path} is not a valid model: {problems[0]}{more}")
-    return model if model is not None else load_model(path)
+    if not path.endswith(".onnx"):
+        problems = validate(path)
+        if problems:
+            more = f" (and {len(problems) - 1} more; see `mdf-loops validate {path}`)" \
+                if len(problems) > 1 else ""
+            raise ModelError(f"{path} is not a valid model: {problems[0]}{more}")
+    return load_model(path)
 
 
 def _graph_of(model, graph_id: str | None):
@@ -343,39 +349,61 @@ def _progress(stream: TextIO) -> Iterator[None]:
 
 
 class _ProgressLine:
-    """One status line, redrawn at most ten times a second after the first half second."""
+    """One status line, redrawn at most ten times a second after the first half second.
+
+    It shows the innermost running loop with the iterations of the loops around it,
+    e.g. ``node 'trials' > iteration 5/200 > node 'steps': iteration 96/100``.
+    """
 
     def __init__(self, stream: TextIO):
         self.stream = stream
         self.started = time.monotonic()
         self.last = 0.0
-        self.shown = False
+        self.width = 0
+        self.totals: dict[str, int | None] = {}
 
     def update(self, location: str, done: int, total: int | None) -> None:
+        """Called as an iteration of the loop at ``location`` starts (``done`` before it)."""
+        self.totals[location] = total
         now = time.monotonic()
         if now - self.started < 0.5 or now - self.last < 0.1:
             return
         self.last = now
-        where = location.rsplit(" > iteration", 1)[0] if location else "loop"
-        count = f"{done:,}/{total:,}" if total is not None else f"{done:,}"
-        text = f"{where}: iteration {count}"
-        width = max(_terminal_width(self.stream) - 1, 20)
-        self.stream.write("\r" + text[-width:].ljust(width))
+        self.show(f"{self.describe(location)}: iteration {_of(done, total)}")
+
+    def describe(self, location: str) -> str:
+        """``location`` with the total of each enclosing loop after its iteration number."""
+        parts = location.split(" > ") if location else ["loop"]
+        for k, part in enumerate(parts):
+            total = self.totals.get(" > ".join(parts[:k]))
+            if k and part.startswith("iteration ") and total is not None:
+                parts[k] = f"iteration {_of(int(part.split()[1]), total)}"
+        return " > ".join(parts)
+
+    def show(self, text: str) -> None:
+        width = _terminal_width(self.stream) - 1
+        text = text if len(text) <= width else "..." + text[-(width - 3):]
+        self.stream.write("\r" + text.ljust(self.width))
         self.stream.flush()
-        self.shown = True
+        self.width = len(text)
 
     def clear(self) -> None:
-        if self.shown:
-            width = max(_terminal_width(self.stream) - 1, 20)
-            self.stream.write("\r" + " " * width + "\r")
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
+            self.width = 0
+
+
+def _of(done: int, total: int | None) -> str:
+    return f"{done:,}" if total is None else f"{done:,}/{total:,}"
 
 
 def _terminal_width(stream: TextIO) -> int:
     try:
-        return os.get_terminal_size(stream.fileno()).columns
-    except (OSError, ValueError):
-        return 80
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        columns = 0
+    return columns if columns >= 20 else 80
 
 
 if __name__ == "__main__":

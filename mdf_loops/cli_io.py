@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import zipfile
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -32,9 +31,6 @@ from .errors import MdfLoopsError
 from .run import graph_interface
 
 __all__ = ["InputError", "read_inputs", "format_outputs", "outputs_to_npz"]
-
-_ARRAY_FILES = (".npy", ".npz")
-
 
 class InputError(MdfLoopsError):
     """An ``--input`` option cannot be read or does not fit the model's input."""
@@ -275,7 +271,3 @@ def outputs_to_npz(outputs: Mapping[str, Any]) -> tuple[bytes, list[str]]:
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return buffer.getvalue(), left_out
-
-
-def is_array_file(path: str | os.PathLike) -> bool:
-    return os.fspath(path).endswith(_ARRAY_FILES)

@@ -80,10 +80,16 @@ def compile_model(
     exported model stops at them (:mod:`mdf_loops.guard`). Raises
     :class:`CompileError` with the reason when the model cannot be compiled.
     """
+    if limits is not None:
+        depth = _mdf_depth(model)
+        if depth > limits.max_depth:  # before exporting: deep nesting is costly to export
+            raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
     try:
         exported = mdf_to_onnx(model, graph=graph, example_inputs=example_inputs)
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
+    except (RecursionError, ValueError, TypeError) as exc:  # protobuf's nesting limit, odd values
+        raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
     runnable, flags = exported, {}
     if limits is not None:
         depth = nesting_depth(exported.graph)
@@ -108,6 +114,25 @@ def compile_model(
         limits,
         flags,
     )
+
+
+def _mdf_depth(model: Model) -> int:
+    """How deep loop bodies nest in ``model`` (0 without loops)."""
+    from .representation import body_graph
+
+    def depth(graph) -> int:
+        deepest = 0
+        for node in graph.nodes:
+            for p in node.parameters:
+                value = p.value
+                if isinstance(value, dict) and len(value) == 1 and str(next(iter(value))).startswith("graph_"):
+                    try:
+                        deepest = max(deepest, 1 + depth(body_graph(value)))
+                    except MdfLoopsError:
+                        continue
+        return deepest
+
+    return max((depth(g) for g in model.graphs), default=0)
 
 
 def _feed_value(value: Any) -> Any:

@@ -372,10 +372,7 @@ class _Translator:
         kwargs = {k.arg: self.visit(k.value) for k in node.keywords}
         builtin = bare and name in _PY_BUILTINS
         if all(isinstance(a, Weak) for a in args + list(kwargs.values())):
-            fn = _PY_BUILTINS[name] if builtin else getattr(np, name, None) or getattr(math, name, None)
-            if fn is None:
-                raise self.fail(node, f"unknown function '{name}'")
-            return Weak(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
+            return self._fold(node, name, builtin, args, kwargs)
         if builtin and name in ("sum", "max", "min") and not kwargs:
             return self._builtin_reduce(node, name, args, kwargs)
         if name in _REDUCTIONS and args:
@@ -435,6 +432,25 @@ class _Translator:
         if len(args) > 1:  # max(a, b): element-wise, as it is for the scalars it is meant for
             return self.b.op("Max" if name == "max" else "Min", self._common(args))[0]
         return self._reduce(node, _REDUCTIONS[name], args, {"axis": Weak(0)})
+
+    def _fold(self, node, name: str, builtin: bool, args: list, kwargs: dict) -> Weak:
+        """Compute a call on constants now, if its result is no larger than its arguments.
+
+        Only element-wise functions and reductions fold: a constant call such as
+        ``numpy.zeros(10**9)`` from a model file must not allocate at export time.
+        """
+        foldable = (set(_UNARY_FUNCTIONS) | set(_BINARY_FUNCTIONS) | set(_REDUCTIONS)
+                    | {"where", "clip"})
+        if name not in foldable and not builtin:
+            raise self.fail(node, f"'{name}' of constants is not computed at export time; "
+                                  "give the value as a literal or a parameter")
+        fn = _PY_BUILTINS[name] if builtin else getattr(np, name, None) or getattr(math, name, None)
+        if fn is None:
+            raise self.fail(node, f"unknown function '{name}'")
+        try:
+            return Weak(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
+        except Exception as exc:  # numpy's errors on constant arguments
+            raise self.fail(node, f"{type(exc).__name__}: {exc}") from exc
 
     def _reduce(self, node, op_type: str, args: list, kwargs: dict) -> str:
         unknown = set(kwargs) - {"axis", "keepdims"}

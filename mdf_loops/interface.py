@@ -37,9 +37,12 @@ def graph_interface(graph: Graph) -> GraphInterface:
     meta = graph.metadata or {}
     names = meta.get("onnx_names") or {}
     if "formal_inputs" in meta and "formal_outputs" in meta:
-        inputs = {names.get(p, p): p for p in meta["formal_inputs"]}
+        inputs = {names.get(p, p): p for p in _strings(meta, "formal_inputs", graph.id)}
         outputs = {}
-        for ref in meta["formal_outputs"]:
+        for ref in _strings(meta, "formal_outputs", graph.id):
+            if ref.count(".") != 1:
+                raise ModelError(f"graph '{graph.id}': formal output {ref!r} must be "
+                                 "'node_id.port_id'")
             node, port = ref.split(".")
             outputs[names.get(ref, ref)] = (node, port)
         return GraphInterface(inputs, outputs)
@@ -59,6 +62,14 @@ def graph_interface(graph: Graph) -> GraphInterface:
     return GraphInterface(inputs, outputs)
 
 
+def _strings(meta: dict, key: str, graph_id: str) -> list[str]:
+    values = meta[key]
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ModelError(f"graph '{graph_id}': metadata '{key}' must be a list of ids, "
+                         f"found {values!r:.60}")
+    return values
+
+
 def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     """An MDF ``Model`` from a Model, an MDF JSON/YAML file, or an ONNX file.
 
@@ -70,7 +81,8 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     if isinstance(model_or_path, Model):
         return model_or_path
     if not isinstance(model_or_path, (str, os.PathLike)):
-        raise ModelError(f"expected an MDF Model or a file path, got {type(model_or_path).__name__}")
+        raise ModelError("expected an MDF Model or a file path, got "
+                         f"{type(model_or_path).__name__}")
     path = os.fspath(model_or_path)
     if path.endswith(".onnx"):
         return _load_onnx(path)

@@ -199,6 +199,10 @@ class _Exporter:
 
     def _nodes(self, graph: Graph, builder: GraphBuilder, bindings: dict[str, str]) -> dict:
         """Export every node; return {(node id, port id): value} of all output ports."""
+        conditions = graph.conditions
+        if conditions is not None and (conditions.node_specific or conditions.termination):
+            raise ModelError(f"graph '{graph.id}': scheduling conditions (node_specific / "
+                             "termination) have no ONNX equivalent; they run on the scheduler only")
         incoming: dict[tuple[str, str], list] = {}
         for edge in graph.edges:
             incoming.setdefault((edge.receiver, edge.receiver_port), []).append(edge)

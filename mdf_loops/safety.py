@@ -32,7 +32,8 @@ from .ops.common import current_limits
 from .representation import body_graph
 from .validate import Problem, format_path
 
-__all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document", "find_unsafe"]
+__all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
+           "find_unsafe"]
 
 
 class UnsafeExpressionError(MdfLoopsError):
@@ -61,23 +62,20 @@ _SCHEDULER_CONDITIONS = frozenset(
 
 def find_unsafe(model: Model) -> list[Problem]:
     """Every unsafe expression and every engine-breaking structure of ``model``."""
-    walker = _ModelWalker()
-    walker.model(model)
+    walker = _walked(model)
     return walker.structure + walker.expressions
 
 
 def check_model(model: Model) -> None:
     """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed."""
-    walker = _ModelWalker()
-    walker.model(model)
+    walker = _walked(model)
     if walker.expressions:
         raise UnsafeExpressionError(walker.expressions)
 
 
 def check_structure(model: Model) -> None:
     """Raise :class:`ModelError` for a model the engine would hang or crash on."""
-    walker = _ModelWalker()
-    walker.model(model)
+    walker = _walked(model)
     if walker.structure:
         more = f" (and {len(walker.structure) - 1} more)" if len(walker.structure) > 1 else ""
         raise ModelError(f"{walker.structure[0]}{more}")
@@ -99,6 +97,15 @@ def check_document(document: Any, where: str) -> None:
             f"{where}: YAML aliases expand {distinct} lists and mappings into {expanded} "
             "items; refusing a file that multiplies its own content"
         )
+
+
+def _walked(model: Model) -> "_ModelWalker":
+    walker = _ModelWalker()
+    try:
+        walker.model(model)
+    except RecursionError:
+        walker.structure.append(Problem("", "the model nests too deeply to be checked"))
+    return walker
 
 
 # ---------------------------------------------------------------- documents
@@ -176,47 +183,51 @@ class _ModelWalker:
         self._max_depth = current_limits().max_depth
 
     def model(self, model: Model) -> None:
-        self._repeats(model.graphs, ("graphs",))
-        for graph in model.graphs:
+        for graph in self._elements(model, "graphs", ()):
             self.graph(graph, ("graphs", graph.id), 0)
 
     def graph(self, graph: Graph, path: tuple, depth: int) -> None:
-        self._repeats(graph.nodes, path + ("nodes",))
-        self._repeats(graph.edges, path + ("edges",))
-        self._edges(graph, path)
+        nodes = self._elements(graph, "nodes", path)
+        edges = self._elements(graph, "edges", path)
+        self._edges(graph.id, nodes, edges, path)
         self._conditions(graph, path)
-        for node in graph.nodes:
+        for node in nodes:
             self.node(node, path + ("nodes", node.id), depth)
 
     def node(self, node: Node, path: tuple, depth: int) -> None:
-        for field in ("input_ports", "output_ports", "parameters", "functions"):
-            self._repeats(getattr(node, field), path + (field,))
-        inputs = frozenset(p.id for p in node.input_ports)
-        scope = _Scope(inputs, inputs | {p.id for p in node.parameters}
-                       | {f.id for f in node.functions})
+        inputs_ports, output_ports, parameters, functions = (
+            self._elements(node, field, path)
+            for field in ("input_ports", "output_ports", "parameters", "functions"))
+        inputs = frozenset(p.id for p in inputs_ports)
+        scope = _Scope(inputs, inputs | {p.id for p in parameters} | {f.id for f in functions})
         early = scope.evaluated_early()
-        for port in node.input_ports:  # text here is data: evaluated only if a bare name reads it
+        for port in inputs_ports:  # text here is data: evaluated only if a bare name reads it
             self.value(port.default_value, path + ("input_ports", port.id, "default_value"),
                        early, depth, text_is_data=True)
-        for parameter in node.parameters:
+        for parameter in parameters:
             where = path + ("parameters", parameter.id)
             names = self._callable(parameter, where, early, depth)
             if isinstance(parameter.function, str) and parameter.function not in mdf_functions:
                 self.value(parameter.function, where + ("function",), names, depth)  # run as code
-            for index, condition in enumerate(parameter.conditions or ()):
+            conditions = parameter.conditions or ()
+            for index, condition in enumerate(conditions if isinstance(conditions, list) else ()):
                 cid = _field(condition, "id") or index
                 for field in ("test", "value"):
                     self.value(_field(condition, field), where + ("conditions", cid, field),
                                early, depth)
-        for function in node.functions:
+        for function in functions:
             self._callable(function, path + ("functions", function.id), early, depth)
-        for port in node.output_ports:
+        for port in output_ports:
             self.value(port.value, path + ("output_ports", port.id, "value"),
                        scope.evaluated_late(), depth)
 
     def _callable(self, item: Any, where: tuple, early: frozenset, depth: int) -> frozenset:
         """Check a parameter's or function's value fields and args; return its names."""
-        args = dict(item.args or {})
+        args = item.args or {}
+        if not isinstance(args, Mapping):
+            self.structure.append(Problem(format_path(where + ("args",)),
+                                          f"expected a mapping of arguments, found {args!r:.40}"))
+            args = {}
         names = early | (frozenset(args) - UNSAFE_BUILTINS)
         for field in ("value", "default_initial_value", "time_derivative"):
             self.value(getattr(item, field, None), where + (field,), names, depth)
@@ -255,33 +266,45 @@ class _ModelWalker:
             self._open -= {key, id(graph)}
 
     # -- structure
-    def _repeats(self, items: list, path: tuple) -> None:
+    def _elements(self, owner: Any, field: str, path: tuple) -> list:
+        """The elements of a list field, after reporting a field of another type or repeated ids."""
+        items = getattr(owner, field, None)
+        if items is None:
+            return []
+        where = format_path(path + (field,))
+        if not isinstance(items, list) or not all(isinstance(getattr(i, "id", None), str)
+                                                  for i in items):
+            self.structure.append(Problem(where, f"expected a list of elements with ids, "
+                                                 f"found {items!r:.60}"))
+            return []
         seen: set = set()
         for item in items:
             if item.id in seen:
-                self.structure.append(Problem(format_path(path),
-                                              f"'{item.id}' is defined more than once"))
+                self.structure.append(Problem(where, f"'{item.id}' is defined more than once"))
             seen.add(item.id)
+        return items
 
-    def _edges(self, graph: Graph, path: tuple) -> None:
-        nodes = {n.id: n for n in graph.nodes}
+    def _edges(self, graph_id: str, nodes: list, edges: list, path: tuple) -> None:
         known = len(self.structure)
-        for edge in graph.edges:
+        by_id = {n.id: n for n in nodes}
+        for edge in edges:
             where = format_path(path + ("edges", edge.id))
             for end, port, ports in (("sender", edge.sender_port, "output_ports"),
                                      ("receiver", edge.receiver_port, "input_ports")):
-                node = nodes.get(getattr(edge, end))
+                node = by_id.get(getattr(edge, end))
                 if node is None:
                     self.structure.append(Problem(where, f"{end} '{getattr(edge, end)}' is not a "
-                                                         f"node of graph '{graph.id}'"))
-                elif all(p.id != port for p in getattr(node, ports)):
-                    self.structure.append(Problem(where, f"{end} port '{port}' is not one of the "
-                                                         f"{ports.replace('_', ' ')} of '{node.id}'"))
-            weight = (edge.parameters or {}).get("weight", 1)
+                                                         f"node of graph '{graph_id}'"))
+                elif all(p.id != port for p in getattr(node, ports) or ()):
+                    kind = ports.replace("_", " ")
+                    self.structure.append(Problem(
+                        where, f"{end} port '{port}' is not one of the {kind} of '{node.id}'"))
+            parameters = edge.parameters or {}
+            weight = parameters.get("weight", 1) if isinstance(parameters, Mapping) else None
             if not _numeric(weight):
                 self.structure.append(Problem(where + ".parameters.weight",
                                               f"weight {weight!r:.60} is not a number"))
-        stuck = _unordered_edges(graph)
+        stuck = _unordered_edges(nodes, edges)
         if stuck and len(self.structure) == known:  # a dangling edge explains it already
             self.structure.append(Problem(
                 format_path(path + ("edges",)),
@@ -293,7 +316,8 @@ class _ModelWalker:
         if conditions is None:
             return
         for group in ("node_specific", "termination"):
-            for key, condition in (getattr(conditions, group, None) or {}).items():
+            entries = getattr(conditions, group, None) or {}
+            for key, condition in entries.items() if isinstance(entries, Mapping) else ():
                 for kind in _condition_types(condition):
                     if kind not in _SCHEDULER_CONDITIONS:
                         self.structure.append(Problem(
@@ -314,14 +338,14 @@ def _condition_types(condition: Any) -> Iterator[Any]:
             stack.extend(item)
 
 
-def _unordered_edges(graph: Graph) -> set[str]:
+def _unordered_edges(nodes: list, edges: list) -> set[str]:
     """Edges modeci-mdf's EvaluableGraph would requeue for ever (it orders them from root nodes)."""
-    receivers = {e.receiver for e in graph.edges}
-    reached = {n.id for n in graph.nodes if n.id not in receivers}
+    receivers = {e.receiver for e in edges}
+    reached = {n.id for n in nodes if n.id not in receivers}
     if not reached:
-        reached = {n.id for n in graph.nodes
-                   if any(p.default_value is not None for p in n.input_ports)}
-    pending = list(graph.edges)
+        reached = {n.id for n in nodes
+                   if any(p.default_value is not None for p in n.input_ports or ())}
+    pending = list(edges)
     changed = True
     while pending and changed:
         changed = False

@@ -186,10 +186,12 @@ def _repeated_keys(value: Any, path: tuple) -> list[Problem]:
         for key in getattr(value, "repeated", ()):
             problems.append(Problem(format_path(shown), f"'{key}' is defined more than once"))
         for key, item in value.items():
-            problems += _repeated_keys(item, path + (key,))
+            if isinstance(item, (dict, list)):
+                problems += _repeated_keys(item, path + (key,))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            problems += _repeated_keys(item, path + (index,))
+            if isinstance(item, (dict, list)):
+                problems += _repeated_keys(item, path + (index,))
     return problems
 
 

@@ -14,8 +14,10 @@ process (every example file, small option errors) call ``cli.main`` in-process.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -37,20 +39,27 @@ ELMAN = EXAMPLES / "elman_rnn.json"
 HAS_DOT = shutil.which("dot") is not None
 
 
-def mdf_loops_command(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``python -m mdf_loops ARGS``: the program behind the ``mdf-loops`` console script."""
-    return subprocess.run([sys.executable, "-m", "mdf_loops", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+#: the console script installed with the package, next to this Python
+SCRIPT = shutil.which("mdf-loops", path=str(Path(sys.executable).parent))
+
+
+def mdf_loops_command(*args, cwd: Path | None = None, script: bool = False) -> subprocess.CompletedProcess:
+    """``python -m mdf_loops ARGS`` (the program behind the console script), or the
+    installed ``mdf-loops`` script itself."""
+    program = [SCRIPT] if script else [sys.executable, "-m", "mdf_loops"]
+    return subprocess.run([*program, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
 
 
 # ---------------------------------------------------------------- programs run in parallel
 
-_PROGRAMS: dict[str, tuple[tuple, str | None]] = {}
+_PROGRAMS: dict[str, tuple[tuple, str | None, bool]] = {}
 
 
-def program(name: str, *args, after: str | None = None) -> str:
-    """Declare ``mdf-loops ARGS`` (run in the workspace folder, after program ``after``)."""
-    _PROGRAMS[name] = (args, after)
+def program(name: str, *args, after: str | None = None, script: bool = False) -> str:
+    """Declare ``mdf-loops ARGS``, run in the workspace folder (after program ``after``;
+    through the installed console script when ``script``)."""
+    _PROGRAMS[name] = (args, after, script)
     return name
 
 
@@ -62,13 +71,10 @@ def workspace(tmp_path_factory) -> Path:
         (folder / f"{name}.onnx").write_bytes(control_flow_cases()[name].model.SerializeToString())
     np.save(folder / "x0.npy", np.array(0.25))
     np.save(folder / "current.npy", _current())
-    np.savez(folder / "elman_inputs.npz", **_example("elman_rnn").example_inputs())
     (folder / "invalid.json").write_text(LEAKY.read_text().replace('"I_t"\n', '"I_t",\n "extra"\n', 1))
     (folder / "broken.json").write_text('{"model": {"graphs": {\n')
     (folder / "broken.yaml").write_text("model:\n  graphs: {main: [1, 2}\n")
     (folder / "earlier.npz").write_bytes(b"earlier")
-    (folder / "leaky.json").write_text(LEAKY.read_text())
-    os.link(folder / "leaky.json", folder / "same_file.onnx")  # another name of the model file
     return folder
 
 
@@ -76,14 +82,16 @@ def workspace(tmp_path_factory) -> Path:
 def results(workspace) -> dict[str, subprocess.CompletedProcess]:
     """Every declared program's result, by name (all started at once)."""
     def chain(name: str) -> dict:
-        args, _ = _PROGRAMS[name]
-        done = {name: mdf_loops_command(*args, cwd=workspace)}
-        for follower, (_, after) in _PROGRAMS.items():
+        args, _, script = _PROGRAMS[name]
+        if script and SCRIPT is None:
+            return {name: None}
+        done = {name: mdf_loops_command(*args, cwd=workspace, script=script)}
+        for follower, (_, after, _) in _PROGRAMS.items():
             if after == name:
                 done.update(chain(follower))
         return done
 
-    roots = [name for name, (_, after) in _PROGRAMS.items() if after is None]
+    roots = [name for name, (_, after, _) in _PROGRAMS.items() if after is None]
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         finished = list(pool.map(chain, roots))
     return {name: result for done in finished for name, result in done.items()}
@@ -159,19 +167,6 @@ def test_run_reads_npy_files_and_saves_npz(results, workspace):
         assert saved["integrate.x_final"].shape == ()
 
 
-ALL_FROM_NPZ = program("all_from_npz", "run", ELMAN, "--input", "elman_inputs.npz",
-                       "-o", "elman_out.npz", "--quiet")
-
-
-def test_run_takes_all_inputs_from_one_npz_and_quiet_silences_notes(results, workspace):
-    result = results[ALL_FROM_NPZ]
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-    inputs = _example("elman_rnn").example_inputs()
-    with np.load(workspace / "elman_out.npz") as saved:
-        np.testing.assert_allclose(saved["rnn.hidden"], elman_oracle(inputs["h0"], inputs["x"]),
-                                   rtol=1e-10)
-
-
 ONNX_RUN = program("onnx_run", "run", "test_scan9_sum.onnx", "-i", "initial=[0, 0]",
                    "-i", "x=[[1, 2], [3, 4], [5, 6]]")
 
@@ -213,14 +208,6 @@ def test_export_writes_onnx_that_onnxruntime_runs_to_the_numpy_result(results, w
                                rtol=1e-9)
 
 
-VALID = program("valid", "validate", "leaky.json")
-
-
-def test_validate_reports_a_valid_model(results):
-    assert (results[VALID].returncode, results[VALID].stdout, results[VALID].stderr) == \
-        (0, "leaky.json: valid\n", "")
-
-
 RENDERED = program("rendered", "render", "test_loop16_seq_none.onnx", "-o", "loop16.png", "-q")
 
 
@@ -230,12 +217,14 @@ def test_render_writes_a_png(results, workspace):
     assert (workspace / "loop16.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_installed_console_script():
-    script = shutil.which("mdf-loops", path=str(Path(sys.executable).parent))
-    if script is None:
+VALID = program("valid", "validate", LEAKY, script=True)
+
+
+def test_the_installed_console_script_validates_a_model(results):
+    if results[VALID] is None:
         pytest.skip("the package is not installed with its console script")
-    result = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=600)
-    assert (result.returncode, result.stdout) == (0, f"mdf-loops {mdf_loops.__version__}\n")
+    assert (results[VALID].returncode, results[VALID].stdout, results[VALID].stderr) == \
+        (0, f"{LEAKY}: valid\n", "")
 
 
 # ---------------------------------------------------------------- failure paths
@@ -265,37 +254,15 @@ def test_a_model_that_fails_validation(results):
     assert result.stderr == "mdf-loops: invalid.json: 1 problem\n"
 
 
-DECLARED_SHAPE = program("declared_shape", "run", "test_scan9_sum.onnx", "-i", "initial=[0, 0, 0]",
-                         "-i", "x=[[1, 2]]")
 LOOP_SHAPE = program("loop_shape", "run", LEAKY, "-i", "x0=0", "-i", "I=[[1, 2], [3, 4]]",
                      "-o", "earlier.npz")
 
 
 def test_an_input_with_the_wrong_shape(results, workspace):
-    assert_one_error_line(results[DECLARED_SHAPE],
-                          "input 'initial': expected shape [2] (as the model declares), got [3]")
     assert_one_error_line(results[LOOP_SHAPE], "node 'integrate'",
                           "state 0 changed shape from () to (2,)", "iteration 0")
     assert (workspace / "earlier.npz").read_bytes() == b"earlier"  # a failed run writes nothing
     assert not [p for p in workspace.iterdir() if p.name.endswith(".part")]
-
-
-VERBOSE = program("verbose", "run", LEAKY, "-v", "-i", "x0=0", "-i", "I=[[1, 2]]")
-
-
-def test_verbose_adds_the_traceback(results):
-    result = results[VERBOSE]
-    assert result.returncode == 1
-    assert "Traceback (most recent call last)" in result.stderr
-    assert result.stderr.rstrip().splitlines()[-1].startswith("mdf-loops: error: node 'integrate'")
-
-
-OVERWRITE = program("overwrite", "export", "leaky.json", "-o", "same_file.onnx")
-
-
-def test_refuses_to_overwrite_the_model_it_reads(results, workspace):
-    assert_one_error_line(results[OVERWRITE], "same_file.onnx: refusing to overwrite the input file")
-    assert (workspace / "leaky.json").read_text() == LEAKY.read_text()
 
 
 # ---------------------------------------------------------------- progress on a terminal
@@ -369,6 +336,48 @@ def test_an_expected_json_literal_is_typed_by_the_declaration(capsys):
     assert "expected shape [5]" in _error(capsys, "run", ELMAN, "-i", "h0=[0, 0]", "-i", "x=[[1, 0, 0]]")
 
 
+def test_an_input_against_the_declared_shape_of_an_onnx_model(capsys, tmp_path):
+    path = tmp_path / "scan9.onnx"
+    path.write_bytes(control_flow_cases()["test_scan9_sum"].model.SerializeToString())
+    assert "input 'initial': expected shape [2] (as the model declares), got [3]" in \
+        _error(capsys, "run", path, "-i", "initial=[0, 0, 0]", "-i", "x=[[1, 2]]")
+    x = np.array([[1, 2], [3, 4], [5, 6]])
+    for dtype in (np.int64, np.float64):  # cast to the declared float32
+        np.save(tmp_path / "x.npy", x.astype(dtype))
+        status, out, _ = _main(capsys, "run", path, "-i", "initial=[0.5, 0]", "-i", f"x={tmp_path / 'x.npy'}")
+        assert status == 0 and "y: float32, shape (2,)\n  [ 9.5 12. ]" in out
+    np.save(tmp_path / "x.npy", x.astype(np.complex64))
+    assert "input 'x': complex64 values for an input the model declares float32" in \
+        _error(capsys, "run", path, "-i", "initial=[0, 0]", "-i", f"x={tmp_path / 'x.npy'}")
+
+
+def test_all_inputs_from_one_npz_and_quiet(capsys, tmp_path):
+    inputs = _example("elman_rnn").example_inputs()
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    assert _main(capsys, "run", ELMAN, "--input", tmp_path / "inputs.npz", "-o", tmp_path / "out.npz",
+                 "--quiet") == (0, "", "")
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_allclose(saved["rnn.hidden"], elman_oracle(inputs["h0"], inputs["x"]),
+                                   rtol=1e-10)
+
+
+def test_verbose_adds_the_traceback(capsys):
+    status, out, err = _main(capsys, "run", LEAKY, "-v", "-i", "x0=0", "-i", "I=[[1, 2]]")
+    assert (status, out) == (1, "")
+    assert "Traceback (most recent call last)" in err
+    assert err.rstrip().splitlines()[-1].startswith("mdf-loops: error: node 'integrate'")
+
+
+def test_refuses_to_overwrite_the_model_it_reads(capsys, tmp_path):
+    model = tmp_path / "leaky.json"
+    model.write_text(LEAKY.read_text())
+    assert "leaky.json: refusing to overwrite the input file" in _error(capsys, "import", model, "-o", model)
+    os.link(model, tmp_path / "same_file.onnx")  # another name of the model file
+    assert "same_file.onnx: refusing to overwrite the input file" in \
+        _error(capsys, "export", model, "-o", tmp_path / "same_file.onnx")
+    assert model.read_text() == LEAKY.read_text()
+
+
 def test_large_arrays_are_abbreviated(capsys, tmp_path):
     np.save(tmp_path / "current.npy", np.linspace(0.0, 1.0, 5000))
     status, out, _ = _main(capsys, "run", LEAKY, "-i", "x0=0", "-i", f"I={tmp_path / 'current.npy'}")
@@ -402,8 +411,11 @@ def test_validate_and_render_every_example(example, tmp_path, capsys):
 
 def _inputs_of(example: Path) -> dict | None:
     script = example.with_suffix(".py")
-    module = _example(example.stem) if script.exists() else None
-    inputs = module.example_inputs() if hasattr(module, "example_inputs") else None
+    make = getattr(_example(example.stem), "example_inputs", None) if script.exists() else None
+    if make is None or any(p.default is inspect.Parameter.empty
+                           for p in inspect.signature(make).parameters.values()):
+        return None
+    inputs = make()
     if not inputs or not all(isinstance(v, np.ndarray) for v in inputs.values()):
         return None
     return inputs
@@ -424,3 +436,42 @@ def test_run_every_example_from_an_npz(example, tmp_path, capsys):
         assert sorted(saved.files) == sorted(expected)
         for name, value in expected.items():
             assert_same(saved[name], value, rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- the documentation pages
+
+
+def test_the_console_sessions_of_docs_cli_md(capsys, tmp_path, monkeypatch):
+    """Every ``$ mdf-loops ...`` line of docs/cli.md prints what the page shows after it
+    (run in a scratch folder that sees the examples; python blocks run in test_docs.py)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").symlink_to(EXAMPLES)
+    (tmp_path / "broken_model.json").write_text(
+        LEAKY.read_text().replace('"I_t"\n', '"I_t",\n "extra"\n', 1))
+    commands = 0
+    for block in re.findall(r"^```console\n(.*?)^```", (ROOT / "docs" / "cli.md").read_text(),
+                            re.S | re.M):
+        for session in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            command, _, shown = session.partition("\n")
+            words = shlex.split(command)
+            assert words[0] == "mdf-loops"
+            cli.main(words[1:])
+            captured = capsys.readouterr()
+            assert captured.out + captured.err == shown, command
+            commands += 1
+    assert commands >= 10
+
+
+def test_the_progress_line_shows_each_enclosing_loop_with_its_total():
+    import io
+
+    stream = io.StringIO()
+    line = cli._ProgressLine(stream)
+    line.started -= 1.0  # past the first half second
+    line.update("node 'trials'", 4, 200)
+    line.last = 0.0
+    line.update("node 'trials' > iteration 4 > node 'steps'", 96, None)
+    shown = "node 'trials' > iteration 4/200 > node 'steps': iteration 96"
+    assert stream.getvalue().endswith("\r" + shown)
+    line.clear()
+    assert stream.getvalue().endswith("\r" + " " * len(shown) + "\r")

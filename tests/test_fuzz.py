@@ -195,7 +195,7 @@ def _outcome(call, expected_type):
 
 
 def test_the_unmutated_documents_run(tmp_path):
-    """The fuzz starts from documents that run: checked against numpy and ONNX's expected outputs."""
+    """The fuzz starts from documents that run (checked against numpy and ONNX's outputs)."""
     leaky, inputs = _BASES["leaky_integrator"]
     path = tmp_path / "leaky.json"
     path.write_text(json.dumps(leaky))

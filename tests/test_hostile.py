@@ -14,6 +14,7 @@ import json
 import resource
 import signal
 import time
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -39,6 +40,7 @@ from conftest import (
 from mdf_loops.errors import DepthLimitError, IterationLimitError, SizeLimitError
 from mdf_loops.safety import UnsafeExpressionError
 
+_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SECONDS = 60  # far above what any test here needs; a guard that fails to stop ends here
 HEADROOM = 3 * 2**30  # bytes of address space a test may add
 
@@ -120,7 +122,8 @@ def test_shell_command_in_a_parameter_is_refused(tmp_path, bounded):
     marker = tmp_path / "pwned"
     node = Node(id="evil", parameters=[Parameter(id="p", value=_shell(marker))],
                 output_ports=[OutputPort(id="y", value="p")])
-    with pytest.raises(UnsafeExpressionError, match=r"nodes\.evil\.parameters\.p\.value.*`__import__`"):
+    with pytest.raises(UnsafeExpressionError,
+                       match=r"nodes\.evil\.parameters\.p\.value.*`__import__`"):
         mdf_loops.run(_node_model(node))
     assert not marker.exists()
     mdf_loops.run(_node_model(node), backend="scheduler", trusted=True)  # the payload is live
@@ -130,8 +133,10 @@ def test_shell_command_in_a_parameter_is_refused(tmp_path, bounded):
 def test_file_read_via_open_is_refused(tmp_path, bounded):
     secret = tmp_path / "secret.txt"
     secret.write_text("0123456789")
-    node = Node(id="reader", output_ports=[OutputPort(id="y", value=f"len(open('{secret}').read())")])
-    with pytest.raises(UnsafeExpressionError, match=r"nodes\.reader\.output_ports\.y\.value.*`open`"):
+    node = Node(id="reader",
+                output_ports=[OutputPort(id="y", value=f"len(open('{secret}').read())")])
+    with pytest.raises(UnsafeExpressionError,
+                       match=r"nodes\.reader\.output_ports\.y\.value.*`open`"):
         mdf_loops.run(_node_model(node))
     leaked = mdf_loops.run(_node_model(node), backend="scheduler", trusted=True)
     assert leaked == {"reader.y": 10}  # live: the control run reads the file
@@ -209,7 +214,8 @@ def test_text_computed_at_run_time_is_never_evaluated(tmp_path, bounded):
     assert marker.exists()
 
 
-@pytest.mark.parametrize("evil", ["os.system('touch {marker}')", "__import__('os').system('touch {marker}')"])
+@pytest.mark.parametrize("evil", ["os.system('touch {marker}')",
+                                  "__import__('os').system('touch {marker}')"])
 def test_names_in_an_onnx_model_cannot_inject_code(tmp_path, bounded, evil):
     """The importer turns names into identifiers; one that looks like a dunder is refused."""
     marker = tmp_path / "pwned"
@@ -419,7 +425,6 @@ def test_a_gigabyte_constant_of_shape_stops_before_allocating(bounded, backend):
     _names_where(str(info.value), backend, "node 'fill'", "ConstantOfShape", "1000000000")
 
 
-_EXAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "examples"
 
 
 # ---------------------------------------------------------------- malformed files
@@ -499,7 +504,8 @@ def _body_of(document: dict) -> dict:
 
 _WRONG_TYPES = {
     "input ports are a number": lambda d: _node_of(d).__setitem__("input_ports", 5),
-    "a parameter is a list": lambda d: _node_of(d)["parameters"].__setitem__("num_scan_inputs", [1]),
+    "a parameter is a list": lambda d: _node_of(d)["parameters"].__setitem__(
+        "num_scan_inputs", [1]),
     "args is text": lambda d: _node_of(d)["parameters"]["integrate"].__setitem__("args", "x0"),
     "formal inputs are a number": lambda d: _body_of(d)["metadata"].__setitem__("formal_inputs", 3),
     "formal output without a dot": lambda d: _body_of(d)["metadata"].__setitem__(
@@ -583,3 +589,9 @@ def test_nan_and_inf_inputs_are_values(bounded):
         expected.append(x)
     np.testing.assert_array_equal(np.isnan(outputs["integrate.trace"]), np.isnan(expected))
     np.testing.assert_allclose(outputs["integrate.trace"][:1], expected[:1])
+
+
+def test_a_nan_trip_count_is_an_error_of_its_loop(bounded):
+    model = _nested_loops(depth=1, trips=float("nan"))
+    with pytest.raises(mdf_loops.EvaluationError, match="node 'loop0'.*NaN"):
+        mdf_loops.run(model, {"c": np.array(0.0)}, backend="scheduler")

@@ -159,7 +159,8 @@ def test_an_input_port_may_share_a_builtin_name():
 def test_function_arguments_are_bound_in_the_call():
     node = Node(id="n", input_ports=[InputPort(id="x")],
                 parameters=[Parameter(id="f", function="linear",
-                                      args={"variable0": "x", "slope": 2, "intercept": "slope + 1"})],
+                                      args={"variable0": "x", "slope": 2,
+                                            "intercept": "slope + 1"})],
                 output_ports=[OutputPort(id="y", value="f")])
     assert find_unsafe(_one_node_model(node)) == []
     node.parameters[0].args["intercept"] = "__import__('os')"

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from modeci_mdf.mdf import Edge, Node
+from modeci_mdf.mdf import Node
 
 import mdf_loops
 from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model

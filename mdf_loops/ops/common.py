@@ -130,7 +130,7 @@ def loop_scope(kind: str) -> Iterator[int]:
 
 
 class IterationGuard:
-    """Stops a loop that passes ``max_iterations``, or a run whose loops pass ``max_total_iterations``."""
+    """Stops a loop past ``max_iterations``, or a run whose loops pass ``max_total_iterations``."""
 
     __slots__ = ("max_iterations", "_budget", "_kind")
 
@@ -186,7 +186,7 @@ def element_count(value: Any) -> int:
 
 
 def check_elements(count: int, what: str, iteration: int | None = None) -> None:
-    """Raise :class:`SizeLimitError` when ``what`` would hold more than ``max_elements`` elements."""
+    """Raise :class:`SizeLimitError` when ``what`` holds more than ``max_elements`` elements."""
     limit = current_limits().max_elements
     if count > limit:
         at = "" if iteration is None else f" at iteration {iteration}"
