@@ -20,7 +20,9 @@ from .onnx_export import mdf_to_onnx, save_onnx
 from .onnx_import import onnx_to_mdf
 from .registry import register, unregister
 from .representation import BodySignature, body_graph, body_signature, set_body_signature, wrap_body
+from .render import render, to_graphviz
 from .run import graph_interface, load_model, run
+from .validate import Problem, validate
 
 __version__ = "0.1.0"
 
@@ -44,6 +46,10 @@ __all__ = [
     "until",
     "load_model",
     "graph_interface",
+    "validate",
+    "Problem",
+    "render",
+    "to_graphviz",
     "limits",
     "Limits",
     "BodySignature",

@@ -85,6 +85,10 @@ def _add_run(subparsers, common) -> None:
     p.add_argument("-o", "--output", metavar="FILE.npz",
                    help="save the outputs to this NumPy archive instead of printing them")
     p.add_argument("--graph", metavar="ID", help="the graph to run (default: the first)")
+    p.add_argument("--backend", choices=("auto", "scheduler", "onnxruntime"), default="auto",
+                   help="scheduler: every loop iteration through modeci-mdf's engine (shows "
+                        "progress); onnxruntime: the model compiled to one ONNX model; auto "
+                        "(default): onnxruntime when the model compiles, else the scheduler")
     p.set_defaults(command=_run)
 
 
@@ -97,7 +101,7 @@ def _add_input_option(p: argparse.ArgumentParser) -> None:
 
 def _run_keywords(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of :func:`mdf_loops.run` given by the command-line options."""
-    return {"graph": args.graph}
+    return {"graph": args.graph, "backend": args.backend}
 
 
 def _run(args: argparse.Namespace) -> int:

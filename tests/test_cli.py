@@ -275,7 +275,7 @@ def test_progress_shows_on_a_terminal(tmp_path):
     import pty
 
     np.save(tmp_path / "current.npy", np.ones(40000))
-    args = [sys.executable, "-m", "mdf_loops", "run", str(LEAKY), "-i", "x0=0",
+    args = [sys.executable, "-m", "mdf_loops", "run", str(LEAKY), "--backend", "scheduler", "-i", "x0=0",
             "-i", f"I={tmp_path / 'current.npy'}", "-o", str(tmp_path / "out.npz")]
     controller, terminal = pty.openpty()
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=terminal)

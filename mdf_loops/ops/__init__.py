@@ -4,10 +4,10 @@ Nothing here knows about MDF: a body is any ``body(values, iteration) -> values`
 The MDF scheduler path and the fast paths share these functions.
 """
 
-from .common import IterationGuard, Limits, current_limits, limits
+from .common import IterationGuard, Limits, current_limits, limits, observe_iterations
 from .if_ import if_
 from .loop import loop
 from .scan import ScanAttributes, scan, scan_batched
 
-__all__ = ["IterationGuard", "Limits", "current_limits", "limits", "if_", "loop",
+__all__ = ["IterationGuard", "Limits", "current_limits", "limits", "observe_iterations", "if_", "loop",
            "ScanAttributes", "scan", "scan_batched"]

@@ -6,11 +6,11 @@ import contextvars
 import operator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..errors import DepthLimitError, IterationLimitError, LoopError, SizeLimitError
+from ..errors import DepthLimitError, IterationLimitError, LoopError, SizeLimitError, current_location
 
 __all__ = ["Limits", "limits", "current_limits", "iteration_budget", "loop_scope",
            "IterationGuard", "element_count", "check_elements", "how_to_raise",
@@ -129,10 +129,32 @@ def loop_scope(kind: str) -> Iterator[int]:
         _DEPTH.reset(depth_token)
 
 
+#: called as ``observer(location, iteration, total or None)`` at each iteration's start
+_OBSERVER: contextvars.ContextVar[Callable[[str, int, "int | None"], None] | None] = (
+    contextvars.ContextVar("mdf_loops_iteration_observer", default=None)
+)
+
+
+@contextmanager
+def observe_iterations(observer: Callable[[str, int, "int | None"], None]) -> Iterator[None]:
+    """Call ``observer(location, iteration, total)`` as each loop iteration starts.
+
+    ``location`` names the loop (as in error messages), ``total`` is the number of
+    iterations when known in advance (a Scan's length, a Loop's trip count), else
+    None. For progress displays; the scheduler backend only (onnxruntime runs a
+    compiled loop without calling back).
+    """
+    token = _OBSERVER.set(observer)
+    try:
+        yield
+    finally:
+        _OBSERVER.reset(token)
+
+
 class IterationGuard:
     """Stops a loop past ``max_iterations``, or a run whose loops pass ``max_total_iterations``."""
 
-    __slots__ = ("max_iterations", "_budget", "_kind")
+    __slots__ = ("max_iterations", "_budget", "_kind", "_observer", "_total")
 
     def __init__(self, max_iterations: int | None = None, kind: str = "loop"):
         self.max_iterations = (
@@ -140,9 +162,13 @@ class IterationGuard:
         )
         self._budget = _BUDGET.get()
         self._kind = kind
+        self._observer = _OBSERVER.get()
+        self._total: int | None = None
 
     def step(self, iteration: int) -> None:
         """Account for the start of ``iteration`` (0-based)."""
+        if self._observer is not None:
+            self._observer(current_location(), iteration, self._total)
         if iteration >= self.max_iterations:
             raise IterationLimitError(
                 f"{self._kind} stopped at iteration {iteration}: the limit is "
@@ -159,8 +185,13 @@ class IterationGuard:
                     f"(max_total_iterations); {how_to_raise('max_total_iterations')}"
                 )
 
+    def expect_at_most(self, count: int) -> None:
+        """Tell observers the loop will run at most ``count`` iterations."""
+        self._total = count
+
     def check_planned(self, count: int) -> None:
         """Fail now when a loop that must run ``count`` iterations would pass a limit."""
+        self._total = count
         if count > self.max_iterations:
             raise IterationLimitError(
                 f"{self._kind} is asked for {count} iterations; the limit is "

@@ -46,6 +46,8 @@ def loop(
     guard = guard or IterationGuard()
     max_trips = None if trip_count is None else int(np.asarray(trip_count).reshape(()))
     keep_going = True if condition is None else _truth(condition, "cond input", None)
+    if max_trips is not None:
+        guard.expect_at_most(max_trips)
     values = list(initial_values)
     n = len(values)
     produced = ScanOutputs(capacity=None if max_trips is None else min(max_trips, 1 << 16))

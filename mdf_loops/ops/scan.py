@@ -87,6 +87,7 @@ def scan(
             + ", ".join(f"input {k}: {L}" for k, L in enumerate(lengths))
         )
     length = lengths[0]
+    guard.check_planned(length)
 
     def elements_at(t: int) -> list:
         return [
