@@ -39,14 +39,19 @@ class Row:
     correct: bool | None = None
 
 
-def _time(fn: Callable[[], object], runs: int) -> tuple[float, int]:
-    fn()  # warm-up: compiles, caches, first-touch
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), runs
+def _time_interleaved(runners: dict[str, tuple[Callable, int]], runs: int) -> dict[str, list]:
+    """Run every runner once per round (so load on the machine hits all alike)."""
+    times: dict[str, list] = {name: [] for name in runners}
+    for fn, _ in runners.values():
+        fn()  # warm-up: compiles, caches, first-touch
+    for round_ in range(runs):
+        for name, (fn, own_runs) in runners.items():
+            if round_ >= (own_runs or runs):
+                continue
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
 def _peak_mb(fn: Callable[[], object]) -> float:
@@ -81,12 +86,11 @@ def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = Tr
     """Time every runner on one workload; check mdf-loops' outputs against numpy's."""
     model = mdf_loops.onnx_to_mdf(work.model)
     expected = work.numpy_loop(work.inputs)
+    runners = {k: v for k, v in _runners(work, model, slow_runs).items() if k not in skip}
+    times = _time_interleaved(runners, runs)
     rows = []
-    for name, (fn, own_runs) in _runners(work, model, slow_runs).items():
-        if name in skip:
-            continue
-        median, count = _time(fn, own_runs or runs)
-        row = Row(work.name, name, median * 1e3, count)
+    for name, (fn, _) in runners.items():
+        row = Row(work.name, name, statistics.median(times[name]) * 1e3, len(times[name]))
         if name.startswith("mdf_loops"):
             outputs = list(fn().values())
             row.correct = all(np.allclose(a, b, rtol=1e-4, atol=1e-4)
@@ -98,6 +102,51 @@ def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = Tr
     for row in rows:
         row.ratio_to_onnxruntime = row.median_ms / base if base else None
     return rows
+
+
+_MEMORY_PROBE = """
+import json, resource, sys
+import numpy as np
+import mdf_loops
+from mdf_loops.workloads import running_sum
+steps, backend = int(sys.argv[1]), sys.argv[2]
+work = running_sum(steps)
+model = mdf_loops.onnx_to_mdf(work.model)
+mdf_loops.run(model, running_sum(3).inputs, backend=backend)  # compile and warm up on 3 steps
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 1e6
+import threading, time
+before = rss_mb()
+peak = [before]
+done = threading.Event()
+def sample():
+    while not done.is_set():
+        peak[0] = max(peak[0], rss_mb())
+        time.sleep(0.0005)
+sampler = threading.Thread(target=sample)
+sampler.start()
+outputs = mdf_loops.run(model, work.inputs, backend=backend)
+done.set()
+sampler.join()
+peak = max(peak[0], rss_mb())
+data = (work.inputs["x"].nbytes + outputs["partial"].nbytes) / 1e6
+print(json.dumps({"steps": steps, "backend": backend, "growth_mb": peak - before,
+                  "inputs_outputs_mb": data}))
+"""
+
+
+def memory_growth(steps: int, backend: str) -> dict:
+    """Peak resident memory a running-sum Scan of ``steps`` adds, in a fresh process.
+
+    Compared with the size of its input and output arrays: a loop that keeps no
+    per-step objects needs a small constant multiple of them.
+    """
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(steps), backend],
+                            capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def _print(rows: list[Row]) -> None:
@@ -120,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="small sizes (a smoke test of the benchmark itself)")
     parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
     parser.add_argument("--json", metavar="FILE", help="also write the table as JSON")
+    parser.add_argument("--memory-steps", type=int, default=1_000_000,
+                        help="steps of the memory probe on onnxruntime (the scheduler probe "
+                             "uses 1/50 of them); 0 skips it")
     args = parser.parse_args(argv)
 
     scale = 0.01 if args.quick else 1.0
@@ -136,9 +188,21 @@ def main(argv: list[str] | None = None) -> int:
         rows += measure(work, args.runs, args.slow_runs, memory=not args.no_memory)
         print(f"measured {work.name}", file=sys.stderr)
     _print(rows)
+    memory = []
+    if args.memory_steps:
+        steps = size(args.memory_steps)
+        for n, backend in ((steps, "auto"), (max(steps // 50, 2), "scheduler"),
+                           (max(steps // 200, 2), "scheduler")):
+            memory.append(memory_growth(n, backend))
+        print()
+        print(f"{'running sum steps':>18}{'backend':>12}{'peak growth MB':>16}{'in+out MB':>11}{'ratio':>8}")
+        for m in memory:
+            ratio = m["growth_mb"] / m["inputs_outputs_mb"]
+            print(f"{m['steps']:>18,}{m['backend']:>12}{m['growth_mb']:>16.1f}"
+                  f"{m['inputs_outputs_mb']:>11.2f}{ratio:>8.1f}")
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump([asdict(r) for r in rows], handle, indent=2)
+            json.dump({"timings": [asdict(r) for r in rows], "memory": memory}, handle, indent=2)
     return 0
 
 

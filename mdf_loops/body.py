@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from graph_scheduler import TimeScale as _TimeScale
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
@@ -46,6 +47,7 @@ class BodyRunner:
             self._engine.enodes[node].evaluable_outputs[port]
             for node, port in self.signature.formal_outputs
         ]
+        self._keep_no_time_history()
 
     @property
     def num_inputs(self) -> int:
@@ -73,4 +75,18 @@ class BodyRunner:
         engine = self._engine
         engine.order_of_execution.clear()
         engine.evaluate()
+        # graph-scheduler keeps a list of every pass it ran: drop it, or a long loop
+        # keeps objects for each of its steps
+        for history in engine.scheduler.execution_list.values():
+            history.clear()
         return [to_kernel(output.curr_value) for output in self._outputs]
+
+    def _keep_no_time_history(self) -> None:
+        """Stop graph-scheduler's clock from recording a time tree node per pass.
+
+        Only scheduling conditions that ask about past time need that tree, and a
+        body without conditions has none; its counters of passes stay.
+        """
+        if self.graph.conditions is None:
+            for clock in self._engine.scheduler.clocks.values():
+                clock.history.max_depth = _TimeScale.LIFE

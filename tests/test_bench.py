@@ -1,0 +1,36 @@
+"""The benchmark runs and checks mdf-loops' outputs (it asserts no time)."""
+
+import json
+
+from mdf_loops import bench
+from mdf_loops.workloads import running_sum, while_loop
+
+
+def test_measure_checks_every_mdf_loops_mode_against_numpy():
+    rows = bench.measure(running_sum(50), runs=1, slow_runs=1, memory=False)
+    runners = {r.runner for r in rows}
+    assert {"onnxruntime", "onnx.reference", "numpy loop", "mdf_loops auto",
+            "mdf_loops scheduler", "mdf_loops onnxruntime"} <= runners
+    assert all(r.correct for r in rows if r.runner.startswith("mdf_loops"))
+    assert next(r for r in rows if r.runner == "onnxruntime").ratio_to_onnxruntime == 1.0
+
+
+def test_the_command_writes_its_table_as_json(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--quick", "--runs", "1", "--no-memory", "--memory-steps", "0",
+                       "--json", str(out)]) == 0
+    table = json.loads(out.read_text())["timings"]
+    assert {row["workload"] for row in table} >= {while_loop(50).name}
+    assert "x ORT" in capsys.readouterr().out
+
+
+def test_peak_memory_is_reported():
+    rows = bench.measure(running_sum(20), runs=1, slow_runs=1, memory=True,
+                         skip=("onnx.reference", "mdf_loops scheduler"))
+    assert all(r.peak_python_mb is not None and r.peak_python_mb >= 0 for r in rows)
+
+
+def test_memory_probe_reports_growth_against_the_data_size():
+    probe = bench.memory_growth(2000, "auto")
+    assert probe["steps"] == 2000 and probe["inputs_outputs_mb"] > 0
+    assert probe["growth_mb"] >= 0
