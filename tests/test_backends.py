@@ -154,3 +154,25 @@ def test_compile_model_reports_why_it_cannot_compile():
     model = Model(id="stateful", graphs=[Graph(id="main", nodes=[node])])
     with pytest.raises(CompileError, match="counter"):
         compile_model(model, {})
+
+
+def _peak_traced(fn) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_long_scan_on_the_scheduler_keeps_no_per_step_objects():
+    short, long_ = running_sum(200), running_sum(2000)
+    model = mdf_loops.onnx_to_mdf(long_.model)
+    mdf_loops.run(model, short.inputs, backend="scheduler")  # build caches first
+    peak_short = _peak_traced(lambda: mdf_loops.run(model, short.inputs, backend="scheduler"))
+    peak_long = _peak_traced(lambda: mdf_loops.run(model, long_.inputs, backend="scheduler"))
+    data_growth = 2 * 4 * (2000 - 200)  # float32 input and output
+    # 1,800 more steps may cost their data and a fixed amount, not ~500 bytes each
+    assert peak_long - peak_short < 4 * data_growth + 200_000, (peak_short, peak_long)
