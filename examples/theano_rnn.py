@@ -13,7 +13,6 @@ the loop carries a window of the last three values; ``y`` uses the default tap
 from pathlib import Path
 
 import numpy as np
-from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Model
 from modeci_mdf.utils import load_mdf
 
@@ -71,12 +70,7 @@ def example_inputs(steps: int = 12, seed: int = 0) -> dict:
 
 def run_with_stock_engine(path: Path, inputs: dict) -> dict:
     """Evaluate the saved model with modeci-mdf's ``EvaluableGraph``; outputs by name."""
-    graph = load_mdf(str(path)).graphs[0]
-    interface = mdf_loops.graph_interface(graph)
-    engine = EvaluableGraph(graph)
-    engine.evaluate(initializer={interface.inputs[n]: v for n, v in inputs.items()})
-    return {name: engine.enodes[node].evaluable_outputs[port].curr_value
-            for name, (node, port) in interface.outputs.items()}
+    return mdf_loops.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
 
 
 def main() -> None:

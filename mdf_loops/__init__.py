@@ -21,6 +21,7 @@ from .onnx_import import onnx_to_mdf
 from .registry import register, unregister
 from .representation import BodySignature, body_graph, body_signature, set_body_signature, wrap_body
 from .render import render, to_graphviz
+from .interface import stock_evaluate
 from .run import graph_interface, load_model, run
 from .validate import Problem, validate
 
@@ -46,6 +47,7 @@ __all__ = [
     "until",
     "load_model",
     "graph_interface",
+    "stock_evaluate",
     "validate",
     "Problem",
     "render",

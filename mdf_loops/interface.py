@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from modeci_mdf.mdf import Graph, Model
 
 from .errors import MdfLoopsError, ModelError
 
-__all__ = ["GraphInterface", "graph_interface", "load_model"]
+__all__ = ["GraphInterface", "graph_interface", "load_model", "stock_evaluate"]
 
 
 @dataclass(frozen=True)
@@ -148,3 +149,18 @@ def _format_hint(path: str) -> str:
         return ""
     extension = {"ONNX": ".onnx", "JSON": ".json", "YAML": ".yaml"}[found]
     return f"; its content looks like {found}: is it a {extension} file?"
+
+
+def stock_evaluate(graph: Graph, inputs: "Mapping[str, Any]") -> "dict[str, Any]":
+    """Evaluate ``graph`` with modeci-mdf's own ``EvaluableGraph``; outputs by name.
+
+    The inputs go in through ``EvaluableGraph.evaluate(initializer=...)``, the
+    way a modeci-mdf user feeds a graph; names are those of :func:`graph_interface`.
+    """
+    from modeci_mdf.execution_engine import EvaluableGraph
+
+    interface = graph_interface(graph)
+    engine = EvaluableGraph(graph)
+    engine.evaluate(initializer={interface.inputs[name]: value for name, value in inputs.items()})
+    return {name: engine.enodes[node].evaluable_outputs[port].curr_value
+            for name, (node, port) in interface.outputs.items()}

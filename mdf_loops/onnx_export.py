@@ -32,10 +32,16 @@ from modeci_mdf.mdf import Graph, Model, Node
 from onnx import TypeProto, helper, numpy_helper
 
 from .errors import ModelError
-from .expressions import ExpressionError, onnx_dtype, translate
+from .expressions import onnx_dtype, translate
 from .onnx_builder import GraphBuilder, NameAllocator, Weak, elem_dtype
 from .onnx_functions import attribute_value
-from .representation import BODY_ATTRIBUTES, body_graph, body_signature
+from .representation import (
+    BODY_ATTRIBUTES,
+    CONTROL_FLOW_FUNCTIONS,
+    body_graph,
+    body_signature,
+    loop_bodies,
+)
 from .interface import graph_interface, load_model
 from .values import decode_tensor, dtype_from_name, is_encoded_tensor
 
@@ -150,7 +156,7 @@ class _Exporter:
         return _complete_output_shapes(result, self.opset)
 
     def body_graph(self, graph: Graph, input_types: list[TypeProto],
-                   outer: Mapping[str, str], outer_types: Mapping[str, TypeProto],
+                   outer: Mapping[str, "str | Weak"], outer_types: Mapping[str, TypeProto],
                    owner: str) -> onnx.GraphProto:
         signature = body_signature(graph)
         if len(signature.formal_inputs) != len(input_types):
@@ -169,9 +175,9 @@ class _Exporter:
             if port_id not in outer:
                 raise ModelError(f"{owner}: body '{graph.id}' reads '{port_id}' from the enclosing "
                                  "scope, which the loop node does not carry")
-            bindings[port_id] = outer[port_id]
-            if outer[port_id] in outer_types:
-                builder.types[outer[port_id]] = outer_types[outer[port_id]]
+            value = bindings[port_id] = outer[port_id]  # a name, or a weak constant
+            if isinstance(value, str) and value in outer_types:
+                builder.types[value] = outer_types[value]
         values = self._nodes(graph, builder, bindings)
         outputs, used = [], set()
         for node_id, port_id in signature.formal_outputs:
@@ -251,7 +257,7 @@ class _Exporter:
                 pending.remove(item)
                 progressed = True
             if not progressed:
-                missing = {item.id: sorted(_names_used(item) - set(env)) for item in pending}
+                missing = {item.id: sorted(_dependencies(item, node) - set(env)) for item in pending}
                 raise ModelError(f"node '{node.id}': cannot order parameters/functions; missing {missing}")
         outputs = {}
         for port in node.output_ports:
@@ -390,12 +396,16 @@ class _Exporter:
             outer = {}
             for port_id in body_signature(body).outer_scope_inputs:
                 if port_id in env:
-                    value = env[port_id]
-                    outer[port_id] = builder.strong(value) if isinstance(value, Weak) else value
+                    outer[port_id] = env[port_id]  # a constant stays weak inside the body
             if op_type == "Loop":
                 exported = self._loop_body(body, body_inputs, outer, builder, f"{where} {attr}")
             else:
                 exported = self.body_graph(body, body_inputs, outer, builder.types, f"{where} {attr}")
+            if op_type == "Loop":
+                _check_state_types(exported, body, 2, 1, len(body_inputs) - 2, f"{where} {attr}")
+            elif op_type == "Scan":
+                n_states = len(body_inputs) - int(attributes.get("num_scan_inputs", 0))
+                _check_state_types(exported, body, 0, 0, n_states, f"{where} {attr}")
             attributes[attr] = exported
         body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
         n_outputs = len(body.output) - (1 if op_type == "Loop" else 0)
@@ -411,7 +421,7 @@ class _Exporter:
                 builder.types[name] = t
         return _Outputs(tuple(names))
 
-    def _loop_body(self, body: Graph, body_inputs: list[TypeProto], outer: Mapping[str, str],
+    def _loop_body(self, body: Graph, body_inputs: list[TypeProto], outer: Mapping[str, "str | Weak"],
                    builder: GraphBuilder, owner: str) -> onnx.GraphProto:
         """A Loop body whose carried input types admit every iteration's values.
 
@@ -527,9 +537,20 @@ def _names_used(item) -> set[str]:
     return used - {"numpy", "math", "np"}
 
 
+def _dependencies(item, node: Node) -> set[str]:
+    """Names ``item`` reads: its expressions' names, and for the control-flow call the
+    values its bodies read from the enclosing scope (parameters of the loop node too)."""
+    used = _names_used(item)
+    function, _ = _function_of(item)
+    if function in CONTROL_FLOW_FUNCTIONS:
+        for body in loop_bodies(node).values():
+            used |= set(body_signature(body).outer_scope_inputs)
+    return used
+
+
 def _ready(item, env: dict, node: Node) -> bool:
     own = {p.id for p in node.parameters} | {f.id for f in node.functions}
-    return all(name in env or name not in own for name in _names_used(item))
+    return all(name in env or name not in own for name in _dependencies(item, node))
 
 
 def _list_items(expression: str) -> list[str] | None:
@@ -648,6 +669,21 @@ def _known(t: TypeProto | None, where: str) -> TypeProto:
         raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
                          "port's type or pass example_inputs")
     return t
+
+
+def _check_state_types(exported: onnx.GraphProto, body: Graph, first_in: int, first_out: int,
+                       n_states: int, where: str) -> None:
+    """A ModelError when a body returns a state (Scan) or carried value (Loop) of another
+    element type than it receives: ONNX needs the same type from one iteration to the next."""
+    signature = body_signature(body)
+    for k in range(n_states):
+        a = elem_dtype(exported.input[first_in + k].type)
+        b = elem_dtype(exported.output[first_out + k].type)
+        if a is not None and b is not None and a != b:
+            node_id, port_id = signature.formal_outputs[first_out + k]
+            raise ModelError(f"{where}: body '{body.id}' returns '{node_id}.{port_id}' as {b} for "
+                             f"'{signature.formal_inputs[first_in + k]}', which comes in as {a}; "
+                             "a state keeps its element type from one iteration to the next")
 
 
 def _loosened(given: TypeProto, returned: TypeProto) -> TypeProto:
