@@ -38,6 +38,8 @@ from .onnx_functions import attribute_value
 from .representation import (
     BODY_ATTRIBUTES,
     CONTROL_FLOW_FUNCTIONS,
+    output_reference,
+    variadic_items,
     body_graph,
     body_signature,
     loop_bodies,
@@ -283,8 +285,9 @@ class _Exporter:
             raise ModelError(f"{where}: a dict value does not export")
         if isinstance(value, list) and any(isinstance(v, str) for v in np.asarray(value, dtype=object).ravel()):
             return translate("[" + ", ".join(map(str, value)) + "]", env, builder, where)
-        if isinstance(value, str) and _is_output_index(value, env):
-            target, index = _output_index(value)
+        reference = output_reference(value)
+        if reference is not None and isinstance(env.get(reference[0]), _Outputs):
+            target, index = reference
             outputs = env[target]
             if index >= len(outputs.names):
                 raise ModelError(f"{where}: {target} has {len(outputs.names)} outputs, not {index + 1}")
@@ -321,7 +324,10 @@ class _Exporter:
                 continue
             expr = args[formal.name]
             if formal.option == onnx.defs.OpSchema.FormalParameterOption.Variadic:
-                items = _list_items(expr) if isinstance(expr, str) else None
+                try:
+                    items = variadic_items(expr) if isinstance(expr, str) else None
+                except SyntaxError:
+                    items = None
                 items = items if items is not None else [expr]
                 for item in items:
                     inputs.append(self._expression(item, env, builder, where))
@@ -360,7 +366,7 @@ class _Exporter:
         by_index: dict[int, str] = {}
         for port in node.output_ports:
             value = (port.value or "").strip()
-            parsed = _output_index(value)
+            parsed = output_reference(value)
             if value == function_id:
                 by_index.setdefault(0, port.id)
             elif parsed and parsed[0] == function_id:
@@ -553,38 +559,12 @@ def _ready(item, env: dict, node: Node) -> bool:
     return all(name in env or name not in own for name in _dependencies(item, node))
 
 
-def _list_items(expression: str) -> list[str] | None:
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError:
-        return None
-    if isinstance(tree.body, ast.List):
-        return [ast.unparse(e) for e in tree.body.elts]
-    return None
-
-
-def _is_output_index(value: str, env: dict) -> bool:
-    parsed = _output_index(value)
-    return parsed is not None and isinstance(env.get(parsed[0]), _Outputs)
-
-
-def _output_index(value: str) -> tuple[str, int] | None:
-    try:
-        tree = ast.parse(value.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if (isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name)
-            and isinstance(tree.slice, ast.Constant) and isinstance(tree.slice.value, int)):
-        return tree.value.id, tree.slice.value
-    return None
-
-
 def _outputs_used(node: Node, function_id: str, schema) -> int:
     if schema.max_output == 1:
         return 1
     used = [0]
     for port in node.output_ports:
-        parsed = _output_index(port.value or "")
+        parsed = output_reference(port.value or "")
         if parsed and parsed[0] == function_id:
             used.append(parsed[1] + 1)
     count = max(used)

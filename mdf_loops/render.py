@@ -33,9 +33,15 @@ from modeci_mdf.mdf import Graph, Model, Node, Parameter
 
 from .errors import MdfLoopsError
 from .files import write_atomically
-from .representation import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS, function_parameter, loop_bodies
-from .run import graph_interface, load_model
-from .validate_rules import output_index, variadic_items
+from .representation import (
+    BODY_ATTRIBUTES,
+    CONTROL_FLOW_FUNCTIONS,
+    function_parameter,
+    loop_bodies,
+    output_index,
+    variadic_items,
+)
+from .interface import graph_interface, load_model
 from .values import is_encoded_tensor
 
 __all__ = ["to_graphviz", "render", "FORMATS"]

@@ -22,6 +22,7 @@ signature, because ONNX binds body inputs and outputs by position:
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -39,6 +40,9 @@ __all__ = [
     "set_body_signature",
     "function_parameter",
     "loop_bodies",
+    "variadic_items",
+    "output_reference",
+    "output_index",
 ]
 
 #: Graph-valued attributes of each control-flow operator.
@@ -199,3 +203,39 @@ def loop_bodies(node: Node) -> dict[str, Graph]:
             raise ModelError(f"node '{node.id}': {fp.function} needs a '{attr}' parameter")
         bodies[attr] = body_graph(params[attr].value, f"node '{node.id}' parameter '{attr}'")
     return bodies
+
+
+def variadic_items(expression: Any) -> list[str] | None:
+    """The items of a variadic argument written as a list expression ``"[h0, x]"``.
+
+    None when the argument is not a list literal (its length is then unknown);
+    raises SyntaxError for text that is not an expression.
+    """
+    if isinstance(expression, list):
+        return [str(e) for e in expression]
+    if not isinstance(expression, str):
+        return None
+    tree = ast.parse(expression.strip(), mode="eval").body
+    if isinstance(tree, (ast.List, ast.Tuple)):
+        return [ast.unparse(e) for e in tree.elts]
+    return None
+
+
+def output_reference(expression: Any) -> tuple[str, int] | None:
+    """``(call id, i)`` for an output-port value ``"<call id>[i]"``, else None."""
+    if not isinstance(expression, str):
+        return None
+    try:
+        tree = ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if (isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name)
+            and isinstance(tree.slice, ast.Constant) and type(tree.slice.value) is int):
+        return tree.value.id, tree.slice.value
+    return None
+
+
+def output_index(expression: Any, call_id: str) -> int | None:
+    """``i`` for an output-port value ``"<call_id>[i]"``, else None."""
+    reference = output_reference(expression)
+    return reference[1] if reference is not None and reference[0] == call_id else None

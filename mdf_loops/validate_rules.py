@@ -8,14 +8,13 @@ at the path of the element it concerns.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .representation import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS
+from .representation import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS, output_index, variadic_items
 from .validate import Problem, format_path
 
-__all__ = ["rule_problems", "variadic_items", "output_index"]
+__all__ = ["rule_problems"]
 
 
 def rule_problems(document: Any) -> list[Problem]:
@@ -314,37 +313,6 @@ def _rank(port: Any) -> int | None:
     tensor = _get(_get(port, "metadata").get("onnx_type"), "tensorType")
     if "shape" in tensor:
         return len(_mapping(tensor["shape"]).get("dim") or [])
-    return None
-
-
-def variadic_items(expression: Any) -> list[str] | None:
-    """The items of a variadic argument written as a list expression ``"[h0, x]"``.
-
-    None when the argument is not a list literal (its length is then unknown);
-    raises SyntaxError for text that is not an expression.
-    """
-    if isinstance(expression, list):
-        return [str(e) for e in expression]
-    if not isinstance(expression, str):
-        return None
-    tree = ast.parse(expression.strip(), mode="eval").body
-    if isinstance(tree, (ast.List, ast.Tuple)):
-        return [ast.unparse(e) for e in tree.elts]
-    return None
-
-
-def output_index(expression: Any, call_id: str) -> int | None:
-    """``i`` for an output-port value ``"<call_id>[i]"``, else None."""
-    if not isinstance(expression, str):
-        return None
-    try:
-        tree = ast.parse(expression.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name) \
-            and tree.value.id == call_id and isinstance(tree.slice, ast.Constant) \
-            and _integer(tree.slice.value) is not None:
-        return tree.slice.value
     return None
 
 
