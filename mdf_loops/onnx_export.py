@@ -32,7 +32,7 @@ from modeci_mdf.mdf import Graph, Model, Node
 from onnx import TypeProto, helper, numpy_helper
 
 from .errors import ModelError
-from .expressions import onnx_dtype, translate
+from .expressions import translate
 from .onnx_builder import GraphBuilder, NameAllocator, Weak, elem_dtype
 from .onnx_functions import attribute_value
 from .representation import (
@@ -45,7 +45,19 @@ from .representation import (
     loop_bodies,
 )
 from .interface import graph_interface, load_model
-from .values import decode_tensor, dtype_from_name, is_encoded_tensor
+from .onnx_types import (
+    check_state_types,
+    complete_output_shapes,
+    control_flow_output_types,
+    declared_type,
+    drop_axis,
+    has_shape,
+    known_type,
+    loosened,
+    tensor_type,
+    without_shape,
+)
+from .values import decode_tensor, is_encoded_tensor
 
 __all__ = ["mdf_to_onnx", "save_onnx", "DEFAULT_OPSET"]
 
@@ -127,7 +139,7 @@ class _Exporter:
                     raise ModelError(f"graph '{graph.id}' input '{name}': default_value must be "
                                      "a constant to export")
             example = examples.get(name, None if default is None else default.array())
-            type_proto = _declared_type(port, example)
+            type_proto = declared_type(port, example)
             if type_proto.HasField("tensor_type") and not type_proto.tensor_type.HasField("shape"):
                 raise ModelError(
                     f"graph '{graph.id}' input '{name}': its rank is unknown; pass "
@@ -155,7 +167,7 @@ class _Exporter:
             port = next(p for p in by_id[ref[0]].output_ports if p.id == ref[1])
             outputs.append(self._value_info(builder, name, graph.id, port))
         result = helper.make_graph(builder.nodes, graph.id, inputs, outputs, initializer=defaults)
-        return _complete_output_shapes(result, self.opset)
+        return complete_output_shapes(result, self.opset)
 
     def body_graph(self, graph: Graph, input_types: list[TypeProto],
                    outer: Mapping[str, "str | Weak"], outer_types: Mapping[str, TypeProto],
@@ -394,8 +406,8 @@ class _Exporter:
         if op_type == "Scan":
             body_inputs = self._scan_body_types(inputs, types, attributes, where)
         elif op_type == "Loop":
-            carried = [_known(t, where) for t in types[2:]]
-            body_inputs = [_tensor_type(np.int64, ()), _tensor_type(np.bool_, ())] + carried
+            carried = [known_type(t, where) for t in types[2:]]
+            body_inputs = [tensor_type(np.int64, ()), tensor_type(np.bool_, ())] + carried
         else:
             body_inputs = []
         for attr, body in bodies.items():
@@ -408,10 +420,10 @@ class _Exporter:
             else:
                 exported = self.body_graph(body, body_inputs, outer, builder.types, f"{where} {attr}")
             if op_type == "Loop":
-                _check_state_types(exported, body, 2, 1, len(body_inputs) - 2, f"{where} {attr}")
+                check_state_types(exported, body, 2, 1, len(body_inputs) - 2, f"{where} {attr}")
             elif op_type == "Scan":
                 n_states = len(body_inputs) - int(attributes.get("num_scan_inputs", 0))
-                _check_state_types(exported, body, 0, 0, n_states, f"{where} {attr}")
+                check_state_types(exported, body, 0, 0, n_states, f"{where} {attr}")
             attributes[attr] = exported
         body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
         n_outputs = len(body.output) - (1 if op_type == "Loop" else 0)
@@ -421,9 +433,9 @@ class _Exporter:
                                n_outputs))
         # ONNX's inference cannot see the bodies' outer-scope values and drops the shapes of
         # loop-carried values: complete what it left unknown from the exported bodies
-        derived = _control_flow_output_types(op_type, body, attributes, types)
+        derived = control_flow_output_types(op_type, body, attributes, types)
         for name, t in zip(names, derived):
-            if t is not None and not _has_shape(builder.types.get(name)):
+            if t is not None and not has_shape(builder.types.get(name)):
                 builder.types[name] = t
         return _Outputs(tuple(names))
 
@@ -440,11 +452,11 @@ class _Exporter:
         for _ in range(_LOOSENING_ROUNDS):
             exported = self.body_graph(body, given, outer, builder.types, owner)
             returned = [o.type for o in exported.output[1:len(given) - 1]]
-            looser = given[:2] + [_loosened(g, r) for g, r in zip(given[2:], returned)]
+            looser = given[:2] + [loosened(g, r) for g, r in zip(given[2:], returned)]
             if looser == given:
                 return exported
             given = looser
-        given = given[:2] + [_without_shape(t, owner) for t in given[2:]]
+        given = given[:2] + [without_shape(t, owner) for t in given[2:]]
         return self.body_graph(body, given, outer, builder.types, owner)
 
     def _scan_body_types(self, inputs, types, attributes, where) -> list[TypeProto]:
@@ -459,8 +471,8 @@ class _Exporter:
                 raise ModelError(f"{where}: the type of input {k} is unknown; declare the input "
                                  "port's type or pass example_inputs")
             if legacy:
-                t = _drop_axis(t, 0)
-            result.append(t if k < n else _drop_axis(t, axes[k - n] if not legacy else 0))
+                t = drop_axis(t, 0)
+            result.append(t if k < n else drop_axis(t, axes[k - n] if not legacy else 0))
         return result
 
 
@@ -572,143 +584,3 @@ def _outputs_used(node: Node, function_id: str, schema) -> int:
     if schema.name == "Split" and split is not None:
         count = max(count, int(split.value))
     return max(count, schema.min_output)
-
-
-def _declared_type(port, example: Any) -> TypeProto:
-    if port is not None and port.metadata and port.metadata.get("onnx_type"):
-        return json_format.ParseDict(port.metadata["onnx_type"], TypeProto())
-    if example is not None:
-        if isinstance(example, list):
-            element = _declared_type(None, example[0]) if example else _tensor_type(np.float64, None)
-            return helper.make_sequence_type_proto(element)
-        array = np.asarray(example)
-        name = port.id if port is not None else "dim"
-        return _tensor_type(array.dtype, [f"{name}_{i}" for i in range(array.ndim)])
-    dtype = np.float64
-    if port is not None and port.type:
-        try:
-            dtype = dtype_from_name(port.type)
-        except ValueError:
-            raise ModelError(f"input port '{port.id}': unknown type {port.type!r}") from None
-    # modeci-mdf reads a missing shape as (); only a non-empty shape says something
-    shape = tuple(port.shape) if port is not None and port.shape else None
-    return _tensor_type(dtype, shape)
-
-
-def _tensor_type(dtype, shape) -> TypeProto:
-    return helper.make_tensor_type_proto(onnx_dtype(dtype), None if shape is None else list(shape))
-
-
-def _control_flow_output_types(op_type: str, body: onnx.GraphProto, attributes: dict,
-                               input_types: list[TypeProto | None]) -> list[TypeProto | None]:
-    """Types of a control-flow node's outputs, from its exported body and its inputs."""
-    outputs = [o.type for o in body.output]
-    if op_type == "If":
-        return outputs
-    if op_type == "Loop":
-        initial = input_types[2:]
-        carried, scanned = outputs[1:1 + len(initial)], outputs[1 + len(initial):]
-        # a carried value is its initial value after zero iterations, the body's after more
-        return [_merged(a, b) for a, b in zip(initial, carried)] + [_add_axis(t, 0) for t in scanned]
-    n_states = len(input_types) - int(attributes.get("num_scan_inputs", 0))
-    axes = list(attributes.get("scan_output_axes") or [0] * (len(outputs) - n_states))
-    return list(outputs[:n_states]) + [_add_axis(t, a) for t, a in zip(outputs[n_states:], axes)]
-
-
-def _has_shape(t: TypeProto | None) -> bool:
-    return t is not None and t.HasField("tensor_type") and t.tensor_type.HasField("shape")
-
-
-def _merged(a: TypeProto | None, b: TypeProto) -> TypeProto | None:
-    """The type a value of type ``a`` or ``b`` has: shared rank, and dims where they agree."""
-    if a is None or not (a.HasField("tensor_type") and b.HasField("tensor_type")):
-        return None
-    if a.tensor_type.elem_type != b.tensor_type.elem_type:
-        return None
-    if not (_has_shape(a) and _has_shape(b)) or len(a.tensor_type.shape.dim) != len(b.tensor_type.shape.dim):
-        return helper.make_tensor_type_proto(a.tensor_type.elem_type, None)
-    dims = []
-    for da, db in zip(a.tensor_type.shape.dim, b.tensor_type.shape.dim):
-        dims.append(da.dim_value or da.dim_param if da == db and (da.dim_value or da.dim_param) else None)
-    return helper.make_tensor_type_proto(a.tensor_type.elem_type, dims)
-
-
-def _add_axis(t: TypeProto, axis: int) -> TypeProto | None:
-    if not t.HasField("tensor_type"):
-        return None
-    tensor = t.tensor_type
-    if not tensor.HasField("shape"):
-        return helper.make_tensor_type_proto(tensor.elem_type, None)
-    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
-    axis = axis + len(dims) + 1 if axis < 0 else axis
-    return helper.make_tensor_type_proto(tensor.elem_type, dims[:axis] + [None] + dims[axis:])
-
-
-def _known(t: TypeProto | None, where: str) -> TypeProto:
-    if t is None:
-        raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
-                         "port's type or pass example_inputs")
-    return t
-
-
-def _check_state_types(exported: onnx.GraphProto, body: Graph, first_in: int, first_out: int,
-                       n_states: int, where: str) -> None:
-    """A ModelError when a body returns a state (Scan) or carried value (Loop) of another
-    element type than it receives: ONNX needs the same type from one iteration to the next."""
-    signature = body_signature(body)
-    for k in range(n_states):
-        a = elem_dtype(exported.input[first_in + k].type)
-        b = elem_dtype(exported.output[first_out + k].type)
-        if a is not None and b is not None and a != b:
-            node_id, port_id = signature.formal_outputs[first_out + k]
-            raise ModelError(f"{where}: body '{body.id}' returns '{node_id}.{port_id}' as {b} for "
-                             f"'{signature.formal_inputs[first_in + k]}', which comes in as {a}; "
-                             "a state keeps its element type from one iteration to the next")
-
-
-def _loosened(given: TypeProto, returned: TypeProto) -> TypeProto:
-    """A loop-carried body input type that admits both ``given`` and what the body ``returned``."""
-    if given.HasField("tensor_type") and returned.HasField("tensor_type"):
-        return _merged(given, returned) or given
-    return given
-
-
-def _complete_output_shapes(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:
-    """Fill in top-level output shapes left unknown, from whole-model shape inference."""
-    missing = [o for o in graph.output
-               if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
-    if not missing:
-        return graph
-    probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    try:
-        inferred = onnx.shape_inference.infer_shapes(probe).graph
-    except Exception:
-        return graph
-    known = {v.name: v.type for v in list(inferred.value_info) + list(inferred.output)}
-    for output in missing:
-        t = known.get(output.name)
-        if t is not None and t.tensor_type.HasField("shape"):
-            output.type.CopyFrom(t)
-    return graph
-
-
-def _without_shape(t: TypeProto | None, where: str) -> TypeProto:
-    if t is None:
-        raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
-                         "port's type or pass example_inputs")
-    if t.HasField("tensor_type"):
-        return helper.make_tensor_type_proto(t.tensor_type.elem_type, None)
-    return t
-
-
-def _drop_axis(t: TypeProto, axis: int) -> TypeProto:
-    if not t.HasField("tensor_type"):
-        return t
-    tensor = t.tensor_type
-    if not tensor.HasField("shape"):
-        return helper.make_tensor_type_proto(tensor.elem_type, None)
-    dims = list(tensor.shape.dim)
-    axis = axis + len(dims) if axis < 0 else axis
-    kept = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-            for i, d in enumerate(dims) if i != axis]
-    return helper.make_tensor_type_proto(tensor.elem_type, kept)

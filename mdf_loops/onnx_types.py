@@ -1,0 +1,178 @@
+"""ONNX types of exported values: declared input types, and types through loops.
+
+ONNX's shape inference cannot see a body's outer-scope values and drops the
+shapes of loop-carried values, so the exporter derives the types of loop
+outputs from the exported bodies (:func:`control_flow_output_types`) and widens
+a loop-carried type to what holds in every iteration (:func:`loosened`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from google.protobuf import json_format
+from modeci_mdf.mdf import Graph
+from onnx import TypeProto, helper
+
+from .errors import ModelError
+from .expressions import onnx_dtype
+from .onnx_builder import elem_dtype
+from .representation import body_signature
+from .values import dtype_from_name
+
+__all__ = [
+    "declared_type",
+    "tensor_type",
+    "control_flow_output_types",
+    "has_shape",
+    "merged",
+    "add_axis",
+    "known_type",
+    "check_state_types",
+    "loosened",
+    "complete_output_shapes",
+    "without_shape",
+    "drop_axis",
+]
+
+
+def declared_type(port, example: Any) -> TypeProto:
+    if port is not None and port.metadata and port.metadata.get("onnx_type"):
+        return json_format.ParseDict(port.metadata["onnx_type"], TypeProto())
+    if example is not None:
+        if isinstance(example, list):
+            element = declared_type(None, example[0]) if example else tensor_type(np.float64, None)
+            return helper.make_sequence_type_proto(element)
+        array = np.asarray(example)
+        name = port.id if port is not None else "dim"
+        return tensor_type(array.dtype, [f"{name}_{i}" for i in range(array.ndim)])
+    dtype = np.float64
+    if port is not None and port.type:
+        try:
+            dtype = dtype_from_name(port.type)
+        except ValueError:
+            raise ModelError(f"input port '{port.id}': unknown type {port.type!r}") from None
+    # modeci-mdf reads a missing shape as (); only a non-empty shape says something
+    shape = tuple(port.shape) if port is not None and port.shape else None
+    return tensor_type(dtype, shape)
+
+
+def tensor_type(dtype, shape) -> TypeProto:
+    return helper.make_tensor_type_proto(onnx_dtype(dtype), None if shape is None else list(shape))
+
+
+def control_flow_output_types(op_type: str, body: onnx.GraphProto, attributes: dict,
+                               input_types: list[TypeProto | None]) -> list[TypeProto | None]:
+    """Types of a control-flow node's outputs, from its exported body and its inputs."""
+    outputs = [o.type for o in body.output]
+    if op_type == "If":
+        return outputs
+    if op_type == "Loop":
+        initial = input_types[2:]
+        carried, scanned = outputs[1:1 + len(initial)], outputs[1 + len(initial):]
+        # a carried value is its initial value after zero iterations, the body's after more
+        return [merged(a, b) for a, b in zip(initial, carried)] + [add_axis(t, 0) for t in scanned]
+    n_states = len(input_types) - int(attributes.get("num_scan_inputs", 0))
+    axes = list(attributes.get("scan_output_axes") or [0] * (len(outputs) - n_states))
+    return list(outputs[:n_states]) + [add_axis(t, a) for t, a in zip(outputs[n_states:], axes)]
+
+
+def has_shape(t: TypeProto | None) -> bool:
+    return t is not None and t.HasField("tensor_type") and t.tensor_type.HasField("shape")
+
+
+def merged(a: TypeProto | None, b: TypeProto) -> TypeProto | None:
+    """The type a value of type ``a`` or ``b`` has: shared rank, and dims where they agree."""
+    if a is None or not (a.HasField("tensor_type") and b.HasField("tensor_type")):
+        return None
+    if a.tensor_type.elem_type != b.tensor_type.elem_type:
+        return None
+    if not (has_shape(a) and has_shape(b)) or len(a.tensor_type.shape.dim) != len(b.tensor_type.shape.dim):
+        return helper.make_tensor_type_proto(a.tensor_type.elem_type, None)
+    dims = []
+    for da, db in zip(a.tensor_type.shape.dim, b.tensor_type.shape.dim):
+        dims.append(da.dim_value or da.dim_param if da == db and (da.dim_value or da.dim_param) else None)
+    return helper.make_tensor_type_proto(a.tensor_type.elem_type, dims)
+
+
+def add_axis(t: TypeProto, axis: int) -> TypeProto | None:
+    if not t.HasField("tensor_type"):
+        return None
+    tensor = t.tensor_type
+    if not tensor.HasField("shape"):
+        return helper.make_tensor_type_proto(tensor.elem_type, None)
+    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+    axis = axis + len(dims) + 1 if axis < 0 else axis
+    return helper.make_tensor_type_proto(tensor.elem_type, dims[:axis] + [None] + dims[axis:])
+
+
+def known_type(t: TypeProto | None, where: str) -> TypeProto:
+    if t is None:
+        raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
+                         "port's type or pass example_inputs")
+    return t
+
+
+def check_state_types(exported: onnx.GraphProto, body: Graph, first_in: int, first_out: int,
+                       n_states: int, where: str) -> None:
+    """A ModelError when a body returns a state (Scan) or carried value (Loop) of another
+    element type than it receives: ONNX needs the same type from one iteration to the next."""
+    signature = body_signature(body)
+    for k in range(n_states):
+        a = elem_dtype(exported.input[first_in + k].type)
+        b = elem_dtype(exported.output[first_out + k].type)
+        if a is not None and b is not None and a != b:
+            node_id, port_id = signature.formal_outputs[first_out + k]
+            raise ModelError(f"{where}: body '{body.id}' returns '{node_id}.{port_id}' as {b} for "
+                             f"'{signature.formal_inputs[first_in + k]}', which comes in as {a}; "
+                             "a state keeps its element type from one iteration to the next")
+
+
+def loosened(given: TypeProto, returned: TypeProto) -> TypeProto:
+    """A loop-carried body input type that admits both ``given`` and what the body ``returned``."""
+    if given.HasField("tensor_type") and returned.HasField("tensor_type"):
+        return merged(given, returned) or given
+    return given
+
+
+def complete_output_shapes(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:
+    """Fill in top-level output shapes left unknown, from whole-model shape inference."""
+    missing = [o for o in graph.output
+               if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
+    if not missing:
+        return graph
+    probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        inferred = onnx.shape_inference.infer_shapes(probe).graph
+    except Exception:
+        return graph
+    known = {v.name: v.type for v in list(inferred.value_info) + list(inferred.output)}
+    for output in missing:
+        t = known.get(output.name)
+        if t is not None and t.tensor_type.HasField("shape"):
+            output.type.CopyFrom(t)
+    return graph
+
+
+def without_shape(t: TypeProto | None, where: str) -> TypeProto:
+    if t is None:
+        raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
+                         "port's type or pass example_inputs")
+    if t.HasField("tensor_type"):
+        return helper.make_tensor_type_proto(t.tensor_type.elem_type, None)
+    return t
+
+
+def drop_axis(t: TypeProto, axis: int) -> TypeProto:
+    if not t.HasField("tensor_type"):
+        return t
+    tensor = t.tensor_type
+    if not tensor.HasField("shape"):
+        return helper.make_tensor_type_proto(tensor.elem_type, None)
+    dims = list(tensor.shape.dim)
+    axis = axis + len(dims) if axis < 0 else axis
+    kept = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+            for i, d in enumerate(dims) if i != axis]
+    return helper.make_tensor_type_proto(tensor.elem_type, kept)
