@@ -9,7 +9,10 @@ list, tuple, dict or set literal; a call to one of :data:`SAFE_BUILTINS` or to a
 Anything else (other attributes, dunder names, other builtins such as ``open``
 or ``__import__``, lambdas, comprehensions, f-strings, calls of computed values)
 is refused, as are literal sizes that would allocate more than ``max_elements``
-elements and literal exponents that would make giant Python integers.
+elements and literal exponents that would make giant Python integers. Sizes
+computed at run time are checked then: inside :func:`untrusted_expressions`,
+``numpy.`` in an expression is :func:`expression_numpy`, a namespace of the
+allowed functions whose constructors check ``max_elements`` before allocating.
 """
 
 from __future__ import annotations

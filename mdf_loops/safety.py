@@ -2,16 +2,13 @@
 
 modeci-mdf evaluates a model's value expressions with Python's ``eval``, so a
 model file could run any code. Before :func:`mdf_loops.run` evaluates anything,
-:func:`check_model` parses every expression with :mod:`ast` and refuses anything
-outside a small language: literals; names the node binds (its input ports,
-parameters, functions and the arguments of a call); arithmetic, comparison and
-boolean operators; subscripts and slices; list, tuple, dict and set literals;
-calls to a few safe builtins and to the numpy and math functions of an explicit
-allow-list (:mod:`mdf_loops.expression_allowlist`). :func:`check_structure` refuses the model
-shapes that would hang or crash modeci-mdf's engine (edges it can never order,
-dangling edges, repeated ids, a body that contains itself, text edge weights,
-unknown scheduler conditions). :func:`check_document` does the same for the
-raw content of a JSON/YAML file (YAML alias bombs, repeated keys).
+:func:`check_model` parses every expression, in bodies at every depth, and
+refuses anything outside the allow-list of :mod:`mdf_loops.expression_allowlist`.
+:func:`check_structure` refuses the model shapes that would hang or crash
+modeci-mdf's engine (edges it can never order, dangling edges, repeated ids, a
+body that contains itself, text edge weights, unknown scheduler conditions).
+:func:`check_document` does the same for the raw content of a JSON/YAML file
+(YAML alias bombs, repeated keys).
 
 ``docs/safety.md`` lists what is allowed and what ``trusted=True`` risks.
 """
@@ -33,7 +30,7 @@ from .representation import body_graph
 from .validate import Problem, format_path
 
 __all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
-           "find_unsafe"]
+           "check_aliases", "find_unsafe"]
 
 
 class UnsafeExpressionError(MdfLoopsError):
@@ -60,10 +57,11 @@ _SCHEDULER_CONDITIONS = frozenset(
 # ---------------------------------------------------------------- public checks
 
 
-def find_unsafe(model: Model) -> list[Problem]:
-    """Every unsafe expression and every engine-breaking structure of ``model``."""
+def find_unsafe(model: Model, *, structure: bool = True) -> list[Problem]:
+    """Every unsafe expression of ``model`` (and, with ``structure``, every structure the
+    engine would hang or crash on), each with its path in the model file."""
     walker = _walked(model)
-    return walker.structure + walker.expressions
+    return (walker.structure if structure else []) + walker.expressions
 
 
 def check_model(model: Model) -> None:
@@ -91,6 +89,11 @@ def check_document(document: Any, where: str) -> None:
     repeated = _first_repeated_key(document, ())
     if repeated:
         raise ModelError(f"{where}: {repeated}")
+    check_aliases(document, where)
+
+
+def check_aliases(document: Any, where: str) -> None:
+    """Raise :class:`ModelError` for YAML aliases that contain themselves or multiply content."""
     distinct, expanded = _document_size(document, where)
     if expanded > max(1_000_000, 2 * distinct):
         raise ModelError(
@@ -129,7 +132,7 @@ def _first_repeated_key(value: Any, path: tuple) -> str | None:
 
 
 def _document_size(document: Any, where: str) -> tuple[int, int]:
-    """(distinct containers and scalars, items after expanding aliases); refuses cycles."""
+    """(distinct lists and mappings, items after expanding aliases); refuses cycles."""
     sizes: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(document, False)]
@@ -161,7 +164,7 @@ def _document_size(document: Any, where: str) -> tuple[int, int]:
 class _Scope:
     """The names an expression of one node may read, and those it may not call."""
 
-    always: frozenset  # input ports (bound before anything is evaluated) and call arguments
+    always: frozenset  # input ports: bound before anything of the node is evaluated
     node: frozenset  # every id of the node: ports, parameters, functions
 
     def evaluated_late(self) -> frozenset:
@@ -195,13 +198,13 @@ class _ModelWalker:
             self.node(node, path + ("nodes", node.id), depth)
 
     def node(self, node: Node, path: tuple, depth: int) -> None:
-        inputs_ports, output_ports, parameters, functions = (
+        input_ports_, output_ports, parameters, functions = (
             self._elements(node, field, path)
             for field in ("input_ports", "output_ports", "parameters", "functions"))
-        inputs = frozenset(p.id for p in inputs_ports)
+        inputs = frozenset(p.id for p in input_ports_)
         scope = _Scope(inputs, inputs | {p.id for p in parameters} | {f.id for f in functions})
         early = scope.evaluated_early()
-        for port in inputs_ports:  # text here is data: evaluated only if a bare name reads it
+        for port in input_ports_:  # text here is data: evaluated only if a bare name reads it
             self.value(port.default_value, path + ("input_ports", port.id, "default_value"),
                        early, depth, text_is_data=True)
         for parameter in parameters:
@@ -269,8 +272,6 @@ class _ModelWalker:
     def _elements(self, owner: Any, field: str, path: tuple) -> list:
         """The elements of a list field, after reporting a field of another type or repeated ids."""
         items = getattr(owner, field, None)
-        if items is None:
-            return []
         where = format_path(path + (field,))
         if not isinstance(items, list) or not all(isinstance(getattr(i, "id", None), str)
                                                   for i in items):

@@ -81,13 +81,13 @@ class _Generator:
         nodes.append(oh.make_node(op, inputs, outputs, **attributes))
         return outputs
 
-    def constant(self, nodes: list, value, elem_type=FLOAT) -> str:
+    def constant(self, nodes: list, value: float) -> str:
         name = self.fresh("const")
-        nodes.append(oh.make_node("Constant", [], [name],
-                                  value=oh.make_tensor(name, elem_type, [], [value])))
+        nodes.append(oh.make_node("Constant", [], [name], value=oh.make_tensor(name, FLOAT, [], [value])))
         return name
 
-    def tensor_type(self, rank: int, elem_type=FLOAT, sized: bool = True):
+    def dims(self, rank: int, sized: bool = True) -> list:
+        """Dimensions of a value of ``rank``: all of size D, or unknown."""
         return [self.size] * rank if sized else [None] * rank
 
     # ------------------------------------------------------------ values in a body
@@ -132,7 +132,7 @@ class _Generator:
             inputs += [value_info(i, INT64, []), value_info(cond, BOOL, [])]
             counter = self.emit(nodes, "Cast", [i], to=FLOAT)
             pool.append(_Value(counter, 0))
-        inputs += [value_info(v.name, FLOAT, self.tensor_type(v.rank))
+        inputs += [value_info(v.name, FLOAT, self.dims(v.rank))
                    for v in formal_states + formal_elements]
         stacked: list[_Value] = []
         if depth < 2 and self.draw(st.integers(0, 2)) == 0:
@@ -152,7 +152,7 @@ class _Generator:
         for v in new_states + scanned:
             if any(v.name == o.name for o in outputs) or v.name in {x.name for x in formal_states}:
                 v.name = self.emit(nodes, "Identity", [v.name])
-            outputs.append(value_info(v.name, FLOAT, self.tensor_type(v.rank, sized=False)))
+            outputs.append(value_info(v.name, FLOAT, self.dims(v.rank, sized=False)))
         graph = oh.make_graph(nodes, self.fresh(f"{kind.lower()}_body"), inputs, outputs)
         return graph, scanned
 

@@ -64,7 +64,7 @@ _WRONG_VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
     st.text(max_size=12), st.lists(st.integers(-3, 3), max_size=3),
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
-    st.just({"graph_x": {"id": "x"}}), st.just([[[[]]]]),
+    st.builds(lambda: {"graph_x": {"id": "x"}}), st.builds(lambda: [[[[]]]]),  # fresh objects
 )
 
 _HOSTILE = [
@@ -174,10 +174,8 @@ def test_mutated_models_run_or_fail_with_a_project_error(tmp_path, marker, data)
         problems = _outcome(lambda: validate(path), list)
         assert problems is None or all(isinstance(p.message, str) for p in problems)
         outputs = _outcome(lambda: mdf_loops.run(path, inputs, **LIMITS), dict)
-        if outputs is not None:
-            for value in outputs.values():
-                assert value is None or isinstance(value, (np.ndarray, list, int, float, str,
-                                                           np.generic))
+        if outputs is not None:  # a run: outputs by name (values are whatever the model says)
+            assert all(isinstance(name, str) for name in outputs)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)

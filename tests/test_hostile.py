@@ -41,7 +41,7 @@ from mdf_loops.errors import DepthLimitError, IterationLimitError, SizeLimitErro
 from mdf_loops.safety import UnsafeExpressionError
 
 _EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-SECONDS = 60  # far above what any test here needs; a guard that fails to stop ends here
+SECONDS = 30  # far above what any test here needs; a guard that fails to stop ends here
 HEADROOM = 3 * 2**30  # bytes of address space a test may add
 
 
@@ -595,3 +595,11 @@ def test_a_nan_trip_count_is_an_error_of_its_loop(bounded):
     model = _nested_loops(depth=1, trips=float("nan"))
     with pytest.raises(mdf_loops.EvaluationError, match="node 'loop0'.*NaN"):
         mdf_loops.run(model, {"c": np.array(0.0)}, backend="scheduler")
+
+
+def test_the_validator_refuses_a_yaml_alias_bomb_quickly(tmp_path, bounded):
+    from mdf_loops.validate import validate
+
+    path = _write(tmp_path, "bomb.yaml", _BILLION_LAUGHS)
+    with pytest.raises(mdf_loops.ModelError, match="multiplies its own content"):
+        validate(path)

@@ -29,8 +29,8 @@ from conftest import (
 )
 from mdf_loops.onnx_export import DEFAULT_OPSET, mdf_to_onnx, save_onnx
 
-#: conformance cases with Loop/Scan/If whose original model onnxruntime loads (onnxruntime
-#: 1.17+ refuses the rest: opset-8 Scan, sequence and optional types it does not support)
+#: conformance cases with Loop/Scan/If whose original model onnxruntime loads (with onnx 1.23
+#: and onnxruntime 1.31 the other 18 are opset 27, newer than onnxruntime supports)
 ACCEPTED_BY_ONNXRUNTIME = 20
 #: float32 tolerance
 RTOL, ATOL = 1e-5, 1e-6
@@ -322,6 +322,37 @@ def test_if_node_exports_both_branches(rng):
     exported = _exported(mdf_model(node), example_inputs={"c": np.array(True), "x": x})
     assert_same(ort_run(exported, {"c": np.array(True), "x": x})["choose.out0"], x * 2)
     assert_same(ort_run(exported, {"c": np.array(False), "x": x})["choose.out0"], -x)
+
+
+def test_loop_node_parameter_read_by_the_body_stays_weak():
+    """A number parameter of the loop node, read by the body from the outer scope, is a Python
+    number in the engine: the float32 state stays float32 (the body does not ask for float64)."""
+    step = expression_node("step", ["s", "x", "gain"], {"y": "s * gain + x"})
+    body = mdf_body("b", [step], ["s", "x"], ["step.y", "step.y"], outer_scope_inputs=["gain"])
+    scan = loop_node("scan", "Scan", {"initial_state_and_scan_inputs": "[s0, xs]"}, {"body": body},
+                     ["s0", "xs"], 2, {"num_scan_inputs": 1})
+    scan.parameters.append(Parameter(id="gain", value=0.5))  # after the call: order is free
+    feeds = {"s0": np.zeros(2, np.float32), "xs": np.arange(6, dtype=np.float32).reshape(3, 2)}
+    out = ort_run(_exported(mdf_model(scan), example_inputs=feeds), feeds)
+    s, trace = feeds["s0"], []
+    for x in feeds["xs"]:
+        s = s * np.float32(0.5) + x
+        trace.append(s)
+    assert_same(out["scan.out1"], np.array(trace))
+
+
+def test_state_that_changes_element_type_names_the_body_port():
+    step = expression_node("step", ["s", "x"], {"y": "s @ W + x"},
+                           parameters={"W": [[1.0, 0.0], [0.0, 1.0]]})  # a float64 array
+    body = mdf_body("b", [step], ["s", "x"], ["step.y", "step.y"])
+    scan = loop_node("scan", "Scan", {"initial_state_and_scan_inputs": "[s0, xs]"}, {"body": body},
+                     ["s0", "xs"], 2, {"num_scan_inputs": 1})
+    feeds = {"s0": np.zeros(2, np.float32), "xs": np.ones((3, 2), np.float32)}
+    with pytest.raises(mdf_loops.ModelError,
+                       match="node 'scan'.*'step.y' as float64 for 's', which comes in as float32"):
+        mdf_to_onnx(mdf_model(scan), example_inputs=feeds)
+    with pytest.raises(mdf_loops.LoopError, match="node 'scan'.*float32 to float64"):
+        run_mdf(mdf_model(scan), feeds)  # the scheduler refuses it the same way
 
 
 # ---------------------------------------------------------------- errors naming the element

@@ -309,3 +309,12 @@ def test_checked_and_trusted_runs_agree_on_an_example():
         trace.append(x)
     np.testing.assert_allclose(checked["integrate.trace"], trace, rtol=1e-12)
     np.testing.assert_array_equal(checked["integrate.trace"], trusted["integrate.trace"])
+
+
+def test_find_unsafe_can_leave_structure_to_the_validator():
+    node = expression_node("n", ["x"], {"y": "open('f')"})
+    twin = expression_node("n", ["x"], {"y": "x"})
+    model = Model(id="m", graphs=[Graph(id="main", nodes=[node, twin])])
+    assert len(find_unsafe(model)) == 2
+    (only,) = find_unsafe(model, structure=False)
+    assert only.path == "graphs.main.nodes.n.output_ports.y.value"
