@@ -6,11 +6,14 @@ own ``EvaluableGraph`` runs models that contain loops.
 """
 
 from .errors import (
+    DepthLimitError,
     EvaluationError,
     IterationLimitError,
+    LimitError,
     LoopError,
     MdfLoopsError,
     ModelError,
+    SizeLimitError,
 )
 from . import authoring
 from .authoring import foldl, foldr, map, reduce, scan, until
@@ -23,6 +26,7 @@ from .representation import BodySignature, body_graph, body_signature, set_body_
 from .render import render, to_graphviz
 from .interface import stock_evaluate
 from .run import graph_interface, load_model, run
+from .safety import UnsafeExpressionError
 from .validate import Problem, validate
 
 __version__ = "0.1.0"
@@ -64,6 +68,10 @@ __all__ = [
     "EvaluationError",
     "LoopError",
     "IterationLimitError",
+    "LimitError",
+    "DepthLimitError",
+    "SizeLimitError",
+    "UnsafeExpressionError",
 ]
 
 register()

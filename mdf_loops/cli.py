@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mdf-loops: interrupted", file=sys.stderr)
         return 130
+    except _Timeout as exc:
+        print(f"mdf-loops: error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # e.g. `mdf-loops run ... | head`
         _silence_stdout()
         return 0
@@ -85,6 +88,16 @@ def _add_run(subparsers, common) -> None:
     p.add_argument("-o", "--output", metavar="FILE.npz",
                    help="save the outputs to this NumPy archive instead of printing them")
     p.add_argument("--graph", metavar="ID", help="the graph to run (default: the first)")
+    p.add_argument("--trusted", action="store_true",
+                   help="skip the expression allow-list: the model's expressions run as any "
+                        "Python (only for models whose author you trust; see docs/safety.md)")
+    for name, default in (("max-iterations", "1,000,000"), ("max-total-iterations", "10,000,000"),
+                          ("max-depth", "24"), ("max-elements", "100,000,000")):
+        p.add_argument(f"--{name}", type=_positive_int, metavar="N",
+                       help=f"work limit (default {default}); see docs/safety.md")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop a run that takes longer than this (wall clock, and CPU time "
+                        "as a backstop for a single long computation)")
     p.add_argument("--backend", choices=("auto", "scheduler", "onnxruntime"), default="auto",
                    help="scheduler: every loop iteration through modeci-mdf's engine (shows "
                         "progress); onnxruntime: the model compiled to one ONNX model; auto "
@@ -101,7 +114,54 @@ def _add_input_option(p: argparse.ArgumentParser) -> None:
 
 def _run_keywords(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of :func:`mdf_loops.run` given by the command-line options."""
-    return {"graph": args.graph, "backend": args.backend}
+    keywords = {"graph": args.graph, "backend": args.backend, "trusted": args.trusted}
+    for name in ("max_iterations", "max_total_iterations", "max_depth", "max_elements"):
+        if getattr(args, name) is not None:
+            keywords[name] = getattr(args, name)
+    return keywords
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
+class _Timeout(BaseException):
+    """Raised by the alarm of --timeout (a BaseException: no library handler swallows it)."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` of wall clock (or of CPU time, as a backstop)."""
+    if not seconds:
+        yield
+        return
+    import resource
+    import signal
+
+    def expire(signum, frame):
+        raise _Timeout(f"the run took longer than {seconds:g} s (--timeout)")
+
+    old_alarm = signal.signal(signal.SIGALRM, expire)
+    old_cpu = signal.signal(signal.SIGXCPU, expire)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    used = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    cap = int(used + seconds) + 2
+    if hard == resource.RLIM_INFINITY or cap < hard:
+        resource.setrlimit(resource.RLIMIT_CPU, (cap, hard))
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        signal.signal(signal.SIGALRM, old_alarm)
+        signal.signal(signal.SIGXCPU, old_cpu)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -110,10 +170,11 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.output:
         _check_output(args.output, (".npz",), args.model)
-    model = _load_valid_model(args.model)
+    model = _load_valid_model(args.model, args.trusted)
     inputs = read_inputs(args.input, _graph_of(model, args.graph))
     started = time.monotonic()
     with ExitStack() as stack:
+        stack.enter_context(_time_limit(args.timeout))
         if _shows_progress(args):
             stack.enter_context(_progress(sys.stderr))
         outputs = run(model, inputs, **_run_keywords(args))
@@ -255,15 +316,16 @@ def _check_output(path: str, extensions: tuple[str, ...], model: str) -> None:
     refuse_overwriting(path, model)
 
 
-def _load_valid_model(path: str):
+def _load_valid_model(path: str, trusted: bool = False):
     """The model in ``path``; an MDF file is validated first and its first problem is the
-    error (an ONNX file is imported, and the importer writes the convention)."""
+    error (an ONNX file is imported, and the importer writes the convention). A trusted
+    model's expressions are not held to the allow-list."""
     from .run import load_model
     from .validate import validate
 
     _check_model_path(path)
     if not path.endswith(".onnx"):
-        problems = validate(path)
+        problems = validate(path, expressions=not trusted)
         if problems:
             more = f" (and {len(problems) - 1} more; see `mdf-loops validate {path}`)" \
                 if len(problems) > 1 else ""

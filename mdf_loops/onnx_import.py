@@ -104,8 +104,8 @@ def _all_nodes(graph: onnx.GraphProto) -> Iterable[onnx.NodeProto]:
 
 def _identifier(name: str) -> str:
     ident = re.sub(r"\W", "_", name)
-    if not ident or ident[0].isdigit():
-        ident = "v_" + ident
+    if not ident or ident[0].isdigit() or ident.startswith("__"):
+        ident = "v_" + ident  # no leading digit, and nothing that looks like a dunder name
     return ident
 
 

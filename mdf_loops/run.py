@@ -51,11 +51,11 @@ def run(
         inputs: values by input name (see :func:`graph_interface`): numpy arrays,
             lists for ONNX sequences, ``None`` for an empty optional.
         graph: id of the graph to run (default: the first).
-        trusted: skip the expression allow-list of :mod:`mdf_loops.safety` and let
-            ``backend="auto"`` pick onnxruntime. Only for models whose author you
+        trusted: skip the expression allow-list of :mod:`mdf_loops.safety`, and the
+            limit guard of the onnxruntime backend. Only for models whose author you
             trust: their expressions then run as arbitrary Python (docs/safety.md).
         max_iterations, max_total_iterations, max_depth, max_elements: change the
-            work limits of :class:`mdf_loops.Limits` for this run (scheduler only).
+            work limits of :class:`mdf_loops.Limits` for this run.
         backend: ``"scheduler"`` (every node, every loop iteration, through
             modeci-mdf's ``EvaluableGraph``), ``"onnxruntime"`` (the model lowered
             to one ONNX model, compiled once and cached, run by onnxruntime) or

@@ -45,13 +45,16 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-def validate(model_or_path: Model | Mapping | str | os.PathLike) -> list[Problem]:
+def validate(model_or_path: Model | Mapping | str | os.PathLike, *,
+             expressions: bool = True) -> list[Problem]:
     """Every problem of a model, in file order (an empty list for a valid model).
 
     Args:
         model_or_path: an MDF ``Model``, the document of an MDF file as a dict
             (``{model_id: model}``), or a path to MDF JSON/YAML or to ONNX (which
             is imported first).
+        expressions: also report expressions the allow-list of
+            :mod:`mdf_loops.safety` refuses (off for models you trust).
 
     Raises:
         ModelError: the file is missing or is not JSON/YAML/ONNX at all (there is
@@ -70,6 +73,9 @@ def validate(model_or_path: Model | Mapping | str | os.PathLike) -> list[Problem
         document = _model_document(model)
     elif _is_path(model):
         document = read_document(model)
+        from .safety import check_aliases
+
+        check_aliases(document, os.fspath(model))  # a YAML alias bomb must not be walked
     elif isinstance(model, Mapping):
         document = model
     else:
@@ -80,7 +86,21 @@ def validate(model_or_path: Model | Mapping | str | os.PathLike) -> list[Problem
     problems += _repeated_keys(document, ())
     problems += _schema_problems(document)
     problems += rule_problems(document)
+    if expressions:  # the allow-list of mdf_loops.safety (off for trusted models)
+        problems += _unsafe_expressions(document)
     return problems
+
+
+def _unsafe_expressions(document: Mapping) -> list[Problem]:
+    """Expressions the allow-list refuses (see docs/safety.md), once the document is a model."""
+    from .safety import find_unsafe
+
+    try:
+        model = Model.from_dict(dict(document)) if len(document) != 1 else \
+            Model.from_dict({"id": next(iter(document)), **next(iter(document.values()))})
+    except Exception:  # a document the schema rules already reported as malformed
+        return []
+    return find_unsafe(model, structure=False)
 
 
 def format_path(parts: Iterable[Any]) -> str:

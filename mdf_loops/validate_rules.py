@@ -76,15 +76,17 @@ class _RuleChecker:
             for end, port_kind, ports in (("sender", "output", "output_ports"),
                                           ("receiver", "input", "input_ports")):
                 node_id, port_id = edge.get(end), edge.get(f"{end}_port")
-                if node_id not in nodes:
+                if not isinstance(node_id, str) or node_id not in nodes:
                     self.report(where + (end,), f"'{node_id}' is not a node of graph '{name}'")
-                elif port_id not in _keys(nodes[node_id].get(ports)):
+                elif not isinstance(port_id, str) or port_id not in _keys(nodes[node_id].get(ports)):
                     self.report(
                         where + (f"{end}_port",),
                         f"'{port_id}' is not an {port_kind} port of node '{node_id}' "
-                        f"(it has {sorted(_keys(nodes[node_id].get(ports)))})",
+                        f"(it has {sorted(map(str, _keys(nodes[node_id].get(ports))))})",
                     )
-            received.add((edge.get("receiver"), edge.get("receiver_port")))
+            receiver, receiver_port = edge.get("receiver"), edge.get("receiver_port")
+            if isinstance(receiver, str) and isinstance(receiver_port, str):
+                received.add((receiver, receiver_port))
         return received
 
     def _formal_outputs(self, meta: Mapping, path: tuple, nodes: Mapping) -> None:
@@ -128,7 +130,8 @@ class _RuleChecker:
                             "has the same id as an input port; the node's expressions "
                             "cannot tell them apart")
         call = next(((k, p) for k, p in parameters.items() if p.get("function")), None)
-        if call is None or call[1].get("function") not in CONTROL_FLOW_FUNCTIONS:
+        if call is None or not isinstance(call[1].get("function"), str) \
+                or call[1].get("function") not in CONTROL_FLOW_FUNCTIONS:
             return
         call_id, function = call
         op = CONTROL_FLOW_FUNCTIONS[function["function"]]

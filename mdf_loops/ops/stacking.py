@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import LoopError
+from .common import current_limits
 
 __all__ = ["ScanOutputs"]
 
@@ -32,6 +33,9 @@ class ScanOutputs:
         if self._buffers is None:
             first = [np.asarray(e) for e in elements]
             size = max(self._capacity or 16, 1)
+            # a generous trip count must not allocate past the element limit up front
+            element = max(max((e.size for e in first), default=1), 1)
+            size = min(size, max(1, current_limits().max_elements // element))
             self._buffers = [np.empty((size,) + e.shape, e.dtype) for e in first]
         elif len(elements) != len(self._buffers):
             raise LoopError(
