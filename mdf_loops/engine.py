@@ -239,6 +239,11 @@ _PATCHES: dict[str, tuple[Any, str, Callable]] = {
 }
 
 
+_ABSENT = object()
+#: what each patched name was before :func:`install` (``print`` is no module global there)
+_ORIGINALS = {key: vars(target).get(name, _ABSENT) for key, (target, name, _) in _PATCHES.items()}
+
+
 def installed() -> bool:
     return _engine.evaluate_onnx_expr is _evaluate_onnx_expr
 
@@ -251,12 +256,9 @@ def install() -> None:
 
 def uninstall() -> None:
     """Restore modeci-mdf's own engine functions."""
-    _engine.evaluate_onnx_expr = _STOCK_EVALUATE_ONNX_EXPR
-    _engine.EvaluableNode.evaluate = _STOCK_NODE_EVALUATE
-    _engine.evaluate_params_modelspec = _STOCK_EVALUATE_EXPRESSION
-    _engine._val_info = _STOCK_VAL_INFO
-    _engine.create_python_expression = _STOCK_CREATE_PYTHON_EXPRESSION
-    _conditions._format_arg = _STOCK_FORMAT_CONDITION_ARG
-    _engine.EvaluableGraph.__init__ = _STOCK_GRAPH_INIT
-    if "print" in vars(_engine):
-        del _engine.print
+    for key, (target, name, _) in _PATCHES.items():
+        original = _ORIGINALS[key]
+        if original is not _ABSENT:
+            setattr(target, name, original)
+        elif name in vars(target):
+            delattr(target, name)
