@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from graph_scheduler import TimeScale as _TimeScale
+from graph_scheduler.condition import Always as _Always
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
@@ -47,7 +48,8 @@ class BodyRunner:
             self._engine.enodes[node].evaluable_outputs[port]
             for node, port in self.signature.formal_outputs
         ]
-        self._keep_no_time_history()
+        if graph.conditions is None:
+            self._schedule_simply()
 
     @property
     def num_inputs(self) -> int:
@@ -81,12 +83,17 @@ class BodyRunner:
             history.clear()
         return [to_kernel(output.curr_value) for output in self._outputs]
 
-    def _keep_no_time_history(self) -> None:
-        """Stop graph-scheduler's clock from recording a time tree node per pass.
+    def _schedule_simply(self) -> None:
+        """Lighter graph-scheduler bookkeeping for a body without scheduling conditions.
 
-        Only scheduling conditions that ask about past time need that tree, and a
-        body without conditions has none; its counters of passes stay.
+        Such a body runs each node once per pass, in dependency order. The default
+        conditions (each node waits for a call of each sender) give that order,
+        and so does ``Always`` on every node, since graph-scheduler visits the
+        nodes in topologically sorted consideration sets; ``Always`` skips the
+        per-pass bookkeeping of calls. The clock also stops recording a time-tree
+        node per pass, which only conditions about past time read.
         """
-        if self.graph.conditions is None:
-            for clock in self._engine.scheduler.clocks.values():
-                clock.history.max_depth = _TimeScale.LIFE
+        scheduler = self._engine.scheduler
+        scheduler.add_condition_set({node: _Always() for node in self.graph.nodes})
+        for clock in scheduler.clocks.values():
+            clock.history.max_depth = _TimeScale.LIFE
