@@ -24,12 +24,12 @@ Semantics, with ``step(t)`` the body evaluated on the values of step ``t``::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .symbolic import ConstantOp, Operation, Scope, Symbol
 
 __all__ = ["SequenceInput", "LoopState", "StackedOutput", "LoopOp", "walk_scope",
-           "all_operations"]
+           "all_operations", "post_order"]
 
 
 @dataclass(eq=False)
@@ -157,11 +157,12 @@ def walk_scope(scope: Scope, roots: list[Symbol]) -> Iterator[Symbol]:
             stack.extend(reversed(symbol.op.dependencies()))
 
 
-def all_operations(roots: list[Symbol]) -> list[Operation]:
-    """Every operation ``roots`` need, loop bodies included, each after what it reads."""
+def post_order(roots: list[Symbol], reads: Callable[[Operation], list[Symbol]],
+               wanted: Callable[[Symbol], bool] = lambda symbol: True) -> list[Operation]:
+    """The operations of the wanted ``roots`` and what they ``reads``, each after what it reads."""
     order: list[Operation] = []
     seen: set[Operation] = set()
-    stack: list[tuple[Operation, bool]] = [(r.op, False) for r in reversed(roots)]
+    stack: list[tuple[Operation, bool]] = [(r.op, False) for r in reversed(roots) if wanted(r)]
     while stack:
         op, expanded = stack.pop()
         if expanded:
@@ -171,6 +172,11 @@ def all_operations(roots: list[Symbol]) -> list[Operation]:
             continue
         seen.add(op)
         stack.append((op, True))
-        refs = op.referenced() if isinstance(op, LoopOp) else op.dependencies()
-        stack.extend((s.op, False) for s in reversed(refs) if s.op not in seen)
+        stack.extend((s.op, False) for s in reversed(reads(op)) if wanted(s) and s.op not in seen)
     return order
+
+
+def all_operations(roots: list[Symbol]) -> list[Operation]:
+    """Every operation ``roots`` need, loop bodies included, each after what it reads."""
+    return post_order(roots, lambda op: op.referenced() if isinstance(op, LoopOp)
+                      else op.dependencies())

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .canonical import LoopOp
+from .canonical import LoopOp, post_order
 from .errors import AuthoringError
 from .symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
 from .types import OPSET, TensorType
@@ -128,30 +128,12 @@ class _Graph:
 
 def _ops_in_order(scope: Scope, roots: list[Symbol], graph: _Graph) -> list[Operation]:
     """Operations of ``scope`` reachable from ``roots`` (not yet bound), dependencies first."""
-    order: list[Operation] = []
-    seen: set[Operation] = set()
-    stack: list[tuple[Operation, bool]] = []
 
     def wanted(symbol: Symbol) -> bool:
         return (symbol.op.scope is scope and not isinstance(symbol.op, (FormalOp, InputOp))
                 and graph.lookup(symbol) is None)
 
-    for root in reversed(roots):
-        if wanted(root):
-            stack.append((root.op, False))
-    while stack:
-        op, expanded = stack.pop()
-        if expanded:
-            order.append(op)
-            continue
-        if op in seen:
-            continue
-        seen.add(op)
-        stack.append((op, True))
-        for dep in reversed(op.dependencies()):
-            if wanted(dep) and dep.op not in seen:
-                stack.append((dep.op, False))
-    return order
+    return post_order(roots, lambda op: op.dependencies(), wanted)
 
 
 class _Writer:
