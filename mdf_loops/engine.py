@@ -177,7 +177,9 @@ def _is_integral(value) -> bool:
 
 
 def _value_summary(value: Any) -> str:
-    """A cheap description of a value for the engine's log lines."""
+    """A cheap description of a value for the engine's log lines (empty when not logged)."""
+    if not _engine_log.isEnabledFor(logging.DEBUG):
+        return ""  # the engine formats it into a message whether or not it is logged
     shape = getattr(value, "shape", None)
     if shape is not None:
         return f"<{getattr(value, 'dtype', '')}{list(shape)}>"
