@@ -20,8 +20,6 @@ and ``bidirectional_scan.yaml`` next to this file and evaluate the model.
 from pathlib import Path
 
 import numpy as np
-import onnx
-from google.protobuf import json_format
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 from modeci_mdf.utils import load_mdf
@@ -61,11 +59,6 @@ def _direction_node(d: str, w: dict[str, np.ndarray]) -> Node:
     return node
 
 
-def _float64(*dims: int | str) -> dict:
-    """Port metadata declaring a float64 tensor of shape ``dims`` (a str is a free size)."""
-    tensor = onnx.helper.make_tensor_type_proto(onnx.TensorProto.DOUBLE, list(dims))
-    return {"onnx_type": json_format.MessageToDict(tensor)}
-
 
 def build_model() -> Model:
     w = weights()
@@ -80,9 +73,9 @@ def build_model() -> Model:
     )
 
     birnn = Node(id="birnn")
-    birnn.input_ports += [InputPort(id="h0_fwd", metadata=_float64(N_HIDDEN)),
-                            InputPort(id="h0_bwd", metadata=_float64(N_HIDDEN)),
-                            InputPort(id="x", metadata=_float64("steps", N_INPUT))]
+    birnn.input_ports += [InputPort(id="h0_fwd", metadata=mdf_loops.port_type(N_HIDDEN)),
+                            InputPort(id="h0_bwd", metadata=mdf_loops.port_type(N_HIDDEN)),
+                            InputPort(id="x", metadata=mdf_loops.port_type("steps", N_INPUT))]
     birnn.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=2),

@@ -24,8 +24,6 @@ Run ``python examples/drift_diffusion.py`` to write ``drift_diffusion.json`` and
 from pathlib import Path
 
 import numpy as np
-import onnx
-from google.protobuf import json_format
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 from modeci_mdf.utils import load_mdf
@@ -40,11 +38,6 @@ def example_inputs(seed: int = 3) -> dict[str, np.ndarray]:
     """A seeded standard normal noise sequence of ``MAX_STEPS`` samples."""
     return {"noise": np.random.default_rng(seed).standard_normal(MAX_STEPS)}
 
-
-def _float64(*dims: int | str) -> dict:
-    """Port metadata declaring a float64 tensor of shape ``dims`` (a str is a free size)."""
-    tensor = onnx.helper.make_tensor_type_proto(onnx.TensorProto.DOUBLE, list(dims))
-    return {"onnx_type": json_format.MessageToDict(tensor)}
 
 
 def build_model(drift: float = 1.0, threshold: float = 1.0, noise_sd: float = 1.0,
@@ -86,12 +79,12 @@ def build_model(drift: float = 1.0, threshold: float = 1.0, noise_sd: float = 1.
     )
 
     count = Node(id="count")
-    count.input_ports.append(InputPort(id="noise", metadata=_float64("max_steps")))
+    count.input_ports.append(InputPort(id="noise", metadata=mdf_loops.port_type("max_steps")))
     count.parameters.append(Parameter(id="size", function="onnx::Size", args={"data": "noise"}))
     count.output_ports.append(OutputPort(id="n", value="size"))
 
     ddm = Node(id="ddm")
-    ddm.input_ports += [InputPort(id="noise", metadata=_float64("max_steps")),
+    ddm.input_ports += [InputPort(id="noise", metadata=mdf_loops.port_type("max_steps")),
                         InputPort(id="max_steps")]
     ddm.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(body)),

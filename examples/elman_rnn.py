@@ -14,8 +14,6 @@ Run ``python examples/elman_rnn.py`` to write ``elman_rnn.json`` and
 from pathlib import Path
 
 import numpy as np
-import onnx
-from google.protobuf import json_format
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 from modeci_mdf.utils import load_mdf
@@ -44,11 +42,6 @@ def example_inputs(seed: int = 1) -> dict[str, np.ndarray]:
     return {"h0": np.zeros(N_HIDDEN), "x": x}
 
 
-def _float64(*dims: int | str) -> dict:
-    """Port metadata declaring a float64 tensor of shape ``dims`` (a str is a free size)."""
-    tensor = onnx.helper.make_tensor_type_proto(onnx.TensorProto.DOUBLE, list(dims))
-    return {"onnx_type": json_format.MessageToDict(tensor)}
-
 
 def build_model() -> Model:
     w = weights()
@@ -62,8 +55,8 @@ def build_model() -> Model:
     mdf_loops.set_body_signature(body, ["h_prev", "x_t"], ["cell.h", "cell.h"])
 
     rnn = Node(id="rnn")
-    rnn.input_ports += [InputPort(id="h0", metadata=_float64(N_HIDDEN)),
-                          InputPort(id="x", metadata=_float64("steps", N_INPUT))]
+    rnn.input_ports += [InputPort(id="h0", metadata=mdf_loops.port_type(N_HIDDEN)),
+                          InputPort(id="x", metadata=mdf_loops.port_type("steps", N_INPUT))]
     rnn.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=1),

@@ -23,8 +23,6 @@ Run ``python examples/hopfield.py`` to write ``hopfield.json`` and
 from pathlib import Path
 
 import numpy as np
-import onnx
-from google.protobuf import json_format
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 from modeci_mdf.utils import load_mdf
@@ -54,11 +52,6 @@ def hebbian_weights(patterns: np.ndarray) -> np.ndarray:
     return w
 
 
-def _float64(*dims: int | str) -> dict:
-    """Port metadata declaring a float64 tensor of shape ``dims`` (a str is a free size)."""
-    tensor = onnx.helper.make_tensor_type_proto(onnx.TensorProto.DOUBLE, list(dims))
-    return {"onnx_type": json_format.MessageToDict(tensor)}
-
 
 def build_model(patterns: np.ndarray | None = None, max_sweeps: int = 100) -> Model:
     w = hebbian_weights(stored_patterns() if patterns is None else patterns)
@@ -81,7 +74,7 @@ def build_model(patterns: np.ndarray | None = None, max_sweeps: int = 100) -> Mo
                                  ["update.changed", "update.s", "update.s", "update.energy"])
 
     recall = Node(id="recall")
-    recall.input_ports.append(InputPort(id="s0", metadata=_float64(N_UNITS)))
+    recall.input_ports.append(InputPort(id="s0", metadata=mdf_loops.port_type(N_UNITS)))
     recall.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(body)),
         Parameter(id="max_sweeps", value=max_sweeps),

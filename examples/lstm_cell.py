@@ -22,8 +22,6 @@ Run ``python examples/lstm_cell.py`` to write ``lstm_cell.json`` and
 from pathlib import Path
 
 import numpy as np
-import onnx
-from google.protobuf import json_format
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 from modeci_mdf.utils import load_mdf
@@ -59,11 +57,6 @@ def _gate_expression(gate: str) -> str:
     return f"numpy.tanh({z})" if gate == "g" else f"1 / (1 + numpy.exp(-({z})))"
 
 
-def _float64(*dims: int | str) -> dict:
-    """Port metadata declaring a float64 tensor of shape ``dims`` (a str is a free size)."""
-    tensor = onnx.helper.make_tensor_type_proto(onnx.TensorProto.DOUBLE, list(dims))
-    return {"onnx_type": json_format.MessageToDict(tensor)}
-
 
 def build_model() -> Model:
     body = Graph(id="lstm_step")
@@ -93,9 +86,9 @@ def build_model() -> Model:
                                  ["hidden.h", "cell.c", "hidden.h"])
 
     lstm = Node(id="lstm")
-    lstm.input_ports += [InputPort(id="h0", metadata=_float64(N_HIDDEN)),
-                           InputPort(id="c0", metadata=_float64(N_HIDDEN)),
-                           InputPort(id="x", metadata=_float64("steps", N_INPUT))]
+    lstm.input_ports += [InputPort(id="h0", metadata=mdf_loops.port_type(N_HIDDEN)),
+                           InputPort(id="c0", metadata=mdf_loops.port_type(N_HIDDEN)),
+                           InputPort(id="x", metadata=mdf_loops.port_type("steps", N_INPUT))]
     lstm.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=1),

@@ -26,8 +26,6 @@ Run ``python examples/nested_trials.py`` to write ``nested_trials.json`` and
 from pathlib import Path
 
 import numpy as np
-import onnx
-from google.protobuf import json_format
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 from modeci_mdf.utils import load_mdf
@@ -89,11 +87,6 @@ def _trial_body(dt: float, carryover: float) -> Graph:
     )
 
 
-def _float64(*dims: int | str) -> dict:
-    """Port metadata declaring a float64 tensor of shape ``dims`` (a str is a free size)."""
-    tensor = onnx.helper.make_tensor_type_proto(onnx.TensorProto.DOUBLE, list(dims))
-    return {"onnx_type": json_format.MessageToDict(tensor)}
-
 
 def build_model(tau: float = 1.0, dt: float = 0.1, carryover: float = 0.5) -> Model:
     constants = Node(id="constants")
@@ -101,8 +94,8 @@ def build_model(tau: float = 1.0, dt: float = 0.1, carryover: float = 0.5) -> Mo
     constants.output_ports.append(OutputPort(id="tau", value="tau"))
 
     trials = Node(id="trials")
-    trials.input_ports += [InputPort(id="x_init", metadata=_float64()),
-                           InputPort(id="stimuli", metadata=_float64("trials", "steps")),
+    trials.input_ports += [InputPort(id="x_init", metadata=mdf_loops.port_type()),
+                           InputPort(id="stimuli", metadata=mdf_loops.port_type("trials", "steps")),
                            InputPort(id="tau")]
     trials.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(_trial_body(dt, carryover))),

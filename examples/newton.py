@@ -22,8 +22,6 @@ next to this file and evaluate the model.
 from pathlib import Path
 
 import numpy as np
-import onnx
-from google.protobuf import json_format
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 from modeci_mdf.utils import load_mdf
@@ -38,11 +36,6 @@ def example_inputs() -> dict[str, np.ndarray]:
     """Start at x = 1."""
     return {"x0": np.array(1.0)}
 
-
-def _float64(*dims: int | str) -> dict:
-    """Port metadata declaring a float64 tensor of shape ``dims`` (a str is a free size)."""
-    tensor = onnx.helper.make_tensor_type_proto(onnx.TensorProto.DOUBLE, list(dims))
-    return {"onnx_type": json_format.MessageToDict(tensor)}
 
 
 def build_model(coefficients: tuple[float, float, float, float] = WALLIS,
@@ -72,7 +65,7 @@ def build_model(coefficients: tuple[float, float, float, float] = WALLIS,
                                  ["step.not_converged", "step.x", "step.x"])
 
     newton = Node(id="newton")
-    newton.input_ports.append(InputPort(id="x0", metadata=_float64()))
+    newton.input_ports.append(InputPort(id="x0", metadata=mdf_loops.port_type()))
     newton.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(body)),
         Parameter(id="start", value=True),

@@ -24,8 +24,6 @@ Run ``python examples/rescorla_wagner.py`` to write ``rescorla_wagner.json`` and
 from pathlib import Path
 
 import numpy as np
-import onnx
-from google.protobuf import json_format
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 from modeci_mdf.utils import load_mdf
@@ -42,11 +40,6 @@ def example_inputs() -> dict[str, np.ndarray]:
     cues = np.array([a] * 20 + [ab, cd] * 10, dtype=float)
     return {"V0": np.zeros(len(CUES)), "cues": cues, "outcomes": np.ones(len(cues))}
 
-
-def _float64(*dims: int | str) -> dict:
-    """Port metadata declaring a float64 tensor of shape ``dims`` (a str is a free size)."""
-    tensor = onnx.helper.make_tensor_type_proto(onnx.TensorProto.DOUBLE, list(dims))
-    return {"onnx_type": json_format.MessageToDict(tensor)}
 
 
 def build_model(alpha: float = 0.2) -> Model:
@@ -68,9 +61,9 @@ def build_model(alpha: float = 0.2) -> Model:
                                  ["learn.V", "learn.V", "learn.prediction_error"])
 
     trials = Node(id="trials")
-    trials.input_ports += [InputPort(id="V0", metadata=_float64(len(CUES))),
-                           InputPort(id="cues", metadata=_float64("trials", len(CUES))),
-                           InputPort(id="outcomes", metadata=_float64("trials"))]
+    trials.input_ports += [InputPort(id="V0", metadata=mdf_loops.port_type(len(CUES))),
+                           InputPort(id="cues", metadata=mdf_loops.port_type("trials", len(CUES))),
+                           InputPort(id="outcomes", metadata=mdf_loops.port_type("trials"))]
     trials.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=2),

@@ -22,7 +22,14 @@ from .ops import Limits, limits
 from .onnx_export import mdf_to_onnx, save_onnx
 from .onnx_import import onnx_to_mdf
 from .registry import register, unregister
-from .representation import BodySignature, body_graph, body_signature, set_body_signature, wrap_body
+from .representation import (
+    BodySignature,
+    body_graph,
+    body_signature,
+    port_type,
+    set_body_signature,
+    wrap_body,
+)
 from .render import render, to_graphviz
 from .interface import stock_evaluate
 from .run import graph_interface, load_model, run
@@ -63,6 +70,7 @@ __all__ = [
     "body_signature",
     "set_body_signature",
     "wrap_body",
+    "port_type",
     "MdfLoopsError",
     "ModelError",
     "EvaluationError",

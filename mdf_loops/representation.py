@@ -43,6 +43,7 @@ __all__ = [
     "variadic_items",
     "output_reference",
     "output_index",
+    "port_type",
 ]
 
 #: Graph-valued attributes of each control-flow operator.
@@ -239,3 +240,19 @@ def output_index(expression: Any, call_id: str) -> int | None:
     """``i`` for an output-port value ``"<call_id>[i]"``, else None."""
     reference = output_reference(expression)
     return reference[1] if reference is not None and reference[0] == call_id else None
+
+
+def port_type(*dims: int | str, dtype: str = "float64") -> dict:
+    """Port metadata declaring an ONNX tensor type: ``InputPort(id="x", metadata=port_type("steps", 3))``.
+
+    A str dimension is a free size. modeci-mdf's own ``shape`` field reads a
+    missing shape as ``()``, so it cannot say "unknown"; the exporter and
+    ``mdf-loops run`` read this declaration instead.
+    """
+    from google.protobuf import json_format
+    from onnx import helper
+
+    from .values import dtype_from_name
+
+    elem = helper.np_dtype_to_tensor_dtype(dtype_from_name(dtype))
+    return {"onnx_type": json_format.MessageToDict(helper.make_tensor_type_proto(elem, list(dims)))}
