@@ -38,7 +38,6 @@ _engine_log = logging.getLogger("modeci_mdf.execution_engine")
 _STOCK_EVALUATE_ONNX_EXPR = _engine.evaluate_onnx_expr
 _STOCK_NODE_EVALUATE = _engine.EvaluableNode.evaluate
 _STOCK_EVALUATE_EXPRESSION = _engine.evaluate_params_modelspec
-_STOCK_VAL_INFO = _engine._val_info
 _STOCK_CREATE_PYTHON_EXPRESSION = _engine.create_python_expression
 _STOCK_FORMAT_CONDITION_ARG = _conditions._format_arg
 _STOCK_GRAPH_INIT = _engine.EvaluableGraph.__init__
