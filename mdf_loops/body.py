@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from graph_scheduler import TimeScale as _TimeScale
-from graph_scheduler.condition import Always as _Always
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
 from .errors import LoopError, MdfLoopsError, ModelError
+from .lean_schedule import schedule_simply
 from .representation import BodySignature, body_signature
 from .values import to_engine, to_kernel
 
@@ -49,7 +48,8 @@ class BodyRunner:
             for node, port in self.signature.formal_outputs
         ]
         if graph.conditions is None:
-            self._schedule_simply()
+            # no scheduling conditions: each node once per pass, with less bookkeeping
+            schedule_simply(self._engine.scheduler, graph.nodes)
 
     @property
     def num_inputs(self) -> int:
@@ -82,18 +82,3 @@ class BodyRunner:
         for history in engine.scheduler.execution_list.values():
             history.clear()
         return [to_kernel(output.curr_value) for output in self._outputs]
-
-    def _schedule_simply(self) -> None:
-        """Lighter graph-scheduler bookkeeping for a body without scheduling conditions.
-
-        Such a body runs each node once per pass, in dependency order. The default
-        conditions (each node waits for a call of each sender) give that order,
-        and so does ``Always`` on every node, since graph-scheduler visits the
-        nodes in topologically sorted consideration sets; ``Always`` skips the
-        per-pass bookkeeping of calls. The clock also stops recording a time-tree
-        node per pass, which only conditions about past time read.
-        """
-        scheduler = self._engine.scheduler
-        scheduler.add_condition_set({node: _Always() for node in self.graph.nodes})
-        for clock in scheduler.clocks.values():
-            clock.history.max_depth = _TimeScale.LIFE

@@ -37,6 +37,7 @@ _engine_log = logging.getLogger("modeci_mdf.execution_engine")
 
 _STOCK_EVALUATE_ONNX_EXPR = _engine.evaluate_onnx_expr
 _STOCK_NODE_EVALUATE = _engine.EvaluableNode.evaluate
+_STOCK_PARAMETER_EVALUATE = _engine.EvaluableParameter.evaluate
 _STOCK_EVALUATE_EXPRESSION = _engine.evaluate_params_modelspec
 _STOCK_CREATE_PYTHON_EXPRESSION = _engine.create_python_expression
 _STOCK_FORMAT_CONDITION_ARG = _conditions._format_arg
@@ -48,6 +49,8 @@ _CURRENT_NODE: contextvars.ContextVar[Any] = contextvars.ContextVar(
 
 #: expression string (as the engine sees it) -> ONNX op type; filled by the registry
 _OP_BY_EXPRESSION: dict[str, str] = {}
+#: function name -> (its registry entry, ONNX op type); filled by the registry
+_OP_BY_FUNCTION: dict[str, tuple[dict, str]] = {}
 
 
 def current_engine_node() -> Any:
@@ -55,9 +58,10 @@ def current_engine_node() -> Any:
     return _CURRENT_NODE.get()
 
 
-def route_expression(expression: str, op_type: str) -> None:
-    """Evaluate functions whose engine expression is ``expression`` as ``onnx::op_type``."""
+def route_function(function: str, entry: dict, expression: str, op_type: str) -> None:
+    """Evaluate ``function`` (registry ``entry``, engine ``expression``) as ``onnx::op_type``."""
     _OP_BY_EXPRESSION[expression] = op_type
+    _OP_BY_FUNCTION[function] = (entry, op_type)
 
 
 def _evaluate_onnx_expr(
@@ -70,6 +74,36 @@ def _evaluate_onnx_expr(
     if op_type is None:
         return _STOCK_EVALUATE_ONNX_EXPR(expr, base_parameters, evaluated_parameters, verbose)
     return call_onnx_function(op_type, base_parameters, evaluated_parameters, _CURRENT_NODE.get())
+
+
+def _evaluate_parameter(self, parameters: Mapping[str, Any], time_increment: Any = None,
+                        array_format: str = _engine.FORMAT_DEFAULT) -> Any:
+    """``EvaluableParameter.evaluate``, going straight to the ONNX evaluator for ``onnx::`` calls.
+
+    The stock method finds a parameter's function by comparing its name with
+    every registered function (over 200 once the ONNX operators are in), then
+    rewrites the expression and tests its text, on every call. For a parameter
+    that only calls an ``onnx::`` function registered here, this does what the
+    stock method then does: evaluate the args in order, each seeing the ones
+    before, and call the evaluator of :func:`_evaluate_onnx_expr`. Anything
+    else (values, conditions, verbose runs, a re-registered function) takes the
+    stock path.
+    """
+    parameter = self.parameter
+    function = parameter.function
+    route = _OP_BY_FUNCTION.get(function) if type(function) is str else None
+    if (route is None or parameter.value is not None or parameter.args is None
+            or parameter.conditions or self.verbose
+            or _engine.mdf_functions.get(function) is not route[0]):
+        return _STOCK_PARAMETER_EVALUATE(self, parameters, time_increment, array_format)
+    args = parameter.args
+    evaluated = dict(parameters)
+    for arg, expression in args.items():
+        evaluated[arg] = _engine.evaluate_expr(expression, evaluated, verbose=False,
+                                               array_format=array_format)
+    self.curr_value = call_onnx_function(route[1], {**parameters, **args}, evaluated,
+                                         _CURRENT_NODE.get())
+    return self.curr_value
 
 
 def _evaluate_node(self, *args: Any, **kwargs: Any) -> Any:
@@ -230,6 +264,7 @@ def _log_engine_output(*args: Any, **kwargs: Any) -> None:
 _PATCHES: dict[str, tuple[Any, str, Callable]] = {
     "evaluate_onnx_expr": (_engine, "evaluate_onnx_expr", _evaluate_onnx_expr),
     "node_evaluate": (_engine.EvaluableNode, "evaluate", _evaluate_node),
+    "parameter_evaluate": (_engine.EvaluableParameter, "evaluate", _evaluate_parameter),
     "print": (_engine, "print", _log_engine_output),
     "evaluate_expression": (_engine, "evaluate_params_modelspec", _evaluate_expression),
     "value_summary": (_engine, "_val_info", _value_summary),

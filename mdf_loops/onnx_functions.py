@@ -14,6 +14,7 @@ import contextvars
 import functools
 import math
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 import numpy as np
@@ -26,7 +27,7 @@ from onnx.reference.ops import load_op
 
 from .errors import EvaluationError, ModelError
 from .loop_nodes import run_control_flow
-from .ops.common import check_elements, element_count
+from .ops.common import check_elements, current_limits, element_count
 from .representation import BODY_ATTRIBUTES
 from .values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
 
@@ -58,8 +59,31 @@ def opset(version: int | None) -> Iterator[None]:
 def schema_for(op_type: str, version: int) -> OpSchema:
     try:
         return onnx.defs.get_schema(op_type, version, "")
-    except onnx.defs.SchemaError as exc:
-        raise ModelError(f"onnx::{op_type} does not exist in ONNX opset {version}") from exc
+    except Exception as exc:
+        raise ModelError(f"onnx::{op_type} (opset {version}) has no implementation: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class _Operator:
+    """What a call needs from an operator's schema, read once (schema fields are slow to read)."""
+
+    inputs: tuple[tuple[str, bool], ...]  # (name, variadic) of each formal input
+    attribute_types: Mapping[str, int]
+    single_output: bool
+    output_count: int | None  # None when the last output is variadic
+
+
+@functools.lru_cache(maxsize=None)
+def _operator(op_type: str, version: int) -> _Operator:
+    schema = schema_for(op_type, version)
+    variadic = OpSchema.FormalParameterOption.Variadic
+    outputs = schema.outputs
+    return _Operator(
+        inputs=tuple((formal.name, formal.option == variadic) for formal in schema.inputs),
+        attribute_types={name: attr.type for name, attr in schema.attributes.items()},
+        single_output=schema.max_output == 1,
+        output_count=None if outputs and outputs[-1].option == variadic else len(outputs),
+    )
 
 
 def call_onnx_function(
@@ -75,38 +99,34 @@ def call_onnx_function(
     when the operator can have several outputs (ports read ``f[i]``).
     """
     version = _OPSET.get()
-    schema = schema_for(op_type, version)
-    inputs = _bind_inputs(schema, base_parameters, evaluated)
+    operator = _operator(op_type, version)
+    inputs = _bind_inputs(operator, base_parameters, evaluated)
     attributes = {
-        name: evaluated[name] for name in schema.attributes if name in base_parameters
+        name: evaluated[name] for name in operator.attribute_types if name in base_parameters
     }
     if op_type in BODY_ATTRIBUTES:
         results = run_control_flow(op_type, version, inputs, attributes, evaluated, owner)
     elif op_type in _OWN_IMPLEMENTATIONS:
         results = _OWN_IMPLEMENTATIONS[op_type](inputs, attributes)
     else:
-        results = _run_kernel(op_type, version, schema, inputs, attributes, evaluated)
+        results = _run_kernel(op_type, version, operator, inputs, attributes, evaluated)
     results = [to_engine(r) for r in results]
-    if _single_output(schema):
+    if operator.single_output:
         if len(results) != 1:
             raise EvaluationError(f"onnx::{op_type} returned {len(results)} values, expected 1")
         return results[0]
     return tuple(results)
 
 
-def _single_output(schema: OpSchema) -> bool:
-    return schema.max_output == 1
-
-
-def _bind_inputs(schema: OpSchema, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> list:
+def _bind_inputs(operator: _Operator, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> list:
     values: list = []
     bound = 0  # values up to here were given by the node; trailing absent inputs are dropped
-    for formal in schema.inputs:
-        if formal.name not in base:
+    for name, variadic in operator.inputs:
+        if name not in base:
             values.append(None)
             continue
-        value = evaluated[formal.name]
-        if formal.option == OpSchema.FormalParameterOption.Variadic and type(value) is list:
+        value = evaluated[name]
+        if variadic and type(value) is list:
             values.extend(to_kernel(v) for v in value)  # an empty optional stays, as None
         else:
             values.append(to_kernel(value))
@@ -150,13 +170,15 @@ _OWN_IMPLEMENTATIONS = {"Constant": _constant, "Optional": _optional}
 # ---------------------------------------------------------------- kernels
 
 
-def _run_kernel(op_type, version, schema, inputs, attributes, scope) -> list:
+def _run_kernel(op_type, version, operator, inputs, attributes, scope) -> list:
     attrs = {}
     for name, value in attributes.items():
         if value is None:
             continue
-        attrs[name] = attribute_value(schema.attributes[name].type, value, op_type, name)
-    n_outputs = _output_count(op_type, schema, inputs, attrs, scope)
+        attrs[name] = attribute_value(operator.attribute_types[name], value, op_type, name)
+    n_outputs = operator.output_count
+    if n_outputs is None:
+        n_outputs = _variadic_output_count(op_type, inputs, attrs, scope)
     present = tuple(v is not None for v in inputs)
     kernel = _kernel(op_type, version, _freeze(attrs), present, n_outputs)
     _check_planned_size(op_type, inputs)
@@ -170,8 +192,11 @@ def _run_kernel(op_type, version, schema, inputs, attributes, scope) -> list:
             f"onnx::{op_type} failed on inputs ({shapes}): {type(exc).__name__}: {exc}"
         ) from exc
     results = list(results)[:n_outputs]
+    limit = current_limits().max_elements
     for k, result in enumerate(results):
-        check_elements(element_count(result), f"output {k} of onnx::{op_type}")
+        count = element_count(result)
+        if count > limit:
+            check_elements(count, f"output {k} of onnx::{op_type}")
     return results
 
 
@@ -229,10 +254,7 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-def _output_count(op_type, schema, inputs, attrs, scope) -> int:
-    last = schema.outputs[-1] if schema.outputs else None
-    if last is None or last.option != OpSchema.FormalParameterOption.Variadic:
-        return len(schema.outputs)
+def _variadic_output_count(op_type, inputs, attrs, scope) -> int:
     if "num_outputs" in attrs:
         return int(attrs["num_outputs"])
     if op_type == "Split":

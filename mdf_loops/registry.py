@@ -55,8 +55,9 @@ def register() -> None:
         if key not in mdf_functions:
             mdf_functions[key] = _entry(schema)
             _ADDED.add(key)
-        expression = create_python_expression(mdf_functions[key]["expression_string"])
-        engine.route_expression(expression, name)
+        entry = mdf_functions[key]
+        expression = create_python_expression(entry["expression_string"])
+        engine.route_function(key, entry, expression, name)
     engine.install()
     _REGISTERED = True
 
