@@ -2,8 +2,9 @@
 
 Run ``python -m mdf_loops.bench`` (``--help`` for options). Every row runs the
 same model on the same inputs in this process; times are medians of several
-runs after one warm-up, and each ratio is to onnxruntime with one intra-op
-thread. Peak memory is Python-side (tracemalloc: numpy and the engine; not
+runs after one warm-up; ratios are to onnxruntime with one intra-op thread
+("x ORT") and to ``onnx.reference`` ("x ref", the peer of the scheduler mode).
+Peak memory is Python-side (tracemalloc: numpy and the engine; not
 onnxruntime's own arena), measured in a separate run.
 """
 
@@ -35,6 +36,7 @@ class Row:
     median_ms: float
     runs: int
     ratio_to_onnxruntime: float | None = None
+    ratio_to_reference: float | None = None  # to onnx.reference: the scheduler's peer
     peak_python_mb: float | None = None
     correct: bool | None = None
 
@@ -99,8 +101,10 @@ def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = Tr
             row.peak_python_mb = _peak_mb(fn)
         rows.append(row)
     base = next((r.median_ms for r in rows if r.runner == "onnxruntime"), None)
+    reference = next((r.median_ms for r in rows if r.runner == "onnx.reference"), None)
     for row in rows:
         row.ratio_to_onnxruntime = row.median_ms / base if base else None
+        row.ratio_to_reference = row.median_ms / reference if reference else None
     return rows
 
 
@@ -150,20 +154,23 @@ def memory_growth(steps: int, backend: str) -> dict:
 
 
 def _print(rows: list[Row]) -> None:
-    header = f"{'workload':<22}{'runner':<24}{'median ms':>11}{'x ORT':>9}{'peak MB':>9}  ok"
+    header = (f"{'workload':<22}{'runner':<24}{'median ms':>11}{'x ORT':>9}{'x ref':>9}"
+              f"{'peak MB':>9}  ok")
     print(header)
     print("-" * len(header))
     for r in rows:
         ratio = f"{r.ratio_to_onnxruntime:.2f}" if r.ratio_to_onnxruntime is not None else "-"
+        to_reference = f"{r.ratio_to_reference:.2f}" if r.ratio_to_reference is not None else "-"
         peak = f"{r.peak_python_mb:.1f}" if r.peak_python_mb is not None else "-"
         ok = {True: "yes", False: "NO", None: ""}[r.correct]
-        print(f"{r.workload:<22}{r.runner:<24}{r.median_ms:>11.2f}{ratio:>9}{peak:>9}  {ok}")
+        print(f"{r.workload:<22}{r.runner:<24}{r.median_ms:>11.2f}{ratio:>9}{to_reference:>9}"
+              f"{peak:>9}  {ok}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mdf_loops.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per fast runner (median)")
-    parser.add_argument("--slow-runs", type=int, default=1,
+    parser.add_argument("--slow-runs", type=int, default=3,
                         help="timed runs of the scheduler and onnx.reference")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes (a smoke test of the benchmark itself)")

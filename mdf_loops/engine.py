@@ -22,6 +22,7 @@ import math as _math
 import functools
 
 import graph_scheduler.condition as _conditions
+import graph_scheduler.scheduler as _scheduler
 import modeci_mdf.execution_engine as _engine
 import numpy as _np
 from modeci_mdf.mdf import MdfBase as _MdfBase
@@ -42,6 +43,7 @@ _STOCK_EVALUATE_EXPRESSION = _engine.evaluate_params_modelspec
 _STOCK_CREATE_PYTHON_EXPRESSION = _engine.create_python_expression
 _STOCK_FORMAT_CONDITION_ARG = _conditions._format_arg
 _STOCK_GRAPH_INIT = _engine.EvaluableGraph.__init__
+_STOCK_PARSE_ABSOLUTE_UNIT = _scheduler._parse_absolute_unit
 
 _CURRENT_NODE: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "mdf_loops_engine_node", default=None
@@ -231,6 +233,39 @@ def _format_condition_arg(value: Any, key: Any = None) -> str:
     return _STOCK_FORMAT_CONDITION_ARG(value, key)
 
 
+def _format_element(self: Any, spec: str) -> str:
+    """An MDF element in a format string (f-string, ``str.format``), written by its id.
+
+    graph-scheduler formats the nodes it schedules into its debug messages
+    whether or not they are logged: when a condition gets its owner, and on
+    every check of ``EveryNCalls`` and its kin. The stock text of an MDF node is
+    the whole node, weight matrices and loop bodies included. ``repr()`` and
+    ``str()`` keep the whole text.
+    """
+    element_id = getattr(self, "id", None) if spec == "" else None
+    if isinstance(element_id, str):
+        return f"{type(self).__name__}(id={element_id!r})"
+    return object.__format__(self, spec)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_absolute_unit(value: Any, unit: Any) -> Any:
+    return _STOCK_PARSE_ABSOLUTE_UNIT(value, unit)
+
+
+def _parse_absolute_unit(value: Any, unit: Any = None) -> Any:
+    """graph-scheduler's parsing of a time unit (``"1 ms"``), remembered.
+
+    Each ``Scheduler`` parses its default time unit with pint, trying every
+    time unit in turn: about 5 ms per graph, paid again for each body on each
+    run. The result is an immutable pint quantity of its arguments alone.
+    """
+    try:
+        return _parsed_absolute_unit(value, unit)
+    except TypeError:  # an unhashable argument
+        return _STOCK_PARSE_ABSOLUTE_UNIT(value, unit)
+
+
 def _init_graph(self, *args: Any, **kwargs: Any) -> None:
     """``EvaluableGraph.__init__``, then a bound on its scheduler's steps per evaluation.
 
@@ -271,6 +306,8 @@ _PATCHES: dict[str, tuple[Any, str, Callable]] = {
     "python_expression": (_engine, "create_python_expression",
                           functools.lru_cache(maxsize=4096)(_STOCK_CREATE_PYTHON_EXPRESSION)),
     "condition_arg": (_conditions, "_format_arg", _format_condition_arg),
+    "element_format": (_MdfBase, "__format__", _format_element),
+    "absolute_unit": (_scheduler, "_parse_absolute_unit", _parse_absolute_unit),
     "graph_init": (_engine.EvaluableGraph, "__init__", _init_graph),
 }
 

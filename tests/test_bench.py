@@ -13,6 +13,10 @@ def test_measure_checks_every_mdf_loops_mode_against_numpy():
             "mdf_loops scheduler", "mdf_loops onnxruntime"} <= runners
     assert all(r.correct for r in rows if r.runner.startswith("mdf_loops"))
     assert next(r for r in rows if r.runner == "onnxruntime").ratio_to_onnxruntime == 1.0
+    assert next(r for r in rows if r.runner == "onnx.reference").ratio_to_reference == 1.0
+    scheduler = next(r for r in rows if r.runner == "mdf_loops scheduler")
+    reference = next(r for r in rows if r.runner == "onnx.reference")
+    assert scheduler.ratio_to_reference == scheduler.median_ms / reference.median_ms
 
 
 def test_the_command_writes_its_table_as_json(tmp_path, capsys):
@@ -21,7 +25,8 @@ def test_the_command_writes_its_table_as_json(tmp_path, capsys):
                        "--json", str(out)]) == 0
     table = json.loads(out.read_text())["timings"]
     assert {row["workload"] for row in table} >= {while_loop(50).name}
-    assert "x ORT" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "x ORT" in printed and "x ref" in printed
 
 
 def test_peak_memory_is_reported():

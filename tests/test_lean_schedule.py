@@ -155,3 +155,30 @@ def test_onnx_function_errors_still_name_the_node():
     graph = _function_node("onnx::MatMul", {"A": "x", "B": "x"})
     with pytest.raises(mdf_loops.EvaluationError, match=r"node 'f'.*MatMul"):
         _evaluate(graph, np.ones((2, 3), np.float32))
+
+
+# ---------------------------------------------------------------- per-graph costs
+
+
+def test_elements_format_by_id_but_keep_their_full_repr():
+    node = Node(id="cell", parameters=[Parameter(id="w", value=[[1.0, 2.0], [3.0, 4.0]])])
+    assert f"{node}" == "Node(id='cell')"
+    assert "{0} and {1}".format(node, Graph(id="g")) == "Node(id='cell') and Graph(id='g')"
+    assert "[[1.0, 2.0], [3.0, 4.0]]" in repr(node) and "[[1.0, 2.0]" in str(node)
+    with pytest.raises(TypeError):
+        f"{node:>10}"  # as for any object without a format of its own
+    try:
+        mdf_loops.unregister()
+        assert "[[1.0, 2.0], [3.0, 4.0]]" in f"{node}"
+    finally:
+        mdf_loops.register()
+
+
+def test_graph_scheduler_time_units_parse_as_without_the_cache():
+    from graph_scheduler.scheduler import _parse_absolute_unit
+    from mdf_loops import engine
+
+    for given in ("1 ms", "2.5 s", ("1", "us"), (4, "ms")):
+        value, unit = given if isinstance(given, tuple) else (given, None)
+        assert _parse_absolute_unit(value, unit) == engine._STOCK_PARSE_ABSOLUTE_UNIT(value, unit)
+    assert _parse_absolute_unit("1 ms") is _parse_absolute_unit("1 ms")
