@@ -1,4 +1,4 @@
-"""Hooks that let modeci-mdf's stock execution engine run ONNX semantics.
+"""Hooks that let modeci-mdf's stock execution engine run ONNX semantics, and run them fast.
 
 modeci-mdf's ``EvaluableGraph`` sends every function whose expression starts with
 ``onnx_ops.`` to ``execution_engine.evaluate_onnx_expr``, which builds a new
@@ -8,7 +8,9 @@ with :func:`mdf_loops.onnx_functions.call_onnx_function` for the ``onnx::``
 functions mdf-loops registers (others still go to the stock function), wraps
 ``EvaluableNode.evaluate`` so errors name the node they come from, and sends
 the engine's ``print`` output to the ``modeci_mdf.execution_engine`` logger at
-DEBUG level (a 10,000-step loop must not print 10,000 lines).
+DEBUG level (a 10,000-step loop must not print 10,000 lines). The other entries
+of ``_PATCHES`` cut per-call costs without changing results; each is listed,
+with its reason, in docs/representation.md ("How the stock engine runs it").
 """
 
 from __future__ import annotations
