@@ -29,7 +29,9 @@ def build_model(dt: float = 0.1, tau: float = 2.0) -> Model:
     mdf_loops.set_body_signature(body, ["x_prev", "I_t"], ["step.x_next", "step.x_next"])
 
     integrate = Node(id="integrate")
-    integrate.input_ports += [InputPort(id="x0"), InputPort(id="I")]
+    # typed inputs: a scalar state and a sequence of any length (mdf-loops export reads them)
+    integrate.input_ports += [InputPort(id="x0", metadata=mdf_loops.port_type()),
+                              InputPort(id="I", metadata=mdf_loops.port_type("steps"))]
     integrate.parameters += [
         Parameter(id="body", value=mdf_loops.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=1),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import json
 import os
 import re
 import shlex
@@ -35,6 +36,16 @@ from mdf_loops import cli, ops
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 LEAKY = EXAMPLES / "leaky_integrator.json"
+
+
+def untyped_leaky(folder: Path) -> Path:
+    """The leaky integrator without its input types: wrong shapes then fail inside the loop."""
+    document = json.loads(LEAKY.read_text())
+    for port in document["leaky_integrator"]["graphs"]["main"]["nodes"]["integrate"]["input_ports"].values():
+        port.pop("metadata", None)
+    path = folder / "untyped_leaky.json"
+    path.write_text(json.dumps(document))
+    return path
 ELMAN = EXAMPLES / "elman_rnn.json"
 HAS_DOT = shutil.which("dot") is not None
 
@@ -75,6 +86,7 @@ def workspace(tmp_path_factory) -> Path:
     (folder / "broken.json").write_text('{"model": {"graphs": {\n')
     (folder / "broken.yaml").write_text("model:\n  graphs: {main: [1, 2}\n")
     (folder / "earlier.npz").write_bytes(b"earlier")
+    untyped_leaky(folder)
     return folder
 
 
@@ -208,6 +220,22 @@ def test_export_writes_onnx_that_onnxruntime_runs_to_the_numpy_result(results, w
                                rtol=1e-9)
 
 
+EXPORTED_LEAKY = program("exported_leaky", "export", LEAKY, "-o", "leaky.onnx")
+
+
+def test_export_reads_the_declared_input_types(results, workspace):
+    # no example inputs: the leaky integrator's ports declare a scalar and a sequence
+    assert (results[EXPORTED_LEAKY].returncode, results[EXPORTED_LEAKY].stderr) == \
+        (0, "wrote leaky.onnx\n")
+    session = onnxruntime.InferenceSession(str(workspace / "leaky.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    assert [(i.name, i.type, i.shape) for i in session.get_inputs()] == [
+        ("x0", "tensor(double)", []), ("I", "tensor(double)", ["steps"])]
+    x_final, trace = session.run(None, {"x0": np.array(0.25), "I": _current()})
+    np.testing.assert_allclose(trace, leaky_oracle(0.25, _current()), rtol=1e-12)
+    np.testing.assert_allclose(x_final, trace[-1], rtol=1e-12)
+
+
 RENDERED = program("rendered", "render", "test_loop16_seq_none.onnx", "-o", "loop16.png", "-q")
 
 
@@ -254,8 +282,10 @@ def test_a_model_that_fails_validation(results):
     assert result.stderr == "mdf-loops: invalid.json: 1 problem\n"
 
 
-LOOP_SHAPE = program("loop_shape", "run", LEAKY, "-i", "x0=0", "-i", "I=[[1, 2], [3, 4]]",
-                     "-o", "earlier.npz")
+LOOP_SHAPE = program("loop_shape", "run", "untyped_leaky.json", "-i", "x0=0",
+                     "-i", "I=[[1, 2], [3, 4]]", "-o", "earlier.npz")
+DECLARED_SHAPE = program("declared_shape", "run", LEAKY, "-i", "x0=0", "-i", "I=[[1, 2], [3, 4]]",
+                         "-o", "earlier.npz")
 
 
 def test_an_input_with_the_wrong_shape(results, workspace):
@@ -263,6 +293,12 @@ def test_an_input_with_the_wrong_shape(results, workspace):
                           "state 0 changed shape from () to (2,)", "iteration 0")
     assert (workspace / "earlier.npz").read_bytes() == b"earlier"  # a failed run writes nothing
     assert not [p for p in workspace.iterdir() if p.name.endswith(".part")]
+
+
+def test_an_input_against_its_declared_type(results, workspace):
+    assert_one_error_line(results[DECLARED_SHAPE], "input 'I'",
+                          "expected shape [?] (as the model declares), got [2, 2]")
+    assert (workspace / "earlier.npz").read_bytes() == b"earlier"
 
 
 # ---------------------------------------------------------------- progress on a terminal
@@ -361,8 +397,9 @@ def test_all_inputs_from_one_npz_and_quiet(capsys, tmp_path):
                                    rtol=1e-10)
 
 
-def test_verbose_adds_the_traceback(capsys):
-    status, out, err = _main(capsys, "run", LEAKY, "-v", "-i", "x0=0", "-i", "I=[[1, 2]]")
+def test_verbose_adds_the_traceback(capsys, tmp_path):
+    status, out, err = _main(capsys, "run", untyped_leaky(tmp_path), "-v", "-i", "x0=0",
+                             "-i", "I=[[1, 2]]")
     assert (status, out) == (1, "")
     assert "Traceback (most recent call last)" in err
     assert err.rstrip().splitlines()[-1].startswith("mdf-loops: error: node 'integrate'")

@@ -469,7 +469,7 @@ _BILLION_LAUGHS = "".join(
     ("bomb.yaml", _BILLION_LAUGHS, ["aliases expand", "multiplies its own content"]),
     ("recursive.yaml", "m: &m {graphs: {main: {nodes: {n: {parameters: {p: {value: *m}}}}}}}\n",
      ["recursive"]),
-    ("duplicate.json", _LEAKY_JSON.replace('"x0": {},', '"x0": {}, "x0": {"shape": [2]},', 1),
+    ("duplicate.json", _LEAKY_JSON.replace('"x0": {', '"x0": {"shape": [2]}, "x0": {', 1),
      ["'x0' is defined more than once"]),
     ("model.txt", "{}", ["expected a .json, .yaml, .yml or .onnx file"]),
 ])

@@ -186,7 +186,16 @@ def test_a_scan_axis_out_of_range_for_a_declared_shape(leaky):
         "axis 1 of entry 0 is out of range for a value of rank 1")
 
 
+def test_a_scan_axis_out_of_range_for_a_declared_onnx_type(leaky):
+    # the example declares I with mdf_loops.port_type("steps"): rank 1
+    _node(leaky)["parameters"]["scan_input_axes"] = {"value": [1]}
+    messages = _messages(validate(leaky))
+    assert messages[f"{SCAN}.parameters.scan_input_axes"] == (
+        "axis 1 of entry 0 is out of range for a value of rank 1")
+
+
 def test_a_scan_axis_is_only_checked_where_the_shape_is_known(leaky):
+    _node(leaky)["input_ports"]["I"] = {}  # no declared type: the rank is known only at run time
     _node(leaky)["parameters"]["scan_input_axes"] = {"value": [1]}
     assert validate(leaky) == []
 
@@ -274,7 +283,7 @@ def test_a_parameter_sharing_its_id_with_an_input_port(leaky):
 
 
 def test_ids_repeated_in_a_json_file(tmp_path):
-    text = LEAKY.read_text().replace('"x0": {},', '"x0": {}, "x0": {},', 1)
+    text = LEAKY.read_text().replace('"x0": {', '"x0": {}, "x0": {', 1)
     path = tmp_path / "repeated.json"
     path.write_text(text)
     assert _messages(validate(path))[f"{SCAN}.input_ports"] == "'x0' is defined more than once"
