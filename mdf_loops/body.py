@@ -8,7 +8,7 @@ from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
 from .errors import LoopError, MdfLoopsError, ModelError
-from .lean_schedule import schedule_simply
+from .lean_schedule import forget_finished_updates, schedule_simply
 from .representation import BodySignature, body_signature
 from .values import to_engine, to_kernel
 
@@ -47,7 +47,8 @@ class BodyRunner:
             self._engine.enodes[node].evaluable_outputs[port]
             for node, port in self.signature.formal_outputs
         ]
-        if graph.conditions is None:
+        self._keeps_time_tree = graph.conditions is not None
+        if not self._keeps_time_tree:
             # no scheduling conditions: each node once per pass, with less bookkeeping
             schedule_simply(self._engine.scheduler, graph.nodes)
 
@@ -81,4 +82,6 @@ class BodyRunner:
         # keeps objects for each of its steps
         for history in engine.scheduler.execution_list.values():
             history.clear()
+        if self._keeps_time_tree:
+            forget_finished_updates(engine.scheduler)
         return [to_kernel(output.curr_value) for output in self._outputs]

@@ -27,7 +27,8 @@ from graph_scheduler import Scheduler, TimeScale
 from graph_scheduler.condition import Condition
 from graph_scheduler.time import Time
 
-__all__ = ["EveryPass", "AllHaveRunOnce", "NeverEnds", "CountingTime", "schedule_simply"]
+__all__ = ["EveryPass", "AllHaveRunOnce", "NeverEnds", "CountingTime", "schedule_simply",
+           "forget_finished_updates"]
 
 _UPDATE = TimeScale.ENVIRONMENT_STATE_UPDATE
 
@@ -107,6 +108,24 @@ def schedule_simply(scheduler: Scheduler, nodes: Iterable[Any]) -> None:
     scheduler.get_clock(None)  # the clock EvaluableGraph.evaluate runs on
     for clock in scheduler.clocks.values():
         _lighten(clock)
+
+
+def forget_finished_updates(scheduler: Scheduler) -> None:
+    """Free the time-tree nodes of the environment state updates that have ended.
+
+    For a body with scheduling conditions the clock keeps its time tree, one
+    node per environment state update (one per loop iteration, some 500 bytes
+    each). Conditions read the tree at the current update only (graph-scheduler's
+    time conditions count within the latest one), so the finished updates'
+    nodes are replaced by ``None``, which keeps the later ones at their indices.
+    """
+    for clock in scheduler.clocks.values():
+        for sequence in clock.history.children:
+            updates = sequence.children
+            for k in range(len(updates) - 2, -1, -1):
+                if updates[k] is None:
+                    break
+                updates[k] = None
 
 
 def _lighten(clock: Any) -> None:

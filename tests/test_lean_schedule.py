@@ -182,3 +182,22 @@ def test_graph_scheduler_time_units_parse_as_without_the_cache():
         value, unit = given if isinstance(given, tuple) else (given, None)
         assert _parse_absolute_unit(value, unit) == engine._STOCK_PARSE_ABSOLUTE_UNIT(value, unit)
     assert _parse_absolute_unit("1 ms") is _parse_absolute_unit("1 ms")
+
+
+# ---------------------------------------------------------------- bodies with conditions
+
+
+def test_a_conditioned_body_reads_its_time_tree_and_keeps_only_the_current_update():
+    # AtPass(0) reads graph-scheduler's time tree at the current environment state update
+    conditions = ConditionSet(node_specific={
+        "first": Condition(type="AtPass", n=0),
+        "second": Condition(type="EveryNCalls", dependencies="first", n=1)})
+    runner = BodyRunner(_chain_body(conditions), "node 'loop'")
+    for x in range(300):
+        (z,) = runner([np.array(float(x))], {})
+        assert z == (x + 1) * 2
+    clock = runner._engine.scheduler.get_clock(None)
+    updates = clock.history.children[-1].children
+    assert len(updates) == 301  # indices keep counting updates, as conditions expect
+    assert sum(u is not None for u in updates) <= 2
+    assert clock.time.environment_state_update == 300
