@@ -24,6 +24,7 @@ from .errors import IterationLimitError, MdfLoopsError, ModelError
 from .guard import guard_model, nesting_depth
 from .onnx_export import mdf_to_onnx
 from .ops.common import Limits
+from .scan_axes import scan_axes_to_zero
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
@@ -90,12 +91,16 @@ def compile_model(
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
     except (RecursionError, ValueError, TypeError) as exc:  # protobuf's nesting limit, odd values
         raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
-    runnable, flags = exported, {}
+    try:
+        runnable = scan_axes_to_zero(exported)  # onnxruntime's own axis moves crash on empty values
+    except ModelError as exc:
+        raise CompileError(f"cannot run on onnxruntime: {exc}") from exc
+    flags: dict[str, str] = {}
     if limits is not None:
         depth = nesting_depth(exported.graph)
         if depth > limits.max_depth:
             raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
-        runnable, flags = guard_model(exported, limits)
+        runnable, flags = guard_model(runnable, limits)
     options = ort.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads

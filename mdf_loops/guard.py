@@ -24,6 +24,7 @@ import itertools
 import onnx
 from onnx import TensorProto, helper
 
+from .onnx_builder import value_names
 from .ops.common import Limits
 
 __all__ = ["guard_model", "LIMIT_OUTPUT", "nesting_depth"]
@@ -51,24 +52,13 @@ def guard_model(model: onnx.ModelProto, limits: Limits) -> tuple[onnx.ModelProto
     """
     guarded = onnx.ModelProto()
     guarded.CopyFrom(model)
-    rewriter = _Rewriter(limits, _all_names(guarded.graph))
+    rewriter = _Rewriter(limits, value_names(guarded.graph))
     flags = rewriter.loop_flags(guarded.graph)
     for k, (flag, _) in enumerate(flags):
         name = f"{LIMIT_OUTPUT}_{k}"
         guarded.graph.node.append(helper.make_node("Identity", [flag], [name]))
         guarded.graph.output.append(helper.make_tensor_value_info(name, TensorProto.BOOL, []))
     return guarded, {f"{LIMIT_OUTPUT}_{k}": label for k, (_, label) in enumerate(flags)}
-
-
-def _all_names(graph: onnx.GraphProto) -> set[str]:
-    names = {v.name for v in list(graph.input) + list(graph.output)}
-    names |= {t.name for t in graph.initializer}
-    for node in graph.node:
-        names |= set(node.input) | set(node.output)
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                names |= _all_names(attr.g)
-    return names
 
 
 class _Rewriter:

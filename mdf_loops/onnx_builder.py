@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import onnx
 from onnx import TypeProto, helper, numpy_helper, shape_inference
 
-__all__ = ["NameAllocator", "GraphBuilder", "Weak", "elem_dtype"]
+__all__ = ["NameAllocator", "GraphBuilder", "Weak", "elem_dtype", "value_names", "subgraphs",
+           "all_nodes"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,41 @@ class NameAllocator:
             name, k = f"{hint}_{k}", k + 1
         self._taken.add(name)
         return name
+
+    @classmethod
+    def of_graph(cls, graph: onnx.GraphProto) -> "NameAllocator":
+        """An allocator with every value name of ``graph`` (subgraphs included) taken."""
+        allocator = cls()
+        allocator._taken = value_names(graph)
+        return allocator
+
+
+def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    """The graphs held in ``node``'s attributes (a loop body, the branches of an If)."""
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Every node of ``graph`` and of its subgraphs, each before the nodes it holds."""
+    for node in graph.node:
+        yield node
+        for g in subgraphs(node):
+            yield from all_nodes(g)
+
+
+def value_names(graph: onnx.GraphProto) -> set[str]:
+    """Every value name used in ``graph`` and its subgraphs."""
+    names = {v.name for v in list(graph.input) + list(graph.output)}
+    names |= {t.name for t in graph.initializer}
+    for node in graph.node:
+        names |= set(node.input) | set(node.output)
+        for g in subgraphs(node):
+            names |= value_names(g)
+    return names
 
 
 def elem_dtype(type_proto: TypeProto | None) -> np.dtype | None:

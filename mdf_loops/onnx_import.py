@@ -21,7 +21,6 @@ import keyword
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 import onnx
@@ -31,6 +30,7 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 from onnx import AttributeProto, numpy_helper
 
 from .errors import ModelError
+from .onnx_builder import all_nodes
 from .representation import set_body_signature, wrap_body
 from .values import encode_tensor
 
@@ -81,7 +81,7 @@ def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
 def _reserved_names(graph: onnx.GraphProto) -> set[str]:
     """Names a value must not take: formal-input and attribute names of the ops used."""
     names = set(_RESERVED)
-    for node in _all_nodes(graph):
+    for node in all_nodes(graph):
         try:
             schema = onnx.defs.get_schema(node.op_type, domain=node.domain)
         except onnx.defs.SchemaError:
@@ -89,17 +89,6 @@ def _reserved_names(graph: onnx.GraphProto) -> set[str]:
         names.update(f.name for f in schema.inputs)
         names.update(schema.attributes)
     return names
-
-
-def _all_nodes(graph: onnx.GraphProto) -> Iterable[onnx.NodeProto]:
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.type == AttributeProto.GRAPH:
-                yield from _all_nodes(attr.g)
-            elif attr.type == AttributeProto.GRAPHS:
-                for g in attr.graphs:
-                    yield from _all_nodes(g)
 
 
 def _identifier(name: str) -> str:
