@@ -24,7 +24,7 @@ from .errors import IterationLimitError, MdfLoopsError, ModelError
 from .guard import guard_model, nesting_depth
 from .onnx_export import mdf_to_onnx
 from .ops.common import Limits
-from .scan_axes import scan_axes_to_zero
+from .ort_safe import make_safe
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
@@ -92,7 +92,7 @@ def compile_model(
     except (RecursionError, ValueError, TypeError) as exc:  # protobuf's nesting limit, odd values
         raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
     try:
-        runnable = scan_axes_to_zero(exported)  # onnxruntime's own axis moves crash on empty values
+        runnable = make_safe(exported)  # inputs that would make onnxruntime kill the process
     except ModelError as exc:
         raise CompileError(f"cannot run on onnxruntime: {exc}") from exc
     flags: dict[str, str] = {}

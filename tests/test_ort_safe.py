@@ -17,7 +17,7 @@ from onnx import TensorProto
 from onnx import helper as oh
 
 import mdf_loops
-from mdf_loops.scan_axes import scan_axes_to_zero
+from mdf_loops.ort_safe import make_safe, scan_axes_to_zero
 from conftest import FLOAT, body_graph, onnx_model, ort_run, value_info
 
 
@@ -138,3 +138,71 @@ def test_empty_elements_stacked_on_axis_1_do_not_crash_the_process(backend):
     assert done.returncode == 0, done.stderr[-2000:]
     # Scan's definition: 3 iterations of a (0,) element, stacked on axis 1 -> (0, 3)
     assert done.stdout.split() == ["1.5", "(0,", "3)", "float32"]
+
+
+# ---------------------------------------------------------------- integer division
+
+
+def _division_model(op: str, elem: int, **attrs):
+    node = oh.make_node(op, ["a", "b"], ["y"], **attrs)
+    return onnx_model([node], [value_info("a", elem, [None]), value_info("b", elem, [None])],
+                      [value_info("y", elem, None)])
+
+
+_DIVISION_CASES = [("Div", {}), ("Mod", {}), ("Mod", {"fmod": 1})]
+
+
+def _numpy_division(op: str, attrs: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ONNX integer Div truncates toward zero; Mod takes the divisor's sign, fmod the dividend's."""
+    with np.errstate(over="ignore"):
+        if op == "Div":
+            quotient = np.abs(a) // np.abs(b)  # the smallest integer's abs wraps: fixed below
+            quotient = np.where((a < 0) != (b < 0), -quotient, quotient)
+            return np.where(b == -1, -a, quotient).astype(a.dtype)
+        return np.fmod(a, b) if attrs.get("fmod") else np.mod(a, b)
+
+
+@pytest.mark.parametrize("op, attrs", _DIVISION_CASES)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_division_keeps_its_values(op, attrs, dtype):
+    smallest, largest = np.iinfo(dtype).min, np.iinfo(dtype).max
+    a = np.array([7, -7, 7, -7, 0, 5, smallest + 1, largest, 9, -9], dtype)
+    b = np.array([2, 2, -2, -2, 3, -1, -1, -1, 1, -4], dtype)
+    elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    model = _division_model(op, elem, **attrs)
+    safe = make_safe(model)
+    onnx.checker.check_model(safe, full_check=True)
+    expected = _numpy_division(op, attrs, a, b)
+    np.testing.assert_array_equal(ort_run(model, {"a": a, "b": b})["y"], expected)  # no trap here
+    np.testing.assert_array_equal(ort_run(safe, {"a": a, "b": b})["y"], expected)
+
+
+_SMALLEST_BY_MINUS_ONE = textwrap.dedent("""
+    import numpy as np, onnx
+    from onnx import TensorProto, helper as oh
+    import mdf_loops
+    node = oh.make_node("OP", ["a", "b"], ["y"])
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("a", TensorProto.INT64, [None]),
+                                        oh.make_tensor_value_info("b", TensorProto.INT64, [None])],
+                          [oh.make_tensor_value_info("y", TensorProto.INT64, None)])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    smallest = np.iinfo(np.int64).min
+    result = mdf_loops.run(mdf_loops.onnx_to_mdf(model),
+                           {"a": np.array([smallest, 6]), "b": np.array([-1, 4])}, backend="onnxruntime")
+    print(*result["y"])
+""")
+
+
+@pytest.mark.parametrize("op, expected", [("Div", [np.iinfo(np.int64).min, 1]), ("Mod", [0, 2])])
+def test_the_smallest_integer_by_minus_one_does_not_crash_the_process(op, expected):
+    # numpy's answers: the quotient wraps to the smallest integer; anything mod -1 is 0
+    done = subprocess.run([sys.executable, "-c", _SMALLEST_BY_MINUS_ONE.replace("OP", op)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [int(v) for v in done.stdout.split()] == expected
+
+
+def test_float_division_is_left_as_it_is():
+    model = _division_model("Div", TensorProto.FLOAT)
+    assert [n.op_type for n in make_safe(model).graph.node] == ["Div"]
