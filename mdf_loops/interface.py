@@ -37,6 +37,10 @@ def graph_interface(graph: Graph) -> GraphInterface:
     """
     meta = graph.metadata or {}
     names = meta.get("onnx_names") or {}
+    if not isinstance(names, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+        raise ModelError(f"graph '{graph.id}': metadata 'onnx_names' must map ids to ONNX "
+                         f"names (strings), found {names!r:.80}")
     if "formal_inputs" in meta and "formal_outputs" in meta:
         inputs = {names.get(p, p): p for p in _strings(meta, "formal_inputs", graph.id)}
         outputs = {}

@@ -531,6 +531,16 @@ def test_wrong_types_in_fields_give_a_project_error(tmp_path, bounded, case):
         mdf_loops.run(path, {"x0": 0.0, "I": np.ones(3)})
 
 
+def test_onnx_names_that_are_not_strings(tmp_path, bounded):
+    document = _leaky_document()
+    document["leaky_integrator"]["graphs"]["main"]["metadata"] = {
+        "formal_inputs": ["x0", "I"], "formal_outputs": ["integrate.x_final"],
+        "onnx_names": {"x0": None}}
+    path = _write(tmp_path, "names.json", document)
+    with pytest.raises(mdf_loops.ModelError, match="graph 'main': metadata 'onnx_names' must map"):
+        mdf_loops.run(path, {"x0": 0.0, "I": np.ones(3)})
+
+
 def test_dangling_edge_endpoints(bounded):
     a = expression_node("a", ["x"], {"y": "x + 1"})
     b = expression_node("b", ["x"], {"y": "x * 2"})
