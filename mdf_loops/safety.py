@@ -114,6 +114,11 @@ def _walked(model: Model) -> "_ModelWalker":
 # ---------------------------------------------------------------- documents
 
 
+def _as_list(value: Any) -> list:
+    """A list field's items; nothing for a field of another type (reported where it is walked)."""
+    return value if isinstance(value, list) else []
+
+
 def _first_repeated_key(value: Any, path: tuple) -> str | None:
     stack = [(value, path)]
     seen: set[int] = set()
@@ -296,7 +301,7 @@ class _ModelWalker:
                 if node is None:
                     self.structure.append(Problem(where, f"{end} '{getattr(edge, end)}' is not a "
                                                          f"node of graph '{graph_id}'"))
-                elif all(p.id != port for p in getattr(node, ports) or ()):
+                elif all(getattr(p, "id", None) != port for p in _as_list(getattr(node, ports))):
                     kind = ports.replace("_", " ")
                     self.structure.append(Problem(
                         where, f"{end} port '{port}' is not one of the {kind} of '{node.id}'"))

@@ -519,6 +519,12 @@ _WRONG_TYPES = {
         "edges", {"e": {"sender": 5, "receiver": "integrate", "sender_port": "x",
                         "receiver_port": "x0"}}),
     "opset is text": lambda d: d["leaky_integrator"].__setitem__("onnx_opset_version", "new"),
+    "an edge into a node whose ports are nested lists": lambda d: d["leaky_integrator"]["graphs"][
+        "main"].update({
+            "nodes": {**d["leaky_integrator"]["graphs"]["main"]["nodes"],
+                      "sink": {"input_ports": [[[[]]]]}},
+            "edges": {"e": {"sender": "integrate", "receiver": "sink",
+                            "sender_port": "x_final", "receiver_port": "x"}}}),
 }
 
 
