@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from graph_scheduler import Scheduler, TimeScale
 from graph_scheduler.condition import Condition
-from graph_scheduler.time import Time
+from graph_scheduler.time import Time, _time_scale_to_attr_str
 
 __all__ = ["EveryPass", "AllHaveRunOnce", "NeverEnds", "CountingTime", "schedule_simply",
            "forget_finished_updates"]
@@ -77,11 +77,8 @@ class AllHaveRunOnce(Condition):
         return "AllHaveRun()"
 
 
-# Time's fields in TimeScale order (finest first); incrementing one resets the finer ones
-_FIELDS = tuple(
-    name for name in vars(Time()) if not name.startswith("absolute")
-)
-assert len(_FIELDS) == len(TimeScale), _FIELDS
+# Time's fields by TimeScale value (finest first); incrementing one resets the finer ones
+_FIELDS = tuple(_time_scale_to_attr_str(ts) for ts in sorted(TimeScale, key=lambda ts: ts.value))
 
 
 class CountingTime(Time):
