@@ -29,7 +29,7 @@ from conftest import control_flow_cases
 from mdf_loops.validate import validate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-FUZZ_EXAMPLES = int(os.environ.get("MDF_LOOPS_FUZZ_EXAMPLES", "0")) or 60
+FUZZ_EXAMPLES = int(os.environ.get("MDF_LOOPS_FUZZ_EXAMPLES", "0")) or 200
 SECONDS_PER_EXAMPLE = 30
 LIMITS = {"max_iterations": 1_000, "max_total_iterations": 10_000, "max_elements": 1_000_000}
 
