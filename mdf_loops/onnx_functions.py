@@ -59,8 +59,8 @@ def opset(version: int | None) -> Iterator[None]:
 def schema_for(op_type: str, version: int) -> OpSchema:
     try:
         return onnx.defs.get_schema(op_type, version, "")
-    except Exception as exc:
-        raise ModelError(f"onnx::{op_type} (opset {version}) has no implementation: {exc}") from exc
+    except onnx.defs.SchemaError as exc:
+        raise ModelError(f"onnx::{op_type} does not exist in ONNX opset {version}") from exc
 
 
 @dataclass(frozen=True)

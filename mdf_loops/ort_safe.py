@@ -47,7 +47,8 @@ _SIGNED_32_64 = (TensorProto.INT32, TensorProto.INT64)
 def make_safe(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model``, rewritten so onnxruntime cannot crash on it (see the module docstring).
 
-    Returns ``model`` itself when nothing needs rewriting. Raises
+    Returns ``model`` itself when it has no Scan with a non-zero axis and no
+    ``Div`` or ``Mod`` (else a copy, with shape inference's types). Raises
     :class:`~mdf_loops.ModelError` when the rank of a value whose scan axis
     must move is unknown.
     """
