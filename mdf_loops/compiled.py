@@ -95,6 +95,7 @@ def compile_model(
         runnable = make_safe(exported)  # inputs that would make onnxruntime kill the process
     except ModelError as exc:
         raise CompileError(f"cannot run on onnxruntime: {exc}") from exc
+    _check_feedable(runnable.graph)
     flags: dict[str, str] = {}
     if limits is not None:
         depth = nesting_depth(exported.graph)
@@ -119,6 +120,30 @@ def compile_model(
         limits,
         flags,
     )
+
+
+#: element types onnxruntime runs but its Python binding cannot pass in or out (numpy has
+#: no such dtype; ml_dtypes' stand-ins are refused by the binding at run time)
+_UNFEEDABLE = {
+    onnx.TensorProto.BFLOAT16: "bfloat16",
+    onnx.TensorProto.FLOAT8E4M3FN: "float8e4m3fn",
+    onnx.TensorProto.FLOAT8E4M3FNUZ: "float8e4m3fnuz",
+    onnx.TensorProto.FLOAT8E5M2: "float8e5m2",
+    onnx.TensorProto.FLOAT8E5M2FNUZ: "float8e5m2fnuz",
+    onnx.TensorProto.INT4: "int4",
+    onnx.TensorProto.UINT4: "uint4",
+}
+
+
+def _check_feedable(graph: onnx.GraphProto) -> None:
+    """Refuse, at compile time, graph inputs and outputs onnxruntime's binding cannot pass."""
+    for kind, values in (("input", graph.input), ("output", graph.output)):
+        for value in values:
+            name = _UNFEEDABLE.get(value.type.tensor_type.elem_type)
+            if name is not None:
+                raise CompileError(
+                    f"graph {kind} '{value.name}' is {name}, which onnxruntime's Python "
+                    "binding cannot pass; run it with backend='scheduler'")
 
 
 def _mdf_depth(model: Model) -> int:

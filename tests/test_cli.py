@@ -30,7 +30,7 @@ import onnxruntime
 import pytest
 
 import mdf_loops
-from conftest import assert_same, control_flow_cases
+from conftest import assert_same, control_flow_cases, needs_dot
 from mdf_loops import cli, ops
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -478,6 +478,7 @@ def test_run_every_example_from_an_npz(example, tmp_path, capsys):
 # ---------------------------------------------------------------- the documentation pages
 
 
+@needs_dot  # the page renders a picture
 def test_the_console_sessions_of_docs_cli_md(capsys, tmp_path, monkeypatch):
     """Every ``$ mdf-loops ...`` line of docs/cli.md prints what the page shows after it
     (run in a scratch folder that sees the examples; python blocks run in test_docs.py)."""

@@ -11,22 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-import os
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 import mdf_loops
-from conftest import control_flow_cases
+from conftest import control_flow_cases, needs_dot
 from mdf_loops.render import render, to_graphviz
 
-# CI sets MDF_LOOPS_REQUIRE_DOT=1: there a missing dot fails instead of skipping
-pytestmark = pytest.mark.skipif(
-    shutil.which("dot") is None and not os.environ.get("MDF_LOOPS_REQUIRE_DOT"),
-    reason="Graphviz's dot program is not installed",
-)
+pytestmark = needs_dot
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -28,6 +28,7 @@ from conftest import (
     body_graph,
     control_flow_cases,
     onnx_model,
+    onnxruntime_runs_case,
     ort_run,
     run_mdf,
     value_info,
@@ -46,16 +47,6 @@ def _feeds(names, values) -> dict:
     return {k: v if isinstance(v, list) else np.asarray(v) for k, v in zip(names, values)}
 
 
-@functools.lru_cache(maxsize=None)
-def _onnxruntime_accepts(name: str) -> bool:
-    try:
-        onnxruntime.InferenceSession(control_flow_cases()[name].model.SerializeToString(),
-                                     providers=["CPUExecutionProvider"])
-    except Exception:  # noqa: BLE001 - any refusal
-        return False
-    return True
-
-
 # ---------------------------------------------------------------- ONNX -> MDF -> ONNX
 
 
@@ -69,7 +60,7 @@ def _assert_reexport_matches_original(original: onnx.ModelProto, feeds: dict) ->
         assert_same(actual[name], value, RTOL, ATOL)
 
 
-@pytest.mark.parametrize("name", [n for n in sorted(control_flow_cases()) if _onnxruntime_accepts(n)])
+@pytest.mark.parametrize("name", [n for n in sorted(control_flow_cases()) if onnxruntime_runs_case(n)])
 def test_conformance_case_onnx_mdf_onnx(name):
     """(test_onnx_export.py counts these cases, and compares the others in onnx's evaluator.)"""
     case = control_flow_cases()[name]
