@@ -5,7 +5,7 @@ every other ONNX operator) in modeci-mdf's function registry, so modeci-mdf's
 own ``EvaluableGraph`` runs models that contain loops.
 """
 
-from .errors import (
+from mdf_loops.errors import (
     DepthLimitError,
     EvaluationError,
     IterationLimitError,
@@ -15,14 +15,14 @@ from .errors import (
     ModelError,
     SizeLimitError,
 )
-from . import authoring
-from .authoring import foldl, foldr, map, reduce, scan, until
-from .compiled import CompiledModel, CompileError, clear_compiled, compile_model
-from .ops import Limits, limits
-from .onnx_export import mdf_to_onnx, save_onnx
-from .onnx_import import onnx_to_mdf
-from .registry import register, unregister
-from .representation import (
+from mdf_loops import authoring
+from mdf_loops.authoring import foldl, foldr, map, reduce, scan, until
+from mdf_loops.backends.onnxruntime.compiled import CompiledModel, CompileError, clear_compiled, compile_model
+from mdf_loops.ops import Limits, limits
+from mdf_loops.onnx.export import mdf_to_onnx, save_onnx
+from mdf_loops.onnx.import_ import onnx_to_mdf
+from mdf_loops.backends.scheduler.registry import register, unregister
+from mdf_loops.model.convention import (
     BodySignature,
     body_graph,
     body_signature,
@@ -30,11 +30,11 @@ from .representation import (
     set_body_signature,
     wrap_body,
 )
-from .render import render, to_graphviz
-from .interface import stock_evaluate
-from .run import graph_interface, load_model, run
-from .safety import UnsafeExpressionError
-from .validate import Problem, validate
+from mdf_loops.render import render, to_graphviz
+from mdf_loops.model.interface import stock_evaluate
+from mdf_loops.run import graph_interface, load_model, run
+from mdf_loops.safety.checks import UnsafeExpressionError
+from mdf_loops.validation.report import Problem, validate
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import MdfLoopsError
+from mdf_loops.errors import MdfLoopsError
 
 __all__ = ["write_atomically", "refuse_overwriting"]
 

@@ -31,9 +31,9 @@ import graphviz
 import numpy as np
 from modeci_mdf.mdf import Graph, Model, Node, Parameter
 
-from .errors import MdfLoopsError
-from .files import write_atomically
-from .representation import (
+from mdf_loops.errors import MdfLoopsError
+from mdf_loops.files import write_atomically
+from mdf_loops.model.convention import (
     BODY_ATTRIBUTES,
     CONTROL_FLOW_FUNCTIONS,
     function_parameter,
@@ -41,8 +41,8 @@ from .representation import (
     output_index,
     variadic_items,
 )
-from .interface import graph_interface, load_model
-from .values import is_encoded_tensor
+from mdf_loops.model.interface import graph_interface, load_model
+from mdf_loops.model.values import is_encoded_tensor
 
 __all__ = ["to_graphviz", "render", "FORMATS"]
 

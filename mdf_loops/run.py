@@ -12,16 +12,16 @@ import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, Model
 
-from . import ops
-from .errors import EvaluationError, MdfLoopsError, ModelError
-from .ops.common import iteration_budget
-from .expression_allowlist import untrusted_expressions
-from .safety import check_model, check_structure
-from .onnx_functions import opset
-from .registry import register
-from .values import OnnxSequence, to_engine, to_user
-from .interface import GraphInterface, graph_interface, load_model
-from .compiled import CompileError, cached_compile
+from mdf_loops import ops
+from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
+from mdf_loops.ops.common import iteration_budget
+from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.safety.checks import check_model, check_structure
+from mdf_loops.backends.scheduler.onnx_functions import opset
+from mdf_loops.backends.scheduler.registry import register
+from mdf_loops.model.values import OnnxSequence, to_engine, to_user
+from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
+from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
@@ -51,7 +51,7 @@ def run(
         inputs: values by input name (see :func:`graph_interface`): numpy arrays,
             lists for ONNX sequences, ``None`` for an empty optional.
         graph: id of the graph to run (default: the first).
-        trusted: skip the expression allow-list of :mod:`mdf_loops.safety`, and the
+        trusted: skip the expression allow-list of :mod:`mdf_loops.safety.checks`, and the
             limit guard of the onnxruntime backend. Only for models whose author you
             trust: their expressions then run as arbitrary Python (docs/safety.md).
         max_iterations, max_total_iterations, max_depth, max_elements: change the
@@ -62,7 +62,7 @@ def run(
             ``"auto"`` (onnxruntime when the model compiles, else the scheduler;
             the reason is logged at INFO level). Both enforce ``max_iterations``,
             ``max_elements`` and ``max_depth`` (onnxruntime through
-            :mod:`mdf_loops.guard`, unless ``trusted``); ``max_total_iterations``
+            :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``); ``max_total_iterations``
             is counted by the scheduler only.
         threads: onnxruntime intra-op threads of the compiled mode (loops of small
             operations run fastest on one).

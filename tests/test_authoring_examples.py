@@ -2,7 +2,7 @@
 
 Every example's committed JSON/YAML is run with modeci-mdf's own
 ``EvaluableGraph`` (after ``import mdf_loops``), with ``mdf_loops.run`` (both
-backends), and exported with ``mdf_loops.onnx_export.mdf_to_onnx``, checked with
+backends), and exported with ``mdf_loops.onnx.export.mdf_to_onnx``, checked with
 the full ONNX checker and run by onnxruntime; all against the same numpy oracle.
 """
 
@@ -23,7 +23,7 @@ from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.utils import load_mdf
 
 import mdf_loops
-from mdf_loops.onnx_export import mdf_to_onnx
+from mdf_loops.onnx.export import mdf_to_onnx
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -281,5 +281,5 @@ def test_powers_of_two_is_a_loop_with_the_step_limit_as_trip_count():
     trip = args["M"]
     (constant,) = [n for n in graph.nodes if any(o.id == trip for o in n.output_ports)]
     value = next(p.value for p in constant.parameters if p.id == "value")
-    assert mdf_loops.values.decode_tensor(value) == 1024
+    assert mdf_loops.model.values.decode_tensor(value) == 1024
     assert model.onnx_opset_version

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mdf_loops
-from mdf_loops.compiled import CompileError, compile_model
+from mdf_loops.backends.onnxruntime.compiled import CompileError, compile_model
 from mdf_loops.workloads import elman_rnn, running_sum, while_loop
 from conftest import control_flow_cases, onnxruntime_runs_case
 
@@ -103,7 +103,7 @@ def test_example_runs_the_same_in_every_mode(path):
 def test_compiled_models_are_cached_per_model_and_input_types():
     work = running_sum(10)
     model = mdf_loops.onnx_to_mdf(work.model)
-    from mdf_loops.compiled import _CACHE, clear_compiled
+    from mdf_loops.backends.onnxruntime.compiled import _CACHE, clear_compiled
 
     clear_compiled()
     mdf_loops.run(model, work.inputs)

@@ -31,7 +31,8 @@ import pytest
 
 import mdf_loops
 from conftest import assert_same, control_flow_cases, needs_dot
-from mdf_loops import cli, ops
+from mdf_loops import ops
+from mdf_loops.cli import commands as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -458,7 +458,7 @@ def _expected_outputs(name: str, ex: ModuleType, inputs: dict) -> dict:
 def test_exported_model_runs_in_onnxruntime(name):
     onnx = pytest.importorskip("onnx")
     onnxruntime = pytest.importorskip("onnxruntime")
-    from mdf_loops.onnx_export import mdf_to_onnx
+    from mdf_loops.onnx.export import mdf_to_onnx
 
     ex = _example(name)
     inputs = {k: np.asarray(v) for k, v in ex.example_inputs().items()}
@@ -478,7 +478,7 @@ def test_exported_model_runs_in_onnxruntime(name):
 
 def test_exported_elman_rnn_takes_any_sequence_length():
     onnxruntime = pytest.importorskip("onnxruntime")
-    from mdf_loops.onnx_export import mdf_to_onnx
+    from mdf_loops.onnx.export import mdf_to_onnx
 
     ex = _example("elman_rnn")
     session = onnxruntime.InferenceSession(

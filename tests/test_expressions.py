@@ -1,4 +1,4 @@
-"""MDF value expressions and standard functions exported as ONNX nodes (mdf_loops/expressions.py).
+"""MDF value expressions and standard functions exported as ONNX nodes (mdf_loops/onnx/expressions.py).
 
 Each expression is exported in a top-level node and in a Scan body, run by
 onnxruntime, and compared with the same expression computed by numpy here:
@@ -16,8 +16,8 @@ from modeci_mdf.mdf import Node, OutputPort, Parameter
 
 import mdf_loops
 from conftest import assert_same, expression_node, loop_node, mdf_body, mdf_model, ort_run, run_mdf
-from mdf_loops.expressions import ExpressionError
-from mdf_loops.onnx_export import mdf_to_onnx
+from mdf_loops.onnx.expressions import ExpressionError
+from mdf_loops.onnx.export import mdf_to_onnx
 
 _rng = np.random.default_rng(7)
 X = _rng.uniform(0.1, 0.9, (3, 4))  # inside every function's domain (log, sqrt, arcsin)

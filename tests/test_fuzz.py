@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import mdf_loops
 from conftest import control_flow_cases
-from mdf_loops.validate import validate
+from mdf_loops.validation.report import validate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FUZZ_EXAMPLES = int(os.environ.get("MDF_LOOPS_FUZZ_EXAMPLES", "0")) or 200

@@ -38,7 +38,7 @@ from conftest import (
     value_info,
 )
 from mdf_loops.errors import DepthLimitError, IterationLimitError, SizeLimitError
-from mdf_loops.safety import UnsafeExpressionError
+from mdf_loops.safety.checks import UnsafeExpressionError
 
 _EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SECONDS = 30  # far above what any test here needs; a guard that fails to stop ends here
@@ -613,7 +613,7 @@ def test_a_nan_trip_count_is_an_error_of_its_loop(bounded):
 
 
 def test_the_validator_refuses_a_yaml_alias_bomb_quickly(tmp_path, bounded):
-    from mdf_loops.validate import validate
+    from mdf_loops.validation.report import validate
 
     path = _write(tmp_path, "bomb.yaml", _BILLION_LAUGHS)
     with pytest.raises(mdf_loops.ModelError, match="multiplies its own content"):

@@ -18,8 +18,8 @@ from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Condition, ConditionSet, Edge, Graph, InputPort, Node, OutputPort, Parameter
 
 import mdf_loops
-from mdf_loops.lean_schedule import CountingTime, schedule_simply
-from mdf_loops.body import BodyRunner
+from mdf_loops.backends.scheduler.lean_schedule import CountingTime, schedule_simply
+from mdf_loops.backends.scheduler.body import BodyRunner
 from conftest import expression_node, mdf_body
 
 
@@ -176,7 +176,7 @@ def test_elements_format_by_id_but_keep_their_full_repr():
 
 def test_graph_scheduler_time_units_parse_as_without_the_cache():
     from graph_scheduler.scheduler import _parse_absolute_unit
-    from mdf_loops import engine
+    from mdf_loops.backends.scheduler import hooks as engine
 
     for given in ("1 ms", "2.5 s", ("1", "us"), (4, "ms")):
         value, unit = given if isinstance(given, tuple) else (given, None)

@@ -1,4 +1,4 @@
-"""MDF -> ONNX (mdf_loops/onnx_export.py): conformance cases, loop bodies, types and errors.
+"""MDF -> ONNX (mdf_loops/onnx/export.py): conformance cases, loop bodies, types and errors.
 
 Oracles: the ONNX conformance cases' expected outputs, numpy computations written
 here, and onnxruntime (one thread) on the exported model compared with
@@ -28,7 +28,7 @@ from conftest import (
     ort_run,
     run_mdf,
 )
-from mdf_loops.onnx_export import DEFAULT_OPSET, mdf_to_onnx, save_onnx
+from mdf_loops.onnx.export import DEFAULT_OPSET, mdf_to_onnx, save_onnx
 
 #: float32 tolerance
 RTOL, ATOL = 1e-5, 1e-6

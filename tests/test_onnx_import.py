@@ -1,4 +1,4 @@
-"""ONNX -> MDF import (mdf_loops/onnx_import.py): ids, constants, names, functions, errors."""
+"""ONNX -> MDF import (mdf_loops/onnx/import_.py): ids, constants, names, functions, errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The loop-node convention (mdf_loops/representation.py) and its JSON Schema."""
+"""The loop-node convention (mdf_loops/model/convention.py) and its JSON Schema."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from conftest import (
     run_mdf,
     value_info,
 )
-from mdf_loops.onnx_export import mdf_to_onnx
+from mdf_loops.onnx.export import mdf_to_onnx
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 #: float32 tolerance

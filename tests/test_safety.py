@@ -1,4 +1,4 @@
-"""The expression allow-list and the structure checks of mdf_loops.safety, and no false refusals."""
+"""The expression allow-list and the structure checks of mdf_loops.safety.checks, and no false refusals."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 import mdf_loops
 from mdf_loops.errors import SizeLimitError
 from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model
-from mdf_loops.expression_allowlist import (
+from mdf_loops.safety.allowlist import (
     expression_numpy,
     expression_refusal,
     untrusted_expressions,
 )
-from mdf_loops.safety import UnsafeExpressionError, check_model, check_structure, find_unsafe
+from mdf_loops.safety.checks import UnsafeExpressionError, check_model, check_structure, find_unsafe
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = frozenset({"x", "y", "w", "h_prev", "f"})

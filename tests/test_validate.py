@@ -1,4 +1,4 @@
-"""mdf_loops.validate: the JSON Schema and the loop-node rules, each problem with its path.
+"""mdf_loops.validation.report: the JSON Schema and the loop-node rules, each problem with its path.
 
 Every rule is checked on a model with one deliberate mistake (built here by hand
 or by editing the leaky-integrator example): the problem must be reported at the
@@ -17,7 +17,7 @@ from modeci_mdf.mdf import Node
 
 import mdf_loops
 from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model
-from mdf_loops.validate import Problem, read_document, validate
+from mdf_loops.validation.report import Problem, read_document, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

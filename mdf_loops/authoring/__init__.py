@@ -15,15 +15,15 @@ whose loops are ``onnx::Scan`` / ``onnx::Loop`` nodes::
     model = A.build_model({"x_to_the_k": powers[-1]}, name="power")
 """
 
-from . import functions
-from .errors import AuthoringError, ScanError
-from .functions import *  # noqa: F401,F403  (tanh, dot, arange, set_subtensor, ...)
-from .functions import __all__ as _function_names
-from .model import build_model, build_onnx
-from .scan import Until, scan, until
-from .symbolic import Symbol, constant, input, shared
-from .types import OPSET
-from .views import foldl, foldr, map, reduce
+from mdf_loops.authoring import functions
+from mdf_loops.authoring.errors import AuthoringError, ScanError
+from mdf_loops.authoring.functions import *  # noqa: F401,F403  (tanh, dot, arange, set_subtensor, ...)
+from mdf_loops.authoring.functions import __all__ as _function_names
+from mdf_loops.authoring.model import build_model, build_onnx
+from mdf_loops.authoring.scan import Until, scan, until
+from mdf_loops.authoring.symbolic import Symbol, constant, input, shared
+from mdf_loops.authoring.types import OPSET
+from mdf_loops.authoring.views import foldl, foldr, map, reduce
 
 __all__ = [
     "input", "constant", "shared", "Symbol", "scan", "until", "Until", "map", "reduce",

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ScanError
-from .symbolic import ConstantOp, Symbol, apply, as_symbol, constant
-from .types import onnx_elem_type
+from mdf_loops.authoring.errors import ScanError
+from mdf_loops.authoring.symbolic import ConstantOp, Symbol, apply, as_symbol, constant
+from mdf_loops.authoring.types import onnx_elem_type
 
 __all__ = ["SequenceArg", "OutputArg", "SequenceSlice", "PreparedSequences", "as_list",
            "sequence_args", "output_args", "n_steps_arg", "prepare_sequences", "slice_rows",

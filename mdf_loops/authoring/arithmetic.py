@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AuthoringError
-from .symbolic import Symbol, apply, constant
-from .types import onnx_elem_type
+from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.authoring.symbolic import Symbol, apply, constant
+from mdf_loops.authoring.types import onnx_elem_type
 
 __all__ = ["promote", "binary", "logical", "floor_divide", "modulo"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from .symbolic import ConstantOp, Operation, Scope, Symbol
+from mdf_loops.authoring.symbolic import ConstantOp, Operation, Scope, Symbol
 
 __all__ = ["SequenceInput", "LoopState", "StackedOutput", "LoopOp", "walk_scope",
            "all_operations", "post_order"]

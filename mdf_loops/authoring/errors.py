@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import MdfLoopsError
+from mdf_loops.errors import MdfLoopsError
 
 __all__ = ["AuthoringError", "ScanError"]
 

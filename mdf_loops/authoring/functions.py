@@ -10,11 +10,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import AuthoringError
-from .indexing import inc_subtensor, set_subtensor
-from .arithmetic import binary, promote
-from .symbolic import Symbol, apply, as_symbol, constant
-from .types import onnx_elem_type
+from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.authoring.indexing import inc_subtensor, set_subtensor
+from mdf_loops.authoring.arithmetic import binary, promote
+from mdf_loops.authoring.symbolic import Symbol, apply, as_symbol, constant
+from mdf_loops.authoring.types import onnx_elem_type
 
 __all__ = [
     "tanh", "exp", "log", "sqrt", "abs", "sigmoid", "sin", "cos", "floor", "ceil", "sign",

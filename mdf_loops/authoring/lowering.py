@@ -16,10 +16,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .canonical import LoopOp, post_order
-from .errors import AuthoringError
-from .symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
-from .types import OPSET, TensorType
+from mdf_loops.authoring.canonical import LoopOp, post_order
+from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.authoring.symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
+from mdf_loops.authoring.types import OPSET, TensorType
 
 __all__ = ["to_onnx"]
 

@@ -15,12 +15,12 @@ from typing import Any, Mapping, Sequence
 import onnx
 from modeci_mdf.mdf import Model
 
-from ..onnx_import import onnx_to_mdf
-from .errors import AuthoringError
-from .lowering import to_onnx
-from .rewrite import optimize
-from .canonical import all_operations
-from .symbolic import ROOT, InputOp, Symbol, as_symbol
+from mdf_loops.onnx.import_ import onnx_to_mdf
+from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.authoring.lowering import to_onnx
+from mdf_loops.authoring.rewrite import optimize
+from mdf_loops.authoring.canonical import all_operations
+from mdf_loops.authoring.symbolic import ROOT, InputOp, Symbol, as_symbol
 
 __all__ = ["build_model", "build_onnx"]
 

@@ -16,8 +16,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from .canonical import LoopOp, LoopState, SequenceInput, StackedOutput, all_operations
-from .symbolic import ConstantOp, FormalOp, OnnxOp, Operation, Symbol, apply, tracing
+from mdf_loops.authoring.canonical import LoopOp, LoopState, SequenceInput, StackedOutput, all_operations
+from mdf_loops.authoring.symbolic import ConstantOp, FormalOp, OnnxOp, Operation, Symbol, apply, tracing
 
 __all__ = ["copy_graph", "keep_only_what_is_used", "optimize"]
 

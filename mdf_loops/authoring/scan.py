@@ -27,13 +27,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .arguments import (INT64_MAX, OutputArg, SequenceArg, as_list, n_steps_arg, output_args,
+from mdf_loops.authoring.arguments import (INT64_MAX, OutputArg, SequenceArg, as_list, n_steps_arg, output_args,
                         prepare_sequences, sequence_args, slice_rows, tap_hint)
-from .canonical import LoopOp, LoopState, SequenceInput, StackedOutput
-from .errors import ScanError
-from .symbolic import (ConstantOp, FormalOp, Scope, Symbol, user_location, apply, as_symbol,
+from mdf_loops.authoring.canonical import LoopOp, LoopState, SequenceInput, StackedOutput
+from mdf_loops.authoring.errors import ScanError
+from mdf_loops.authoring.symbolic import (ConstantOp, FormalOp, Scope, Symbol, user_location, apply, as_symbol,
                        current_scope, tracing)
-from .types import onnx_elem_type
+from mdf_loops.authoring.types import onnx_elem_type
 
 __all__ = ["scan", "until", "Until"]
 

@@ -22,8 +22,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .errors import AuthoringError
-from .types import TensorType, infer_types
+from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.authoring.types import TensorType, infer_types
 
 __all__ = [
     "Scope",
@@ -270,7 +270,7 @@ class Symbol:
 
     # -- indexing and common methods (as on numpy arrays / Theano variables)
     def __getitem__(self, key):
-        from .indexing import get_item
+        from mdf_loops.authoring.indexing import get_item
 
         return get_item(self, key)
 
@@ -282,12 +282,12 @@ class Symbol:
         return apply("Transpose", [self], {"perm": list(perm)} if perm else {})
 
     def astype(self, dtype) -> "Symbol":
-        from .functions import cast
+        from mdf_loops.authoring.functions import cast
 
         return cast(self, dtype)
 
     def reshape(self, *shape) -> "Symbol":
-        from .functions import reshape
+        from mdf_loops.authoring.functions import reshape
 
         return reshape(self, shape[0] if len(shape) == 1 else shape)
 
@@ -295,27 +295,27 @@ class Symbol:
         return _arithmetic.binary("MatMul", self, other)
 
     def sum(self, axis=None, keepdims: bool = False) -> "Symbol":
-        from .functions import sum as sum_
+        from mdf_loops.authoring.functions import sum as sum_
 
         return sum_(self, axis, keepdims)
 
     def mean(self, axis=None, keepdims: bool = False) -> "Symbol":
-        from .functions import mean
+        from mdf_loops.authoring.functions import mean
 
         return mean(self, axis, keepdims)
 
     def max(self, axis=None, keepdims: bool = False) -> "Symbol":
-        from .functions import max as max_
+        from mdf_loops.authoring.functions import max as max_
 
         return max_(self, axis, keepdims)
 
     def min(self, axis=None, keepdims: bool = False) -> "Symbol":
-        from .functions import min as min_
+        from mdf_loops.authoring.functions import min as min_
 
         return min_(self, axis, keepdims)
 
     def prod(self, axis=None, keepdims: bool = False) -> "Symbol":
-        from .functions import prod
+        from mdf_loops.authoring.functions import prod
 
         return prod(self, axis, keepdims)
 
@@ -396,4 +396,4 @@ def as_symbol(value: Any) -> Symbol:
 
 
 # Operators of Symbol call the typing rules, which themselves record operations here.
-from . import arithmetic as _arithmetic  # noqa: E402
+from mdf_loops.authoring import arithmetic as _arithmetic  # noqa: E402

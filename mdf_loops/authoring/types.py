@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import TypeProto, helper, numpy_helper, shape_inference
 
-from .errors import AuthoringError
+from mdf_loops.authoring.errors import AuthoringError
 
 __all__ = ["OPSET", "TensorType", "infer_types", "onnx_elem_type"]
 

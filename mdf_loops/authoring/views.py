@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .scan import scan
+from mdf_loops.authoring.scan import scan
 
 __all__ = ["map", "reduce", "foldl", "foldr"]
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..errors import DepthLimitError, IterationLimitError, LoopError, SizeLimitError, current_location
+from mdf_loops.errors import DepthLimitError, IterationLimitError, LoopError, SizeLimitError, current_location
 
 __all__ = ["Limits", "limits", "current_limits", "iteration_budget", "loop_scope",
            "IterationGuard", "element_count", "check_elements", "how_to_raise",

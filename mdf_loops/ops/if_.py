@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import LoopError
+from mdf_loops.errors import LoopError
 
 __all__ = ["if_"]
 

@@ -26,9 +26,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import LoopError
-from .common import IterationGuard
-from .stacking import ScanOutputs
+from mdf_loops.errors import LoopError
+from mdf_loops.ops.common import IterationGuard
+from mdf_loops.ops.stacking import ScanOutputs
 
 __all__ = ["loop"]
 

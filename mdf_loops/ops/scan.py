@@ -22,9 +22,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import LoopError
-from .common import IterationGuard, check_same_type, normalize_axis
-from .stacking import ScanOutputs
+from mdf_loops.errors import LoopError
+from mdf_loops.ops.common import IterationGuard, check_same_type, normalize_axis
+from mdf_loops.ops.stacking import ScanOutputs
 
 #: ``body(values, iteration)`` returns the body's outputs; ``iteration`` is None for
 #: the probe run that learns output shapes of a zero-length scan.

@@ -6,8 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import LoopError
-from .common import current_limits
+from mdf_loops.errors import LoopError
+from mdf_loops.ops.common import current_limits
 
 __all__ = ["ScanOutputs"]
 

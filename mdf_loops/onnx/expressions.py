@@ -3,7 +3,7 @@
 An expression such as ``x * w + b``, ``tanh(a) * 2`` or ``numpy.maximum(a, 0)`` is
 parsed with :mod:`ast` and each operation becomes an ONNX node. Names resolve in
 the node's environment (ports, parameters, functions). Literals and constant
-parameters stay *weak* (:class:`~mdf_loops.onnx_builder.Weak`): combined in
+parameters stay *weak* (:class:`~mdf_loops.onnx.builder.Weak`): combined in
 Python among themselves, and cast to the element type of the tensor they meet,
 as numpy does with Python numbers.
 """
@@ -16,8 +16,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .errors import ModelError
-from .onnx_builder import GraphBuilder, Weak
+from mdf_loops.errors import ModelError
+from mdf_loops.onnx.builder import GraphBuilder, Weak
 
 __all__ = ["translate", "ExpressionError", "Operand"]
 

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from modeci_mdf.mdf import Graph, Model
 
-from .errors import MdfLoopsError, ModelError
+from mdf_loops.errors import MdfLoopsError, ModelError
 
 __all__ = ["GraphInterface", "graph_interface", "load_model", "stock_evaluate"]
 
@@ -97,8 +97,8 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
     from modeci_mdf.utils import load_mdf
 
-    from .safety import check_document
-    from .validate import read_document
+    from mdf_loops.safety.checks import check_document
+    from mdf_loops.validation.report import read_document
 
     try:
         document = read_document(path)
@@ -118,7 +118,7 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
 
 
 def _load_onnx(path: str) -> Model:
-    from .onnx_import import onnx_to_mdf
+    from mdf_loops.onnx.import_ import onnx_to_mdf
 
     if os.path.isfile(path) and _sniff(path) in ("JSON", "YAML"):
         raise ModelError(f"{path}: is a text file, not an ONNX model{_format_hint(path)}")

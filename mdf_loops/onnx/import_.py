@@ -1,6 +1,6 @@
 """ONNX -> MDF: every ONNX node becomes an MDF node; subgraphs become body graphs.
 
-The result follows the loop-node convention of :mod:`mdf_loops.representation`:
+The result follows the loop-node convention of :mod:`mdf_loops.model.convention`:
 
 * each ONNX value gets one identifier, shared by its producer's output port and
   every consumer's input port, model-wide (so a body reading an outer value uses
@@ -29,10 +29,10 @@ from google.protobuf import json_format
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 from onnx import AttributeProto, numpy_helper
 
-from .errors import ModelError
-from .onnx_builder import all_nodes
-from .representation import set_body_signature, wrap_body
-from .values import encode_tensor
+from mdf_loops.errors import ModelError
+from mdf_loops.onnx.builder import all_nodes
+from mdf_loops.model.convention import set_body_signature, wrap_body
+from mdf_loops.model.values import encode_tensor
 
 __all__ = ["onnx_to_mdf", "load_onnx"]
 

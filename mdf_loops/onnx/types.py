@@ -16,11 +16,11 @@ from google.protobuf import json_format
 from modeci_mdf.mdf import Graph
 from onnx import TypeProto, helper
 
-from .errors import ModelError
-from .expressions import onnx_dtype
-from .onnx_builder import elem_dtype
-from .representation import body_signature
-from .values import dtype_from_name
+from mdf_loops.errors import ModelError
+from mdf_loops.onnx.expressions import onnx_dtype
+from mdf_loops.onnx.builder import elem_dtype
+from mdf_loops.model.convention import body_signature
+from mdf_loops.model.values import dtype_from_name
 
 __all__ = [
     "declared_type",

@@ -1,6 +1,6 @@
 """The compiled execution mode: a whole MDF model lowered to ONNX, run by onnxruntime.
 
-:func:`compile_model` exports the model once (:mod:`mdf_loops.onnx_export`, loop
+:func:`compile_model` exports the model once (:mod:`mdf_loops.onnx.export`, loop
 bodies included) and opens one onnxruntime session; :meth:`CompiledModel.run`
 then runs the whole model, loops and all, without per-iteration Python work.
 :func:`mdf_loops.run` keeps compiled models in a cache keyed by the ``Model``
@@ -20,11 +20,11 @@ import onnx
 import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
-from .errors import IterationLimitError, MdfLoopsError, ModelError
-from .guard import guard_model, nesting_depth
-from .onnx_export import mdf_to_onnx
-from .ops.common import Limits
-from .ort_safe import make_safe
+from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
+from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
+from mdf_loops.onnx.export import mdf_to_onnx
+from mdf_loops.ops.common import Limits
+from mdf_loops.backends.onnxruntime.ort_safe import make_safe
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
@@ -78,7 +78,7 @@ def compile_model(
     ``example_inputs`` give the element types and ranks of the inputs (any
     length: dimensions stay symbolic). ``threads`` sets onnxruntime's intra-op
     threads (default: onnxruntime's choice). With ``limits``, every loop of the
-    exported model stops at them (:mod:`mdf_loops.guard`). Raises
+    exported model stops at them (:mod:`mdf_loops.backends.onnxruntime.guard`). Raises
     :class:`CompileError` with the reason when the model cannot be compiled.
     """
     if limits is not None:
@@ -148,7 +148,7 @@ def _check_feedable(graph: onnx.GraphProto) -> None:
 
 def _mdf_depth(model: Model) -> int:
     """How deep loop bodies nest in ``model`` (0 without loops)."""
-    from .representation import body_graph
+    from mdf_loops.model.convention import body_graph
 
     def depth(graph) -> int:
         deepest = 0

@@ -4,7 +4,7 @@ Two layers of checks, both run every time:
 
 1. the JSON Schema of the loop-node convention (``schemas/loop-node.schema.json``,
    shipped in the package as ``mdf_loops/schemas/loop-node.schema.json``);
-2. the rules a schema cannot express (:mod:`mdf_loops.validate_rules`): body
+2. the rules a schema cannot express (:mod:`mdf_loops.validation.rules`): body
    signatures that match their loop's inputs and outputs, scan axes in range
    where shapes are known, unique ids, edges whose endpoints exist, outer-scope
    reads that resolve, formal outputs that exist, every body input bound, in
@@ -29,7 +29,7 @@ import jsonschema
 import yaml
 from modeci_mdf.mdf import Graph, Model
 
-from .errors import ModelError
+from mdf_loops.errors import ModelError
 
 __all__ = ["Problem", "validate", "read_document", "schema", "format_path"]
 
@@ -54,18 +54,18 @@ def validate(model_or_path: Model | Mapping | str | os.PathLike, *,
             (``{model_id: model}``), or a path to MDF JSON/YAML or to ONNX (which
             is imported first).
         expressions: also report expressions the allow-list of
-            :mod:`mdf_loops.safety` refuses (off for models you trust).
+            :mod:`mdf_loops.safety.checks` refuses (off for models you trust).
 
     Raises:
         ModelError: the file is missing or is not JSON/YAML/ONNX at all (there is
             no model to check).
     """
-    from .validate_rules import rule_problems
+    from mdf_loops.validation.rules import rule_problems
 
     problems: list[Problem] = []
     model = model_or_path
     if _is_path(model) and os.fspath(model).endswith(".onnx"):
-        from .onnx_import import onnx_to_mdf
+        from mdf_loops.onnx.import_ import onnx_to_mdf
 
         model = onnx_to_mdf(model)
     if isinstance(model, Model):
@@ -73,7 +73,7 @@ def validate(model_or_path: Model | Mapping | str | os.PathLike, *,
         document = _model_document(model)
     elif _is_path(model):
         document = read_document(model)
-        from .safety import check_aliases
+        from mdf_loops.safety.checks import check_aliases
 
         check_aliases(document, os.fspath(model))  # a YAML alias bomb must not be walked
     elif isinstance(model, Mapping):
@@ -86,14 +86,14 @@ def validate(model_or_path: Model | Mapping | str | os.PathLike, *,
     problems += _repeated_keys(document, ())
     problems += _schema_problems(document)
     problems += rule_problems(document)
-    if expressions:  # the allow-list of mdf_loops.safety (off for trusted models)
+    if expressions:  # the allow-list of mdf_loops.safety.checks (off for trusted models)
         problems += _unsafe_expressions(document)
     return problems
 
 
 def _unsafe_expressions(document: Mapping) -> list[Problem]:
     """Expressions the allow-list refuses (see docs/safety.md), once the document is a model."""
-    from .safety import find_unsafe
+    from mdf_loops.safety.checks import find_unsafe
 
     try:
         model = Model.from_dict(dict(document)) if len(document) != 1 else \

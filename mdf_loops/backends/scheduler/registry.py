@@ -3,7 +3,7 @@
 modeci-mdf registers ``onnx::<Op>`` for the operators of opset 15 except Loop,
 Scan and If. :func:`register` adds every operator of the installed onnx package
 (the three control-flow operators included) in the same form, and installs the
-engine hooks of :mod:`mdf_loops.engine` that evaluate them with ONNX semantics.
+engine hooks of :mod:`mdf_loops.backends.scheduler.hooks` that evaluate them with ONNX semantics.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import onnx
 from modeci_mdf.functions.standard import create_python_expression, mdf_functions
 
-from . import engine
+from mdf_loops.backends.scheduler import hooks as engine
 
 __all__ = ["register", "unregister", "registered_functions"]
 
@@ -45,7 +45,7 @@ def register() -> None:
     """Register ``onnx::Scan``, ``onnx::Loop``, ``onnx::If`` and every other ONNX operator.
 
     Idempotent. After it, modeci-mdf's stock ``EvaluableGraph`` evaluates these
-    functions with ONNX semantics (see :mod:`mdf_loops.engine`).
+    functions with ONNX semantics (see :mod:`mdf_loops.backends.scheduler.hooks`).
     """
     global _REGISTERED
     if _REGISTERED and engine.installed():

@@ -5,7 +5,7 @@ The node's function parameter binds the operator's formal inputs in its ``args``
 node parameters of the same name. Ordinary operators run on the kernels of
 ``onnx.reference`` (numpy, every opset, exact element types), cached per
 operator, opset and attribute values; Scan, Loop and If run in
-:mod:`mdf_loops.loop_nodes`.
+:mod:`mdf_loops.backends.scheduler.loop_nodes`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from onnx.defs import OpSchema
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.ops import load_op
 
-from .errors import EvaluationError, ModelError
-from .loop_nodes import run_control_flow
-from .ops.common import check_elements, current_limits, element_count
-from .representation import BODY_ATTRIBUTES
-from .values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
+from mdf_loops.errors import EvaluationError, ModelError
+from mdf_loops.backends.scheduler.loop_nodes import run_control_flow
+from mdf_loops.ops.common import check_elements, current_limits, element_count
+from mdf_loops.model.convention import BODY_ATTRIBUTES
+from mdf_loops.model.values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
 
 __all__ = ["call_onnx_function", "current_opset", "opset", "LATEST_OPSET"]
 

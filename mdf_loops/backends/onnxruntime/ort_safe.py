@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import onnx
 from onnx import TensorProto, helper
 
-from .errors import ModelError
-from .onnx_builder import NameAllocator, all_nodes, subgraphs
+from mdf_loops.errors import ModelError
+from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
 
 __all__ = ["make_safe", "scan_axes_to_zero"]
 

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from modeci_mdf.mdf import Graph, Node, Parameter
 
-from .errors import ModelError
+from mdf_loops.errors import ModelError
 
 __all__ = [
     "BODY_ATTRIBUTES",
@@ -252,7 +252,7 @@ def port_type(*dims: int | str, dtype: str = "float64") -> dict:
     from google.protobuf import json_format
     from onnx import helper
 
-    from .values import dtype_from_name
+    from mdf_loops.model.values import dtype_from_name
 
     elem = helper.np_dtype_to_tensor_dtype(dtype_from_name(dtype))
     return {"onnx_type": json_format.MessageToDict(helper.make_tensor_type_proto(elem, list(dims)))}

@@ -2,7 +2,7 @@
 
 A document is the content of an MDF file (``{model_id: {"graphs": {...}}}``). The
 checks read it defensively: a part of the wrong type (which the schema reports)
-is skipped, never an exception. Each rule reports a :class:`~mdf_loops.validate.Problem`
+is skipped, never an exception. Each rule reports a :class:`~mdf_loops.validation.report.Problem`
 at the path of the element it concerns.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .representation import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS, output_index, variadic_items
-from .validate import Problem, format_path
+from mdf_loops.model.convention import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS, output_index, variadic_items
+from mdf_loops.validation.report import Problem, format_path
 
 __all__ = ["rule_problems"]
 
 
 def rule_problems(document: Any) -> list[Problem]:
-    """Problems of the semantic rules in ``document`` (see :mod:`mdf_loops.validate`)."""
+    """Problems of the semantic rules in ``document`` (see :mod:`mdf_loops.validation.report`)."""
     checker = _RuleChecker()
     if isinstance(document, Mapping) and len(document) == 1:
         (model,) = document.values()

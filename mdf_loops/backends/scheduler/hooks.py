@@ -4,7 +4,7 @@ modeci-mdf's ``EvaluableGraph`` sends every function whose expression starts wit
 ``onnx_ops.`` to ``execution_engine.evaluate_onnx_expr``, which builds a new
 skl2onnx model and onnxruntime session per call, is capped at opset 15, and
 turns float32 results into float64. :func:`install` replaces that one function
-with :func:`mdf_loops.onnx_functions.call_onnx_function` for the ``onnx::``
+with :func:`mdf_loops.backends.scheduler.onnx_functions.call_onnx_function` for the ``onnx::``
 functions mdf-loops registers (others still go to the stock function), wraps
 ``EvaluableNode.evaluate`` so errors name the node they come from, and sends
 the engine's ``print`` output to the ``modeci_mdf.execution_engine`` logger at
@@ -29,10 +29,10 @@ import modeci_mdf.execution_engine as _engine
 import numpy as _np
 from modeci_mdf.mdf import MdfBase as _MdfBase
 
-from .errors import EvaluationError, IterationLimitError, MdfLoopsError, pop_frame, push_frame
-from .expression_allowlist import expression_numpy
-from .ops.common import current_limits, how_to_raise
-from .onnx_functions import call_onnx_function
+from mdf_loops.errors import EvaluationError, IterationLimitError, MdfLoopsError, pop_frame, push_frame
+from mdf_loops.safety.allowlist import expression_numpy
+from mdf_loops.ops.common import current_limits, how_to_raise
+from mdf_loops.backends.scheduler.onnx_functions import call_onnx_function
 
 __all__ = ["install", "uninstall", "installed", "current_engine_node"]
 

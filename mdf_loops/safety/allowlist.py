@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .ops.common import check_elements, current_limits
+from mdf_loops.ops.common import check_elements, current_limits
 
 __all__ = ["expression_refusal", "expression_numpy", "untrusted_expressions", "SAFE_BUILTINS",
            "UNSAFE_BUILTINS", "NUMPY_FUNCTIONS", "MATH_FUNCTIONS"]

@@ -14,7 +14,7 @@ until memory runs out. :func:`guard_model` rewrites every loop, at every depth:
 * ``If``: each branch returns its inner flag.
 
 The model gets one more output, :data:`LIMIT_OUTPUT`, true when any loop passed a
-limit; :class:`mdf_loops.compiled.CompiledModel` turns it into an error.
+limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel` turns it into an error.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import itertools
 import onnx
 from onnx import TensorProto, helper
 
-from .onnx_builder import value_names
-from .ops.common import Limits
+from mdf_loops.onnx.builder import value_names
+from mdf_loops.ops.common import Limits
 
 __all__ = ["guard_model", "LIMIT_OUTPUT", "nesting_depth"]
 

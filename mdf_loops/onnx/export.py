@@ -10,7 +10,7 @@ The exporter walks each graph in dependency order and translates, per node:
   ``logistic``, ``tanh``, ...) into the ONNX nodes of its expression;
 * parameter values and output-port values written as expressions (``x * w + b``,
   ``tanh(a) * 2``, ``maximum(a, 0)``) into ONNX nodes, by parsing them
-  (:mod:`mdf_loops.expressions`).
+  (:mod:`mdf_loops.onnx.expressions`).
 
 Element types follow the values: imported ONNX models keep theirs; an input port
 of a hand-written model without a ``type`` is float64 (numpy's default), and
@@ -31,11 +31,11 @@ from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Graph, Model, Node
 from onnx import TypeProto, helper, numpy_helper
 
-from .errors import ModelError
-from .expressions import translate
-from .onnx_builder import GraphBuilder, NameAllocator, Weak, elem_dtype
-from .onnx_functions import attribute_value
-from .representation import (
+from mdf_loops.errors import ModelError
+from mdf_loops.onnx.expressions import translate
+from mdf_loops.onnx.builder import GraphBuilder, NameAllocator, Weak, elem_dtype
+from mdf_loops.backends.scheduler.onnx_functions import attribute_value
+from mdf_loops.model.convention import (
     BODY_ATTRIBUTES,
     CONTROL_FLOW_FUNCTIONS,
     output_reference,
@@ -44,8 +44,8 @@ from .representation import (
     body_signature,
     loop_bodies,
 )
-from .interface import graph_interface, load_model
-from .onnx_types import (
+from mdf_loops.model.interface import graph_interface, load_model
+from mdf_loops.onnx.types import (
     check_state_types,
     complete_output_shapes,
     control_flow_output_types,
@@ -57,7 +57,7 @@ from .onnx_types import (
     tensor_type,
     without_shape,
 )
-from .values import decode_tensor, is_encoded_tensor
+from mdf_loops.model.values import decode_tensor, is_encoded_tensor
 
 __all__ = ["mdf_to_onnx", "save_onnx", "DEFAULT_OPSET"]
 

@@ -3,7 +3,7 @@
 modeci-mdf evaluates a model's value expressions with Python's ``eval``, so a
 model file could run any code. Before :func:`mdf_loops.run` evaluates anything,
 :func:`check_model` parses every expression, in bodies at every depth, and
-refuses anything outside the allow-list of :mod:`mdf_loops.expression_allowlist`.
+refuses anything outside the allow-list of :mod:`mdf_loops.safety.allowlist`.
 :func:`check_structure` refuses the model shapes that would hang or crash
 modeci-mdf's engine (edges it can never order, dangling edges, repeated ids, a
 body that contains itself, text edge weights, unknown scheduler conditions).
@@ -23,11 +23,11 @@ import numpy as np
 from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Condition, Graph, Model, Node
 
-from .errors import MdfLoopsError, ModelError
-from .expression_allowlist import UNSAFE_BUILTINS, expression_refusal
-from .ops.common import current_limits
-from .representation import body_graph
-from .validate import Problem, format_path
+from mdf_loops.errors import MdfLoopsError, ModelError
+from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
+from mdf_loops.ops.common import current_limits
+from mdf_loops.model.convention import body_graph
+from mdf_loops.validation.report import Problem, format_path
 
 __all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
            "check_aliases", "find_unsafe"]

@@ -19,9 +19,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TextIO
 
-from . import __version__
-from .errors import MdfLoopsError, ModelError
-from .files import refuse_overwriting, write_atomically
+from mdf_loops import __version__
+from mdf_loops.errors import MdfLoopsError, ModelError
+from mdf_loops.files import refuse_overwriting, write_atomically
 
 __all__ = ["main", "build_parser"]
 
@@ -165,8 +165,8 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .cli_io import format_outputs, outputs_to_npz, read_inputs
-    from .run import run
+    from mdf_loops.cli.io import format_outputs, outputs_to_npz, read_inputs
+    from mdf_loops.run import run
 
     if args.output:
         _check_output(args.output, (".npz",), args.model)
@@ -206,7 +206,7 @@ def _add_import(subparsers, common) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from .onnx_import import onnx_to_mdf
+    from mdf_loops.onnx.import_ import onnx_to_mdf
 
     _check_output(args.output, (".json", ".yaml", ".yml"), args.model)
     if not args.model.endswith(".onnx"):
@@ -234,8 +234,8 @@ def _add_export(subparsers, common) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .cli_io import read_inputs
-    from .onnx_export import mdf_to_onnx
+    from mdf_loops.cli.io import read_inputs
+    from mdf_loops.onnx.export import mdf_to_onnx
 
     _check_output(args.output, (".onnx",), args.model)
     model = _load_valid_model(args.model)
@@ -260,7 +260,7 @@ def _add_validate(subparsers, common) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .validate import validate
+    from mdf_loops.validation.report import validate
 
     _check_model_path(args.model)
     problems = validate(args.model)
@@ -286,8 +286,8 @@ def _add_render(subparsers, common) -> None:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from .render import FORMATS, render
-    from .run import load_model
+    from mdf_loops.render import FORMATS, render
+    from mdf_loops.run import load_model
 
     _check_output(args.output, tuple(FORMATS), args.model)
     _check_model_path(args.model)
@@ -320,8 +320,8 @@ def _load_valid_model(path: str, trusted: bool = False):
     """The model in ``path``; an MDF file is validated first and its first problem is the
     error (an ONNX file is imported, and the importer writes the convention). A trusted
     model's expressions are not held to the allow-list."""
-    from .run import load_model
-    from .validate import validate
+    from mdf_loops.run import load_model
+    from mdf_loops.validation.report import validate
 
     _check_model_path(path)
     if not path.endswith(".onnx"):
@@ -400,7 +400,7 @@ def _shows_progress(args: argparse.Namespace) -> bool:
 @contextmanager
 def _progress(stream: TextIO) -> Iterator[None]:
     """Show loop iterations on ``stream`` (a terminal) while the block runs."""
-    from . import ops
+    from mdf_loops import ops
 
     observe: Callable | None = getattr(ops, "observe_iterations", None)
     if observe is None:  # the engine offers no iteration hook

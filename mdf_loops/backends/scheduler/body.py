@@ -7,10 +7,10 @@ from typing import Any, Mapping, Sequence
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
-from .errors import LoopError, MdfLoopsError, ModelError
-from .lean_schedule import forget_finished_updates, schedule_simply
-from .representation import BodySignature, body_signature
-from .values import to_engine, to_kernel
+from mdf_loops.errors import LoopError, MdfLoopsError, ModelError
+from mdf_loops.backends.scheduler.lean_schedule import forget_finished_updates, schedule_simply
+from mdf_loops.model.convention import BodySignature, body_signature
+from mdf_loops.model.values import to_engine, to_kernel
 
 __all__ = ["BodyRunner"]
 

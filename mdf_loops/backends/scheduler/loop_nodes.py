@@ -1,7 +1,7 @@
 """Evaluate one call of onnx::Scan, onnx::Loop or onnx::If from an MDF node.
 
 Turns the node's evaluated inputs and attribute parameters into the arguments of
-:mod:`mdf_loops.ops`, with each body run by a :class:`~mdf_loops.body.BodyRunner`
+:mod:`mdf_loops.ops`, with each body run by a :class:`~mdf_loops.backends.scheduler.body.BodyRunner`
 (built once per engine node and reused across iterations and evaluations).
 """
 
@@ -12,11 +12,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import onnx
 
-from . import ops
-from .body import BodyRunner
-from .ops.common import IterationGuard, check_elements, element_count, loop_scope
-from .errors import LoopError, ModelError, pop_frame, push_frame
-from .representation import BODY_ATTRIBUTES, body_graph
+from mdf_loops import ops
+from mdf_loops.backends.scheduler.body import BodyRunner
+from mdf_loops.ops.common import IterationGuard, check_elements, element_count, loop_scope
+from mdf_loops.errors import LoopError, ModelError, pop_frame, push_frame
+from mdf_loops.model.convention import BODY_ATTRIBUTES, body_graph
 
 __all__ = ["run_control_flow"]
 

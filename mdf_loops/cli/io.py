@@ -27,8 +27,8 @@ import numpy as np
 import onnx
 from modeci_mdf.mdf import Graph
 
-from .errors import MdfLoopsError
-from .run import graph_interface
+from mdf_loops.errors import MdfLoopsError
+from mdf_loops.run import graph_interface
 
 __all__ = ["InputError", "read_inputs", "format_outputs", "outputs_to_npz"]
 
