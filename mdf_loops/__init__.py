@@ -1,8 +1,10 @@
 """mdf-loops: ONNX Scan, Loop and If for the ModECI Model Description Format.
 
 Importing the package registers ``onnx::Scan``, ``onnx::Loop``, ``onnx::If`` (and
-every other ONNX operator) in modeci-mdf's function registry, so modeci-mdf's
-own ``EvaluableGraph`` runs models that contain loops.
+the ONNX operators it lacks) in modeci-mdf's function registry, so modeci-mdf's
+own ``EvaluableGraph`` runs models that contain loops. Models without loops keep
+stock modeci-mdf's behaviour unless mdf-loops imported or built them
+(:func:`mark_onnx_semantics`) or they run through :func:`run`.
 """
 
 from mdf_loops.errors import (
@@ -32,6 +34,7 @@ from mdf_loops.model.convention import (
 )
 from mdf_loops.render import render, to_graphviz
 from mdf_loops.model.interface import stock_evaluate
+from mdf_loops.model.semantics import mark_onnx_semantics
 from mdf_loops.run import graph_interface, load_model, run
 from mdf_loops.safety.checks import UnsafeExpressionError
 from mdf_loops.validation.report import Problem, validate
@@ -59,6 +62,7 @@ __all__ = [
     "load_model",
     "graph_interface",
     "stock_evaluate",
+    "mark_onnx_semantics",
     "validate",
     "Problem",
     "render",

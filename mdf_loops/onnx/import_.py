@@ -33,6 +33,7 @@ from mdf_loops.errors import ModelError
 from mdf_loops.onnx.builder import all_nodes
 from mdf_loops.model.convention import set_body_signature, wrap_body
 from mdf_loops.model.values import encode_tensor
+from mdf_loops.model.semantics import mark_onnx_semantics
 
 __all__ = ["onnx_to_mdf", "load_onnx"]
 
@@ -56,7 +57,8 @@ def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
     """Convert an ONNX model (a ``ModelProto`` or a path) into an MDF ``Model``.
 
     Model-local functions are inlined first (``onnx.inliner``). The model's
-    default-domain opset is kept in ``Model.onnx_opset_version``; the graph's
+    default-domain opset is kept in ``Model.onnx_opset_version`` and in the
+    graph's ONNX-semantics marker (:mod:`mdf_loops.model.semantics`); the graph's
     inputs and outputs in its metadata (``formal_inputs``, ``formal_outputs``
     and ``onnx_names``), which :func:`mdf_loops.run` uses.
     """
@@ -75,7 +77,7 @@ def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
     mdf = Model(id=_identifier(model_id or model.graph.name or "onnx_model"))
     mdf.onnx_opset_version = str(version)
     mdf.graphs.append(graph)
-    return mdf
+    return mark_onnx_semantics(mdf, version)  # the stock engine then runs it as run() does
 
 
 def _reserved_names(graph: onnx.GraphProto) -> set[str]:

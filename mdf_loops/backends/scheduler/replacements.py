@@ -1,0 +1,250 @@
+"""The functions :mod:`mdf_loops.backends.scheduler.hooks` puts into modeci-mdf and graph-scheduler.
+
+Each keeps the stock behaviour (values, dtypes, errors, prints, formatting, no
+step limit) unless ONNX semantics are active
+(:mod:`mdf_loops.backends.scheduler.semantics`), or goes faster with identical
+results. :data:`STOCK` holds what each replaced name was (filled by ``install``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import functools
+import logging
+from contextlib import ExitStack
+from typing import Any, Callable, Mapping
+
+import modeci_mdf.execution_engine as _engine
+from modeci_mdf.mdf import MdfBase as _MdfBase
+
+from mdf_loops.backends.scheduler.onnx_functions import call_onnx_function, opset
+from mdf_loops.backends.scheduler.semantics import onnx_semantics, onnx_semantics_active
+from mdf_loops.errors import EvaluationError, IterationLimitError, MdfLoopsError, pop_frame, push_frame
+from mdf_loops.model.convention import BODY_ATTRIBUTES
+from mdf_loops.model.semantics import onnx_semantics_of
+from mdf_loops.ops.common import current_limits, how_to_raise
+
+__all__ = ["STOCK", "ABSENT", "current_engine_node", "route_function", "registered_op_types"]
+
+#: hook key -> the name's value before ``install`` (:data:`ABSENT`: none of its own)
+STOCK: dict[str, Any] = {}
+ABSENT = object()
+
+_engine_log = logging.getLogger("modeci_mdf.execution_engine")
+
+_CURRENT_NODE: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "mdf_loops_engine_node", default=None
+)
+
+#: expression string (as the engine sees it) -> ONNX op type; filled by the registry
+_OP_BY_EXPRESSION: dict[str, str] = {}
+#: function name -> (its registry entry, ONNX op type); filled by the registry
+_OP_BY_FUNCTION: dict[str, tuple[dict, str]] = {}
+#: op types stock modeci-mdf cannot evaluate (control flow, newer operators): always ours
+_ALWAYS_OURS: set[str] = set(BODY_ATTRIBUTES)
+
+
+def current_engine_node() -> Any:
+    """The ``EvaluableNode`` the engine is evaluating now, or None."""
+    return _CURRENT_NODE.get()
+
+
+def registered_op_types() -> set[str]:
+    """The ONNX op types routed to mdf-loops' evaluator."""
+    return set(_OP_BY_EXPRESSION.values())
+
+
+def route_function(function: str, entry: dict, expression: str, op_type: str,
+                   stock_has_it: bool) -> None:
+    """Evaluate ``function`` (registry ``entry``, engine ``expression``) as ``onnx::op_type``.
+
+    Functions stock modeci-mdf has are ours under ONNX semantics only.
+    """
+    _OP_BY_EXPRESSION[expression] = op_type
+    _OP_BY_FUNCTION[function] = (entry, op_type)
+    if not stock_has_it:
+        _ALWAYS_OURS.add(op_type)
+
+
+def _stock(key: str) -> Callable:
+    return STOCK[key]
+
+
+def _ours(op_type: str | None) -> bool:
+    return op_type is not None and (op_type in _ALWAYS_OURS or onnx_semantics_active())
+
+
+def _call(op_type: str, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> Any:
+    if op_type in BODY_ATTRIBUTES and not onnx_semantics_active():
+        with onnx_semantics():  # a loop's bodies run with ONNX semantics in every model
+            return call_onnx_function(op_type, base, evaluated, _CURRENT_NODE.get())
+    return call_onnx_function(op_type, base, evaluated, _CURRENT_NODE.get())
+
+
+def evaluate_onnx_expr(expr: str, base_parameters: Mapping[str, Any],
+                        evaluated_parameters: Mapping[str, Any], verbose: bool = False) -> Any:
+    op_type = _OP_BY_EXPRESSION.get(expr)
+    if not _ours(op_type):
+        return _stock("evaluate_onnx_expr")(expr, base_parameters, evaluated_parameters, verbose)
+    return _call(op_type, base_parameters, evaluated_parameters)
+
+
+def evaluate_parameter(self, parameters: Mapping[str, Any], time_increment: Any = None,
+                        array_format: str = _engine.FORMAT_DEFAULT) -> Any:
+    """``EvaluableParameter.evaluate``, going straight to the ONNX evaluator for our ``onnx::`` calls.
+
+    The stock method finds a parameter's function by comparing its name with
+    every registered function, then rewrites the expression and tests its text,
+    on every call. For a parameter that only calls an ``onnx::`` function we
+    evaluate, this does what the stock method then does: evaluate the args in
+    order, each seeing the ones before, and call :func:`evaluate_onnx_expr`'s
+    evaluator. Anything else takes the stock path.
+    """
+    parameter = self.parameter
+    function = parameter.function
+    route = _OP_BY_FUNCTION.get(function) if type(function) is str else None
+    if (route is None or not _ours(route[1]) or parameter.value is not None
+            or parameter.args is None or parameter.conditions or self.verbose
+            or _engine.mdf_functions.get(function) is not route[0]):
+        return _stock("parameter_evaluate")(self, parameters, time_increment, array_format)
+    args = parameter.args
+    evaluated = dict(parameters)
+    for arg, expression in args.items():
+        evaluated[arg] = _engine.evaluate_expr(expression, evaluated, verbose=False,
+                                               array_format=array_format)
+    self.curr_value = _call(route[1], {**parameters, **args}, evaluated)
+    return self.curr_value
+
+
+def evaluate_node(self, *args: Any, **kwargs: Any) -> Any:
+    """``EvaluableNode.evaluate``; under ONNX semantics its errors name the node."""
+    frame = push_frame(f"node '{self.node.id}'")
+    current = _CURRENT_NODE.set(self)  # the owner of a loop's body engines
+    try:
+        return _stock("node_evaluate")(self, *args, **kwargs)
+    except MdfLoopsError:
+        raise
+    except Exception as exc:  # anything from modelspec's eval or numpy
+        if not onnx_semantics_active():
+            raise
+        raise EvaluationError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        _CURRENT_NODE.reset(current)
+        pop_frame(frame)
+
+
+def _marked(graph: Any) -> ExitStack:
+    """ONNX semantics (and the graph's opset) for a marked graph; nothing otherwise."""
+    stack = ExitStack()
+    marker = onnx_semantics_of(graph)
+    if marker is not None:
+        stack.enter_context(onnx_semantics())
+        stack.enter_context(opset(marker.opset))
+    return stack
+
+
+def init_graph(self, graph: Any, *args: Any, **kwargs: Any) -> None:
+    """``EvaluableGraph.__init__``, with ONNX semantics (prints to the log) for a marked graph."""
+    with _marked(graph):
+        _stock("graph_init")(self, graph, *args, **kwargs)
+
+
+def evaluate_graph(self, *args: Any, **kwargs: Any) -> Any:
+    """``EvaluableGraph.evaluate``; under ONNX semantics, a bound on its scheduler's steps.
+
+    A graph whose termination condition is never met (``Never``, a threshold
+    never reached) would otherwise make ``evaluate`` run for ever.
+    """
+    with _marked(self.graph):
+        if not onnx_semantics_active():
+            return _stock("graph_evaluate")(self, *args, **kwargs)
+        scheduler = self.scheduler
+        own = vars(scheduler).get("run", ABSENT)
+        scheduler.run = _bounded_steps(scheduler.run, self.graph.id)
+        try:
+            return _stock("graph_evaluate")(self, *args, **kwargs)
+        finally:
+            if own is ABSENT:
+                del scheduler.run
+            else:
+                scheduler.run = own
+
+
+def _bounded_steps(run: Callable, graph_id: str) -> Callable:
+    def bounded_run(*args: Any, **kwargs: Any) -> Any:
+        limit = current_limits().max_iterations
+        for step, nodes in enumerate(run(*args, **kwargs)):
+            if step >= limit:
+                raise IterationLimitError(
+                    f"graph '{graph_id}': its scheduler ran {limit} steps in one evaluation "
+                    "without meeting the graph's termination condition (max_iterations); "
+                    f"check the graph's conditions, or {how_to_raise('max_iterations')}")
+            yield nodes
+
+    return bounded_run
+
+
+def engine_print(*args: Any, **kwargs: Any) -> None:
+    """The engine's ``print``: the terminal, or under ONNX semantics the DEBUG log.
+
+    A 10,000-step loop must not print 10,000 lines.
+    """
+    if not onnx_semantics_active():
+        builtins.print(*args, **kwargs)
+    elif _engine_log.isEnabledFor(logging.DEBUG):
+        _engine_log.debug(kwargs.get("sep", " ").join(str(a) for a in args))
+
+
+def value_summary(value: Any) -> str:
+    """The engine's ``_val_info``; under ONNX semantics a cheap one (empty when not logged)."""
+    if not onnx_semantics_active():
+        return _stock("value_summary")(value)
+    if not _engine_log.isEnabledFor(logging.DEBUG):
+        return ""  # the engine formats it into a message whether or not it is logged
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"<{getattr(value, 'dtype', '')}{list(shape)}>"
+    return f"<{type(value).__name__}>"
+
+
+def format_condition_arg(value: Any, key: Any = None) -> str:
+    """graph-scheduler's argument formatting; under ONNX semantics MDF elements by id.
+
+    ``EvaluableGraph.evaluate`` formats every node's condition on each call;
+    the stock formatting writes out the whole node, loop bodies included.
+    """
+    if onnx_semantics_active() and isinstance(value, _MdfBase) and hasattr(value, "id"):
+        text = f"{type(value).__name__}({value.id!r})"
+        return f"{key}={text}" if key is not None else text
+    return _stock("condition_arg")(value, key)
+
+
+def format_element(self: Any, spec: str) -> str:
+    """An MDF element in a format string; under ONNX semantics written by its id.
+
+    graph-scheduler formats the nodes it schedules into its debug messages
+    whether or not they are logged; the stock text of a node is the whole node,
+    weight matrices and loop bodies included. ``repr()`` and ``str()`` keep it.
+    """
+    element_id = getattr(self, "id", None) if spec == "" else None
+    if isinstance(element_id, str) and onnx_semantics_active():
+        return f"{type(self).__name__}(id={element_id!r})"
+    stock = STOCK["element_format"]
+    if stock is ABSENT:
+        return super(_MdfBase, self).__format__(spec)
+    return stock(self, spec)
+
+
+def remembered(function: Callable) -> Callable:
+    """``function`` with its results remembered; unhashable arguments go straight to it."""
+    cached = functools.lru_cache(maxsize=4096)(function)
+
+    @functools.wraps(function)
+    def remembered(*args: Any) -> Any:
+        try:
+            return cached(*args)
+        except TypeError:  # an unhashable argument (or the function's own TypeError)
+            return function(*args)
+
+    return remembered
