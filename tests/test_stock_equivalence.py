@@ -1,0 +1,80 @@
+"""``import mdf_loops`` changes nothing for a model without loops.
+
+Each model of stock_models.py runs through modeci-mdf's stock
+``EvaluableGraph(...).evaluate(...)`` in two processes, one that never imports
+mdf_loops (the oracle) and one that does (under a small ``max_iterations``, to
+show no step limit applies to stock models). Values (bytes and dtype), the
+order the nodes ran in, exceptions (type and message) and everything printed
+must be identical.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stock_models import CASES, LONG_RUN_STEPS, SMALL_LIMIT
+
+RUNNER = Path(__file__).resolve().parent / "stock_runner.py"
+
+
+def _run(mode: str, tmp_path: Path) -> dict:
+    result = tmp_path / f"{mode}.json"
+    # the stock engine's own messages list sets of names: one hash seed for both runs
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None) if mode == "stock" else None
+    done = subprocess.run([sys.executable, str(RUNNER), mode, str(result)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(result.read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[dict, dict]:
+    tmp_path = tmp_path_factory.mktemp("stock_equivalence")
+    return _run("stock", tmp_path), _run("with", tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_import_changes_nothing(runs, name):
+    stock, with_import = runs
+    assert with_import["_installed"], "the run with the import must have the hooks installed"
+    expected, actual = stock[name], with_import[name]
+    assert actual["error"] == expected["error"]
+    assert actual["steps"] == expected["steps"]
+    assert actual["stdout"] == expected["stdout"]
+
+
+def _outputs(record: dict, port: str) -> list[str]:
+    return [step["outputs"][port] for step in record["steps"]]
+
+
+def test_the_cases_exercise_what_they_name(runs):
+    stock, _ = runs
+    for name, record in stock.items():
+        failing = name.startswith("error_")
+        assert (record["error"] is not None) == failing, (name, record["error"])
+        assert ("Evaluating" in record["stdout"]) == name.startswith("verbose_"), name
+    assert "Could not evaluate expression [1 / 0]" in stock["error_division_by_zero"]["error"]
+    assert "onnxruntime" in stock["error_onnx_shapes"]["error"]
+    # float32 input, float64 parameter: modeci-mdf widens the result to float64
+    assert all("float64" in v for v in _outputs(stock["onnx_mixed_dtypes"], "matmul.out"))
+    assert "(3, 2)" in _outputs(stock["onnx_variadic_concat"], "Concat_62.out")[0]
+    uniform = _outputs(stock["onnx_seeded_random"], "uniform.out")
+    assert uniform[0] == uniform[1]  # seeded: the same draw on each evaluation
+    # the state advances over the evaluations
+    assert len(set(_outputs(stock["stateful"], "counter.count_out"))) == 4
+    assert len(set(_outputs(stock["time_derivative"], "cell.v_out"))) == 4
+
+
+def test_no_step_limit_applies_to_a_stock_model(runs):
+    stock, with_import = runs
+    for record in (stock, with_import):
+        (step,) = record["long_run"]["steps"]
+        assert len(step["order"]) == LONG_RUN_STEPS > SMALL_LIMIT
+        assert step["outputs"]["A.level_out"].startswith(f"int {LONG_RUN_STEPS}")
