@@ -50,7 +50,7 @@ HOOKS: tuple[Hook, ...] = (
          "stock lacks) to mdf-loops", "nothing"),
     Hook("parameter_evaluate", f"{_EE}.EvaluableParameter", "evaluate",
          "a direct path for the onnx:: calls mdf-loops evaluates (skips the scan of every "
-         "registered name)", "nothing"),
+         "registered name)", "nothing (faster)", required=False),
     Hook("node_evaluate", f"{_EE}.EvaluableNode", "evaluate",
          "tells a loop which node owns it (its body engines are cached there); errors name "
          "the node under ONNX semantics", "nothing"),
