@@ -58,7 +58,9 @@ def evaluate_expression(expr: Any, parameters: Mapping[str, Any] | None = None, 
     if done:
         return result
     expr = result  # as modelspec has it when it turns to Python's eval
-    if type(expr) is not str:  # modelspec returns it unchanged, or fails: let it say
+    if type(expr) is not str:
+        if onnx_semantics_active():  # data, e.g. a numpy.str_ computed at run time: never code
+            return expr
         return _stock_evaluate(expr, parameters, array_format=array_format,
                                cast_to_int=cast_to_int)
     code = _compiled(expr)
