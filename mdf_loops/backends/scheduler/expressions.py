@@ -82,13 +82,10 @@ def _first_attempt(expr: Any, parameters: Mapping[str, Any], cast_to_int: bool) 
         if type(expr) is str and expr in parameters:
             expr = parameters[expr]
         if type(expr) is str:
-            try:
-                expr = int(expr)
-            except Exception:
-                try:
-                    expr = float(expr)
-                except Exception:
-                    pass
+            number = _number(expr)
+            if number is _NOT_A_NUMBER:
+                return False, expr  # modelspec's int(expr) == expr raises for it: Python's eval
+            expr = number
         kind = type(expr)
         if kind is list or kind is np.ndarray:
             return True, np.array(expr)
@@ -99,6 +96,27 @@ def _first_attempt(expr: Any, parameters: Mapping[str, Any], cast_to_int: bool) 
         return True, expr
     except Exception:
         return False, expr
+
+
+_NOT_A_NUMBER = object()
+_NUMBERS: dict[str, Any] = {}
+
+
+def _number(text: str) -> Any:
+    """``int(text)``, else ``float(text)``, else :data:`_NOT_A_NUMBER` (remembered per text)."""
+    number = _NUMBERS.get(text)
+    if number is None:
+        try:
+            number = int(text)
+        except Exception:
+            try:
+                number = float(text)
+            except Exception:
+                number = _NOT_A_NUMBER
+        if len(_NUMBERS) > 100_000:
+            _NUMBERS.clear()
+        _NUMBERS[text] = number
+    return number
 
 
 def _scope(expr: str, parameters: Mapping[str, Any], numpy_module: Any) -> dict:

@@ -134,7 +134,7 @@ def evaluate_node(self, *args: Any, **kwargs: Any) -> Any:
         pop_frame(frame)
 
 
-def _marked(graph: Any) -> ExitStack:
+def _marked(graph: Any) -> ExitStack:  # for __init__, once per graph
     """ONNX semantics (and the graph's opset) for a marked graph; nothing otherwise."""
     stack = ExitStack()
     marker = onnx_semantics_of(graph)
@@ -156,19 +156,26 @@ def evaluate_graph(self, *args: Any, **kwargs: Any) -> Any:
     A graph whose termination condition is never met (``Never``, a threshold
     never reached) would otherwise make ``evaluate`` run for ever.
     """
-    with _marked(self.graph):
-        if not onnx_semantics_active():
-            return _stock("graph_evaluate")(self, *args, **kwargs)
-        scheduler = self.scheduler
-        own = vars(scheduler).get("run", ABSENT)
-        scheduler.run = _bounded_steps(scheduler.run, self.graph.id)
-        try:
-            return _stock("graph_evaluate")(self, *args, **kwargs)
-        finally:
-            if own is ABSENT:
-                del scheduler.run
-            else:
-                scheduler.run = own
+    marker = onnx_semantics_of(self.graph)
+    if marker is not None:
+        with onnx_semantics(), opset(marker.opset):
+            return _evaluate_bounded(self, args, kwargs)
+    if onnx_semantics_active():
+        return _evaluate_bounded(self, args, kwargs)
+    return _stock("graph_evaluate")(self, *args, **kwargs)
+
+
+def _evaluate_bounded(engine: Any, args: tuple, kwargs: dict) -> Any:
+    scheduler = engine.scheduler
+    own = vars(scheduler).get("run", ABSENT)
+    scheduler.run = _bounded_steps(scheduler.run, engine.graph.id)
+    try:
+        return _stock("graph_evaluate")(engine, *args, **kwargs)
+    finally:
+        if own is ABSENT:
+            del scheduler.run
+        else:
+            scheduler.run = own
 
 
 def _bounded_steps(run: Callable, graph_id: str) -> Callable:

@@ -12,8 +12,6 @@ evaluation, errors, prints, formatting, no step limit). It is set
 from __future__ import annotations
 
 import contextvars
-from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["onnx_semantics", "onnx_semantics_active"]
 
@@ -27,11 +25,13 @@ def onnx_semantics_active() -> bool:
     return _ACTIVE.get()
 
 
-@contextmanager
-def onnx_semantics() -> Iterator[None]:
-    """Evaluate with ONNX semantics inside the block."""
-    token = _ACTIVE.set(True)
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
+class onnx_semantics:  # noqa: N801 (used as a context manager, like a function)
+    """Evaluate with ONNX semantics inside the ``with`` block (once per iteration: kept cheap)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _ACTIVE.set(True)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _ACTIVE.reset(self._token)
