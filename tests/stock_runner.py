@@ -2,6 +2,9 @@
 
     python stock_runner.py stock|with RESULT.json [CASE ...]
 
+A CASE is a name of stock_models.CASES, or ``file:PATH`` for an MDF file (its
+first graph evaluated once, every output port read).
+
 ``with`` imports mdf_loops first and runs every case under
 ``mdf_loops.limits(max_iterations=SMALL_LIMIT)``; ``stock`` never imports it.
 For each case the result file holds, after each ``evaluate``, a bit-exact
@@ -24,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stock_models import CASES, SMALL_LIMIT  # noqa: E402
+from stock_models import CASES, SMALL_LIMIT, Case  # noqa: E402
 
 
 def describe(value: Any) -> str:
@@ -44,10 +47,24 @@ def _error(exc: BaseException) -> str:
     return f"{kind.__module__}.{kind.__qualname__}: {exc}"
 
 
+def _file_case(path: str) -> Case:
+    from modeci_mdf.utils import load_mdf
+
+    def build():
+        return load_mdf(path)
+
+    try:
+        graph = build().graphs[0]
+    except Exception:  # not loadable: building it again reports the error
+        return Case(build)
+    return Case(build, [{}], [(node.id, port.id) for node in graph.nodes
+                              for port in node.output_ports])
+
+
 def run_case(name: str) -> dict[str, Any]:
     from modeci_mdf.execution_engine import EvaluableGraph
 
-    case = CASES[name]
+    case = _file_case(name[len("file:"):]) if name.startswith("file:") else CASES[name]
     record: dict[str, Any] = {"steps": [], "error": None, "seconds": []}
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):

@@ -23,12 +23,12 @@ from stock_models import CASES, LONG_RUN_STEPS, SMALL_LIMIT
 RUNNER = Path(__file__).resolve().parent / "stock_runner.py"
 
 
-def _run(mode: str, tmp_path: Path) -> dict:
+def _run(mode: str, tmp_path: Path, cases: list[str] = ()) -> dict:
     result = tmp_path / f"{mode}.json"
     # the stock engine's own messages list sets of names: one hash seed for both runs
     env = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None) if mode == "stock" else None
-    done = subprocess.run([sys.executable, str(RUNNER), mode, str(result)], env=env,
+    done = subprocess.run([sys.executable, str(RUNNER), mode, str(result), *cases], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(result.read_text())
@@ -78,3 +78,20 @@ def test_no_step_limit_applies_to_a_stock_model(runs):
         (step,) = record["long_run"]["steps"]
         assert len(step["order"]) == LONG_RUN_STEPS > SMALL_LIMIT
         assert step["outputs"]["A.level_out"].startswith(f"int {LONG_RUN_STEPS}")
+
+
+def _shipped_model_files() -> list[str]:
+    import modeci_mdf
+
+    root = Path(modeci_mdf.__file__).resolve().parent
+    return sorted(str(p) for p in root.rglob("*") if p.suffix in (".json", ".yaml", ".yml"))
+
+
+def test_the_model_files_shipped_with_modeci_mdf_run_the_same(tmp_path):
+    files = _shipped_model_files()
+    if not files:
+        pytest.skip("the installed modeci-mdf ships no model files")
+    cases = [f"file:{path}" for path in files]
+    stock, with_import = _run("stock", tmp_path, cases), _run("with", tmp_path, cases)
+    for case in cases:
+        assert with_import[case] == {**stock[case], "seconds": with_import[case]["seconds"]}, case
