@@ -24,7 +24,7 @@ RUNNER = Path(__file__).resolve().parent / "stock_runner.py"
 
 
 def _run(mode: str, tmp_path: Path, cases: list[str] = ()) -> dict:
-    result = tmp_path / f"{mode}.json"
+    result = tmp_path / f"{mode}_{len(list(tmp_path.iterdir()))}.json"
     # the stock engine's own messages list sets of names: one hash seed for both runs
     env = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None) if mode == "stock" else None
@@ -80,18 +80,47 @@ def test_no_step_limit_applies_to_a_stock_model(runs):
         assert step["outputs"]["A.level_out"].startswith(f"int {LONG_RUN_STEPS}")
 
 
-def _shipped_model_files() -> list[str]:
+def _model_files() -> list[str]:
+    """The model files the installed modeci-mdf ships, and those under $MDF_LOOPS_STOCK_MODELS.
+
+    Point the variable at a directory of MDF files (e.g. the examples of the
+    ModECI/MDF repository) to compare them too.
+    """
     import modeci_mdf
 
-    root = Path(modeci_mdf.__file__).resolve().parent
-    return sorted(str(p) for p in root.rglob("*") if p.suffix in (".json", ".yaml", ".yml"))
+    roots = [Path(modeci_mdf.__file__).resolve().parent]
+    if os.environ.get("MDF_LOOPS_STOCK_MODELS"):
+        roots.append(Path(os.environ["MDF_LOOPS_STOCK_MODELS"]))
+    return sorted(str(p) for root in roots for p in root.rglob("*")
+                  if p.suffix in (".json", ".yaml", ".yml"))
 
 
 def test_the_model_files_shipped_with_modeci_mdf_run_the_same(tmp_path):
-    files = _shipped_model_files()
+    files = _model_files()
     if not files:
-        pytest.skip("the installed modeci-mdf ships no model files")
+        pytest.skip("the installed modeci-mdf ships no model files (see _model_files)")
     cases = [f"file:{path}" for path in files]
     stock, with_import = _run("stock", tmp_path, cases), _run("with", tmp_path, cases)
+    again = _run("stock", tmp_path, cases)
     for case in cases:
-        assert with_import[case] == {**stock[case], "seconds": with_import[case]["seconds"]}, case
+        if _unordered(again[case]) != _unordered(stock[case]):
+            # stock modeci-mdf itself answers differently from run to run (the ACT-R
+            # examples: their outcome follows object addresses); two equal stock runs do
+            # not prove such a model deterministic, so a directory holding one may fail
+            continue
+        assert _unordered(with_import[case]) == _unordered(stock[case]), case
+
+
+def _unordered(record: dict) -> dict:
+    """A record without the order of nodes that run in the same scheduler step.
+
+    graph-scheduler yields such nodes as a set of objects, iterated in an order
+    of their memory addresses, which any import changes (the files are not
+    written to avoid it, as stock_models.py is); the values must still match.
+    """
+    return {
+        "error": record["error"],
+        "outputs": [step["outputs"] for step in record["steps"]],
+        "order": [sorted(step["order"]) for step in record["steps"]],
+        "stdout": sorted(record["stdout"].splitlines()),
+    }
