@@ -137,13 +137,15 @@ def loosened(given: TypeProto, returned: TypeProto) -> TypeProto:
     return given
 
 
-def complete_output_shapes(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:
+def complete_output_shapes(graph: onnx.GraphProto, opset: int,
+                           other_opsets: dict[str, int] | None = None) -> onnx.GraphProto:
     """Fill in top-level output shapes left unknown, from whole-model shape inference."""
     missing = [o for o in graph.output
                if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
     if not missing:
         return graph
-    probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)] + [
+        helper.make_opsetid(d, v) for d, v in (other_opsets or {}).items()])
     try:
         inferred = onnx.shape_inference.infer_shapes(probe).graph
     except Exception:
