@@ -144,3 +144,65 @@ def test_an_ml_operator_without_a_reference_kernel_is_a_clear_error():
     imported = mdf_loops.onnx_to_mdf(model)
     with pytest.raises(ModelError, match="onnxml::ZipMap.*no implementation"):
         mdf_loops.run(imported, {"p": np.ones((1, 2), np.float32)}, backend="scheduler")
+
+
+# ------------------------------------------------ operators skl2onnx did not write above
+
+INT64 = onnx.TensorProto.INT64
+
+
+def _tree_ensemble_node():
+    """TreeEnsemble (ai.onnx.ml 5): one tree, x[0] <= 0.5 ? 1.0 : (x[1] <= 0 ? 2.0 : 3.0)."""
+    return oh.make_node(
+        "TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml",
+        aggregate_function=1, post_transform=0, n_targets=1,
+        tree_roots=[0], nodes_modes=oh.make_tensor("m", onnx.TensorProto.UINT8, [2], [0, 0]),
+        nodes_featureids=[0, 1],
+        nodes_splits=oh.make_tensor("s", FLOAT, [2], [0.5, 0.0]),
+        nodes_truenodeids=[0, 1], nodes_trueleafs=[1, 1],
+        nodes_falsenodeids=[1, 2], nodes_falseleafs=[0, 1],
+        leaf_targetids=[0, 0, 0],
+        leaf_weights=oh.make_tensor("w", FLOAT, [3], [1.0, 2.0, 3.0]))
+
+
+HAND_BUILT = {
+    # name: (nodes, inputs, outputs, ml opset, feeds, numpy oracle)
+    "ArrayFeatureExtractor": (
+        [oh.make_node("ArrayFeatureExtractor", ["x", "k"], ["y"], domain="ai.onnx.ml")],
+        [value_info("x", FLOAT, [2, 4]), value_info("k", INT64, [2])],
+        [value_info("y", FLOAT, [2, 2])], 3,
+        {"x": np.arange(8, dtype=np.float32).reshape(2, 4), "k": np.array([3, 1])},
+        lambda f: f["x"][:, f["k"]]),
+    "FeatureVectorizer": (
+        [oh.make_node("FeatureVectorizer", ["a", "b"], ["y"], domain="ai.onnx.ml",
+                      inputdimensions=[2, 1])],
+        [value_info("a", FLOAT, [3, 2]), value_info("b", FLOAT, [3, 1])],
+        [value_info("y", FLOAT, [3, 3])], 3,
+        {"a": np.arange(6, dtype=np.float32).reshape(3, 2), "b": np.ones((3, 1), np.float32)},
+        lambda f: np.concatenate([f["a"], f["b"]], axis=1)),
+    "LabelEncoder": (
+        [oh.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml",
+                      keys_int64s=[1, 2, 3], values_int64s=[10, 20, 30], default_int64=-1)],
+        [value_info("x", INT64, [4])], [value_info("y", INT64, [4])], 2,
+        {"x": np.array([3, 1, 7, 2])},
+        lambda f: np.array([30, 10, -1, 20])),
+    "TreeEnsemble": (
+        [_tree_ensemble_node()], [value_info("x", FLOAT, [3, 2])],
+        [value_info("y", FLOAT, [3, 1])], 5,
+        {"x": np.array([[0.0, 0.0], [1.0, -1.0], [1.0, 1.0]], np.float32)},
+        lambda f: np.array([[1.0], [2.0], [3.0]], np.float32)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_BUILT))
+def test_hand_built_ml_operator_on_every_path(name):
+    nodes, inputs, outputs, ml_opset, feeds, oracle = HAND_BUILT[name]
+    model = onnx_model(nodes, inputs, outputs, opset=18, extra_opsets={"ai.onnx.ml": ml_opset})
+    expected = {"y": np.asarray(oracle(feeds))}
+    _compare(ort_run(model, feeds), expected)  # onnxruntime agrees with numpy
+    imported = mdf_loops.onnx_to_mdf(model)
+    _compare(mdf_loops.run(imported, feeds, backend="scheduler"), expected)
+    _compare(mdf_loops.run(imported, feeds, backend="onnxruntime"), expected)
+    exported = mdf_loops.mdf_to_onnx(imported)
+    assert ("ai.onnx.ml", ml_opset) in {(o.domain, o.version) for o in exported.opset_import}
+    _compare(ort_run(exported, feeds), expected)
