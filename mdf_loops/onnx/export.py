@@ -29,7 +29,7 @@ import onnx
 from google.protobuf import json_format
 from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Graph, Model, Node
-from onnx import TensorProto, TypeProto, helper, numpy_helper
+from onnx import TypeProto, helper, numpy_helper
 
 from mdf_loops.errors import ModelError
 from mdf_loops.onnx.domains import (DEFAULT, DOMAINS, OperatorDomain, domain_of_function,
@@ -50,12 +50,14 @@ from mdf_loops.model.interface import graph_interface, load_model
 from mdf_loops.onnx.types import (
     check_state_types,
     complete_output_shapes,
+    conformed,
     control_flow_output_types,
     declared_type,
     drop_axis,
     has_shape,
     known_type,
     loosened,
+    required_elem_type,
     tensor_type,
     without_shape,
 )
@@ -388,7 +390,7 @@ class _Exporter:
                 inputs.append(self._expression(expr, env, builder, where))
                 constraint_of.append(formal.type_str)
         inputs = self._strong_inputs(builder, inputs, constraint_of)
-        inputs = [_conformed(builder, value, _required_elem_type(schema, constraint))
+        inputs = [conformed(builder, value, required_elem_type(schema, constraint))
                   for value, constraint in zip(inputs, constraint_of)]
         while inputs and inputs[-1] == "":
             inputs.pop()
@@ -613,31 +615,6 @@ def _dependencies(item, node: Node) -> set[str]:
 def _ready(item, env: dict, node: Node) -> bool:
     own = {p.id for p in node.parameters} | {f.id for f in node.functions}
     return all(name in env or name not in own for name in _dependencies(item, node))
-
-
-#: ONNX type strings ("tensor(int64)") -> element types
-_TENSOR_TYPES = {f"tensor({name.lower()})": value for name, value in TensorProto.DataType.items()}
-
-
-def _required_elem_type(schema, type_str: str) -> int | None:
-    """The element type an input must have, when its constraint allows exactly one tensor type."""
-    allowed = next((list(c.allowed_type_strs) for c in schema.type_constraints
-                    if c.type_param_str == type_str), [type_str])
-    return _TENSOR_TYPES.get(allowed[0]) if len(allowed) == 1 else None
-
-
-def _conformed(builder: GraphBuilder, value: str, required: int | None) -> str:
-    """``value``, cast to ``required`` when its known element type is another (a trip count
-    that came as a float64 number is cast to int64)."""
-    if not value or required is None:
-        return value
-    known = builder.types.get(value)
-    if known is None or not known.HasField("tensor_type") or not known.tensor_type.elem_type:
-        return value
-    if known.tensor_type.elem_type == required:
-        return value
-    name = TensorProto.DataType.Name(required).lower()
-    return builder.op("Cast", [value], hint=f"{value}_as_{name}", to=required)[0]
 
 
 def _outputs_used(node: Node, function_id: str, schema) -> int:
