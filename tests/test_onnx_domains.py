@@ -178,3 +178,19 @@ def test_int64_is_used_as_is():
     exported = mdf_loops.mdf_to_onnx(model, example_inputs={"M": np.array(2, np.int64),
                                                             "v0": np.zeros(1)})
     assert not any(n.op_type == "Cast" for n in exported.graph.node)
+
+
+def test_a_function_neither_aligned_nor_converted_is_an_error_naming_it():
+    """A function declaring opset 9 but using Gelu (opset 20): no converter can help."""
+    broken = _function("broken", "local_domain", 9, [oh.make_node("Gelu", ["a"], ["b"])],
+                       ["a"], ["b"])
+    with pytest.raises(ModelError, match=r"local_domain::broken.*\['Gelu'\]"):
+        mdf_loops.onnx_to_mdf(_calling(broken, 20))
+
+
+def test_a_function_of_a_newer_opset_is_brought_down_to_the_model():
+    """A function at opset 18 in an opset-17 model, its operators the same in both."""
+    newer = _function("scaled", "this", 18, [oh.make_node("Mul", ["a", "a"], ["b"])],
+                      ["a"], ["b"])
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    _all_paths(_calling(newer, 17), {"x": x}, {"y": x * x})
