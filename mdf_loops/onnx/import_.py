@@ -5,7 +5,8 @@ The result follows the loop-node convention of :mod:`mdf_loops.model.convention`
 * each ONNX value gets one identifier, shared by its producer's output port and
   every consumer's input port, model-wide (so a body reading an outer value uses
   the same port id as the loop node that carries it);
-* an ONNX node becomes a node with one function parameter ``onnx::<Op>`` (id =
+* an ONNX node becomes a node with one function parameter ``onnx::<Op>``
+  (``onnxml::<Op>`` for the ``ai.onnx.ml`` domain, :mod:`mdf_loops.onnx.domains`; id =
   node id), one parameter per attribute, input ports for the values it reads and
   output ports ``<node id>`` or ``<node id>[i]``;
 * initializers become ``onnx::Constant`` nodes holding a typed tensor;
