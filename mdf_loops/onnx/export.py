@@ -392,7 +392,7 @@ class _Exporter:
         inputs = self._strong_inputs(builder, inputs, constraint_of)
         inputs = [conformed(builder, value, required_elem_type(schema, constraint))
                   for value, constraint in zip(inputs, constraint_of)]
-        while inputs and inputs[-1] == "":
+        while len(inputs) > schema.min_input and inputs[-1] == "":  # Loop keeps its cond
             inputs.pop()
 
         attributes = {}
