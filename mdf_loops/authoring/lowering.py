@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mdf_loops.authoring.canonical import LoopOp, post_order
 from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.authoring.shared import SharedOp
 from mdf_loops.authoring.symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
 from mdf_loops.authoring.types import OPSET, TensorType
 
@@ -148,7 +149,7 @@ class _Writer:
     def emit(self, op: Operation, graph: _Graph) -> None:
         if isinstance(op, OnnxOp):
             self._onnx_op(op, graph)
-        elif isinstance(op, ConstantOp):
+        elif isinstance(op, (ConstantOp, SharedOp)):  # a shared value not fed: its value now
             self._constant(op, graph)
         elif isinstance(op, LoopOp):
             self._loop(op, graph)
@@ -266,6 +267,9 @@ def to_onnx(outputs: list[tuple[str, Symbol]], inputs: list[Symbol], name: str) 
         if symbol.op.scope is ROOT and not isinstance(symbol.op, InputOp):
             writer.preferred.setdefault(symbol, out_name)
     for symbol in inputs:
+        if isinstance(symbol.op, SharedOp):  # fed by a function: any free name will do
+            graph.bind_input(symbol, symbol.name or "shared", symbol.op.dim_names)
+            continue
         if symbol.name in writer.names.taken:
             raise AuthoringError(f"the input name '{symbol.name}' is also an output name")
         graph.bind_input(symbol, symbol.name, symbol.op.dim_names)

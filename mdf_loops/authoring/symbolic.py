@@ -40,7 +40,6 @@ __all__ = [
     "apply",
     "input",
     "constant",
-    "shared",
     "as_symbol",
 ]
 
@@ -375,15 +374,6 @@ def constant(value: Any, dtype: Any = None, name: str | None = None) -> Symbol:
     if array.dtype == object or array.dtype.kind in "USV":
         raise AuthoringError(f"cannot make a numeric constant from {value!r}")
     return ConstantOp(array, name).outputs[0]
-
-
-def shared(value: Any, name: str) -> Symbol:
-    """A named constant that a scan may update step by step (``fn`` returns ``{var: new}``).
-
-    As in Theano, ``scan`` returns the value after the last step in its updates
-    dictionary; the model does not keep it between runs (an MDF model is a function).
-    """
-    return constant(value, name=name)
 
 
 def as_symbol(value: Any) -> Symbol:
