@@ -61,7 +61,7 @@ class SharedVariable(Symbol):
 
     def set_value(self, value: Any, borrow: bool = False) -> None:
         """Replace the value; its element type and shape must stay the same."""
-        self.op.storage.value = _checked(value, self.type, self.describe())
+        self.op.storage.value = _checked(value, self.type, self.op.describe())
 
 
 def _checked(value: Any, tensor_type: TensorType, what: str) -> np.ndarray:
