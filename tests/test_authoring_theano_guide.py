@@ -229,3 +229,122 @@ def test_float_inputs_refuse_lossy_arrays():
     assert f([1.0, 2.5]).tolist() == [2.0, 5.0]  # Python values convert
     with pytest.raises(AuthoringError, match="input 'w' is float32; a float64 array would lose"):
         f(np.array([1.0, 2.0]))
+
+
+# ---------------------------------------------------------------- Gibbs sampling
+
+
+def _uniforms(state, count):
+    """The documented generator of mdf_loops.authoring.random, in numpy."""
+    k = np.arange(count, dtype=np.int64)
+    x = (state * 1103515245 + k * 2654435761 % 2 ** 31) % 2 ** 31
+    for _ in range(3):
+        x = (x * 1103515245 + 12345) % 2 ** 31
+        x = x ^ (x // 2 ** 16)
+    return x / 2.0 ** 31, state * 48271 % (2 ** 31 - 1)
+
+
+def _gibbs_oracle(sample, W, bvis, bhid, seed, steps, calls):
+    states = [(seed * 7919 + site * 104729) % (2 ** 31 - 1) + 1 for site in range(2)]
+    results = []
+    for _ in range(calls):
+        v = np.asarray(sample, np.float64)
+        for _ in range(steps):
+            hmean = 1 / (1 + np.exp(-(v @ W + bhid)))
+            u, states[0] = _uniforms(states[0], hmean.size)
+            hsample = (u < hmean).astype(np.int64)
+            vmean = 1 / (1 + np.exp(-(hsample @ W.T + bvis)))
+            u, states[1] = _uniforms(states[1], v.size)
+            v = (u < vmean).astype(np.float64)
+        results.append(v)
+    return results
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_gibbs_sampling_with_shared_variables(explicit):
+    rng = np.random.default_rng(5)
+    W_values = rng.normal(size=(6, 4))
+    bvis_values = rng.normal(size=6)
+    bhid_values = rng.normal(size=4)
+
+    W = theano.shared(W_values) # we assume that ``W_values`` contains the
+                                # initial values of your weight matrix
+
+    bvis = theano.shared(bvis_values)
+    bhid = theano.shared(bhid_values)
+
+    trng = T.shared_randomstreams.RandomStreams(1234)
+
+    def OneStep(vsample) :
+        hmean = T.nnet.sigmoid(theano.dot(vsample, W) + bhid)
+        hsample = trng.binomial(size=hmean.shape, n=1, p=hmean)
+        vmean = T.nnet.sigmoid(theano.dot(hsample, W.T) + bvis)
+        return trng.binomial(size=vsample.shape, n=1, p=vmean,
+                             dtype=theano.config.floatX)
+
+    sample = theano.tensor.vector()
+
+    if not explicit:
+        values, updates = theano.scan(OneStep, outputs_info=sample, n_steps=10)
+    else:
+        # OneStep, with explicit use of the shared variables (W, bvis, bhid)
+        def OneStep(vsample, W, bvis, bhid):
+            hmean = T.nnet.sigmoid(theano.dot(vsample, W) + bhid)
+            hsample = trng.binomial(size=hmean.shape, n=1, p=hmean)
+            vmean = T.nnet.sigmoid(theano.dot(hsample, W.T) + bvis)
+            return trng.binomial(size=vsample.shape, n=1, p=vmean,
+                             dtype=theano.config.floatX)
+
+        # The new scan, using strict=True
+        values, updates = theano.scan(fn=OneStep,
+                                      outputs_info=sample,
+                                      non_sequences=[W, bvis, bhid],
+                                      n_steps=10,
+                                      strict=True)
+
+    gibbs10 = theano.function([sample], values[-1], updates=updates)
+
+    start = (rng.random(6) < 0.5).astype(np.float64)
+    expected = _gibbs_oracle(start, W_values, bvis_values, bhid_values, 1234, 10, calls=2)
+    first, second = gibbs10(start), gibbs10(start)
+    np.testing.assert_array_equal(first, expected[0])
+    np.testing.assert_array_equal(second, expected[1])  # the updates moved the streams on
+    frozen = theano.function([sample], values[-1])  # without the updates: the same numbers
+    np.testing.assert_array_equal(frozen(start), frozen(start))
+
+
+def test_random_streams_are_uniform_and_binomial():
+    trng = T.shared_randomstreams.RandomStreams(7)
+    u = trng.uniform(size=(2000,))
+    b = trng.binomial(size=(2000,), n=3, p=0.25)
+    z = trng.normal(size=(2000,), avg=1.0, std=2.0)
+    draw = theano.function([], [u, b, z])
+    u1, b1, z1 = draw()
+    u2, _, _ = draw()  # top-level draws advance on their own (default updates)
+    assert 0 <= u1.min() and u1.max() < 1 and abs(u1.mean() - 0.5) < 0.03
+    assert not np.array_equal(u1, u2)
+    assert set(np.unique(b1)) <= {0, 1, 2, 3} and abs(b1.mean() - 0.75) < 0.08
+    assert abs(z1.mean() - 1.0) < 0.15 and abs(z1.std() - 2.0) < 0.15
+    expected_u, _ = _uniforms((7 * 7919) % (2 ** 31 - 1) + 1, 2000)
+    np.testing.assert_allclose(u1, expected_u)
+
+
+def test_random_streams_in_a_scan_agree_on_both_backends():
+    trng = T.shared_randomstreams.RandomStreams(3)
+    steps, updates = theano.scan(lambda: trng.uniform(size=(4,)), n_steps=5)
+    state = trng.state_updates[0]
+    results = []
+    for backend in ("scheduler", "onnxruntime"):
+        state.set_value(state.get_value() * 0 + 11)
+        f = theano.function([], steps, updates=updates, backend=backend)
+        results.append([f(), f()])
+    expected, s = [], 11
+    for _ in range(2):
+        rows = []
+        for _ in range(5):
+            u, s = _uniforms(s, 4)
+            rows.append(u)
+        expected.append(np.array(rows))
+    for got in results:
+        np.testing.assert_allclose(got[0], expected[0])
+        np.testing.assert_allclose(got[1], expected[1])

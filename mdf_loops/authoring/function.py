@@ -21,7 +21,8 @@ from modeci_mdf.mdf import Model
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.model import lower
 from mdf_loops.authoring.shared import SharedOp, SharedVariable
-from mdf_loops.authoring.symbolic import InputOp, Symbol, as_symbol
+from mdf_loops.authoring.canonical import all_operations
+from mdf_loops.authoring.symbolic import ROOT, InputOp, Symbol, as_symbol
 
 __all__ = ["function", "Function"]
 
@@ -105,6 +106,9 @@ def function(
     single = outputs is not None and not isinstance(outputs, (list, tuple))
     out_list = [] if outputs is None else [outputs] if single else list(outputs)
     pairs = _update_pairs(updates)
+    if not no_default_updates:
+        pairs += _default_updates(out_list + [value for _, value in pairs],
+                                  {key for key, _ in pairs})
     named = {f"output_{k}": as_symbol(o) for k, o in enumerate(out_list)}
     named.update({f"update_{k}": value for k, (_, value) in enumerate(pairs)})
     model_name = name if name and name.isidentifier() else "function"
@@ -117,6 +121,19 @@ def function(
     update_targets = [(f"update_{k}", key) for k, (key, _) in enumerate(pairs)]
     return Function(model, inputs, graph_names[:len(inputs)], list(named)[:len(out_list)],
                     single, shared, update_targets, backend, bool(allow_input_downcast))
+
+
+def _default_updates(roots: list[Any], given: set) -> list[tuple[SharedVariable, Symbol]]:
+    """The top level's implicit updates (random streams) of the shared values ``roots`` read."""
+    symbols = [as_symbol(r) for r in roots]
+    found = [op.outputs[0] for op in all_operations(symbols) if isinstance(op, SharedOp)]
+    by_storage = {id(key.op.storage): (key, value) for key, value in ROOT.default_updates.items()}
+    pairs = []
+    for symbol in found:
+        pair = by_storage.get(id(symbol.op.storage))
+        if pair is not None and pair[0] not in given:
+            pairs.append(pair)
+    return pairs
 
 
 def _update_pairs(updates: Any) -> list[tuple[SharedVariable, Symbol]]:

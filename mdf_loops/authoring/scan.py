@@ -33,7 +33,7 @@ from mdf_loops.authoring.arguments import (INT64_MAX, OutputArg, SequenceArg, as
 from mdf_loops.authoring.canonical import LoopOp, LoopState, SequenceInput, StackedOutput
 from mdf_loops.authoring.errors import ScanError
 from mdf_loops.authoring.shared import SharedOp
-from mdf_loops.authoring.symbolic import (FormalOp, Scope, Symbol, user_location, apply, as_symbol,
+from mdf_loops.authoring.symbolic import (ROOT, FormalOp, Scope, Symbol, user_location, apply, as_symbol,
                                          current_scope, tracing)
 from mdf_loops.authoring.types import onnx_elem_type
 
@@ -100,6 +100,7 @@ def scan(
         tap_args, carried = _output_formals(out_args)
         returned = fn(*[s.formal for s in seq_inputs], *tap_args, *non_seqs)
         outputs, updates, condition = _split_return(returned, label)
+        updates = {**body.default_updates, **updates}  # a random stream advances each step
         outputs = [as_symbol(o) for o in outputs]
         if not out_args:
             out_args = [OutputArg(None, (), f"output {i}") for i in range(len(outputs))]
@@ -129,6 +130,9 @@ def scan(
         out_value = results[0] if results else None
     final_updates = OrderedDict((key, state.final) for key, state in
                                 zip(replacements, update_states))
+    if current_scope() is not ROOT:  # an enclosing scan advances the stream too (at the top
+        for key in body.default_updates:  # level only function(updates=...) does, as in Theano)
+            current_scope().default_updates[key] = final_updates[key]
     if not return_updates:
         if final_updates:
             raise ScanError(

@@ -50,6 +50,10 @@ class Scope:
     def __init__(self, parent: "Scope | None", label: str):
         self.parent = parent
         self.label = label
+        #: updates made implicitly in this scope (a random stream's next state):
+        #: a scan adds those of its body to its updates; function() applies those
+        #: of the top level unless told not to
+        self.default_updates: dict[Symbol, Symbol] = {}
 
     def within(self, other: "Scope") -> bool:
         """True when this scope is ``other`` or nested inside it."""

@@ -14,7 +14,8 @@ A program written for PyTensor runs with its import lines changed::
 It holds the tensor constructors (``vector``, ``imatrix``, ``tensor(dtype=...,
 shape=...)``, ...), the tensor functions, ``as_tensor_variable``, ``shared``,
 ``function``, ``scan`` and its views, ``config`` and Theano's ``nnet`` names
-(``nnet.sigmoid``, ``nnet.softmax``, ``nnet.relu``). docs/authoring.md lists
+(``nnet.sigmoid``, ``nnet.softmax``, ``nnet.relu``) and ``shared_randomstreams.RandomStreams``
+(:mod:`mdf_loops.authoring.random`). docs/authoring.md lists
 what is supported.
 """
 
@@ -34,6 +35,7 @@ from mdf_loops.authoring.functions import __all__ as _function_names
 from mdf_loops.authoring.functions import relu, sigmoid, softmax
 from mdf_loops.authoring.pytensor_functions import *  # noqa: F401,F403  (sqr, cumsum, ...)
 from mdf_loops.authoring.pytensor_functions import __all__ as _pytensor_names
+from mdf_loops.authoring.random import RandomStreams
 from mdf_loops.authoring.scan import scan, until
 from mdf_loops.authoring.shared import shared
 from mdf_loops.authoring.symbolic import Symbol, constant
@@ -41,10 +43,12 @@ from mdf_loops.authoring.views import foldl, foldr, map, reduce
 
 __all__ = [*_constructor_names, *_function_names, *_pytensor_names, "as_tensor_variable",
            "as_tensor", "constant", "shared", "function", "scan", "map", "reduce", "foldl",
-           "foldr", "until", "config", "nnet"]
+           "foldr", "until", "config", "nnet", "shared_randomstreams", "RandomStreams"]
 
 #: Theano's ``tensor.nnet`` names
 nnet = SimpleNamespace(sigmoid=sigmoid, softmax=softmax, relu=relu)
+#: Theano's ``tensor.shared_randomstreams``
+shared_randomstreams = SimpleNamespace(RandomStreams=RandomStreams)
 
 
 def as_tensor_variable(x: Any, name: str | None = None, ndim: int | None = None) -> Symbol:
