@@ -123,24 +123,30 @@ def scan(
                   steps_may_be_zero=steps is not None and not steps_static)
     if strict:
         _check_strict(loop, non_seqs, seq_args, label)
-    results = [out.result for out in stacked]
-    if return_list or len(results) > 1:
-        out_value: Any = results
-    else:
-        out_value = results[0] if results else None
     final_updates = OrderedDict((key, state.final) for key, state in
                                 zip(replacements, update_states))
     if current_scope() is not ROOT:  # an enclosing scan advances the stream too (at the top
         for key in body.default_updates:  # level only function(updates=...) does, as in Theano)
             current_scope().default_updates[key] = final_updates[key]
-    if not return_updates:
-        if final_updates:
-            raise ScanError(
-                f"{label}: return_updates=False, but fn updates "
-                f"{[key.name or key.describe() for key in final_updates]}; carry that state "
-                "in outputs_info instead, or use return_updates=True")
-        return out_value
-    return out_value, final_updates
+    return _returned([out.result for out in stacked], final_updates, return_list,
+                     return_updates, label)
+
+
+def _returned(results: list[Symbol], updates: OrderedDict, return_list: bool,
+              return_updates: bool, label: str) -> Any:
+    """scan's answer: the outputs (one, or a list), with the updates unless return_updates=False."""
+    if return_list or len(results) > 1:
+        outputs: Any = results
+    else:
+        outputs = results[0] if results else None
+    if return_updates:
+        return outputs, updates
+    if updates:
+        raise ScanError(
+            f"{label}: return_updates=False, but fn updates "
+            f"{[key.name or key.describe() for key in updates]}; carry that state "
+            "in outputs_info instead, or use return_updates=True")
+    return outputs
 
 
 # ---------------------------------------------------------------- the body

@@ -30,7 +30,7 @@ import copy
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
 
