@@ -248,3 +248,12 @@ def test_build_model_takes_the_current_value_of_a_shared_value():
     ones = {"x": np.ones(2)}
     assert mdf_loops.run(first, ones)["y"].tolist() == [1.0, 2.0]
     assert mdf_loops.run(second, ones)["y"].tolist() == [3.0, 4.0]
+
+
+def test_outputs_info_dict_may_say_inplace():
+    u = pt.vector("u")
+    sums = pytensor.scan(lambda x, acc: acc + x, sequences=u, return_updates=False,
+                         outputs_info=dict(initial=pt.zeros(()), taps=[-1], inplace=u))
+    assert pytensor.function([u], sums)([1.0, 2.0]).tolist() == [1.0, 3.0]
+    with pytest.raises(ScanError, match=r"unknown keys \['init'\]"):
+        pytensor.scan(lambda x: x, sequences=u, outputs_info=dict(init=pt.zeros(())))

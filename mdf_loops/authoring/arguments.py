@@ -92,10 +92,10 @@ def output_args(outputs_info: Any, label: str) -> list[OutputArg]:
         if not isinstance(item, dict):
             args.append(OutputArg(as_symbol(item), (-1,), where))
             continue
-        unknown = set(item) - {"initial", "taps"}
+        unknown = set(item) - {"initial", "taps", "inplace"}  # inplace: PyTensor's, no effect
         if unknown:
             raise ScanError(f"{where}: unknown keys {sorted(unknown)}; a dict takes 'initial' "
-                            "and 'taps'")
+                            "and 'taps' (and 'inplace', which has no effect)")
         initial = item.get("initial")
         if initial is None:
             if item.get("taps") is not None:
