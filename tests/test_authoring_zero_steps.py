@@ -182,3 +182,19 @@ def test_probe_rewrite_leaves_loops_with_static_outputs_alone():
         [helper.make_tensor_value_info("v", TensorProto.FLOAT, [2])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     assert probe_zero_steps(model) is model
+
+
+@pytest.mark.parametrize("length", [0, 4])
+def test_until_scan_over_zero_length_sequences_keeps_the_element_shape(length):
+    m = T.input("m", (None, 3), "float64")
+    doubled, _ = T.scan(lambda row: (row * 2, T.until(row.sum() > 5)), sequences=m)
+    model = T.build_model({"doubled": doubled}, name="until_rows")
+    rows = np.ones((length, 3))
+    expected = []
+    for row in rows:
+        expected.append(row * 2)
+        if row.sum() > 5:
+            break
+    # the raw export gives (0, 0) in onnxruntime, as any zero-trip Loop: make_safe fixes it
+    _check(_every_path(model, {"m": rows}, safe_export=True),
+           {"doubled": np.array(expected).reshape(-1, 3)})
