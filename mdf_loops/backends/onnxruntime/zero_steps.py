@@ -225,7 +225,7 @@ class _Rewriter:
         outputs = []
         for k, produced in enumerate(loop.output):
             elem, element_rank = _elem_and_rank(element_types[k])
-            result = self.names.fresh(f"{node.output[k]}_branch")
+            result = self.names.fresh(f"{node.output[k]}_branch") if empty else ""
             if empty and k < n_states:
                 nodes.append(helper.make_node("Identity", [state_inputs[k]], [result]))
             elif empty:
@@ -237,7 +237,7 @@ class _Rewriter:
                 axes, axes_node = self.const(np.array([axis], np.int64), "row_axis")
                 nodes += [start_node, axes_node,
                           helper.make_node("Slice", [produced, start, start, axes], [result])]
-            else:
-                nodes.append(helper.make_node("Identity", [produced], [result]))
+            else:  # the node's own output leaves the branch: no copy
+                result = produced
             outputs.append(helper.make_tensor_value_info(result, elem, None))
         return helper.make_graph(nodes, self.names.fresh("zero_steps_branch"), [], outputs)
