@@ -198,3 +198,18 @@ def test_until_scan_over_zero_length_sequences_keeps_the_element_shape(length):
     # the raw export gives (0, 0) in onnxruntime, as any zero-trip Loop: make_safe fixes it
     _check(_every_path(model, {"m": rows}, safe_export=True),
            {"doubled": np.array(expected).reshape(-1, 3)})
+
+
+def test_zero_length_scan_inside_a_loop_body():
+    m = T.input("m", (None, None), "float64")
+
+    def row_sums(row):
+        partial, _ = T.scan(lambda v, acc: acc + v, sequences=row, outputs_info=T.constant(0.0))
+        return partial
+
+    inner, _ = T.map(row_sums, sequences=m)
+    model = T.build_model({"inner": inner}, name="nested")
+    for shape in ((2, 0), (3, 4)):
+        rows = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+        expected = np.cumsum(rows, axis=1).reshape(shape)
+        _check(_every_path(model, {"m": rows}, safe_export=True), {"inner": expected})
