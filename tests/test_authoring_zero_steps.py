@@ -213,3 +213,10 @@ def test_zero_length_scan_inside_a_loop_body():
         rows = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
         expected = np.cumsum(rows, axis=1).reshape(shape)
         _check(_every_path(model, {"m": rows}, safe_export=True), {"inner": expected})
+
+
+def test_scans_of_declared_positive_length_are_left_alone():
+    model = _scan_model(0)
+    model.graph.input[1].type.tensor_type.shape.dim[0].dim_value = 3  # x: [3, 2]
+    assert probe_zero_steps(model) is model
+    assert [n.op_type for n in probe_zero_steps(_scan_model(0)).graph.node][-1] == "If"

@@ -27,6 +27,7 @@ is right then), and so is a node whose element types or ranks are unknown.
 from __future__ import annotations
 
 import copy
+import itertools
 
 import numpy as np
 import onnx
@@ -47,10 +48,13 @@ def probe_zero_steps(model: onnx.ModelProto) -> onnx.ModelProto:
     Returns ``model`` itself when no node needs it (else a rewritten copy).
     """
     opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 0)
-    if opset < _MIN_OPSET or not any(_plan(n) for n in all_nodes(model.graph)):
+    if opset < _MIN_OPSET or not any(_plan(n, {}) for n in all_nodes(model.graph)):
         return model
     rewritten = copy.deepcopy(model)
-    _Rewriter(NameAllocator.of_graph(rewritten.graph)).graph(rewritten.graph)
+    rewriter = _Rewriter(NameAllocator.of_graph(rewritten.graph))
+    rewriter.graph(rewritten.graph)
+    if not rewriter.wrapped:
+        return model
     return rewritten
 
 
@@ -70,7 +74,27 @@ def _static(value: onnx.ValueInfoProto) -> bool:
     return tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim)
 
 
-def _plan(node: onnx.NodeProto) -> bool:
+def _static_values(graph: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
+    """The values of ``graph`` whose shapes are declared (inputs, value_info)."""
+    return {v.name: v for v in itertools.chain(graph.input, graph.value_info)
+            if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")}
+
+
+def _never_empty(node: onnx.NodeProto, n_states: int, axes: list[int],
+                 known: dict[str, onnx.ValueInfoProto]) -> bool:
+    """True when a Scan's first scan input is declared with a positive length."""
+    value = known.get(node.input[n_states])
+    if value is None:
+        return False
+    dims = value.type.tensor_type.shape.dim
+    axis = axes[0] if axes else 0
+    if not -len(dims) <= axis < len(dims):
+        return False
+    dim = dims[axis]
+    return dim.HasField("dim_value") and dim.dim_value > 0
+
+
+def _plan(node: onnx.NodeProto, known: dict[str, onnx.ValueInfoProto]) -> bool:
     """True when ``node`` is a Scan or Loop this module rewrites (types all known)."""
     if node.domain not in _DEFAULT_DOMAINS or node.op_type not in ("Scan", "Loop") \
             or not all(node.output):
@@ -85,7 +109,9 @@ def _plan(node: onnx.NodeProto) -> bool:
         if n_scan == 0 or len(body.input) != len(node.input):
             return False
         inputs_ok = all(_elem_and_rank(v)[1] is not None for v in body.input[n_states:])
-        return inputs_ok and all(_elem_and_rank(v)[0] for v in body.output)
+        axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
+        return (inputs_ok and all(_elem_and_rank(v)[0] for v in body.output)
+                and not _never_empty(node, n_states, axes, known))
     n_states = len(body.input) - 2
     scan_outputs = body.output[1 + n_states:]
     bounded = any(name for name in node.input[:2])
@@ -96,13 +122,15 @@ def _plan(node: onnx.NodeProto) -> bool:
 class _Rewriter:
     def __init__(self, names: NameAllocator):
         self.names = names
+        self.wrapped = 0
 
     def graph(self, graph: onnx.GraphProto) -> None:
         nodes = []
+        known = _static_values(graph)
         for node in graph.node:
             for g in subgraphs(node):
                 self.graph(g)
-            nodes.extend(self.wrap(node) if _plan(node) else [node])
+            nodes.extend(self.wrap(node) if _plan(node, known) else [node])
         del graph.node[:]
         graph.node.extend(nodes)
 
@@ -112,6 +140,7 @@ class _Rewriter:
                                       value=numpy_helper.from_array(value))
 
     def wrap(self, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+        self.wrapped += 1
         body = _attrs(node)["body"].g
         if node.op_type == "Scan":
             n_states = len(node.input) - _attrs(node)["num_scan_inputs"].i
