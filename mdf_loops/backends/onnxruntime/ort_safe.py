@@ -23,7 +23,8 @@ two places a valid model can reach with ordinary inputs:
   numpy.
 
 :func:`make_safe` applies both, at every depth of subgraphs; the values are
-unchanged. Moving an axis needs the rank of the value, and guarding a division
+unchanged. It then applies :mod:`mdf_loops.backends.onnxruntime.zero_steps`, so
+that loops running zero times give the reference answer instead of failing. Moving an axis needs the rank of the value, and guarding a division
 its element type: ONNX shape inference supplies both.
 """
 
