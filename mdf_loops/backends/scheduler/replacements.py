@@ -13,6 +13,7 @@ import contextvars
 import functools
 import logging
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import modeci_mdf.execution_engine as _engine
@@ -23,9 +24,11 @@ from mdf_loops.backends.scheduler.semantics import onnx_semantics, onnx_semantic
 from mdf_loops.errors import EvaluationError, IterationLimitError, MdfLoopsError, pop_frame, push_frame
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.semantics import onnx_semantics_of
+from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import current_limits, how_to_raise
 
-__all__ = ["STOCK", "ABSENT", "current_engine_node", "route_function", "registered_op_types"]
+__all__ = ["STOCK", "ABSENT", "Route", "current_engine_node", "route_function",
+           "registered_functions"]
 
 #: hook key -> the name's value before ``install`` (:data:`ABSENT`: none of its own)
 STOCK: dict[str, Any] = {}
@@ -37,12 +40,24 @@ _CURRENT_NODE: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "mdf_loops_engine_node", default=None
 )
 
-#: expression string (as the engine sees it) -> ONNX op type; filled by the registry
-_OP_BY_EXPRESSION: dict[str, str] = {}
-#: function name -> (its registry entry, ONNX op type); filled by the registry
-_OP_BY_FUNCTION: dict[str, tuple[dict, str]] = {}
-#: op types stock modeci-mdf cannot evaluate (control flow, newer operators): always ours
-_ALWAYS_OURS: set[str] = set(BODY_ATTRIBUTES)
+
+@dataclass(frozen=True)
+class Route:
+    """An ``onnx::`` (or ``onnxml::``) function mdf-loops can evaluate."""
+
+    op_type: str
+    domain: str  # the ONNX domain ("" by default)
+    always: bool  # stock modeci-mdf cannot evaluate it: ours with or without ONNX semantics
+
+    def taken(self) -> bool:
+        """True when mdf-loops evaluates the call now."""
+        return self.always or onnx_semantics_active()
+
+
+#: expression string (as the engine sees it) -> its route; filled by the registry
+_BY_EXPRESSION: dict[str, Route] = {}
+#: function name -> (its registry entry, its route); filled by the registry
+_BY_FUNCTION: dict[str, tuple[dict, Route]] = {}
 
 
 def current_engine_node() -> Any:
@@ -50,44 +65,40 @@ def current_engine_node() -> Any:
     return _CURRENT_NODE.get()
 
 
-def registered_op_types() -> set[str]:
-    """The ONNX op types routed to mdf-loops' evaluator."""
-    return set(_OP_BY_EXPRESSION.values())
+def registered_functions() -> list[str]:
+    """The function names routed to mdf-loops' evaluator."""
+    return sorted(_BY_FUNCTION)
 
 
-def route_function(function: str, entry: dict, expression: str, op_type: str,
+def route_function(function: str, entry: dict, expression: str, op_type: str, domain: str,
                    stock_has_it: bool) -> None:
-    """Evaluate ``function`` (registry ``entry``, engine ``expression``) as ``onnx::op_type``.
-
-    Functions stock modeci-mdf has are ours under ONNX semantics only.
-    """
-    _OP_BY_EXPRESSION[expression] = op_type
-    _OP_BY_FUNCTION[function] = (entry, op_type)
-    if not stock_has_it:
-        _ALWAYS_OURS.add(op_type)
+    """Evaluate ``function`` (registry ``entry``, engine ``expression``) as ONNX ``op_type``
+    of ``domain``: always when stock modeci-mdf lacks it (or it is Scan, Loop or If),
+    else under ONNX semantics only."""
+    always = not stock_has_it or (domain == "" and op_type in BODY_ATTRIBUTES)
+    route = Route(op_type, domain, always)
+    _BY_EXPRESSION[expression] = route
+    _BY_FUNCTION[function] = (entry, route)
 
 
 def _stock(key: str) -> Callable:
     return STOCK[key]
 
 
-def _ours(op_type: str | None) -> bool:
-    return op_type is not None and (op_type in _ALWAYS_OURS or onnx_semantics_active())
-
-
-def _call(op_type: str, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> Any:
-    if op_type in BODY_ATTRIBUTES and not onnx_semantics_active():
+def _call(route: Route, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> Any:
+    owner = _CURRENT_NODE.get()
+    if route.domain == "" and route.op_type in BODY_ATTRIBUTES and not onnx_semantics_active():
         with onnx_semantics():  # a loop's bodies run with ONNX semantics in every model
-            return call_onnx_function(op_type, base, evaluated, _CURRENT_NODE.get())
-    return call_onnx_function(op_type, base, evaluated, _CURRENT_NODE.get())
+            return call_onnx_function(route.op_type, base, evaluated, owner, route.domain)
+    return call_onnx_function(route.op_type, base, evaluated, owner, route.domain)
 
 
 def evaluate_onnx_expr(expr: str, base_parameters: Mapping[str, Any],
                         evaluated_parameters: Mapping[str, Any], verbose: bool = False) -> Any:
-    op_type = _OP_BY_EXPRESSION.get(expr)
-    if not _ours(op_type):
+    route = _BY_EXPRESSION.get(expr)
+    if route is None or not route.taken():
         return _stock("evaluate_onnx_expr")(expr, base_parameters, evaluated_parameters, verbose)
-    return _call(op_type, base_parameters, evaluated_parameters)
+    return _call(route, base_parameters, evaluated_parameters)
 
 
 def evaluate_parameter(self, parameters: Mapping[str, Any], time_increment: Any = None,
@@ -103,8 +114,8 @@ def evaluate_parameter(self, parameters: Mapping[str, Any], time_increment: Any 
     """
     parameter = self.parameter
     function = parameter.function
-    route = _OP_BY_FUNCTION.get(function) if type(function) is str else None
-    if (route is None or not _ours(route[1]) or parameter.value is not None
+    route = _BY_FUNCTION.get(function) if type(function) is str else None
+    if (route is None or not route[1].taken() or parameter.value is not None
             or parameter.args is None or parameter.conditions or self.verbose
             or _engine.mdf_functions.get(function) is not route[0]):
         return _stock("parameter_evaluate")(self, parameters, time_increment, array_format)
@@ -140,7 +151,7 @@ def _marked(graph: Any) -> ExitStack:  # for __init__, once per graph
     marker = onnx_semantics_of(graph)
     if marker is not None:
         stack.enter_context(onnx_semantics())
-        stack.enter_context(opset(marker.opset))
+        stack.enter_context(opset(marker.opset, other_opsets(graph.metadata)))
     return stack
 
 
@@ -158,7 +169,7 @@ def evaluate_graph(self, *args: Any, **kwargs: Any) -> Any:
     """
     marker = onnx_semantics_of(self.graph)
     if marker is not None:
-        with onnx_semantics(), opset(marker.opset):
+        with onnx_semantics(), opset(marker.opset, other_opsets(self.graph.metadata)):
             return _evaluate_bounded(self, args, kwargs)
     if onnx_semantics_active():
         return _evaluate_bounded(self, args, kwargs)
