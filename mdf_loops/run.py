@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-import weakref
+from collections import OrderedDict
 from contextlib import ExitStack
 from typing import Any, Mapping
 
@@ -16,7 +16,7 @@ from mdf_loops import ops
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
-from mdf_loops.safety.checks import check_model, check_structure
+from mdf_loops.safety.checks import check_model, check_structure, current_limits_key, model_digest
 from mdf_loops.backends.scheduler.onnx_functions import opset
 from mdf_loops.backends.scheduler.registry import register
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
@@ -93,12 +93,16 @@ def run(
         return _run_checked(model, inputs, graph, backend, threads, limits)
 
 
-_VERIFIED: "weakref.WeakKeyDictionary[Model, set]" = weakref.WeakKeyDictionary()
+_VERIFIED: "OrderedDict[tuple, set]" = OrderedDict()  # content key -> checks passed
 
 
 def _verify(model: Model, trusted: bool) -> None:
-    """The structure and expression checks, done once per Model object."""
-    done = _VERIFIED.setdefault(model, set())
+    """The structure and expression checks, once per model content (an edit checks again)."""
+    key = (model_digest(model), current_limits_key())
+    done = _VERIFIED.setdefault(key, set())
+    _VERIFIED.move_to_end(key)
+    while len(_VERIFIED) > 256:
+        _VERIFIED.popitem(last=False)
     if "structure" not in done:
         check_structure(model)
         done.add("structure")

@@ -31,7 +31,8 @@ import numpy as np
 
 from mdf_loops.ops.common import check_elements, current_limits
 
-__all__ = ["expression_refusal", "expression_numpy", "untrusted_expressions", "SAFE_BUILTINS",
+__all__ = ["expression_refusal", "expression_numpy", "untrusted_expressions",
+           "expressions_untrusted", "SAFE_BUILTINS",
            "UNSAFE_BUILTINS", "NUMPY_FUNCTIONS", "MATH_FUNCTIONS"]
 
 #: builtins an expression may call; every other builtin name is refused
@@ -310,6 +311,11 @@ def untrusted_expressions() -> Iterator[None]:
         yield
     finally:
         _UNTRUSTED.reset(token)
+
+
+def expressions_untrusted() -> bool:
+    """Whether expressions evaluated now belong to a model that is not trusted."""
+    return _UNTRUSTED.get()
 
 
 def expression_numpy() -> Any:

@@ -15,6 +15,8 @@ body that contains itself, text edge weights, unknown scheduler conditions).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -25,12 +27,13 @@ from modeci_mdf.mdf import Condition, Graph, Model, Node
 
 from mdf_loops.errors import MdfLoopsError, ModelError
 from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
+from mdf_loops.safety.evaluation import function_refusal
 from mdf_loops.ops.common import current_limits
 from mdf_loops.model.convention import body_graph
 from mdf_loops.validation.report import Problem, format_path
 
 __all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
-           "check_aliases", "find_unsafe"]
+           "check_aliases", "find_unsafe", "model_digest", "current_limits_key"]
 
 
 class UnsafeExpressionError(MdfLoopsError):
@@ -100,6 +103,33 @@ def check_aliases(document: Any, where: str) -> None:
             f"{where}: YAML aliases expand {distinct} lists and mappings into {expanded} "
             "items; refusing a file that multiplies its own content"
         )
+
+
+def model_digest(model: Model) -> Any:
+    """A key of the model's content: equal for equal content, different after any edit.
+
+    The SHA-256 of its serialized dict (arrays written out in full); a model that
+    cannot be serialized gets a key equal to nothing else, so it is checked every time.
+    """
+    try:
+        text = json.dumps(model.to_dict(), sort_keys=True, default=_serialized)
+    except Exception:  # content modelspec cannot write: never reuse a check of it
+        return object()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def current_limits_key() -> tuple:
+    """The limits the checks depend on (body depth walked, literal sizes refused)."""
+    limits = current_limits()
+    return (limits.max_depth, limits.max_elements)
+
+
+def _serialized(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [str(value.dtype), value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return f"{type(value).__qualname__}:{value!r}"
 
 
 def _walked(model: Model) -> "_ModelWalker":
@@ -214,9 +244,7 @@ class _ModelWalker:
                        early, depth, text_is_data=True)
         for parameter in parameters:
             where = path + ("parameters", parameter.id)
-            names = self._callable(parameter, where, early, depth)
-            if isinstance(parameter.function, str) and parameter.function not in mdf_functions:
-                self.value(parameter.function, where + ("function",), names, depth)  # run as code
+            self._callable(parameter, where, early, depth)
             conditions = parameter.conditions or ()
             for index, condition in enumerate(conditions if isinstance(conditions, list) else ()):
                 cid = _field(condition, "id") or index
@@ -241,6 +269,12 @@ class _ModelWalker:
             self.value(getattr(item, field, None), where + (field,), names, depth)
         for name, arg in args.items():
             self.value(arg, where + ("args", name), names, depth)
+        function = getattr(item, "function", None)
+        refusal = function_refusal(function)
+        if refusal:
+            self.expressions.append(Problem(format_path(where + ("function",)), refusal))
+        elif isinstance(function, str) and function not in mdf_functions:
+            self.value(function, where + ("function",), names, depth)  # run as code
         return names
 
     def value(self, value: Any, path: tuple, names: frozenset, depth: int,
@@ -250,9 +284,28 @@ class _ModelWalker:
             if reason:
                 self.expressions.append(Problem(format_path(path), reason))
         elif isinstance(value, (Graph, Mapping)):
-            self._body(value, path, depth)
+            if not self._body(value, path, depth) and isinstance(value, Mapping):
+                self._data(value, path, names)
+        elif isinstance(value, (list, tuple)):
+            self._data(value, path, names)
 
-    def _body(self, value: Any, path: tuple, depth: int) -> None:
+    def _data(self, value: Any, path: tuple, names: frozenset) -> None:
+        """Text inside a dict or list value, at any depth: data, never an allowed expression's
+        disguise (modeci-mdf's ACT-R functions join such text into code)."""
+        stack = [(value, path)]
+        while stack:
+            item, where = stack.pop()
+            if isinstance(item, str):
+                reason = expression_refusal(item, names, text_is_data=True)
+                if reason:
+                    self.expressions.append(Problem(format_path(where), reason))
+            elif isinstance(item, Mapping):
+                stack.extend((v, where + (str(k),)) for k, v in item.items())
+            elif isinstance(item, (list, tuple)):
+                stack.extend((v, where + (i,)) for i, v in enumerate(item))
+
+    def _body(self, value: Any, path: tuple, depth: int) -> bool:
+        """Walk ``value`` as a loop body; False when it is no graph."""
         if isinstance(value, Mapping) and len(value) == 1:
             (key, inner), = value.items()
             if isinstance(key, str) and key.startswith("graph_"):
@@ -260,18 +313,19 @@ class _ModelWalker:
         try:
             graph = body_graph(value, format_path(path))
         except ModelError:
-            return  # not a graph: the engine never builds it as a body
+            return False  # not a graph: the engine never builds it as a body
         if depth + 1 > self._max_depth:
-            return  # never built: the run stops with DepthLimitError before this depth
+            return True  # never built: the run stops with DepthLimitError before this depth
         key = id(value)
         if key in self._open or id(graph) in self._open:
             self.structure.append(Problem(format_path(path), "this body contains itself"))
-            return
+            return True
         self._open |= {key, id(graph)}
         try:
             self.graph(graph, path, depth + 1)
         finally:
             self._open -= {key, id(graph)}
+        return True
 
     # -- structure
     def _elements(self, owner: Any, field: str, path: tuple) -> list:

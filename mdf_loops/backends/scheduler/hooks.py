@@ -31,6 +31,7 @@ from modeci_mdf.mdf import MdfBase as _MdfBase
 
 from mdf_loops.errors import EvaluationError, IterationLimitError, MdfLoopsError, pop_frame, push_frame
 from mdf_loops.safety.allowlist import expression_numpy
+from mdf_loops.safety.evaluation import guarded_evaluate_expr
 from mdf_loops.ops.common import current_limits, how_to_raise
 from mdf_loops.backends.scheduler.onnx_functions import call_onnx_function
 
@@ -311,6 +312,7 @@ _PATCHES: dict[str, tuple[Any, str, Callable]] = {
     "element_format": (_MdfBase, "__format__", _format_element),
     "absolute_unit": (_scheduler, "_parse_absolute_unit", _parse_absolute_unit),
     "graph_init": (_engine.EvaluableGraph, "__init__", _init_graph),
+    "evaluate_expr": (_engine, "evaluate_expr", guarded_evaluate_expr),  # docs/safety.md
 }
 
 
