@@ -16,6 +16,7 @@ from mdf_loops import ops
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.safety.onnx_files import onnx_file_access
 from mdf_loops.safety.checks import check_model, check_structure, current_limits_key, model_digest
 from mdf_loops.backends.scheduler.onnx_functions import opset
 from mdf_loops.backends.scheduler.registry import register
@@ -43,6 +44,7 @@ def run(
     max_elements: int | None = None,
     backend: str = "auto",
     threads: int = 1,
+    external_data_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Evaluate a model's graph once and return its outputs.
 
@@ -66,6 +68,9 @@ def run(
             is counted by the scheduler only.
         threads: onnxruntime intra-op threads of the compiled mode (loops of small
             operations run fastest on one).
+        external_data_dir: the folder an ONNX file's external tensor data may be read
+            from (only files inside it); without it, external data is read only when
+            ``trusted``, from the model's own folder (docs/safety.md).
 
     Returns:
         ``{output name: value}``: arrays, lists for sequences, ``None`` for an
@@ -81,7 +86,8 @@ def run(
         raise ValueError("max_total_iterations applies to the scheduler backend only")
     with ExitStack() as stack:
         stack.enter_context(ops.limits(**changed))
-        model = load_model(model)
+        with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
+            model = load_model(model)
         # -- safety: before anything is evaluated (docs/safety.md)
         _verify(model, trusted)
         if not trusted:

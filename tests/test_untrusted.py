@@ -11,14 +11,16 @@ import json
 import os
 from pathlib import Path
 
+import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Function, Graph, InputPort, Model, Node, OutputPort, Parameter
+from onnx import helper as oh
 
 import mdf_loops
-from mdf_loops.errors import MdfLoopsError
+from mdf_loops.errors import MdfLoopsError, ModelError, SizeLimitError
 from mdf_loops.safety.checks import UnsafeExpressionError
 
 MARKER_ENV = "MDF_LOOPS_TEST_MARKER"
@@ -184,3 +186,118 @@ def test_standard_functions_with_nested_payloads_run_nothing(marker, data):
     as_function = data.draw(st.booleans(), label="in functions")
     _run_untrusted(_standard_function_model(name, carrier, as_function))
     _nothing_ran(marker)
+
+
+# ---------------------------------------------------------------- ONNX files
+
+SECRET = b"SECRET-KEY-BYTES-0123456789abcdef"
+
+
+def _child_peak(code: str, *args: str, limit_mb: int = 1500) -> tuple[str, int]:
+    """Run ``code`` in a fresh Python under an address-space cap; (its one-line result,
+    its peak resident memory in MB, measured by the child itself)."""
+    import subprocess
+    import sys
+
+    wrapper = (
+        "import resource, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_AS, ({limit_mb} * 2**20, resource.RLIM_INFINITY))\n"
+        "try:\n" + "".join(f"    {line}\n" for line in code.splitlines()) +
+        "    result = 'ok'\n"
+        "except Exception as exc:\n"
+        "    result = f'{type(exc).__name__}: {exc}'\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
+        "print(repr(result)); print(peak)\n")
+    done = subprocess.run([sys.executable, "-c", wrapper, *args], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result, peak = done.stdout.strip().splitlines()[-2:]
+    return eval(result), int(peak)  # noqa: S307 - our own child's repr of a string
+
+
+def _external_data_model(folder: Path, location: str) -> Path:
+    tensor = onnx.TensorProto(name="w", data_type=onnx.TensorProto.UINT8, dims=[len(SECRET)])
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", location), ("length", str(len(SECRET)))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    graph = oh.make_graph([oh.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [oh.make_tensor_value_info("y", onnx.TensorProto.UINT8, [len(SECRET)])],
+                          [tensor])
+    path = folder / "model.onnx"
+    path.write_bytes(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+                     .SerializeToString())
+    return path
+
+
+@pytest.fixture
+def home(tmp_path):
+    """A home folder with a key below it, and a model saved in it."""
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "id_rsa").write_bytes(SECRET)
+    return tmp_path
+
+
+def _no_secret_in(*folders: Path) -> None:
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if path.is_file() and path.name != "id_rsa":
+                assert SECRET not in path.read_bytes(), path
+
+
+def test_external_data_below_the_model_folder_is_not_read_untrusted(home):
+    model = _external_data_model(home, ".ssh/id_rsa")
+    for call in (lambda: mdf_loops.run(str(model)), lambda: mdf_loops.onnx_to_mdf(str(model)),
+                 lambda: mdf_loops.validate(str(model))):
+        with pytest.raises(ModelError, match="initializer 'w' keeps its data in another file"):
+            call()
+    outputs = mdf_loops.run(str(model), trusted=True)  # the control: the data is there
+    assert outputs["y"].tobytes() == SECRET
+
+
+def test_external_data_only_from_inside_the_named_folder(home):
+    (home / "models").mkdir()
+    model = _external_data_model(home / "models", "../.ssh/id_rsa")
+    for folder in (home / "models", home):
+        with pytest.raises(ModelError, match="is not a file inside"):
+            mdf_loops.run(str(model), external_data_dir=str(folder))
+    (home / "models" / "weights.bin").write_bytes(b"w" * len(SECRET))
+    model = _external_data_model(home / "models", "weights.bin")
+    outputs = mdf_loops.run(str(model), external_data_dir=str(home / "models"))
+    assert outputs["y"].tobytes() == b"w" * len(SECRET)
+
+
+def test_import_on_the_command_line_does_not_copy_external_data(home):
+    import subprocess
+    import sys
+
+    model = _external_data_model(home, ".ssh/id_rsa")
+    out = home / "out.json"
+    done = subprocess.run([sys.executable, "-m", "mdf_loops", "import", str(model), "-o",
+                           str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--external-data-dir" in done.stderr and not out.exists()
+    _no_secret_in(home)
+
+
+def test_a_tiny_file_with_a_huge_sparse_initializer_allocates_nothing(tmp_path):
+    values = oh.make_tensor("v", onnx.TensorProto.FLOAT, [1], [1.0])
+    indices = oh.make_tensor("i", onnx.TensorProto.INT64, [1], [0])
+    graph = oh.make_graph([oh.make_node("Identity", ["v"], ["y"])], "g", [],
+                          [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                          sparse_initializer=[oh.make_sparse_tensor(values, indices,
+                                                                    [20000, 20000])])
+    path = tmp_path / "sparse.onnx"
+    path.write_bytes(oh.make_model(graph).SerializeToString())
+    assert path.stat().st_size < 200
+    result, peak = _child_peak("import mdf_loops\nmdf_loops.onnx_to_mdf(sys.argv[1])", str(path))
+    assert result.startswith("SizeLimitError") and "[20000, 20000]" in result, result
+    assert "\n" not in result and peak < 1000
+
+
+def test_a_dense_tensor_declaring_more_than_max_elements_is_refused(tmp_path):
+    tensor = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[100000, 100000])
+    graph = oh.make_graph([oh.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], [tensor])
+    with pytest.raises(SizeLimitError, match="max_elements"):
+        mdf_loops.onnx_to_mdf(oh.make_model(graph))
