@@ -100,8 +100,8 @@ def check_aliases(document: Any, where: str) -> None:
     distinct, expanded = _document_size(document, where)
     if expanded > max(1_000_000, 2 * distinct):
         raise ModelError(
-            f"{where}: YAML aliases expand {distinct} lists and mappings into {expanded} "
-            "items; refusing a file that multiplies its own content"
+            f"{where}: YAML aliases expand {distinct} items into {expanded}; refusing a "
+            "file that multiplies its own content"
         )
 
 
@@ -167,8 +167,13 @@ def _first_repeated_key(value: Any, path: tuple) -> str | None:
 
 
 def _document_size(document: Any, where: str) -> tuple[int, int]:
-    """(distinct lists and mappings, items after expanding aliases); refuses cycles."""
+    """(items as written, items after expanding aliases); refuses cycles.
+
+    Items are the document, its lists and mappings and their entries; as written, a
+    list or mapping that aliases repeat counts once.
+    """
     sizes: dict[int, int] = {}
+    written: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(document, False)]
     while stack:
@@ -186,10 +191,11 @@ def _document_size(document: Any, where: str) -> tuple[int, int]:
             raise ModelError(f"{where}: a YAML alias refers to a mapping or list that contains it")
         if key in sizes:
             continue
+        written[key] = len(children)
         on_path.add(key)
         stack.append((item, True))
         stack.extend((c, False) for c in children if isinstance(c, (Mapping, list)))
-    return len(sizes), sizes.get(id(document), 1)
+    return 1 + sum(written.values()), sizes.get(id(document), 1)
 
 
 # ---------------------------------------------------------------- models

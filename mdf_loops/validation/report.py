@@ -60,6 +60,17 @@ def validate(model_or_path: Model | Mapping | str | os.PathLike, *,
         ModelError: the file is missing or is not JSON/YAML/ONNX at all (there is
             no model to check).
     """
+    try:
+        return _problems(model_or_path, expressions)
+    except RecursionError:
+        raise ModelError(f"{_describe(model_or_path)}: nested too deeply to check") from None
+
+
+def _describe(model: Any) -> str:
+    return os.fspath(model) if _is_path(model) else f"model '{getattr(model, 'id', '?')}'"
+
+
+def _problems(model_or_path: Any, expressions: bool) -> list[Problem]:
     from mdf_loops.validation.rules import rule_problems
 
     problems: list[Problem] = []
@@ -175,6 +186,11 @@ def read_document(path: str | os.PathLike) -> Any:
         raise ModelError(f"{path}: not valid YAML: {_yaml_reason(exc)}") from None
     except OSError as exc:
         raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
+    except RecursionError:
+        raise ModelError(f"{path}: nested too deeply to read") from None
+    except ValueError as exc:  # an integer of more digits than Python converts, and the like
+        raise ModelError(f"{path}: not a readable model file ({' '.join(str(exc).split())})") \
+            from None
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:
