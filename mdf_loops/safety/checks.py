@@ -33,7 +33,7 @@ from mdf_loops.model.convention import body_graph
 from mdf_loops.validation.report import Problem, format_path
 
 __all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
-           "check_aliases", "find_unsafe", "model_digest", "current_limits_key"]
+           "check_aliases", "find_unsafe", "refusals", "model_digest", "current_limits_key"]
 
 
 class UnsafeExpressionError(MdfLoopsError):
@@ -65,6 +65,13 @@ def find_unsafe(model: Model, *, structure: bool = True) -> list[Problem]:
     engine would hang or crash on), each with its path in the model file."""
     walker = _walked(model)
     return (walker.structure if structure else []) + walker.expressions
+
+
+def refusals(model: Model) -> tuple[list[Problem], list[Problem]]:
+    """(structure problems, refused expressions) of ``model``: everything :func:`mdf_loops.run`
+    refuses before evaluating (the structure always, the expressions unless trusted)."""
+    walker = _walked(model)
+    return walker.structure, walker.expressions
 
 
 def check_model(model: Model) -> None:
