@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -301,3 +302,80 @@ def test_a_dense_tensor_declaring_more_than_max_elements_is_refused(tmp_path):
                           [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], [tensor])
     with pytest.raises(SizeLimitError, match="max_elements"):
         mdf_loops.onnx_to_mdf(oh.make_model(graph))
+
+
+# ---------------------------------------------------------------- operator sizes
+
+
+def _f32(*shape):
+    return np.ones(shape, np.float32)
+
+
+_SIZE_CASES = [
+    ("Pad", [_f32(2, 3), np.array([0, 1, 2, 3], np.int64)], {}),
+    ("Pad", [_f32(2, 3), np.array([1, 2], np.int64), None, np.array([1], np.int64)], {}),
+    ("Mul", [_f32(4, 1), _f32(1, 5)], {}),
+    ("Where", [np.ones((3, 1), bool), _f32(1, 4), _f32(2, 1, 1)], {}),
+    ("MatMul", [_f32(2, 3, 4), _f32(4, 5)], {}),
+    ("MatMul", [_f32(4), _f32(3, 4, 2)], {}),
+    ("Gemm", [_f32(4, 3), _f32(5, 4)], {"transA": 1, "transB": 1}),
+    ("Einsum", [_f32(3, 4), _f32(4, 5)], {"equation": "ij,jk->ik"}),
+    ("Einsum", [_f32(2, 3, 4), _f32(2, 4, 5)], {"equation": "...ij,...jk"}),
+    ("Einsum", [_f32(3), _f32(4)], {"equation": "i,j"}),
+    ("Concat", [_f32(2, 3), _f32(5, 3)], {"axis": 0}),
+    ("Tile", [_f32(2, 3), np.array([3, 2], np.int64)], {}),
+    ("Expand", [_f32(3, 1), np.array([2, 1, 4], np.int64)], {}),
+    ("Range", [np.array(1.0, np.float32), np.array(10.0, np.float32),
+               np.array(2.5, np.float32)], {}),
+    ("ConstantOfShape", [np.array([3, 4], np.int64)], {}),
+    ("OneHot", [np.array([0, 2, 1], np.int64), np.array(5, np.int64),
+                np.array([0, 1], np.float32)], {}),
+    ("Resize", [_f32(1, 1, 2, 3), None, np.array([1, 1, 2, 1.5], np.float32)], {}),
+    ("Resize", [_f32(1, 1, 2, 3), None, None, np.array([1, 1, 5, 7], np.int64)], {}),
+    ("RandomUniform", [], {"shape": [3, 5]}),
+    ("RandomNormalLike", [_f32(2, 7)], {}),
+]
+
+
+@pytest.mark.parametrize("op_type, inputs, attributes", _SIZE_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(_SIZE_CASES)])
+def test_planned_sizes_match_onnx_reference_outputs(op_type, inputs, attributes):
+    from onnx.reference import ReferenceEvaluator
+
+    from mdf_loops.safety.operator_sizes import planned_elements
+
+    names = [f"in{k}" if v is not None else "" for k, v in enumerate(inputs)]
+    node = oh.make_node(op_type, names, ["out"], **attributes)
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info(n, 0, None) for n in names if n],
+                          [oh.make_tensor_value_info("out", 0, None)])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)])
+    feeds = {n: v for n, v in zip(names, inputs) if n}
+    (expected,) = ReferenceEvaluator(model).run(None, feeds)
+    assert planned_elements(op_type, inputs, attributes) == np.size(expected)
+
+
+@pytest.mark.parametrize("case", ["pad", "broadcast", "random", "einsum"])
+def test_operators_asking_for_gigabytes_stop_before_allocating(case):
+    """Each ONNX operator asks for 2-4 GB; the scheduler refuses it before the kernel runs."""
+    code = f"""
+import numpy as np, mdf_loops
+from onnx import helper as oh, TensorProto as T
+F = lambda n, s: oh.make_tensor_value_info(n, T.FLOAT, s)
+case = {case!r}
+if case == "pad":
+    node, inputs = oh.make_node("Pad", ["x", "p"], ["y"]), [F("x", [2])]
+    inits, feeds = [oh.make_tensor("p", T.INT64, [2], [0, 600_000_000])], dict(x=np.ones(2, np.float32))
+elif case == "broadcast":
+    node, inputs, inits = oh.make_node("Mul", ["a", "b"], ["y"]), [F("a", [30000, 1]), F("b", [1, 30000])], []
+    feeds = dict(a=np.ones((30000, 1), np.float32), b=np.ones((1, 30000), np.float32))
+elif case == "random":
+    node, inputs, inits, feeds = oh.make_node("RandomUniform", [], ["y"], shape=[30000, 30000]), [], [], {{}}
+else:
+    node, inputs, inits = oh.make_node("Einsum", ["a", "b"], ["y"], equation="i,j->ij"), [F("a", [30000]), F("b", [30000])], []
+    feeds = dict(a=np.ones(30000, np.float32), b=np.ones(30000, np.float32))
+graph = oh.make_graph([node], "g", inputs, [F("y", None)], inits)
+model = mdf_loops.onnx_to_mdf(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)]))
+mdf_loops.run(model, feeds, backend="scheduler")"""
+    result, peak = _child_peak(code, limit_mb=1500)
+    assert result.startswith("SizeLimitError") and "max_elements" in result, result
+    assert "\n" not in result and peak < 1000
