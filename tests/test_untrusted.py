@@ -21,6 +21,7 @@ from modeci_mdf.mdf import Function, Graph, InputPort, Model, Node, OutputPort, 
 from onnx import helper as oh
 
 import mdf_loops
+import mdf_loops.files
 from mdf_loops.errors import MdfLoopsError, ModelError, SizeLimitError
 from mdf_loops.safety.checks import UnsafeExpressionError
 
@@ -379,3 +380,90 @@ mdf_loops.run(model, feeds, backend="scheduler")"""
     result, peak = _child_peak(code, limit_mb=1500)
     assert result.startswith("SizeLimitError") and "max_elements" in result, result
     assert "\n" not in result and peak < 1000
+
+
+# ---------------------------------------------------------------- more attack classes
+
+
+def test_a_yaml_file_copying_a_system_file_through_actr_is_refused(tmp_path, marker):
+    secret = tmp_path / "system.conf"
+    secret.write_bytes(SECRET)
+    copy = f"open({str(marker)!r}, 'wb').write(open({str(secret)!r}, 'rb').read())"
+    path = tmp_path / "model.yaml"
+    path.write_text(
+        "m:\n  format: ModECI MDF v0.4\n  graphs:\n    main:\n      nodes:\n        n:\n"
+        "          functions:\n            f:\n              function: pattern_to_string\n"
+        f"              args:\n                chunk:\n                  a: {json.dumps(copy)}\n"
+        "          output_ports:\n            out:\n              value: f\n")
+    result, peak = _child_peak("import mdf_loops\nmdf_loops.run(sys.argv[1])", str(path))
+    assert result.startswith("UnsafeExpressionError") and "nodes.n.functions.f" in result
+    assert "\n" not in result and peak < 1000
+    assert not marker.exists()
+    assert {p.path for p in mdf_loops.validate(str(path))} >= {
+        "graphs.main.nodes.n.functions.f.function", "graphs.main.nodes.n.functions.f.args.chunk.a"}
+
+
+@pytest.mark.parametrize("dtype", ["('u1', (46000, 46000))", "'S2000000000'", "'V2000000000'"])
+def test_a_dtype_whose_elements_are_huge_is_refused(tmp_path, dtype):
+    node = {"input_ports": {"d": {"default_value": dtype.strip("'")
+                                  if dtype.startswith("'") else "x"}},
+            "output_ports": {"literal": {"value": f"numpy.ones(1, dtype={dtype})"}}}
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(_document(node)))
+    result, peak = _child_peak("import mdf_loops\nmdf_loops.run(sys.argv[1], backend='scheduler')",
+                               str(path))
+    assert result.startswith(("UnsafeExpressionError", "SizeLimitError")) and "dtype" in result
+    assert peak < 1000
+    if dtype.startswith("'"):  # the same dtype as a value read at run time
+        node["output_ports"] = {"computed": {"value": "numpy.zeros(1, d)"}}
+        path.write_text(json.dumps(_document(node)))
+        result, peak = _child_peak(
+            "import mdf_loops\nmdf_loops.run(sys.argv[1], backend='scheduler')", str(path))
+        assert result.startswith("SizeLimitError") and "dtype" in result and peak < 1000
+
+
+def test_a_huge_integer_and_deep_nesting_give_model_errors(tmp_path):
+    digits = tmp_path / "digits.json"
+    digits.write_text(json.dumps(_document({"parameters": {"p": {"value": 1}}}))
+                      .replace('"value": 1', '"value": ' + "9" * 5000))
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(_document({"parameters": {"p": {"value": 0}}}))
+                    .replace('"value": 0', '"value": ' + "[" * 100_000 + "]" * 100_000))
+    for path in (digits, deep):
+        for call in (mdf_loops.run, mdf_loops.validate, mdf_loops.load_model):
+            with pytest.raises(ModelError, match=str(path.name)) as error:
+                call(str(path))
+            assert "\n" not in str(error.value)
+
+
+def test_a_write_killed_half_way_leaves_a_part_that_the_next_write_removes(tmp_path):
+    import subprocess
+    import sys
+
+    target = tmp_path / "out.npz"
+    code = ("import os, signal, sys\n"
+            "import mdf_loops.files as files\n"
+            "def killed(handle, payload):\n"
+            "    os.write(handle, payload[:1000])\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n"
+            "files._write_all = killed\n"
+            "files.write_atomically(sys.argv[1], b'x' * 100000)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(target)], timeout=300)
+    assert done.returncode == -9
+    assert len(list(tmp_path.glob(".out.npz.*.part"))) == 1 and not target.exists()
+    mdf_loops.files.write_atomically(target, b"complete")
+    assert target.read_bytes() == b"complete"
+    assert not list(tmp_path.glob(".out.npz.*"))
+
+
+def test_run_limited_runs_a_model_in_a_child_and_stops_a_long_one():
+    from mdf_loops.safety.sandbox import ResourceLimitError
+
+    model = Model(id="m", graphs=[Graph(id="main", nodes=[Node(
+        id="n", input_ports=[InputPort(id="a")],
+        output_ports=[OutputPort(id="y", value="numpy.einsum('ij,jk,kl,lm->im', a, a, a, a)")])])])
+    small = mdf_loops.run_limited(model, {"a": np.eye(3)}, timeout=60, backend="scheduler")
+    assert np.array_equal(small["n.y"], np.eye(3))
+    with pytest.raises(ResourceLimitError, match="took longer than 2 s"):
+        mdf_loops.run_limited(model, {"a": np.ones((1000, 1000))}, timeout=2,
+                              backend="scheduler")
