@@ -15,8 +15,6 @@ body that contains itself, text edge weights, unknown scheduler conditions).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -31,6 +29,8 @@ from mdf_loops.safety.evaluation import function_refusal
 from mdf_loops.ops.common import current_limits
 from mdf_loops.model.convention import body_graph
 from mdf_loops.validation.report import Problem, format_path
+from mdf_loops.safety.documents import (  # noqa: F401 - part of this module's interface
+    check_aliases, check_document, current_limits_key, model_digest)
 
 __all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
            "check_aliases", "find_unsafe", "refusals", "model_digest", "current_limits_key"]
@@ -89,56 +89,6 @@ def check_structure(model: Model) -> None:
         raise ModelError(f"{walker.structure[0]}{more}")
 
 
-def check_document(document: Any, where: str) -> None:
-    """Raise :class:`ModelError` for file content that cannot become a model safely.
-
-    Refuses keys a mapping repeats (JSON and YAML keep only the last), a YAML
-    alias that contains itself, and aliases that multiply the content (a
-    "billion laughs" file expands to more than a million items).
-    """
-    repeated = _first_repeated_key(document, ())
-    if repeated:
-        raise ModelError(f"{where}: {repeated}")
-    check_aliases(document, where)
-
-
-def check_aliases(document: Any, where: str) -> None:
-    """Raise :class:`ModelError` for YAML aliases that contain themselves or multiply content."""
-    distinct, expanded = _document_size(document, where)
-    if expanded > max(1_000_000, 2 * distinct):
-        raise ModelError(
-            f"{where}: YAML aliases expand {distinct} items into {expanded}; refusing a "
-            "file that multiplies its own content"
-        )
-
-
-def model_digest(model: Model) -> Any:
-    """A key of the model's content: equal for equal content, different after any edit.
-
-    The SHA-256 of its serialized dict (arrays written out in full); a model that
-    cannot be serialized gets a key equal to nothing else, so it is checked every time.
-    """
-    try:
-        text = json.dumps(model.to_dict(), sort_keys=True, default=_serialized)
-    except Exception:  # content modelspec cannot write: never reuse a check of it
-        return object()
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def current_limits_key() -> tuple:
-    """The limits the checks depend on (body depth walked, literal sizes refused)."""
-    limits = current_limits()
-    return (limits.max_depth, limits.max_elements)
-
-
-def _serialized(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return [str(value.dtype), value.tolist()]
-    if isinstance(value, np.generic):
-        return value.item()
-    return f"{type(value).__qualname__}:{value!r}"
-
-
 def _walked(model: Model) -> "_ModelWalker":
     walker = _ModelWalker()
     try:
@@ -148,61 +98,9 @@ def _walked(model: Model) -> "_ModelWalker":
     return walker
 
 
-# ---------------------------------------------------------------- documents
-
-
 def _as_list(value: Any) -> list:
     """A list field's items; nothing for a field of another type (reported where it is walked)."""
     return value if isinstance(value, list) else []
-
-
-def _first_repeated_key(value: Any, path: tuple) -> str | None:
-    stack = [(value, path)]
-    seen: set[int] = set()
-    while stack:
-        item, where = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, Mapping):
-            for key in getattr(item, "repeated", ()):
-                return f"{format_path(where[1:]) or 'top level'}: '{key}' is defined more than once"
-            stack.extend((v, where + (k,)) for k, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((v, where + (i,)) for i, v in enumerate(item))
-    return None
-
-
-def _document_size(document: Any, where: str) -> tuple[int, int]:
-    """(items as written, items after expanding aliases); refuses cycles.
-
-    Items are the document, its lists and mappings and their entries; as written, a
-    list or mapping that aliases repeat counts once.
-    """
-    sizes: dict[int, int] = {}
-    written: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(document, False)]
-    while stack:
-        item, done = stack.pop()
-        key = id(item)
-        children = list(item.values()) if isinstance(item, Mapping) else \
-            item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if done:
-            on_path.discard(key)
-            sizes[key] = 1 + sum(sizes.get(id(c), 1) for c in children)
-            continue
-        if key in on_path:
-            raise ModelError(f"{where}: a YAML alias refers to a mapping or list that contains it")
-        if key in sizes:
-            continue
-        written[key] = len(children)
-        on_path.add(key)
-        stack.append((item, True))
-        stack.extend((c, False) for c in children if isinstance(c, (Mapping, list)))
-    return 1 + sum(written.values()), sizes.get(id(document), 1)
 
 
 # ---------------------------------------------------------------- models
