@@ -467,3 +467,23 @@ def test_run_limited_runs_a_model_in_a_child_and_stops_a_long_one():
     with pytest.raises(ResourceLimitError, match="took longer than 2 s"):
         mdf_loops.run_limited(model, {"a": np.ones((1000, 1000))}, timeout=2,
                               backend="scheduler")
+
+
+def test_the_content_key_follows_text_and_structure():
+    from mdf_loops.safety.checks import model_digest
+
+    weights = np.ones((3, 3))
+    node = Node(id="n", input_ports=[InputPort(id="x")],
+                parameters=[Parameter(id="W", value=weights),
+                            Parameter(id="tags", value=[1, [2, "red"]])],
+                output_ports=[OutputPort(id="y", value="W @ x")])
+    model = Model(id="m", graphs=[Graph(id="main", nodes=[node])])
+    key = model_digest(model)
+    weights[0, 0] = 5.0  # numbers no check reads
+    assert model_digest(model) == key
+    node.parameters[1].value[1][1] = "open('f')"  # text inside a list
+    assert model_digest(model) != key
+    node.parameters[1].value[1][1] = "red"
+    assert model_digest(model) == key
+    node.output_ports.append(OutputPort(id="z", value="x"))
+    assert model_digest(model) != key
