@@ -119,7 +119,7 @@ def test_timeout_covers_loading_a_huge_file(tmp_path):
     path = tmp_path / "keys.yaml"
     with open(path, "w") as handle:
         handle.write("m:\n  graphs:\n    main:\n      nodes:\n        n:\n          metadata:\n")
-        for k in range(400_000):
+        for k in range(1_000_000):
             handle.write(f"            k{k}: {k}\n")
     started = time.monotonic()
     result = _command("validate", str(path), "--timeout", "2")
