@@ -17,6 +17,7 @@ from mdf_loops.errors import (
 )
 from mdf_loops import authoring
 from mdf_loops.authoring import foldl, foldr, map, reduce, scan, until
+from mdf_loops.authoring import tensor as pt  # the PyTensor-style namespace
 from mdf_loops.backends.onnxruntime.compiled import CompiledModel, CompileError, clear_compiled, compile_model
 from mdf_loops.ops import Limits, limits
 from mdf_loops.onnx.export import mdf_to_onnx, save_onnx
@@ -58,6 +59,7 @@ __all__ = [
     "foldl",
     "foldr",
     "until",
+    "pt",
     "load_model",
     "graph_interface",
     "stock_evaluate",
