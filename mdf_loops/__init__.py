@@ -38,6 +38,8 @@ from mdf_loops.model.interface import stock_evaluate
 from mdf_loops.model.semantics import mark_onnx_semantics
 from mdf_loops.run import graph_interface, load_model, run
 from mdf_loops.safety.checks import UnsafeExpressionError
+from mdf_loops.safety.onnx_files import onnx_file_access
+from mdf_loops.safety.sandbox import ResourceLimitError, run_limited
 from mdf_loops.validation.report import Problem, validate
 
 __version__ = "0.1.0"
@@ -86,6 +88,9 @@ __all__ = [
     "DepthLimitError",
     "SizeLimitError",
     "UnsafeExpressionError",
+    "onnx_file_access",
+    "run_limited",
+    "ResourceLimitError",
 ]
 
 register()

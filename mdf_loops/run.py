@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-import weakref
+from collections import OrderedDict
 from contextlib import ExitStack
 from typing import Any, Mapping
 
@@ -16,7 +16,8 @@ from mdf_loops import ops
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
-from mdf_loops.safety.checks import check_model, check_structure
+from mdf_loops.safety.onnx_files import onnx_file_access
+from mdf_loops.safety.checks import check_model, check_structure, current_limits_key, model_digest
 from mdf_loops.backends.scheduler.onnx_functions import opset
 from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.backends.scheduler.registry import register
@@ -45,6 +46,7 @@ def run(
     max_elements: int | None = None,
     backend: str = "auto",
     threads: int = 1,
+    external_data_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Evaluate a model's graph once and return its outputs.
 
@@ -68,6 +70,9 @@ def run(
             is counted by the scheduler only.
         threads: onnxruntime intra-op threads of the compiled mode (loops of small
             operations run fastest on one).
+        external_data_dir: the folder an ONNX file's external tensor data may be read
+            from (only files inside it); without it, external data is read only when
+            ``trusted``, from the model's own folder (docs/safety.md).
 
     Returns:
         ``{output name: value}``: arrays, lists for sequences, ``None`` for an
@@ -83,7 +88,8 @@ def run(
         raise ValueError("max_total_iterations applies to the scheduler backend only")
     with ExitStack() as stack:
         stack.enter_context(ops.limits(**changed))
-        model = load_model(model)
+        with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
+            model = load_model(model)
         # -- safety: before anything is evaluated (docs/safety.md)
         _verify(model, trusted)
         if not trusted:
@@ -95,12 +101,16 @@ def run(
         return _run_checked(model, inputs, graph, backend, threads, limits)
 
 
-_VERIFIED: "weakref.WeakKeyDictionary[Model, set]" = weakref.WeakKeyDictionary()
+_VERIFIED: "OrderedDict[tuple, set]" = OrderedDict()  # content key -> checks passed
 
 
 def _verify(model: Model, trusted: bool) -> None:
-    """The structure and expression checks, done once per Model object."""
-    done = _VERIFIED.setdefault(model, set())
+    """The structure and expression checks, once per model content (an edit checks again)."""
+    key = (model_digest(model), current_limits_key())
+    done = _VERIFIED.setdefault(key, set())
+    _VERIFIED.move_to_end(key)
+    while len(_VERIFIED) > 256:
+        _VERIFIED.popitem(last=False)
     if "structure" not in done:
         check_structure(model)
         done.add("structure")

@@ -200,3 +200,16 @@ def test_loop_bodies_get_onnx_semantics_in_an_unmarked_model(capsys):
     with pytest.raises(mdf_loops.EvaluationError, match=r"node 'scan' > .*node 'step'.*x\[5\]"):
         engine.evaluate(initializer={"h0": np.array(0.0), "xs": np.ones(3)})
     assert "step_body" not in capsys.readouterr().out  # the body's prints go to the log
+
+
+def test_pyproject_states_the_supported_versions():
+    """pip installs only versions the hooks were written for (hooks.SUPPORTED_VERSIONS)."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    stated = {}
+    for requirement in project["dependencies"]:
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([\d.]+),<([\d.]+)", requirement.replace(" ", ""))
+        if match:
+            stated[match.group(1)] = (match.group(2), match.group(3))
+    for name, bounds in hooks.SUPPORTED_VERSIONS.items():
+        assert stated.get(name) == bounds, name

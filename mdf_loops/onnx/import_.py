@@ -36,6 +36,7 @@ from mdf_loops.onnx.functions import inline_functions
 from mdf_loops.model.convention import set_body_signature, wrap_body
 from mdf_loops.model.values import encode_tensor
 from mdf_loops.model.semantics import mark_onnx_semantics
+from mdf_loops.safety.onnx_files import checked_onnx
 
 __all__ = ["onnx_to_mdf", "load_onnx"]
 
@@ -45,14 +46,15 @@ _RESERVED = {"numpy", "math", "rng", "random", "onnx_ops", "True", "False", "Non
 def load_onnx(model_or_path) -> onnx.ModelProto:
     """Read an ONNX model from a path (or return a ModelProto as it is)."""
     if isinstance(model_or_path, onnx.ModelProto):
-        return model_or_path
+        return checked_onnx(model_or_path, None)
     path = os.fspath(model_or_path)
     try:
-        return onnx.load(path)
+        model = onnx.load(path, load_external_data=False)
     except FileNotFoundError:
         raise ModelError(f"{path}: no such file") from None
     except Exception as exc:  # protobuf DecodeError and friends
         raise ModelError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
+    return checked_onnx(model, path)  # external data and sizes: docs/safety.md
 
 
 def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:

@@ -25,6 +25,7 @@ import modeci_mdf.execution_engine as _engine
 from mdf_loops.backends.scheduler import replacements as _r
 from mdf_loops.backends.scheduler.expressions import evaluate_expression
 from mdf_loops.errors import MdfLoopsError
+from mdf_loops.safety.evaluation import guarded_evaluate_expr
 
 __all__ = ["HOOKS", "Hook", "SUPPORTED_VERSIONS", "install", "uninstall", "installed",
            "check_versions"]
@@ -77,6 +78,10 @@ HOOKS: tuple[Hook, ...] = (
     Hook("absolute_unit", "graph_scheduler.scheduler", "_parse_absolute_unit",
          "graph-scheduler parses its default time unit with pint per Scheduler (about 5 ms); "
          "the parsed value is remembered", "nothing (faster)", required=False),
+    Hook("evaluate_expr", _EE, "evaluate_expr",
+         "in a run that does not trust its model, a name whose value is text gives that text, "
+         "never the text evaluated as Python (docs/safety.md)",
+         "nothing (applies inside untrusted mdf_loops.run only)"),
 )
 
 _REPLACEMENTS: dict[str, Callable[[], Callable]] = {
@@ -92,12 +97,16 @@ _REPLACEMENTS: dict[str, Callable[[], Callable]] = {
     "condition_arg": lambda: _r.format_condition_arg,
     "element_format": lambda: _r.format_element,
     "absolute_unit": lambda: _r.remembered(_r.STOCK["absolute_unit"]),
+    "evaluate_expr": lambda: guarded_evaluate_expr,
 }
 
 #: the versions :data:`HOOKS` were written for: (lowest, first unsupported)
+#: the versions the hooks were written for and tested with (CI runs both ends:
+#: constraints/oldest.txt and constraints/tested.txt); pyproject.toml states the same ranges.
+#: modeci-mdf 0.4.13 is the newest psyneulink 0.21 accepts.
 SUPPORTED_VERSIONS: dict[str, tuple[str, str]] = {
-    "modeci-mdf": ("0.4.3", "0.5"),
-    "graph-scheduler": ("1.1", "3"),
+    "modeci-mdf": ("0.4.13", "0.4.16"),
+    "graph-scheduler": ("1.2.1", "1.3"),
 }
 
 def _resolve(path: str) -> Any:
