@@ -34,6 +34,7 @@ from mdf_loops.render import render, to_graphviz
 from mdf_loops.model.interface import stock_evaluate
 from mdf_loops.run import graph_interface, load_model, run
 from mdf_loops.safety.checks import UnsafeExpressionError
+from mdf_loops.sweep import SweepError, sweep
 from mdf_loops.validation.report import Problem, validate
 
 __version__ = "0.1.0"
@@ -80,6 +81,8 @@ __all__ = [
     "DepthLimitError",
     "SizeLimitError",
     "UnsafeExpressionError",
+    "sweep",
+    "SweepError",
 ]
 
 register()
