@@ -151,7 +151,7 @@ def _cluster(client: Any) -> Iterator[Any]:
     except ImportError:
         raise SweepError("sweep runs on Dask: pip install 'mdf-loops[sweep]'") from None
     cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=":0")
     try:
         with Client(cluster) as local:
             yield local
