@@ -146,6 +146,28 @@ def test_resume_skips_settings_already_in_the_file(client, tmp_path):
                         client=client, output=path)
 
 
+def test_an_interrupted_sweep_resumes_from_its_checkpoint(client, tmp_path):
+    path = tmp_path / "partial.nc"
+    grid = {"accumulate.drift": list(np.linspace(0.2, 2.0, 8))}
+
+    def interrupt(done, total):
+        if done >= 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        mdf_loops.sweep(DDM, grid=grid, inputs={"noise": noise(4)}, client=client, output=path,
+                        batch_size=1, progress=interrupt, checkpoint_seconds=0)
+    partial = xr.load_dataset(path)
+    kept = int(partial["completed"].sum())
+    assert 2 <= kept < 8
+    seen = []
+    result = mdf_loops.sweep(DDM, grid=grid, inputs={"noise": noise(4)}, client=client,
+                             output=path, batch_size=1, progress=lambda d, t: seen.append(d))
+    assert seen[0] == kept + 1 and seen[-1] == 8 and len(seen) == 8 - kept
+    for k, drift in enumerate(grid["accumulate.drift"]):
+        assert float(result["ddm.decision_time"][k]) == pytest.approx(ddm_numpy(noise(4), drift)[1])
+
+
 def test_a_killed_worker_loses_and_duplicates_nothing(client):
     pids = client.run(os.getpid)
     victim = sorted(pids.values())[0]

@@ -102,9 +102,25 @@ def _check_settable(address: str, node: Node, parameter: Parameter) -> None:
     elif isinstance(parameter.value, dict) and any(str(k).startswith("graph_")
                                                      for k in parameter.value):
         reason = "holds a loop body"
+    elif parameter.id in _operator_attributes(node):
+        reason = ("is an attribute of the node's ONNX operator, fixed when the model is "
+                  "compiled")
     if reason:
         raise SweepError(f"parameter '{address}': '{parameter.id}' of node '{node.id}' {reason}; "
                          "a sweep sets parameters that hold a value")
+
+
+def _operator_attributes(node: Node) -> set[str]:
+    """Attribute names of the ONNX operator ``node`` calls (none for other nodes)."""
+    import onnx
+
+    call = function_parameter(node)
+    if call is None or not str(call.function).startswith("onnx::"):
+        return set()
+    try:
+        return set(onnx.defs.get_schema(call.function[len("onnx::"):]).attributes)
+    except onnx.defs.SchemaError:
+        return set()
 
 
 def lift_parameters(model: Model, graph_id: str, addresses: list[str]) -> tuple[Model, dict[str, str]]:
