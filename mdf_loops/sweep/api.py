@@ -150,7 +150,8 @@ def _cluster(client: Any) -> Iterator[Any]:
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise SweepError("sweep runs on Dask: pip install 'mdf-loops[sweep]'") from None
-    cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cluster = LocalCluster(n_workers=cores or 1, threads_per_worker=1, processes=True,
                            dashboard_address=":0")
     try:
         with Client(cluster) as local:

@@ -120,7 +120,8 @@ def fingerprint_attrs(model_key: str, space: SweepSpace, outputs: tuple[str, ...
     import hashlib
 
     identity = json.dumps([model_key, space.fingerprint(), list(outputs), graph,
-                           sorted((k, repr(v)) for k, v in run_options.items())])
+                           sorted((k, repr(v)) for k, v in run_options.items()
+                                  if v is not None and v is not False)])
     return {
         FINGERPRINT: hashlib.sha256(identity.encode()).hexdigest(),
         "model": model_id,
