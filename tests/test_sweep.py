@@ -146,6 +146,22 @@ def test_resume_skips_settings_already_in_the_file(client, tmp_path):
                         client=client, output=path)
 
 
+def test_zarr_output_resumes_too(client, tmp_path):
+    pytest.importorskip("zarr")
+    path = tmp_path / "results.zarr"
+    grid = {"accumulate.drift": [0.5, 2.0]}
+    first = mdf_loops.sweep(DDM, grid=grid, inputs={"noise": noise(6)}, client=client,
+                            output=path)
+    seen = []
+    again = mdf_loops.sweep(DDM, grid=grid, inputs={"noise": noise(6)}, client=client,
+                            output=path, progress=lambda d, t: seen.append(d))
+    assert seen == []  # everything was in the store
+    with xr.open_zarr(path, consolidated=False) as stored:
+        np.testing.assert_array_equal(stored["ddm.trace"].values, first["ddm.trace"].values)
+    np.testing.assert_array_equal(again["ddm.trace"].values, first["ddm.trace"].values)
+    assert float(first["ddm.decision_time"][1]) == pytest.approx(ddm_numpy(noise(6), 2.0)[1])
+
+
 def test_an_interrupted_sweep_resumes_from_its_checkpoint(client, tmp_path):
     path = tmp_path / "partial.nc"
     grid = {"accumulate.drift": list(np.linspace(0.2, 2.0, 8))}

@@ -73,7 +73,8 @@ class ResultTable:
         data_vars: dict[str, Any] = {}
         for name in self.outputs:
             data_vars[name] = _stacked(name, self.values[name], len(self.space), shape, dims)
-        data_vars["error"] = (dims, self.errors.astype(str).reshape(shape))
+        errors = np.array([str(e) for e in self.errors], dtype=object)  # variable-length text
+        data_vars["error"] = (dims, errors.reshape(shape))
         data_vars["completed"] = (dims, self.completed.reshape(shape))
         return xr.Dataset(data_vars, coords=self.space.coords(), attrs=dict(self.attrs))
 
@@ -157,7 +158,7 @@ def _save_zarr(dataset, target: Path) -> None:
                          "or write a .nc file") from None
     temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        dataset.to_zarr(temporary, mode="w")
+        dataset.to_zarr(temporary, mode="w", consolidated=False)
         if target.exists():
             old = target.with_name(f".{target.name}.old")
             os.replace(target, old)
@@ -177,7 +178,7 @@ def load_dataset(path: str | os.PathLike):
     path = Path(path)
     try:
         if path.suffix == ".zarr":
-            with xr.open_zarr(path) as dataset:
+            with xr.open_zarr(path, consolidated=False) as dataset:
                 return dataset.load()
         return xr.load_dataset(path)
     except (OSError, ValueError) as exc:
