@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,31 @@ def test_grid_over_body_and_top_level_parameters_equals_sequential_runs(client):
             assert float(got["ddm.decision_time"]) == pytest.approx(float(expected["ddm.decision_time"]))
             assert float(got["ddm.decision_time"]) == pytest.approx(time)
             assert int(got["decide.choice"]) == int(expected["decide.choice"]) == choice
+
+
+def _forget_compiled() -> None:
+    from mdf_loops.backends.onnxruntime.compiled import clear_compiled
+
+    clear_compiled()
+
+
+def _compilations() -> int:
+    from mdf_loops.backends.onnxruntime.compiled import _CACHE
+
+    return sum(len(per_model) for per_model in _CACHE.values())
+
+
+def test_each_worker_compiles_the_model_once_for_all_parameter_values(client):
+    cloudpickle = pytest.importorskip("cloudpickle")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+    client.run(_forget_compiled)
+    drifts = list(np.linspace(0.1, 2.0, 10))
+    result = mdf_loops.sweep(DDM, grid={"accumulate.drift": drifts}, inputs={"noise": noise(8)},
+                             client=client, backend="onnxruntime", batch_size=1)
+    compilations = client.run(_compilations)
+    assert sorted(compilations.values())[-1] == 1 and sum(compilations.values()) in (1, 2)
+    for k, drift in enumerate(drifts):
+        assert float(result["ddm.decision_time"][k]) == pytest.approx(ddm_numpy(noise(8), drift)[1])
 
 
 def test_samples_of_inputs_equal_sequential_runs_and_numpy(client):
