@@ -82,8 +82,9 @@ def test_grid_over_body_and_top_level_parameters_equals_sequential_runs(client):
             np.testing.assert_allclose(got_trace[:n], expected["ddm.trace"], rtol=1e-12)
             assert np.isnan(got_trace[n:]).all()  # padded to the longest trace
             np.testing.assert_allclose(got_trace[:n], trace, rtol=1e-9)
-            assert float(got["ddm.decision_time"]) == pytest.approx(float(expected["ddm.decision_time"]))
-            assert float(got["ddm.decision_time"]) == pytest.approx(time)
+            decision_time = float(got["ddm.decision_time"])
+            assert decision_time == pytest.approx(float(expected["ddm.decision_time"]))
+            assert decision_time == pytest.approx(time)
             assert int(got["decide.choice"]) == int(expected["decide.choice"]) == choice
 
 

@@ -86,7 +86,8 @@ def sweep(
         check_output_path(output)
         if os.path.exists(output):
             skipped = table.resume_from(load_dataset(output))
-            log.info("%s: resuming; %d of %d settings already done", output, skipped, len(plan.space))
+            log.info("%s: resuming; %d of %d settings already done", output, skipped,
+                     len(plan.space))
     pending = table.pending
     if pending:
         saver = _Checkpoints(table, output, checkpoint_seconds)

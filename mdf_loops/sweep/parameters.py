@@ -123,7 +123,8 @@ def _operator_attributes(node: Node) -> set[str]:
         return set()
 
 
-def lift_parameters(model: Model, graph_id: str, addresses: list[str]) -> tuple[Model, dict[str, str]]:
+def lift_parameters(model: Model, graph_id: str,
+                    addresses: list[str]) -> tuple[Model, dict[str, str]]:
     """A copy of ``model`` whose parameters at ``addresses`` are inputs of graph ``graph_id``.
 
     Returns the copy and ``{address: input name}``. ``model`` is not changed.

@@ -79,19 +79,21 @@ class ResultTable:
         return xr.Dataset(data_vars, coords=self.space.coords(), attrs=dict(self.attrs))
 
     def resume_from(self, dataset) -> int:
-        """Take the completed settings of ``dataset`` (a file of the same sweep); returns how many."""
+        """Take the completed settings of ``dataset`` (a file of this sweep); returns how many."""
         if dataset.attrs.get(FINGERPRINT) != self.attrs[FINGERPRINT]:
             raise SweepError("the output file holds another sweep (a different model, settings, "
                              "outputs or run options); choose another file, or delete it to "
                              "start again")
         completed = np.asarray(dataset["completed"].values, dtype=bool).reshape(-1)
         errors = np.asarray(dataset["error"].values, dtype=object).reshape(-1)
+        settings = len(self.space.dims)
         arrays = {name: np.asarray(dataset[name].values) for name in self.outputs}
+        arrays = {name: a.reshape(len(self.space), *a.shape[settings:])
+                  for name, a in arrays.items()}
         for index in np.flatnonzero(completed):
             outputs = {}
             if not errors[index]:
-                for name, array in arrays.items():
-                    outputs[name] = array.reshape(len(self.space), *array.shape[len(self.space.dims):])[index]
+                outputs = {name: array[index] for name, array in arrays.items()}
             self.record(SettingResult(int(index), outputs, str(errors[index])))
         return int(completed.sum())
 

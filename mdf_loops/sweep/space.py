@@ -84,7 +84,8 @@ def sample_space(samples: Sequence[Mapping[str, Any]]) -> SweepSpace:
     names = tuple(str(n) for n in first)
     for k, sample in enumerate(samples):
         if not isinstance(sample, Mapping) or set(map(str, sample)) != set(names):
-            found = sorted(map(str, sample)) if isinstance(sample, Mapping) else type(sample).__name__
+            found = (sorted(map(str, sample)) if isinstance(sample, Mapping)
+                     else type(sample).__name__)
             raise SweepError(f"sample {k} sets {found}; every sample must set the same names "
                              f"as sample 0: {sorted(names)}")
     values = {name: _column(name, [sample[name] for sample in samples]) for name in names}

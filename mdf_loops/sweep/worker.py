@@ -64,7 +64,10 @@ def _model(task: SweepTask) -> Model:
         return model
 
 
-def run_settings(task: SweepTask, settings: list[tuple[int, dict[str, np.ndarray]]]) -> list[SettingResult]:
+Settings = list[tuple[int, dict[str, np.ndarray]]]  # (setting number, {input name: value})
+
+
+def run_settings(task: SweepTask, settings: Settings) -> list[SettingResult]:
     """Run each ``(index, {input: value})`` setting of a batch; one result per setting.
 
     A setting whose run raises an :class:`~mdf_loops.MdfLoopsError` (a limit, a
@@ -80,7 +83,8 @@ def run_settings(task: SweepTask, settings: list[tuple[int, dict[str, np.ndarray
     return [_run_one(model, task, index, values) for index, values in settings]
 
 
-def _run_one(model: Model, task: SweepTask, index: int, values: dict[str, np.ndarray]) -> SettingResult:
+def _run_one(model: Model, task: SweepTask, index: int,
+             values: dict[str, np.ndarray]) -> SettingResult:
     from mdf_loops.run import run
 
     try:
@@ -92,7 +96,7 @@ def _run_one(model: Model, task: SweepTask, index: int, values: dict[str, np.nda
 
 
 def _run_vectorised(run_batch, model: Model, task: SweepTask,
-                    settings: list[tuple[int, dict[str, np.ndarray]]]) -> list[SettingResult]:
+                    settings: Settings) -> list[SettingResult]:
     """The whole batch as one call of ``mdf_loops.run_batch`` (a leading batch axis on
     every input); settings are rerun one by one to find which failed when it raises."""
     count = len(settings)
