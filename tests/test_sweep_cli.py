@@ -94,3 +94,13 @@ def test_without_run_batch_each_setting_runs_alone(monkeypatch):
         with pytest.raises(SweepError, match="backend must be one of"):
             mdf_loops.sweep(EXAMPLES / "elman_rnn.json", grid={"h0": [np.zeros(5)]},
                             inputs={"x": x}, backend="jax")
+
+
+def test_without_the_sweep_extra_the_error_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "xarray" else real(name, *a))
+    with pytest.raises(SweepError, match=r"needs xarray: pip install 'mdf-loops\[sweep\]'"):
+        mdf_loops.sweep(EXAMPLES / "elman_rnn.json", grid={"h0": [np.zeros(5)]})

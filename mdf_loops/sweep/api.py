@@ -80,6 +80,7 @@ def sweep(
         setting ran; a setting that raised an :class:`~mdf_loops.MdfLoopsError`
         or gave NaN is recorded there, not raised) and ``completed``.
     """
+    _require_extra()
     plan = _plan(model, grid, samples, inputs, outputs, backend, graph, run_options)
     table = ResultTable(plan.space, plan.task.outputs, plan.attrs)
     if output is not None:
@@ -99,6 +100,15 @@ def sweep(
     elif output is not None:
         save_dataset(table.to_dataset(), output)
     return table.to_dataset()
+
+
+def _require_extra() -> None:
+    import importlib.util
+
+    missing = [name for name in ("xarray", "distributed")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        raise SweepError(f"sweep needs {' and '.join(missing)}: pip install 'mdf-loops[sweep]'")
 
 
 @dataclass(frozen=True)
@@ -147,10 +157,8 @@ def _cluster(client: Any) -> Iterator[Any]:
     if client is not None:
         yield client
         return
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:
-        raise SweepError("sweep runs on Dask: pip install 'mdf-loops[sweep]'") from None
+    from dask.distributed import Client, LocalCluster
+
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cluster = LocalCluster(n_workers=cores or 1, threads_per_worker=1, processes=True,
                            dashboard_address=":0")
