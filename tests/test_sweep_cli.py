@@ -60,17 +60,19 @@ def _task(backend: str) -> SweepTask:
 def test_a_batch_is_one_run_batch_call_where_it_exists(monkeypatch):
     calls = []
 
-    def run_batch(model, inputs, graph=None, backend=None):  # a stand-in: loops over the batch
-        calls.append({name: value.shape for name, value in inputs.items()})
-        count = len(inputs["x"])
-        outs = [mdf_loops.run(model, {n: v[k] for n, v in inputs.items()}) for k in range(count)]
+    def run_batch(model, inputs=None, params=None, *, backend="jax", graph=None, trusted=False,
+                  max_iterations=None):  # a stand-in of the JAX backend's: loops over the batch
+        calls.append(({n: np.shape(v) for n, v in inputs.items()},
+                      {n: v.shape for n, v in params.items()}, backend))
+        outs = [mdf_loops.run(model, {**inputs, **{n: v[k] for n, v in params.items()}})
+                for k in range(len(params["x"]))]
         return {name: np.stack([o[name] for o in outs]) for name in outs[0]}
 
     monkeypatch.setattr(mdf_loops, "run_batch", run_batch, raising=False)
     rng = np.random.default_rng(2)
     xs = [rng.normal(size=(7, 3)) for _ in range(3)]
     results = run_settings(_task("jax"), [(k, {"x": x}) for k, x in enumerate(xs)])
-    assert calls == [{"x": (3, 7, 3), "h0": (3, 5)}]
+    assert calls == [({"h0": (5,)}, {"x": (3, 7, 3)}, "jax")]
     weights = json.loads((EXAMPLES / "elman_rnn.json").read_text())["elman_rnn"]["graphs"][
         "main"]["nodes"]["rnn"]["parameters"]["body"]["value"]["graph_elman_step"]["nodes"][
         "cell"]["parameters"]

@@ -97,20 +97,26 @@ def _run_one(model: Model, task: SweepTask, index: int,
 
 def _run_vectorised(run_batch, model: Model, task: SweepTask,
                     settings: Settings) -> list[SettingResult]:
-    """The whole batch as one call of ``mdf_loops.run_batch`` (a leading batch axis on
-    every input); settings are rerun one by one to find which failed when it raises."""
-    count = len(settings)
-    stacked = {name: np.stack([values[name] for _, values in settings])
-               for name in settings[0][1]}
-    for name, value in task.inputs.items():
-        stacked[name] = np.broadcast_to(np.asarray(value), (count, *np.shape(value))).copy()
+    """The whole batch as one call of ``mdf_loops.run_batch(model, inputs, params)``
+    (shared inputs, and each swept input stacked along a new first axis); settings are
+    rerun one by one to find which failed when it raises. Run options it does not take
+    (it names those it does) make each setting run alone."""
+    import inspect
+
+    accepted = inspect.signature(run_batch).parameters
+    if any(name not in accepted for name in task.run_options):
+        return [_run_one(model, task, index, values) for index, values in settings]
+    params = {name: np.stack([values[name] for _, values in settings])
+              for name in settings[0][1]}
     try:
-        outputs = run_batch(model, stacked, graph=task.graph, backend="jax", **task.run_options)
+        outputs = run_batch(model, task.inputs, params, backend="jax", graph=task.graph,
+                            **task.run_options)
     except MdfLoopsError as exc:
         log.info("batch of %d settings failed on run_batch (%s); running them one by one",
-                 count, exc)
+                 len(settings), exc)
         return [_run_one(model, task, index, values) for index, values in settings]
-    return [checked_result(index, {name: np.asarray(value)[k] for name, value in outputs.items()},
+    # an output is stacked along its first axis, or a list where the runs' shapes differ
+    return [checked_result(index, {name: value[k] for name, value in outputs.items()},
                            task.outputs)
             for k, (index, _) in enumerate(settings)]
 
