@@ -40,6 +40,7 @@ from mdf_loops.run import graph_interface, load_model, run
 from mdf_loops.safety.checks import UnsafeExpressionError
 from mdf_loops.safety.onnx_files import onnx_file_access
 from mdf_loops.safety.sandbox import ResourceLimitError, run_limited
+from mdf_loops.sweep import SweepError, sweep
 from mdf_loops.validation.report import Problem, validate
 
 __version__ = "0.1.0"
@@ -91,6 +92,8 @@ __all__ = [
     "onnx_file_access",
     "run_limited",
     "ResourceLimitError",
+    "sweep",
+    "SweepError",
 ]
 
 register()
