@@ -36,6 +36,8 @@ from mdf_loops.model.interface import stock_evaluate
 from mdf_loops.run import graph_interface, load_model, run
 from mdf_loops.safety.checks import UnsafeExpressionError
 from mdf_loops.validation.report import Problem, validate
+from mdf_loops.backends.jax.grad import grad, value_and_grad
+from mdf_loops.backends.jax.batch import run_batch
 
 __version__ = "0.1.0"
 
@@ -82,6 +84,9 @@ __all__ = [
     "DepthLimitError",
     "SizeLimitError",
     "UnsafeExpressionError",
+    "grad",
+    "value_and_grad",
+    "run_batch",
 ]
 
 register()

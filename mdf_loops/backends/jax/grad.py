@@ -21,7 +21,7 @@ from mdf_loops.errors import IterationLimitError, ModelError
 from mdf_loops.ops.common import Limits
 from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
 
-__all__ = ["value_and_grad", "grad", "prepare"]
+__all__ = ["value_and_grad", "grad", "prepare", "lift"]
 
 Objective = "str | Callable[[Mapping[str, Any]], Any]"
 
@@ -44,17 +44,16 @@ class _Outputs(dict):
         raise KeyError(name)
 
 
-def prepare(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str], *,
-            graph: str | None = None, trusted: bool = False, limits: Limits | None = None):
-    """``(lowered, feed, input name by name)``: ``model`` lowered with ``names`` as inputs.
+def lift(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str], *,
+         graph: str | None = None, trusted: bool = False):
+    """``(model, feed, input name by name, graph id)`` with ``names`` as graph inputs.
 
     Names that are graph inputs stay inputs; the others must be constant parameters
     (``"node.parameter"`` or a parameter id found once) and become inputs holding
-    their model values unless ``inputs`` gives them.
+    their model values unless ``inputs`` gives them. The rewritten model is cached.
     """
     from mdf_loops.run import _select_graph, _verify, load_model
     from mdf_loops.model.interface import graph_interface
-    from mdf_loops.backends.jax.compiled import cached_compile
     from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
 
     model = load_model(model)
@@ -62,6 +61,8 @@ def prepare(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str],
     target = _select_graph(model, graph)
     interface = graph_interface(target)
     parameter_names = [n for n in names if n not in interface.inputs]
+    if not parameter_names:
+        return model, dict(inputs), {n: n for n in names}, target.id
     key = (target.id, tuple(parameter_names))
     with _LOCK:
         per_model = _CACHE.setdefault(model, {})
@@ -75,8 +76,16 @@ def prepare(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str],
     feed = dict(inputs)
     for name in parameter_names:
         feed.setdefault(renamed[name], feed.pop(name, sites[name].value))
-    lowered = cached_compile(rewritten, feed, graph=target.id, limits=limits)
-    return lowered, feed, {n: renamed.get(n, n) for n in names}
+    return rewritten, feed, {n: renamed.get(n, n) for n in names}, target.id
+
+
+def prepare(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str], *,
+            graph: str | None = None, trusted: bool = False, limits: Limits | None = None):
+    """``(lowered, feed, input name by name)``: :func:`lift`, then lowered to JAX (cached)."""
+    from mdf_loops.backends.jax.compiled import cached_compile
+
+    rewritten, feed, renamed, graph_id = lift(model, inputs, names, graph=graph, trusted=trusted)
+    return cached_compile(rewritten, feed, graph=graph_id, limits=limits), feed, renamed
 
 
 def value_and_grad(model: Model | Any, of: Objective, wrt: Sequence[str],
