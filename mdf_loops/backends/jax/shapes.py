@@ -156,3 +156,39 @@ def _range(call, start, limit, delta):
     count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
     steps = np.arange(count).astype(start.dtype)
     return (start + steps * delta).astype(start.dtype)
+
+
+_SCATTER = {"none": ("set", None), "add": ("add", np.add), "mul": ("multiply", np.multiply),
+            "max": ("max", np.maximum), "min": ("min", np.minimum)}
+
+
+def _scatter(call, data, index: tuple, updates):
+    method, ufunc = _SCATTER[call.attr("reduction", "none")]
+    if xp_of(data, updates, *index) is np:
+        out = np.array(data, copy=True)
+        if ufunc is None:
+            out[index] = updates
+        else:
+            ufunc.at(out, index, updates)
+        return out
+    import jax.numpy as jnp
+
+    return getattr(jnp.asarray(data).at[index], method)(updates)
+
+
+@op("ScatterND")
+def _scatter_nd(call, data, indices, updates):
+    k = indices.shape[-1]
+    flat = indices.reshape(-1, k)
+    index = tuple(_normalized(flat[:, j], data.shape[j]) for j in range(k))
+    return _scatter(call, data, index, xp_of(updates).reshape(updates, (-1,) + data.shape[k:]))
+
+
+@op("ScatterElements", "Scatter")
+def _scatter_elements(call, data, indices, updates):
+    axis = call.attr("axis", 0)
+    axis = axis + data.ndim if axis < 0 else axis
+    xp = xp_of(indices)
+    grid = list(xp.meshgrid(*[xp.arange(n) for n in indices.shape], indexing="ij"))
+    grid[axis] = _normalized(indices, data.shape[axis])
+    return _scatter(call, data, tuple(grid), updates)
