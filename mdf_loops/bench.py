@@ -1,4 +1,5 @@
-"""Benchmark: mdf-loops' execution modes against onnxruntime, onnx.reference and numpy.
+"""Benchmark: mdf-loops' execution modes against onnxruntime, onnx.reference and numpy
+(and, where installed, the JAX backend beside a hand-written ``jax.lax`` loop and PyTensor's scan).
 
 Run ``python -m mdf_loops.bench`` (``--help`` for options). Every row runs the
 same model on the same inputs in this process; times are medians of several
@@ -39,6 +40,7 @@ class Row:
     ratio_to_reference: float | None = None  # to onnx.reference: the scheduler's peer
     peak_python_mb: float | None = None
     correct: bool | None = None
+    compile_ms: float | None = None  # first call minus a warm call (JIT compilers only)
 
 
 def _time_interleaved(runners: dict[str, tuple[Callable, int]], runs: int) -> dict[str, list]:
@@ -73,14 +75,42 @@ def _runners(work: Workload, model, slow_runs: int) -> dict[str, tuple[Callable,
                                    providers=["CPUExecutionProvider"])
     reference = ReferenceEvaluator(work.model)
     inputs = work.inputs
-    return {
+    return {**_jit_runners(work, model), **{
         "onnxruntime": (lambda: session.run(None, inputs), 0),
         "mdf_loops auto": (lambda: mdf_loops.run(model, inputs), 0),
         "mdf_loops onnxruntime": (lambda: mdf_loops.run(model, inputs, backend="onnxruntime"), 0),
         "mdf_loops scheduler": (lambda: mdf_loops.run(model, inputs, backend="scheduler"), slow_runs),
         "onnx.reference": (lambda: reference.run(None, inputs), slow_runs),
         "numpy loop": (lambda: work.numpy_loop(inputs), 0),
-    }
+    }}
+
+
+def _jit_runners(work: Workload, model) -> dict[str, tuple[Callable, int]]:
+    """The JAX backend and hand-written JAX and PyTensor peers, where installed."""
+    from mdf_loops.bench_peers import jax_peer, pytensor_peer
+
+    runners = {}
+    hand = jax_peer(work)
+    if hand is not None:
+        runners["mdf_loops jax"] = (lambda: mdf_loops.run(model, work.inputs, backend="jax"), 0)
+        runners["jax.lax (hand-written)"] = (hand, 0)
+    pytensor = pytensor_peer(work)
+    if pytensor is not None:
+        runners["pytensor scan"] = (pytensor, 0)
+    return runners
+
+
+_COMPILED = ("mdf_loops jax", "jax.lax (hand-written)", "pytensor scan")
+
+
+def _compile_ms(fn: Callable) -> float:
+    """How much longer the first call takes than the second: the compilation."""
+    start = time.perf_counter()
+    fn()
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    fn()
+    return max(first - (time.perf_counter() - start), 0.0) * 1e3
 
 
 def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = True,
@@ -89,12 +119,15 @@ def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = Tr
     model = mdf_loops.onnx_to_mdf(work.model)
     expected = work.numpy_loop(work.inputs)
     runners = {k: v for k, v in _runners(work, model, slow_runs).items() if k not in skip}
+    compile_ms = {k: _compile_ms(fn) for k, (fn, _) in runners.items() if k in _COMPILED}
     times = _time_interleaved(runners, runs)
     rows = []
     for name, (fn, _) in runners.items():
-        row = Row(work.name, name, statistics.median(times[name]) * 1e3, len(times[name]))
-        if name.startswith("mdf_loops"):
-            outputs = list(fn().values())
+        row = Row(work.name, name, statistics.median(times[name]) * 1e3, len(times[name]),
+                  compile_ms=compile_ms.get(name))
+        if name.startswith("mdf_loops") or name in _COMPILED:
+            outputs = fn()
+            outputs = list(outputs.values()) if isinstance(outputs, dict) else list(outputs)
             row.correct = all(np.allclose(a, b, rtol=1e-4, atol=1e-4)
                               for a, b in zip(outputs, expected))
         if memory:
@@ -155,7 +188,7 @@ def memory_growth(steps: int, backend: str) -> dict:
 
 def _print(rows: list[Row]) -> None:
     header = (f"{'workload':<22}{'runner':<24}{'median ms':>11}{'x ORT':>9}{'x ref':>9}"
-              f"{'peak MB':>9}  ok")
+              f"{'peak MB':>9}{'compile ms':>12}  ok")
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -163,8 +196,21 @@ def _print(rows: list[Row]) -> None:
         to_reference = f"{r.ratio_to_reference:.2f}" if r.ratio_to_reference is not None else "-"
         peak = f"{r.peak_python_mb:.1f}" if r.peak_python_mb is not None else "-"
         ok = {True: "yes", False: "NO", None: ""}[r.correct]
+        compiled = f"{r.compile_ms:.0f}" if r.compile_ms is not None else "-"
         print(f"{r.workload:<22}{r.runner:<24}{r.median_ms:>11.2f}{ratio:>9}{to_reference:>9}"
-              f"{peak:>9}  {ok}")
+              f"{peak:>9}{compiled:>12}  {ok}")
+
+
+def _print_jax_ratios(rows: list[Row]) -> None:
+    """The JAX backend against the hand-written JAX loop and onnxruntime, per workload."""
+    by = {(r.workload, r.runner): r for r in rows}
+    for workload in dict.fromkeys(r.workload for r in rows):
+        ours, hand = by.get((workload, "mdf_loops jax")), by.get((workload, "jax.lax (hand-written)"))
+        if ours is None or hand is None:
+            continue
+        print(f"{workload}: mdf_loops jax is {ours.median_ms / hand.median_ms:.2f}x the "
+              f"hand-written jax.lax loop and {ours.ratio_to_onnxruntime:.2f}x onnxruntime; "
+              f"compiled in {ours.compile_ms:.0f} ms")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += measure(work, args.runs, args.slow_runs, memory=not args.no_memory)
         print(f"measured {work.name}", file=sys.stderr)
     _print(rows)
+    _print_jax_ratios(rows)
     memory = []
     if args.memory_steps:
         steps = size(args.memory_steps)

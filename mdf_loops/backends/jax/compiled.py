@@ -30,7 +30,7 @@ from mdf_loops.onnx.export import mdf_to_onnx
 from mdf_loops.ops.common import Limits
 from mdf_loops.backends.onnxruntime.compiled import CompileError
 from mdf_loops.backends.jax.values import (BUFFER_FULL, LIMIT_PASSED, LoweringError, NeedsStatic,
-                                           Opt, Ragged, np_dtype)
+                                           Opt, Ragged, is_concrete, np_dtype)
 
 __all__ = ["JaxModel", "compile", "cached_compile", "clear_compiled", "x64"]
 
@@ -69,7 +69,7 @@ class JaxModel:
                 static, dynamic = self.split(feed)
                 fn, layout = self._entry(static, dynamic)
                 flat, flag = fn(dynamic)
-                flag = int(flag)
+                flag = 0 if flag is None else int(flag)
                 if flag & BUFFER_FULL and self.buffer_rows < self._max_rows():
                     self.buffer_rows = min(self.buffer_rows * 8, self._max_rows())
                     self._jitted.clear()
@@ -99,7 +99,8 @@ class JaxModel:
             def flat_outputs(values):
                 outputs, flag = traced(values)
                 layout.clear()
-                return _flatten(outputs, layout), flag
+                # no loop that stops at run time: no flag to copy back each call
+                return _flatten(outputs, layout), None if is_concrete(flag) else flag
 
             entry = self._jitted[key] = (jax.jit(flat_outputs), layout)
         return entry
