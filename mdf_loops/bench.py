@@ -40,7 +40,7 @@ class Row:
     ratio_to_reference: float | None = None  # to onnx.reference: the scheduler's peer
     peak_python_mb: float | None = None
     correct: bool | None = None
-    compile_ms: float | None = None  # first call minus a warm call (JIT compilers only)
+    compile_ms: float | None = None  # first call minus a warm call (compiling runners only)
 
 
 def _time_interleaved(runners: dict[str, tuple[Callable, int]], runs: int) -> dict[str, list]:
@@ -119,7 +119,8 @@ def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = Tr
     model = mdf_loops.onnx_to_mdf(work.model)
     expected = work.numpy_loop(work.inputs)
     runners = {k: v for k, v in _runners(work, model, slow_runs).items() if k not in skip}
-    compile_ms = {k: _compile_ms(fn) for k, (fn, _) in runners.items() if k in _COMPILED}
+    compile_ms = {k: _compile_ms(fn) for k, (fn, _) in runners.items()
+                  if k in _COMPILED + ("mdf_loops onnxruntime",)}
     times = _time_interleaved(runners, runs)
     rows = []
     for name, (fn, _) in runners.items():
