@@ -213,3 +213,15 @@ def test_fitting_recovers_the_rescorla_wagner_learning_rate():
                                             {**inputs, "alpha": alpha})
         alpha = float(np.clip(alpha - 2.0 * grads["alpha"], 0.01, 0.99))
     assert abs(alpha - true_alpha) < 0.05 * true_alpha
+
+
+def test_a_loop_scan_output_of_run_time_length_is_refused_as_objective():
+    from test_jax_backend import _long_while_with_scan_outputs
+
+    model = mdf_loops.onnx_to_mdf(_long_while_with_scan_outputs())
+    inputs = {"cond": np.array(True), "x0": np.float64(0.0), "limit": np.float64(5.0)}
+    with pytest.raises(mdf_loops.ModelError, match="run time"):
+        mdf_loops.grad(model, lambda out: out["xs"].sum(), ["x0"], inputs)
+    # its loop-carried value can be differentiated
+    grads = mdf_loops.grad(model, "x_final", ["x0"], {**inputs, "x0": np.float64(0.5)})
+    np.testing.assert_allclose(grads["x0"], 1.0)
