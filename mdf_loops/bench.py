@@ -214,6 +214,20 @@ def _print_jax_ratios(rows: list[Row]) -> None:
               f"compiled in {ours.compile_ms:.0f} ms")
 
 
+def _synchronous_jax() -> None:
+    """Run JAX computations on the calling thread (this process only).
+
+    With asynchronous dispatch each call hands its work to an XLA worker thread;
+    on a loaded machine, waking it costs milliseconds after other work has run,
+    which would time the operating system rather than the loop.
+    """
+    try:
+        import jax
+    except ImportError:
+        return
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mdf_loops.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per fast runner (median)")
@@ -226,7 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-steps", type=int, default=1_000_000,
                         help="steps of the memory probe on onnxruntime (the scheduler probe "
                              "uses 1/50 of them); 0 skips it")
+    parser.add_argument("--jax-async", action="store_true",
+                        help="keep JAX's asynchronous CPU dispatch (by default the benchmark "
+                             "process turns it off, for both JAX rows alike)")
     args = parser.parse_args(argv)
+    if not args.jax_async:
+        _synchronous_jax()
 
     scale = 0.01 if args.quick else 1.0
     size = lambda n: max(int(n * scale), 2)  # noqa: E731

@@ -225,3 +225,14 @@ def test_a_loop_scan_output_of_run_time_length_is_refused_as_objective():
     # its loop-carried value can be differentiated
     grads = mdf_loops.grad(model, "x_final", ["x0"], {**inputs, "x0": np.float64(0.5)})
     np.testing.assert_allclose(grads["x0"], 1.0)
+
+
+def test_a_loop_with_only_a_condition_is_differentiated_past_the_first_block():
+    # no trip count: the differentiable form runs in blocks of rows, grown on demand
+    from test_jax_backend import _long_while_with_scan_outputs
+
+    model = mdf_loops.onnx_to_mdf(_long_while_with_scan_outputs())
+    inputs = {"cond": np.array(True), "x0": np.float64(0.25), "limit": np.float64(6000.0)}
+    value, grads = mdf_loops.value_and_grad(model, "x_final", ["x0"], inputs)
+    assert value == np.float32(6000.25)
+    np.testing.assert_allclose(grads["x0"], 1.0)

@@ -89,8 +89,9 @@ class JaxModel:
     def _entry(self, static: dict, dynamic: dict) -> tuple[Callable, list]:
         import jax
 
-        key = (_key(static), tuple((k, np.shape(v) if not isinstance(v, list) else len(v),
-                                    str(getattr(v, "dtype", ""))) for k, v in dynamic.items()))
+        key = (_key(static) if static else (), tuple(
+            (k, v.shape, v.dtype) if isinstance(v, np.ndarray) else (k, _key({k: v}))
+            for k, v in dynamic.items()))
         entry = self._jitted.get(key)
         if entry is None:
             layout: list = []
@@ -131,11 +132,22 @@ class JaxModel:
         feed = {}
         for name, type_proto in self.input_types.items():
             if name in inputs:
-                feed[name] = _feed_value(inputs[name], type_proto)
+                value, dtype = inputs[name], self._dtypes.get(name)
+                if isinstance(value, np.ndarray) and value.dtype == dtype:
+                    feed[name] = value  # the common case, without conversions
+                else:
+                    feed[name] = _feed_value(value, type_proto)
         return feed
+
+    def __post_init__(self) -> None:
+        self._dtypes = {name: np_dtype(t.tensor_type.elem_type)
+                        for name, t in self.input_types.items()
+                        if t.WhichOneof("value") == "tensor_type" and t.tensor_type.elem_type}
 
     def split(self, feed: Mapping[str, Any]) -> tuple[dict, dict]:
         """``(static, dynamic)`` inputs at this model's level."""
+        if self.level == 0:
+            return {}, dict(feed)
         static, dynamic = {}, {}
         for name, value in feed.items():
             constant = self.level == 2 or (self.level == 1 and _is_discrete(value))

@@ -1,7 +1,8 @@
 """A ``Loop`` whose number of iterations is decided at run time (a condition, a traced trip count).
 
 Equivalent to (``rows`` is static: the trip count if known, else ``max_iterations``,
-at most the evaluator's ``buffer_rows`` when the loop has scan outputs)::
+at most the evaluator's ``buffer_rows`` when the loop has scan outputs or is to be
+differentiated)::
 
     i, keep, values, buffers = 0, cond, carried, zeros(rows, ...)
     while i < rows and keep and i < trip_count:
@@ -36,7 +37,8 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     n_scan = len(body.output) - 1 - n
     trips = int(np.asarray(trip).reshape(())) if trip is not None and is_concrete(trip) else None
     bound = min(trips, ev.max_iterations) if trips is not None else ev.max_iterations
-    rows = min(bound, ev.buffer_rows) if n_scan else bound
+    # buffers need static rows, and so does the differentiable form, which runs them all
+    rows = min(bound, ev.buffer_rows) if n_scan or ev.mode == "grad" else bound
     dynamic_trips = None if trip is None or trips is not None else \
         jnp.reshape(trip, ()).astype(jnp.int64)
     keep0 = jnp.asarray(True) if cond is None else jnp.reshape(cond, ()).astype(bool)
