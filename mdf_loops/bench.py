@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
@@ -44,12 +45,17 @@ class Row:
 
 
 def _time_interleaved(runners: dict[str, tuple[Callable, int]], runs: int) -> dict[str, list]:
-    """Run every runner once per round (so load on the machine hits all alike)."""
+    """Run every runner once per round (so load on the machine hits all alike), in an order
+    shuffled each round (seeded), so none always runs right after the same one."""
     times: dict[str, list] = {name: [] for name in runners}
     for fn, _ in runners.values():
         fn()  # warm-up: compiles, caches, first-touch
+    shuffle = random.Random(0)
     for round_ in range(runs):
-        for name, (fn, own_runs) in runners.items():
+        # a new order each round, so no runner always follows the same (cache-cold or
+        # thread-spinning) one
+        for name in shuffle.sample(list(runners), len(runners)):
+            fn, own_runs = runners[name]
             if round_ >= (own_runs or runs):
                 continue
             start = time.perf_counter()
