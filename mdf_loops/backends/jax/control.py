@@ -133,20 +133,48 @@ def _scan_lax(call, states, sequences, length):
 
     ev, body, n = call.evaluator, call.attrs["body"], len(states)
 
-    def step(carry, elements):
-        values, flag = carry
+    def step(values, elements):
         outputs, inner = ev.body(body, list(values) + list(elements), call.scope)
         outputs = structured(outputs, call.where)
         new = tuple(o.astype(v.dtype) for o, v in zip(outputs[:n], values))
-        return (new, flag | inner), tuple(outputs[n:])
+        return new, (tuple(outputs[n:]), inner)
 
-    init = (tuple(jnp.asarray(s) for s in states), jnp.int32(0))
+    init = tuple(jnp.asarray(s) for s in states)
     try:
-        (final, flag), produced = jax.lax.scan(step, init, tuple(sequences), length=length)
+        final, (produced, flags) = with_flags(jax.lax.scan, step, init, tuple(sequences),
+                                              length=length)
     except TypeError as exc:  # a state changed shape
         raise LoweringError(f"{call.where}: {exc}") from None
-    ev.raise_flag(flag)
+    ev.raise_flag(flags)
     return list(final), list(produced)
+
+
+def with_flags(primitive, step, init, xs, **kwargs):
+    """``primitive`` (``lax.scan``) of ``step(carry, x) -> (carry, (ys, flag))``, the flags OR-ed.
+
+    A body that raises no flag (no condition-stopped loop inside) gets no flag
+    carried from step to step: the loop compiles as if written by hand.
+    """
+    import jax.numpy as jnp
+
+    raised = []
+
+    def probe(carry, x):
+        carry, (ys, flag) = step(carry, x)
+        if not is_concrete(flag):
+            raised.append(True)
+        return carry, ys
+
+    def flagged(state, x):
+        carry, flag = state
+        carry, (ys, inner) = step(carry, x)
+        return (carry, flag | inner), ys
+
+    final, ys = primitive(probe, init, xs, **kwargs)
+    if not raised:
+        return final, (ys, np.int32(0))
+    (final, flag), ys = primitive(flagged, (init, jnp.int32(0)), xs, **kwargs)
+    return final, (ys, flag)
 
 
 def _scan_python(call, states, sequences, length):
@@ -244,14 +272,14 @@ def _loop_counted(call, trips: int, carried) -> list:
     ev, body, n = call.evaluator, call.attrs["body"], len(carried)
     ev.check_trips(trips, call.where)
 
-    def step(carry, i):
-        values, flag = carry
+    def step(values, i):
         outputs, inner = ev.body(body, [i, jnp.asarray(True)] + list(values), call.scope)
         outputs = structured(outputs, call.where)
         same_types(call.where, outputs[1:1 + n], values)
-        return (tuple(outputs[1:1 + n]), flag | inner), tuple(outputs[1 + n:])
+        return tuple(outputs[1:1 + n]), (tuple(outputs[1 + n:]), inner)
 
-    init = (tuple(jnp.asarray(v) for v in carried), jnp.int32(0))
-    (final, flag), produced = jax.lax.scan(step, init, jnp.arange(trips, dtype=jnp.int64))
+    init = tuple(jnp.asarray(v) for v in carried)
+    final, (produced, flag) = with_flags(jax.lax.scan, step, init,
+                                         jnp.arange(trips, dtype=jnp.int64))
     ev.raise_flag(flag)
     return list(final) + list(produced)
