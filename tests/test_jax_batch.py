@@ -64,3 +64,17 @@ def test_rows_of_different_lengths_are_refused():
     with pytest.raises(ValueError, match="batch size"):
         mdf_loops.run_batch(model, rescorla_wagner.example_inputs(),
                             {"alpha": [0.1, 0.2], "V0": np.zeros((3, 4))}, backend="scheduler")
+
+
+def test_without_jax_the_backend_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", None)  # import jax now fails
+    from mdf_loops.backends.jax.compiled import clear_compiled
+
+    clear_compiled()
+    model = rescorla_wagner.build_model()
+    with pytest.raises(mdf_loops.CompileError, match=r"mdf-loops\[jax\]"):
+        mdf_loops.run(model, rescorla_wagner.example_inputs(), backend="jax")
+    with pytest.raises(mdf_loops.CompileError, match=r"mdf-loops\[jax\]"):
+        mdf_loops.grad(model, lambda out: out["trials.V_final"].sum(), ["alpha"],
+                       rescorla_wagner.example_inputs())
+    clear_compiled()
