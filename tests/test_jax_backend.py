@@ -162,3 +162,15 @@ def test_max_total_iterations_is_refused_on_jax():
     with pytest.raises(ValueError, match="scheduler"):
         mdf_loops.run(mdf_loops.onnx_to_mdf(work.model), work.inputs, backend="jax",
                       max_total_iterations=10)
+
+
+def test_float_inputs_that_set_a_shape_are_constants_too():
+    model = onnx_model([oh.make_node("Range", ["start", "limit", "delta"], ["r"])],
+                       [value_info(n, FLOAT, []) for n in ("start", "limit", "delta")],
+                       [value_info("r", FLOAT, ["n"])])
+    mdf = mdf_loops.onnx_to_mdf(model)
+    feeds = {k: np.array(v, np.float32) for k, v in (("start", 1), ("limit", 4), ("delta", 0.5))}
+    assert jax_compile(mdf, feeds).level == 2  # compiled again for each new value
+    for limit in (4.0, 7.0):
+        other = {**feeds, "limit": np.array(limit, np.float32)}
+        assert_same(mdf_loops.run(mdf, other, backend="jax")["r"], ort_run(model, other)["r"])

@@ -26,6 +26,11 @@ __all__ = ["Evaluator"]
 _UNLIMITED = 1 << 62
 
 
+#: operators that act on each element alone: applied to a run-time-length value's buffer
+_ROW_BY_ROW = {"Identity", "Cast", "Neg", "Abs", "Relu", "Exp", "Log", "Sqrt", "Tanh",
+               "Sigmoid", "Floor", "Ceil", "Round", "Not", "Sign"}
+
+
 class Evaluator:
     """Walks ONNX graphs for one trace; ``mode`` is ``"run"`` or ``"grad"`` (see control.py)."""
 
@@ -92,14 +97,22 @@ class Evaluator:
             raise LoweringError(f"{where}: input {exc} is not defined") from None
         while args and args[-1] is None:
             args.pop()
-        if node.op_type != "Identity" and any(isinstance(a, Ragged) for a in args):
-            raise NeedsStatic(where, "it reads a Loop scan output whose length is only "
-                                     "known at run time")
+        if any(isinstance(a, Ragged) for a in args):
+            if node.op_type not in _ROW_BY_ROW or len(args) != 1:
+                raise NeedsStatic(where, "it reads a Loop scan output whose length is only "
+                                         "known at run time")
+            ragged = args[0]  # computed on the whole buffer: its rows past the count stay unread
+            value = lower(NodeCall(node, where, self, scope), ragged.buffer)
+            scope.maps[0][node.output[0]] = Ragged(value, ragged.count)
+            return
         try:
             result = lower(NodeCall(node, where, self, scope), *args)
         except (NeedsStatic, MdfLoopsError):
             raise
         except Exception as exc:  # numpy's or JAX's own errors name no node
+            if _needs_a_value(exc):  # numpy code met a traced value: a constant would do
+                raise NeedsStatic(where, f"it needs a value known at compile time ({exc})") \
+                    from exc
             raise LoweringError(f"{where}: {type(exc).__name__}: {exc}") from exc
         results = result if isinstance(result, tuple) else (result,)
         for name, value in zip(node.output, results):
@@ -116,3 +129,10 @@ def _combine(flags: list) -> Any:
     for f in flags[1:]:
         result = jnp.bitwise_or(result, f)
     return result
+
+
+def _needs_a_value(exc: Exception) -> bool:
+    import jax
+
+    return isinstance(exc, (jax.errors.ConcretizationTypeError,
+                            jax.errors.TracerArrayConversionError))
