@@ -174,3 +174,24 @@ def test_float_inputs_that_set_a_shape_are_constants_too():
     for limit in (4.0, 7.0):
         other = {**feeds, "limit": np.array(limit, np.float32)}
         assert_same(mdf_loops.run(mdf, other, backend="jax")["r"], ort_run(model, other)["r"])
+
+
+def _corpus_names():
+    try:
+        from test_exporter_corpus import CASES
+    except ImportError:  # pragma: no cover - the corpus module moved
+        return []
+    return sorted(CASES)
+
+
+@pytest.mark.parametrize("name", _corpus_names())
+def test_exporter_corpus_on_jax(name):
+    """Models of real exporters (tests/test_exporter_corpus.py) against onnxruntime."""
+    from test_exporter_corpus import _case, _compare, _imported
+
+    case = _case(name)
+    if name == "skl_knn_imputer":  # Compress: its output size depends on the data
+        with pytest.raises(mdf_loops.CompileError, match="Compress"):
+            mdf_loops.run(_imported(name), case.feeds, backend="jax")
+        return
+    _compare(name, "jax", mdf_loops.run(_imported(name), case.feeds, backend="jax"))

@@ -222,8 +222,12 @@ def _loop(call, trip=None, cond=None, *carried):
         raise NeedsStatic(call.where, "it carries a sequence or an optional, so its trip count "
                                       "and condition must be known at compile time")
     try:
-        if trip is not None and is_concrete(trip) and cond is None:
-            return tuple(_loop_counted(call, int(np.asarray(trip).reshape(())), carried))
+        starts = cond is None or (is_concrete(cond) and bool(np.asarray(cond).reshape(())))
+        if trip is not None and is_concrete(trip) and starts:
+            try:
+                return tuple(_loop_counted(call, int(np.asarray(trip).reshape(())), carried))
+            except _ConditionDecides:
+                pass
         return tuple(loop_bounded(call, trip, cond, carried))
     except NeedsStatic:
         if control_known:
@@ -241,8 +245,8 @@ def _loop_python(call, trip, cond, carried) -> list:
             ev.check_trips(i + 1, call.where)
         outputs = ev.graph(body, [np.asarray(i, np.int64), np.asarray(keep)] + values,
                            call.scope)
-        if cond is not None:
-            keep = bool(concrete(outputs[0], call.where, "the loop condition").reshape(()))
+        # the body's condition decides, also without a cond input (mdf_loops.ops.loop)
+        keep = bool(concrete(outputs[0], call.where, "the loop condition").reshape(()))
         values = outputs[1:1 + n]
         columns = columns or [[] for _ in outputs[1 + n:]]
         for column, y in zip(columns, outputs[1 + n:]):
@@ -264,8 +268,13 @@ def _empty_scan_outputs(call, values) -> list:
     return [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[1 + n:]]
 
 
+class _ConditionDecides(Exception):
+    """The body's condition output may stop the loop before its trip count."""
+
+
 def _loop_counted(call, trips: int, carried) -> list:
-    """A trip count and no condition: ``lax.scan`` over the iteration numbers."""
+    """A trip count and a body condition that is always true: ``lax.scan`` over the
+    iteration numbers (else :class:`_ConditionDecides`)."""
     import jax
     import jax.numpy as jnp
 
@@ -273,7 +282,9 @@ def _loop_counted(call, trips: int, carried) -> list:
     ev.check_trips(trips, call.where)
 
     def step(values, i):
-        outputs, inner = ev.body(body, [i, jnp.asarray(True)] + list(values), call.scope)
+        outputs, inner = ev.body(body, [i, np.asarray(True)] + list(values), call.scope)
+        if not (is_concrete(outputs[0]) and bool(np.asarray(outputs[0]).reshape(()))):
+            raise _ConditionDecides()
         outputs = structured(outputs, call.where)
         same_types(call.where, outputs[1:1 + n], values)
         return tuple(outputs[1:1 + n]), (tuple(outputs[1 + n:]), inner)

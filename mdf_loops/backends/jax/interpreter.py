@@ -86,7 +86,8 @@ class Evaluator:
 
     def _node(self, node: onnx.NodeProto, scope: ChainMap) -> None:
         where = label(node)
-        lower = OPS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        standard = node.domain in ("", "ai.onnx")
+        lower = OPS.get(node.op_type if standard else f"{node.domain}::{node.op_type}")
         if lower is None:
             raise LoweringError(f"{where}: no JAX lowering for {node.domain or 'ai.onnx'}::"
                                 f"{node.op_type}; run it with backend='onnxruntime' or "

@@ -96,3 +96,18 @@ def _cumsum(call, x, axis):
     if call.attr("exclusive", 0):
         y = y - x
     return xp.flip(y, axis) if call.attr("reverse", 0) else y
+
+
+@op("TopK")
+def _top_k(call, x, k):
+    xp = xp_of(x)
+    count = int(concrete(k, call.where, "k").reshape(()))
+    axis = call.attr("axis", -1)
+    axis = axis + x.ndim if axis < 0 else axis
+    keys = -x if call.attr("largest", 1) else x  # a stable sort keeps the lower index first
+    if xp is np:  # numpy 1.x has no stable=
+        order = np.argsort(keys, axis=axis, kind="stable")
+    else:
+        order = xp.argsort(keys, axis=axis, stable=True)
+    indices = xp.take(order, np.arange(count), axis=axis)
+    return xp.take_along_axis(x, indices, axis=axis), indices.astype(np.int64)

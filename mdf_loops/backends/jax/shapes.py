@@ -192,3 +192,10 @@ def _scatter_elements(call, data, indices, updates):
     grid = list(xp.meshgrid(*[xp.arange(n) for n in indices.shape], indexing="ij"))
     grid[axis] = _normalized(indices, data.shape[axis])
     return _scatter(call, data, tuple(grid), updates)
+
+
+@op("ai.onnx.ml::ArrayFeatureExtractor")
+def _array_feature_extractor(call, x, indices):
+    flat = indices.reshape(-1)
+    shape = (1, flat.size) if x.ndim == 1 else tuple(x.shape[:-1]) + (flat.size,)
+    return xp_of(x, flat).take(x, _normalized(flat, x.shape[-1]), axis=-1).reshape(shape)

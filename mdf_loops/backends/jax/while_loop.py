@@ -6,8 +6,7 @@ differentiated)::
 
     i, keep, values, buffers = 0, cond, carried, zeros(rows, ...)
     while i < rows and keep and i < trip_count:
-        keep_out, *values, *elements = body(i, keep, *values)
-        keep = keep_out if cond is given else keep
+        keep, *values, *elements = body(i, keep, *values)
         buffers[:, i] = elements
         i += 1
     return values, Ragged(buffers, count=i)
@@ -48,7 +47,7 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
         outputs, flag = ev.body(body, [i, keep] + list(values), call.scope)
         outputs = structured(outputs, call.where)
         same_types(call.where, outputs[1:1 + n], values)
-        keep_out = jnp.reshape(outputs[0], ()).astype(bool) if cond is not None else keep
+        keep_out = jnp.reshape(outputs[0], ()).astype(bool)  # decides also without cond
         return keep_out, tuple(outputs[1:1 + n]), tuple(outputs[1 + n:]), flag
 
     def active(i, keep):
