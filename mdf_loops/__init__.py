@@ -42,6 +42,8 @@ from mdf_loops.safety.onnx_files import onnx_file_access
 from mdf_loops.safety.sandbox import ResourceLimitError, run_limited
 from mdf_loops.sweep import SweepError, sweep
 from mdf_loops.validation.report import Problem, validate
+from mdf_loops.backends.jax.grad import grad, value_and_grad
+from mdf_loops.backends.jax.batch import run_batch
 
 __version__ = "0.1.0"
 
@@ -94,6 +96,9 @@ __all__ = [
     "ResourceLimitError",
     "sweep",
     "SweepError",
+    "grad",
+    "value_and_grad",
+    "run_batch",
 ]
 
 register()

@@ -31,7 +31,7 @@ __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 log = logging.getLogger(__name__)
 
 #: the execution modes of :func:`run`
-BACKENDS = ("auto", "scheduler", "onnxruntime")
+BACKENDS = ("auto", "scheduler", "onnxruntime", "jax")
 
 
 def run(
@@ -64,7 +64,8 @@ def run(
             modeci-mdf's ``EvaluableGraph``), ``"onnxruntime"`` (the model lowered
             to one ONNX model, compiled once and cached, run by onnxruntime) or
             ``"auto"`` (onnxruntime when the model compiles, else the scheduler;
-            the reason is logged at INFO level). Both enforce ``max_iterations``,
+            the reason is logged at INFO level), or ``"jax"`` (lowered to one
+            ``jax.jit``-compiled function; needs ``mdf-loops[jax]``, docs/jax.md). Both enforce ``max_iterations``,
             ``max_elements`` and ``max_depth`` (onnxruntime through
             :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``); ``max_total_iterations``
             is counted by the scheduler only.
@@ -84,7 +85,7 @@ def run(
     changed = {name: value for name, value in (
         ("max_iterations", max_iterations), ("max_total_iterations", max_total_iterations),
         ("max_depth", max_depth), ("max_elements", max_elements)) if value is not None}
-    if backend == "onnxruntime" and "max_total_iterations" in changed:
+    if backend in ("onnxruntime", "jax") and "max_total_iterations" in changed:
         raise ValueError("max_total_iterations applies to the scheduler backend only")
     with ExitStack() as stack:
         stack.enter_context(ops.limits(**changed))
@@ -143,6 +144,10 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
     if missing:
         raise ModelError(f"graph '{target.id}': missing inputs {missing}")
 
+    if backend == "jax":  # docs/jax.md: lowered to one jit-compiled JAX function
+        from mdf_loops.backends.jax.compiled import run_jax
+
+        return run_jax(model, inputs, target.id, limits)
     if backend != "scheduler":
         try:
             compiled = cached_compile(model, inputs, graph=target.id, threads=threads,
