@@ -1,0 +1,5 @@
+"""Time loops: a stateful MDF graph simulated as an explicit ``onnx::Loop`` (docs/timeloops.md)."""
+
+from mdf_loops.timeloop.convert import TimeLoopSpec, time_loop_spec, to_time_loop
+
+__all__ = ["to_time_loop", "time_loop_spec", "TimeLoopSpec"]
