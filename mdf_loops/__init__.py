@@ -35,6 +35,7 @@ from mdf_loops.model.interface import stock_evaluate
 from mdf_loops.run import graph_interface, load_model, run
 from mdf_loops.safety.checks import UnsafeExpressionError
 from mdf_loops.validation.report import Problem, validate
+from mdf_loops.timeloop import Trajectories, simulate, to_time_loop
 
 __version__ = "0.1.0"
 
@@ -80,6 +81,9 @@ __all__ = [
     "DepthLimitError",
     "SizeLimitError",
     "UnsafeExpressionError",
+    "to_time_loop",
+    "simulate",
+    "Trajectories",
 ]
 
 register()

@@ -260,7 +260,7 @@ class _BodyBuilder:
             feed.parameters.append(Parameter(id=f"{name}__now", function="onnx::Gather",
                                              args={"data": f"{name}__series",
                                                    "indices": "iteration"}))
-            feed.output_ports.append(OutputPort(id=name, value=f"{name}__now"))
+            feed.output_ports.append(OutputPort(id=name, value=f"{name}__now[()]"))
         body.nodes.insert(1, feed)
         for name, receivers in targets.items():
             for receiver in receivers:

@@ -1,0 +1,225 @@
+"""A time-loop model compiled to one Python function (the ``"python"`` backend of ``simulate``).
+
+The body graph of the model's ``onnx::Loop`` is written out as straight-line Python,
+node by node in edge order, each parameter and port one assignment of its own MDF
+expression (so numpy runs the same operations, in the same order, on the same scalar
+types as modeci-mdf's engine), inside one ``for`` loop over the steps. The first step
+is written out separately, so that the ``numpy.where(first__step, ...)`` selections of
+the initial values fold away. Only bodies of expressions and ``onnx::Gather`` (input
+time series) compile; :class:`NotCompilable` says why another does not.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import math
+import numpy as np
+from modeci_mdf.mdf import Graph, Model, Node
+
+from mdf_loops.errors import ModelError
+from mdf_loops.model.convention import body_graph, body_signature
+from mdf_loops.timeloop.convert import LOOP_NODE
+
+__all__ = ["NotCompilable", "compile_time_loop"]
+
+log = logging.getLogger(__name__)
+
+_FIRST_FLAG = "iteration == 0"
+
+
+class NotCompilable(ModelError):
+    """The body uses something the Python backend does not write out."""
+
+
+@dataclass(frozen=True)
+class CompiledTimeLoop:
+    """``run(steps, series, initial, cond) -> (final cond, scan outputs as lists)``."""
+
+    source: str
+    run: Callable[..., Any]
+    n_carried: int
+
+
+def compile_time_loop(model: Model) -> CompiledTimeLoop:
+    """Compile the ``onnx::Loop`` body of a time-loop model made by ``to_time_loop``."""
+    graph = model.graphs[0]
+    loop = next((n for n in graph.nodes if n.id == LOOP_NODE), None)
+    if loop is None or len(graph.nodes) != 1:
+        raise NotCompilable(f"graph '{graph.id}': expected the single node '{LOOP_NODE}'")
+    params = {p.id: p for p in loop.parameters}
+    body = body_graph(params["body"].value, f"node '{LOOP_NODE}' parameter 'body'")
+    signature = body_signature(body)
+    n_carried = len(signature.formal_inputs) - 2
+    writer = _Writer(body, signature)
+    first = writer.step(first=True)
+    writer.reset()
+    rest = writer.step(first=False)
+    source = _function(signature, n_carried, first, rest, writer)
+    namespace: dict[str, Any] = {"numpy": np, "math": math, "np": np, "__builtins__": _BUILTINS}
+    exec(compile(source, f"<time loop {graph.id}>", "exec"), namespace)  # noqa: S102
+    return CompiledTimeLoop(source, namespace["time_loop"], n_carried)
+
+
+_BUILTINS = {"abs": abs, "min": min, "max": max, "float": float, "int": int, "bool": bool,
+             "round": round, "pow": pow, "sum": sum, "len": len, "range": range,
+             "True": True, "False": False, "None": None}
+
+
+def _function(signature, n_carried: int, first: list[str], rest: list[str], writer) -> str:
+    carried = [f"c{k}" for k in range(n_carried)]
+    outer = list(signature.outer_scope_inputs)
+    args = ", ".join(["steps", "cond", *carried, *[_var("outer", p) for p in outer]])
+    lines = [f"def time_loop({args}):"]
+    n_scan = len(signature.formal_outputs) - 1 - n_carried
+    lines += [f"    s{k} = []" for k in range(n_scan)]
+    lines.append("    iteration = 0")
+    lines.append("    if steps > 0 and cond:")
+    lines += ["        " + line for line in first + writer.tail(n_carried, n_scan)]
+    lines.append("    for iteration in range(1, steps):")
+    lines.append("        if not cond:")
+    lines.append("            break")
+    lines += ["        " + line for line in rest + writer.tail(n_carried, n_scan)]
+    lines.append(f"    return cond, [{', '.join(f's{k}' for k in range(n_scan))}]")
+    return "\n".join(lines) + "\n"
+
+
+def _var(node: str, name: str) -> str:
+    text = f"v_{node}__{name}"
+    if not text.isidentifier():
+        raise NotCompilable(f"node '{node}' '{name}': not a Python identifier")
+    return text
+
+
+class _Writer:
+    def __init__(self, body: Graph, signature):
+        self.body, self.signature = body, signature
+        self.incoming = {(e.receiver, e.receiver_port): e for e in body.edges}
+        self.order = _topological(body)
+        self.reset()
+
+    def reset(self) -> None:
+        self.constants: dict[str, bool] = {}  # variable -> known boolean this step
+
+    def step(self, first: bool) -> list[str]:
+        lines: list[str] = []
+        for node in self.order:
+            lines += self._node(node, first)
+        return lines
+
+    def tail(self, n_carried: int, n_scan: int) -> list[str]:
+        outputs = [_var(n, p) for n, p in self.signature.formal_outputs]
+        lines = [f"cond = {outputs[0]}"]
+        lines += [f"c{k} = {outputs[1 + k]}" for k in range(n_carried)]
+        lines += [f"s{k}.append({outputs[1 + n_carried + k]})" for k in range(n_scan)]
+        return lines
+
+    def _node(self, node: Node, first: bool) -> list[str]:
+        lines, scope = [], {}
+        formal = {p: k for k, p in enumerate(self.signature.formal_inputs)}
+        for port in node.input_ports:
+            var = scope[port.id] = _var(node.id, port.id)
+            edge = self.incoming.get((node.id, port.id))
+            if edge is not None:
+                sender = _var(edge.sender, edge.sender_port)
+                weight = (edge.parameters or {}).get("weight", 1)
+                if sender in self.constants:
+                    self.constants[var] = self.constants[sender]
+                if type(weight) in (int, float) and weight == 1:
+                    lines.append(f"{var} = {sender}")
+                else:
+                    lines.append(f"{var} = {weight!r} * {sender}")
+            elif port.id in formal:
+                k = formal[port.id]
+                lines.append(f"{var} = " + ("iteration" if k == 0 else "cond" if k == 1
+                                            else f"c{k - 2}"))
+            elif port.id in self.signature.outer_scope_inputs:
+                lines.append(f"{var} = {_var('outer', port.id)}")
+            elif port.default_value is not None:
+                lines.append(f"{var} = {_literal(port.default_value, node.id, port.id)}")
+            else:
+                raise NotCompilable(f"node '{node.id}' port '{port.id}': no value")
+        for param in node.parameters:
+            var = _var(node.id, param.id)
+            lines.append(f"{var} = {self._parameter(node, param, scope)}")
+            scope[param.id] = var
+        for port in node.output_ports:
+            var = _var(node.id, port.id)
+            if isinstance(port.value, str) and port.value.strip() == _FIRST_FLAG:
+                self.constants[var] = first
+                lines.append(f"{var} = {first!r}")
+                continue
+            lines.append(f"{var} = {self._expression(port.value, scope, node.id)}")
+        return lines
+
+    def _parameter(self, node: Node, param, scope: dict) -> str:
+        if param.function:
+            if param.function == "onnx::Gather" and set(param.args or {}) == {"data", "indices"}:
+                data = self._expression(param.args["data"], scope, node.id)
+                index = self._expression(param.args["indices"], scope, node.id)
+                return f"({data})[{index}]"
+            raise NotCompilable(f"node '{node.id}' parameter '{param.id}': function "
+                                f"'{param.function}'")
+        if param.time_derivative is not None or param.default_initial_value is not None \
+                or param.conditions:
+            raise NotCompilable(f"node '{node.id}' parameter '{param.id}': stateful in a body")
+        return self._expression(param.value, scope, node.id)
+
+    def _expression(self, value: Any, scope: dict, node_id: str) -> str:
+        if not isinstance(value, str):
+            return _literal(value, node_id, "value")
+        tree = ast.parse(value.strip(), mode="eval")
+        constants = self.constants
+
+        class _Rewrite(ast.NodeTransformer):
+            def visit_Name(self, n: ast.Name) -> ast.AST:
+                return ast.copy_location(ast.Name(id=scope[n.id], ctx=n.ctx), n) \
+                    if n.id in scope else n
+
+            def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
+                folded = _fold_where(n.value, scope, constants)
+                if folded is not None and isinstance(n.slice, ast.Tuple) and not n.slice.elts:
+                    return self.visit(folded)
+                return self.generic_visit(n)
+
+            def visit_Call(self, n: ast.Call) -> ast.AST:
+                folded = _fold_where(n, scope, constants)
+                return self.visit(folded) if folded is not None else self.generic_visit(n)
+
+        return ast.unparse(_Rewrite().visit(tree))
+
+
+def _fold_where(node: ast.AST, scope: dict, constants: dict) -> ast.AST | None:
+    """``numpy.where(flag, a, b)`` with a flag known this step -> ``a`` or ``b``."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "where" and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in ("numpy", "np") and len(node.args) == 3
+            and isinstance(node.args[0], ast.Name) and node.args[0].id in scope
+            and scope[node.args[0].id] in constants):
+        return node.args[1] if constants[scope[node.args[0].id]] else node.args[2]
+    return None
+
+
+def _literal(value: Any, node_id: str, name: str) -> str:
+    if isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return f"numpy.array({value!r})"
+    raise NotCompilable(f"node '{node_id}' '{name}': value {value!r:.40} is not a number")
+
+
+def _topological(graph: Graph) -> list[Node]:
+    nodes = {n.id: n for n in graph.nodes}
+    deps = {n.id: {e.sender for e in graph.edges if e.receiver == n.id} for n in graph.nodes}
+    order, done = [], set()
+    while len(order) < len(nodes):
+        ready = [i for i in nodes if i not in done and deps[i] <= done]
+        if not ready:
+            raise NotCompilable(f"graph '{graph.id}': its edges form a cycle")
+        for i in ready:
+            order.append(nodes[i])
+            done.add(i)
+    return order
