@@ -7,7 +7,8 @@ consideration sets. The conditions are read from modeci-mdf's own parsed schedul
 expressions of counters the loop carries:
 
 * ``calls__<node>``: how often a node has run (``TimeScale.ENVIRONMENT_SEQUENCE``);
-* ``useable__<dep>__<node>``: runs of ``dep`` since ``node`` last ran (``EveryNCalls``);
+* runs of ``dep`` since ``node`` last ran (``EveryNCalls``), which graph-scheduler
+  resets at the start of every trial, so within the step;
 * ``iteration``: the passes so far (one per step).
 
 Node conditions (``Always``, ``Never``, ``EveryNPasses``, ``AfterNPasses``,
@@ -55,6 +56,8 @@ class SchedulePlan:
     thresholds: list[ThresholdRead] = field(default_factory=list)
     counted: list[str] = field(default_factory=list)  # nodes whose calls are counted
     useable: list[tuple[str, str]] = field(default_factory=list)  # (dependency, owner)
+    #: owner -> nodes of its own consideration set its AfterNCalls conditions count
+    same_set: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def masked(self) -> set[str]:
@@ -138,9 +141,12 @@ def _collect(condition, plan: SchedulePlan, owner, set_of, graph_id, termination
     if isinstance(condition, (gs.AfterNCalls, gs.BeforeNCalls, gs.AtNCalls, gs.EveryNCalls)):
         dependency = _node_id(condition.args[0])
         if owner is not None and set_of.get(dependency) == set_of.get(owner):
-            raise ConditionError(f"{where}: {_name(condition)} depends on '{dependency}', which runs "
-                                 "in the same consideration set (graph-scheduler's order there is "
-                                 "not defined)")
+            if not isinstance(condition, gs.AfterNCalls) or dependency == owner:
+                raise ConditionError(
+                    f"{where}: {_name(condition)} depends on '{dependency}', which runs in the same "
+                    "consideration set; graph-scheduler's order there is not defined, so only "
+                    "AfterNCalls (which holds whichever runs first) is supported there")
+            plan.same_set.setdefault(owner, set()).add(dependency)
         if dependency not in plan.counted:
             plan.counted.append(dependency)
         if isinstance(condition, gs.EveryNCalls):

@@ -11,7 +11,7 @@ __all__ = ["schedule_node", "control_node", "counter_ports", "termination_expres
 
 def counter_ports(plan: SchedulePlan) -> list[str]:
     """Ids of the counters the loop carries, in order."""
-    return [f"calls__{n}" for n in plan.counted] + [f"useable__{d}__{o}" for d, o in plan.useable]
+    return [f"calls__{n}" for n in plan.counted]
 
 
 def schedule_node(plan: SchedulePlan, node_id: str) -> Node:
@@ -20,33 +20,31 @@ def schedule_node(plan: SchedulePlan, node_id: str) -> Node:
     node.input_ports.append(InputPort(id="iteration"))
     node.input_ports += [InputPort(id=p) for p in counter_ports(plan)]
     calls = {n: f"calls__{n}" for n in plan.counted}
-    useable = {(d, o): f"useable__{d}__{o}" for d, o in plan.useable}
+    useable = {pair: "0" for pair in plan.useable}  # graph-scheduler resets them every trial
     ran: dict[str, str] = {}  # node -> expression: ran in this pass
     masked = plan.masked
     for k, members in enumerate(plan.sets):
-        counts = Counts(calls=calls.__getitem__,
-                        calls_trial=lambda n: f"numpy.where({ran[n]}, 1, 0)" if n in ran else "0",
-                        passes="iteration", useable=lambda d, o: useable[(d, o)],
-                        threshold=lambda read: "False")
         alive = None
         if plan.termination is not None and k > 0:
+            counts = _counts(calls, ran, useable)
             alive = f"numpy.logical_not({expression(plan.termination, counts, None, plan)})"
         runs = {}
-        for n in members:
+        # graph-scheduler re-checks a set's nodes until none more runs: a node counting the
+        # runs of another node of its set (AfterNCalls only) sees them; so it goes after it
+        for n in sorted(members, key=lambda m: (bool(plan.same_set.get(m)), m)):
             if n not in masked:
                 runs[n] = "True"
-                continue
-            parts = []
-            if n in plan.node_conditions:
-                parts.append(f"({expression(plan.node_conditions[n], counts, n, plan)})")
-            if alive is not None:
-                parts.append(f"({alive})")
-            node.parameters.append(Parameter(id=f"runs__{n}", value=" & ".join(parts) or "True"))
-            node.output_ports.append(OutputPort(id=f"runs__{n}", value=f"runs__{n}"))
-            if n in calls:  # the count before this step: has the node run yet?
+            else:
+                parts = []
+                if n in plan.node_conditions:
+                    counts = _counts(calls, ran, useable)
+                    parts.append(f"({expression(plan.node_conditions[n], counts, n, plan)})")
+                if alive is not None:
+                    parts.append(f"({alive})")
+                node.parameters.append(Parameter(id=f"runs__{n}", value=" & ".join(parts) or "True"))
+                node.output_ports.append(OutputPort(id=f"runs__{n}", value=f"runs__{n}"))
                 node.output_ports.append(OutputPort(id=f"fresh__{n}", value=f"calls__{n} == 0"))
-            runs[n] = f"runs__{n}"
-        for n in members:
+                runs[n] = f"runs__{n}"
             ran[n] = runs[n]
             if n in calls:
                 name = f"calls__{n}__{k}"
@@ -67,9 +65,16 @@ def schedule_node(plan: SchedulePlan, node_id: str) -> Node:
             useable[(d, o)] = name
     for n in plan.counted:
         node.output_ports.append(OutputPort(id=f"calls__{n}__next", value=calls[n]))
-    for d, o in plan.useable:
-        node.output_ports.append(OutputPort(id=f"useable__{d}__{o}__next", value=useable[(d, o)]))
     return node
+
+
+def _counts(calls: dict, ran: dict, useable: dict) -> Counts:
+    """The counts as they stand now (a snapshot of the dictionaries)."""
+    calls, ran, useable = dict(calls), dict(ran), dict(useable)
+    return Counts(calls=calls.__getitem__,
+                  calls_trial=lambda n: f"numpy.where({ran[n]}, 1, 0)" if n in ran else "0",
+                  passes="iteration", useable=lambda d, o: useable[(d, o)],
+                  threshold=lambda read: "False")
 
 
 def termination_expression(plan: SchedulePlan, calls, useable, passes: str, threshold) -> str:
@@ -89,7 +94,7 @@ def control_node(plan: SchedulePlan, node_id: str, until: str | None,
         node.input_ports += [InputPort(id=f"end__{p}") for p in counter_ports(plan)]
         node.input_ports += [InputPort(id=t.port) for t in plan.thresholds]
         term = termination_expression(
-            plan, calls=lambda n: f"end__calls__{n}", useable=lambda d, o: f"end__useable__{d}__{o}",
+            plan, calls=lambda n: f"end__calls__{n}", useable=lambda d, o: "0",
             passes="(iteration + 1)", threshold=lambda read: read.port)
         node.parameters.append(Parameter(id="terminated", value=term))
         parts.append("numpy.logical_not(terminated)")
