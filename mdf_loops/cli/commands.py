@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for add in (_add_run, _add_import, _add_export, _add_validate, _add_render):
         add(subparsers, common)
+    from mdf_loops.cli.simulate import add_simulate  # light: imports its work when it runs
+    add_simulate(subparsers, common)
     return parser
 
 

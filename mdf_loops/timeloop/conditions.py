@@ -164,6 +164,10 @@ def _collect(condition, plan: SchedulePlan, owner, set_of, graph_id, termination
         port = f"threshold{len(plan.thresholds)}"
         plan.thresholds.append(ThresholdRead(node, str(condition.parameter), port))
         return
+    if isinstance(condition, gs.WhenFinished):
+        raise ConditionError(f"{where}: {_name(condition)} asks a node whether it is finished, "
+                             "which MDF nodes do not say; end the run with a Threshold on the "
+                             "value that decides it")
     raise ConditionError(f"{where}: {_name(condition)} has no time-loop equivalent (supported: "
                          "Always, Never, All, Any, Not, EveryNPasses, AfterNPasses, AtPass, "
                          "BeforePass, AfterPass, EveryNCalls, AfterNCalls, BeforeNCalls, AtNCalls"

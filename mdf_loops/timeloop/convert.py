@@ -16,7 +16,7 @@ from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import port_type, set_body_signature, wrap_body
 from mdf_loops.model.interface import load_model
 from mdf_loops.timeloop.conditions import SchedulePlan, plan_schedule
-from mdf_loops.timeloop.probe import probe
+from mdf_loops.timeloop.probe import build_engine, probe
 from mdf_loops.timeloop.schedule import (control_node, counter_ports, schedule_node,
                                          termination_expression)
 from mdf_loops.timeloop.step import FIRST, FRESH, RUNS, carried_port, step_node, value_port
@@ -89,8 +89,8 @@ def to_time_loop(
             from mdf_loops.safety.checks import check_model
             check_model(source_model)
             stack.enter_context(untrusted_expressions())
+        plan = plan_schedule(build_engine(source), source.id)  # refuse before running anything
         probed = probe(source, dt, series)
-    plan = plan_schedule(probed.engine, source.id)
     builder = _BodyBuilder(source, dt, plan, probed.values, series)
     records = builder.records(record)
     body, initial, cond0 = builder.build(until)

@@ -12,7 +12,7 @@ from modeci_mdf.mdf import Graph
 
 from mdf_loops.errors import ModelError
 
-__all__ = ["Probe", "probe"]
+__all__ = ["Probe", "probe", "build_engine"]
 
 #: steps tried before a node that has never run is declared unreachable
 _MAX_PROBE_STEPS = 64
@@ -26,13 +26,17 @@ class Probe:
     values: dict[tuple[str, str], np.ndarray]  # (node, parameter or port) -> an example value
 
 
-def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
-    """Build the graph with modeci-mdf and run two steps (more until every node has run)."""
+def build_engine(graph: Graph) -> EvaluableGraph:
+    """modeci-mdf's engine on a copy of ``graph`` (its scheduler parses the conditions)."""
     try:
-        fresh = EvaluableGraph(copy.deepcopy(graph))
-        engine = EvaluableGraph(copy.deepcopy(graph))
+        return EvaluableGraph(copy.deepcopy(graph))
     except Exception as exc:  # modeci-mdf raises ValueError/Exception on malformed nodes
         raise ModelError(f"graph '{graph.id}': modeci-mdf cannot build it: {exc}") from exc
+
+
+def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
+    """Build the graph with modeci-mdf and run two steps (more until every node has run)."""
+    fresh, engine = build_engine(graph), build_engine(graph)
     values: dict[tuple[str, str], list] = {}
     for k in range(_MAX_PROBE_STEPS):
         initializer = {name: np.asarray(series)[min(k, len(series) - 1)]
