@@ -12,6 +12,7 @@ time series) compile; :class:`NotCompilable` says why another does not.
 from __future__ import annotations
 
 import ast
+import copy
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -59,9 +60,29 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     writer.reset()
     rest = writer.step(first=False)
     source = _function(signature, n_carried, first, rest, writer)
-    namespace: dict[str, Any] = {"numpy": np, "math": math, "np": np, "__builtins__": _BUILTINS}
+    namespace: dict[str, Any] = {"numpy": np, "math": math, "np": np, "__builtins__": _BUILTINS,
+                                 "_where": _where, "_scalar": _scalar}
     exec(compile(source, f"<time loop {graph.id}>", "exec"), namespace)  # noqa: S102
     return CompiledTimeLoop(source, namespace["time_loop"], n_carried)
+
+
+_SCALARS = (float, int, np.float64, np.int64)
+
+
+def _where(condition: Any, a: Any, b: Any) -> Any:
+    """``numpy.where`` without the 0-d array when all three are scalars of one type.
+
+    A 0-d array and a scalar give the same sums, differences, products, quotients and
+    comparisons (IEEE rounding); a scalar skips numpy's array machinery.
+    """
+    if type(condition) in (bool, np.bool_) and type(a) is type(b) and type(a) in _SCALARS:
+        return a if condition else b
+    return np.where(condition, a, b)
+
+
+def _scalar(value: Any) -> Any:
+    """``value[()]``: a 0-d array as a numpy scalar; a scalar as it is."""
+    return value[()] if isinstance(value, np.ndarray) else value
 
 
 _BUILTINS = {"abs": abs, "min": min, "max": max, "float": float, "int": int, "bool": bool,
@@ -78,11 +99,11 @@ def _function(signature, n_carried: int, first: list[str], rest: list[str], writ
     lines += [f"    s{k} = []" for k in range(n_scan)]
     lines.append("    iteration = 0")
     lines.append("    if steps > 0 and cond:")
-    lines += ["        " + line for line in first + writer.tail(n_carried, n_scan)]
+    lines += ["        " + line for line in _simplify(first + writer.tail(n_carried, n_scan))]
     lines.append("    for iteration in range(1, steps):")
     lines.append("        if not cond:")
     lines.append("            break")
-    lines += ["        " + line for line in rest + writer.tail(n_carried, n_scan)]
+    lines += ["        " + line for line in _simplify(rest + writer.tail(n_carried, n_scan))]
     lines.append(f"    return cond, [{', '.join(f's{k}' for k in range(n_scan))}]")
     return "\n".join(lines) + "\n"
 
@@ -112,8 +133,8 @@ class _Writer:
 
     def tail(self, n_carried: int, n_scan: int) -> list[str]:
         outputs = [_var(n, p) for n, p in self.signature.formal_outputs]
-        lines = [f"cond = {outputs[0]}"]
-        lines += [f"c{k} = {outputs[1 + k]}" for k in range(n_carried)]
+        targets = ["cond", *[f"c{k}" for k in range(n_carried)]]
+        lines = [f"{', '.join(targets)} = {', '.join(outputs[:1 + n_carried])}"]
         lines += [f"s{k}.append({outputs[1 + n_carried + k]})" for k in range(n_scan)]
         return lines
 
@@ -180,23 +201,84 @@ class _Writer:
                     if n.id in scope else n
 
             def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
+                if not (isinstance(n.slice, ast.Tuple) and not n.slice.elts):
+                    return self.generic_visit(n)
                 folded = _fold_where(n.value, scope, constants)
-                if folded is not None and isinstance(n.slice, ast.Tuple) and not n.slice.elts:
+                if folded is not None:
                     return self.visit(folded)
-                return self.generic_visit(n)
+                call = ast.Call(func=ast.Name(id="_scalar", ctx=ast.Load()),
+                                args=[self.visit(n.value)], keywords=[])
+                return ast.copy_location(call, n)
 
             def visit_Call(self, n: ast.Call) -> ast.AST:
                 folded = _fold_where(n, scope, constants)
-                return self.visit(folded) if folded is not None else self.generic_visit(n)
+                if folded is not None:
+                    return self.visit(folded)
+                if _is_where(n):
+                    call = ast.Call(func=ast.Name(id="_where", ctx=ast.Load()),
+                                    args=[self.visit(a) for a in n.args], keywords=[])
+                    return ast.copy_location(call, n)
+                return self.generic_visit(n)
 
         return ast.unparse(_Rewrite().visit(tree))
 
 
-def _fold_where(node: ast.AST, scope: dict, constants: dict) -> ast.AST | None:
-    """``numpy.where(flag, a, b)`` with a flag known this step -> ``a`` or ``b``."""
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+def _simplify(lines: list[str]) -> list[str]:
+    """Straight-line code without copies, constants held in variables, or unused values.
+
+    Every variable of a step is assigned once (the carried values and the condition
+    together, last), so a copy or a literal can replace its variable everywhere after.
+    """
+    statements = ast.parse("\n".join(lines)).body
+    replace: dict[str, ast.expr] = {}
+
+    class _Substitute(ast.NodeTransformer):
+        def visit_Name(self, n: ast.Name) -> ast.AST:
+            if isinstance(n.ctx, ast.Load) and n.id in replace:
+                return ast.copy_location(copy.deepcopy(replace[n.id]), n)
+            return n
+
+    kept = []
+    for statement in statements:
+        if isinstance(statement, ast.Assign):
+            statement.value = _Substitute().visit(statement.value)
+            target = statement.targets[0]
+            if isinstance(target, ast.Name) and _is_atom(statement.value):
+                replace[target.id] = statement.value
+                continue
+        else:
+            statement = _Substitute().visit(statement)
+        kept.append(statement)
+    used: set[str] = set()
+    result = []
+    for statement in reversed(kept):
+        target = statement.targets[0] if isinstance(statement, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id.startswith("v_") and target.id not in used:
+            continue
+        used |= {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Load)}
+        result.append(ast.unparse(statement))
+    return result[::-1]
+
+
+def _is_atom(node: ast.AST) -> bool:
+    """A name, a literal, or a negated literal number."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+        return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+    return isinstance(node, (ast.Name, ast.Constant))
+
+
+def _is_where(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and node.func.attr == "where" and isinstance(node.func.value, ast.Name)
             and node.func.value.id in ("numpy", "np") and len(node.args) == 3
+            and not node.keywords)
+
+
+def _fold_where(node: ast.AST, scope: dict, constants: dict) -> ast.AST | None:
+    """``numpy.where(flag, a, b)`` with a flag known this step -> ``a`` or ``b``."""
+    if (_is_where(node)
             and isinstance(node.args[0], ast.Name) and node.args[0].id in scope
             and scope[node.args[0].id] in constants):
         return node.args[1] if constants[scope[node.args[0].id]] else node.args[2]
