@@ -207,9 +207,27 @@ def ddm_noise(steps: int = 3000, seed: int = 7) -> np.ndarray:
 BUILDERS = {name: globals()[name] for name in SIMULATIONS}
 
 
+def draw(folder: Path) -> None:
+    """The pictures of docs/timeloops.md: each time-loop model, and its trajectories."""
+    import mdf_loops
+    from mdf_loops.cli.simulate import plot
+
+    for name in BUILDERS:
+        dt, steps, record = SIMULATIONS[name]
+        inputs = {"noise": ddm_noise(steps)} if name == "ddm_threshold" else None
+        loop = mdf_loops.to_time_loop(HERE / f"{name}.json", dt=dt, steps=steps, record=record,
+                                      inputs=inputs)
+        mdf_loops.render(loop, folder / f"timeloop_{name}.svg")
+        plot(mdf_loops.simulate(loop), str(folder / f"timeloop_{name}_traces.png"))
+
+
 def main() -> None:
+    import sys
+
     import mdf_loops
 
+    if "--docs" in sys.argv:
+        draw(HERE.parent / "docs" / "images")
     for name, build in BUILDERS.items():
         model = build()
         model.to_json_file(str(HERE / f"{name}.json"))
