@@ -8,6 +8,7 @@ from modeci_mdf.mdf import (Condition, ConditionSet, Edge, Graph, InputPort, Mod
                             OutputPort, Parameter)
 
 import mdf_loops
+import mdf_loops.timeloop.python_loop
 from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.conditions import ConditionError
 
@@ -139,3 +140,23 @@ def test_a_parameter_without_a_value_is_refused():
 def test_simulate_needs_dt_for_a_model_without_a_loop():
     with pytest.raises(ModelError, match="give dt"):
         mdf_loops.simulate(_graph(), steps=3)
+
+
+def test_a_standard_function_falls_back_from_python_to_onnxruntime(tmp_path):
+    node = Node(id="N")
+    node.parameters += [
+        Parameter(id="x", default_initial_value=1.0, time_derivative="-x"),
+        Parameter(id="y", function="linear", args={"variable0": "x", "slope": 2.0,
+                                                   "intercept": 0.5}),
+    ]
+    node.output_ports.append(OutputPort(id="out", value="y"))
+    path = tmp_path / "f.json"
+    Model(id="f", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))
+    stock = stock_traces(path, 0.1, 30, ["N.out"], None, tmp_path)
+    with pytest.raises(mdf_loops.timeloop.python_loop.NotCompilable, match="function 'linear'"):
+        mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"], backend="python")
+    traces = mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"])
+    assert traces.backend.startswith("auto")
+    np.testing.assert_allclose(traces["N.out"], stock["N.out"], rtol=1e-9)
+    exact = mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"], backend="scheduler")
+    np.testing.assert_array_equal(exact["N.out"], stock["N.out"])

@@ -20,10 +20,9 @@ _MAX_PROBE_STEPS = 64
 
 @dataclass
 class Probe:
-    """The stock engine built on the graph, and a value of every parameter and output port."""
+    """A value of every parameter and output port, as modeci-mdf computes them."""
 
-    engine: EvaluableGraph  # fresh (not evaluated): its scheduler holds the parsed conditions
-    values: dict[tuple[str, str], np.ndarray]  # (node, parameter or port) -> an example value
+    values: dict[tuple[str, str], np.ndarray]  # (node, parameter or port) -> zeros like it
 
 
 def build_engine(graph: Graph) -> EvaluableGraph:
@@ -36,7 +35,7 @@ def build_engine(graph: Graph) -> EvaluableGraph:
 
 def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
     """Build the graph with modeci-mdf and run two steps (more until every node has run)."""
-    fresh, engine = build_engine(graph), build_engine(graph)
+    engine = build_engine(graph)
     values: dict[tuple[str, str], list] = {}
     for k in range(_MAX_PROBE_STEPS):
         initializer = {name: np.asarray(series)[min(k, len(series) - 1)]
@@ -56,7 +55,7 @@ def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
                     values.setdefault((node_id, name), []).append(np.asarray(item.curr_value))
         if k >= 1 and all(enode_values_known(values, e) for e in engine.enodes.values()):
             break
-    return Probe(fresh, {key: _common(seen, key) for key, seen in values.items()})
+    return Probe({key: _common(seen, key) for key, seen in values.items()})
 
 
 def enode_values_known(values: dict, enode: Any) -> bool:

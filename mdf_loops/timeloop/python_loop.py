@@ -15,7 +15,7 @@ import ast
 import copy
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import math
 import numpy as np

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
 
-from mdf_loops.timeloop.conditions import Counts, SchedulePlan, ThresholdRead, expression
+from mdf_loops.timeloop.conditions import Counts, SchedulePlan, expression
 
 __all__ = ["schedule_node", "control_node", "counter_ports", "termination_expression"]
 
@@ -105,6 +105,3 @@ def control_node(plan: SchedulePlan, node_id: str, until: str | None,
     node.output_ports.append(OutputPort(id="cond_out", value=" & ".join(parts) or "cond_in"))
     return node
 
-
-def threshold_reads(plan: SchedulePlan) -> list[ThresholdRead]:
-    return list(plan.thresholds)

@@ -128,7 +128,7 @@ def _run(model: Model, inputs: dict, backend: str, trusted: bool) -> Trajectorie
             log.info("model '%s' does not compile to Python (%s); trying onnxruntime", model.id, exc)
     import mdf_loops
     names = {"time": spec.time_port, **spec.records}
-    chosen = "onnxruntime" if backend == "auto" else backend
+    chosen = "auto: onnxruntime, else scheduler" if backend == "auto" else backend
     with mdf_loops.limits(max_iterations=max(steps, 1)):
         outputs = mdf_loops.run(model, {k: v for k, v in inputs.items()}, trusted=trusted,
                                 backend="auto" if backend == "auto" else backend)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
 
 from mdf_loops.errors import ModelError
-from mdf_loops.timeloop.names import literal, names_read, rename
+from mdf_loops.timeloop.names import names_read, rename
 
 __all__ = ["StepNode", "step_node", "FIRST", "RUNS", "FRESH", "carried_port", "value_port"]
 
