@@ -26,6 +26,7 @@ __all__ = ["to_time_loop", "TimeLoopSpec", "time_loop_spec", "LOOP_NODE", "METAD
 #: id of the top-level Loop node; metadata key describing the time loop
 LOOP_NODE = "simulation"
 METADATA_KEY = "time_loop"
+_LOOP_FUNCTION = "loop"  # id of the Loop node's onnx::Loop parameter
 
 
 @dataclass(frozen=True)
@@ -334,12 +335,12 @@ def _loop_model(source_model, source, body, initial, cond0, n_steps, dt, series,
     loop.parameters += [
         Parameter(id="body", value=wrap_body(body)),
         Parameter(id="continue0", value=bool(cond0)),
-        Parameter(id="loop", function="onnx::Loop",
+        Parameter(id=_LOOP_FUNCTION, function="onnx::Loop",
                   args={"M": "steps", "cond": "continue0",
                         "v_initial": "[" + ", ".join(init_names) + "]"}),
     ]
     first_scan = len(initial)
-    loop.output_ports.append(OutputPort(id="time", value=f"loop[{first_scan}]",
+    loop.output_ports.append(OutputPort(id="time", value=f"{_LOOP_FUNCTION}[{first_scan}]",
                                         metadata=port_type("steps")))
     record_ports = {}
     for k, ref in enumerate(records):
@@ -348,7 +349,7 @@ def _loop_model(source_model, source, body, initial, cond0, n_steps, dt, series,
         example = builder.values.get(records[ref])
         if example is None:
             example = builder.values[(records[ref][0], records[ref][1][:-len("__value")])]
-        loop.output_ports.append(OutputPort(id=port, value=f"loop[{first_scan + 1 + k}]",
+        loop.output_ports.append(OutputPort(id=port, value=f"{_LOOP_FUNCTION}[{first_scan + 1 + k}]",
                                             metadata=port_type("steps", *example.shape,
                                                                dtype=str(example.dtype))))
     graph = Graph(id=f"{source.id}_time_loop", nodes=[loop], metadata={METADATA_KEY: {

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import copy
 import logging
+from array import array
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -59,9 +60,10 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     first = writer.step(first=True)
     writer.reset()
     rest = writer.step(first=False)
-    source = _function(signature, n_carried, first, rest, writer)
+    kinds = _scan_kinds(loop, len(signature.formal_outputs) - 1 - n_carried)
+    source = _function(signature, n_carried, first, rest, writer, kinds)
     namespace: dict[str, Any] = {"numpy": np, "math": math, "np": np, "__builtins__": _BUILTINS,
-                                 "_where": _where, "_scalar": _scalar}
+                                 "_where": _where, "_scalar": _scalar, "_array": array}
     exec(compile(source, f"<time loop {graph.id}>", "exec"), namespace)  # noqa: S102
     return CompiledTimeLoop(source, namespace["time_loop"], n_carried)
 
@@ -90,13 +92,39 @@ _BUILTINS = {"abs": abs, "min": min, "max": max, "float": float, "int": int, "bo
              "True": True, "False": False, "None": None}
 
 
-def _function(signature, n_carried: int, first: list[str], rest: list[str], writer) -> str:
+def _scan_kinds(loop: Node, n_scan: int) -> list[str]:
+    """Per scan output: ``_array('d')``/``_array('q')`` for float64/int64 scalars, else a list.
+
+    An ``array`` holds 8 bytes a step where a list of Python numbers holds 32.
+    """
+    from mdf_loops.timeloop.convert import _LOOP_FUNCTION
+
+    by_index = {}
+    for port in loop.output_ports:
+        value = (port.value or "").strip()
+        if value.startswith(f"{_LOOP_FUNCTION}[") and value.endswith("]"):
+            by_index[int(value[len(_LOOP_FUNCTION) + 1:-1])] = port
+    first = min(by_index) if by_index else 0
+    kinds = []
+    for k in range(n_scan):
+        port = by_index.get(first + k)
+        tensor = (((port.metadata or {}).get("onnx_type") or {}).get("tensorType") or {}) \
+            if port is not None else {}
+        dims = (tensor.get("shape") or {}).get("dim") or []
+        code = {1: "d", 11: "d", 7: "q"}.get(tensor.get("elemType")) if len(dims) == 1 else None
+        kinds.append("[]" if code is None or tensor.get("elemType") == 1 else f"_array({code!r})")
+    return kinds
+
+
+def _function(signature, n_carried: int, first: list[str], rest: list[str], writer,
+              kinds: list[str]) -> str:
     carried = [f"c{k}" for k in range(n_carried)]
     outer = list(signature.outer_scope_inputs)
-    args = ", ".join(["steps", "cond", *carried, *[_var("outer", p) for p in outer]])
+    args = ", ".join(["steps", "cond", *carried, *[_var("outer", p) for p in outer],
+                      "_where=_where", "_scalar=_scalar"])
     lines = [f"def time_loop({args}):"]
     n_scan = len(signature.formal_outputs) - 1 - n_carried
-    lines += [f"    s{k} = []" for k in range(n_scan)]
+    lines += [f"    s{k} = {kinds[k]}" for k in range(n_scan)]
     lines.append("    iteration = 0")
     lines.append("    if steps > 0 and cond:")
     lines += ["        " + line for line in _simplify(first + writer.tail(n_carried, n_scan))]

@@ -14,7 +14,8 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.interface import load_model
-from mdf_loops.timeloop.convert import LOOP_NODE, METADATA_KEY, time_loop_spec, to_time_loop
+from mdf_loops.timeloop.convert import (_LOOP_FUNCTION, LOOP_NODE, METADATA_KEY, time_loop_spec,
+                                        to_time_loop)
 
 __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 
@@ -154,7 +155,7 @@ def _run_python(model: Model, inputs: dict, spec, trusted: bool) -> Trajectories
     ports = {p.id: p for p in loop.input_ports}
     steps = int(inputs.get("steps", ports["steps"].default_value))
     initial = [_initial(params[name.strip()]) for name in
-               next(p for p in loop.parameters if p.id == "loop").args["v_initial"].strip("[]")
+               next(p for p in loop.parameters if p.id == _LOOP_FUNCTION).args["v_initial"].strip("[]")
                .split(",") if name.strip()]
     outer = []
     from mdf_loops.model.convention import body_graph, body_signature
@@ -166,7 +167,7 @@ def _run_python(model: Model, inputs: dict, spec, trusted: bool) -> Trajectories
         if len(outer[-1]) < steps:
             raise ModelError(f"input '{name}': {len(outer[-1])} steps, the loop runs {steps}")
     _, scans = compiled.run(steps, bool(params["continue0"]), *initial, *outer)
-    arrays = [np.asarray(s, dtype=float) if not s else np.asarray(s) for s in scans]
+    arrays = [np.asarray(s, dtype=float) if not len(s) else np.asarray(s) for s in scans]
     time = arrays[0]
     values = {ref: arrays[1 + k] for k, ref in enumerate(spec.records)}
     return Trajectories(time, values, "python")
