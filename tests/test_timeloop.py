@@ -124,3 +124,11 @@ def test_time_loop_model_saves_validates_exports(example, tmp_path):
     for ref in record:
         ours = outputs[f"{LOOP_NODE}.{ref.replace('.', '__')}"].astype(float)
         _check_prefix(ours, stock[ref], False, f"{name} {ref} exported")
+
+
+def test_the_time_loop_model_renders_with_its_body():
+    loop = mdf_loops.to_time_loop(EXAMPLES / "counters.json", dt=1.0, steps=10,
+                                  record=["A.count"])
+    source = mdf_loops.to_graphviz(loop).source
+    for part in ("onnx::Loop", "schedule", "control", "clock", "runs__B"):
+        assert part in source
