@@ -119,14 +119,16 @@ def run(steps_list: list[int], stock_max: int, scheduler_max: int, memory_steps:
         loop = mdf_loops.to_time_loop(path, dt=dt, steps=max(steps_list), record=record)
         rows.append({"model": name, "steps": max(steps_list), "runner": "to_time_loop (once)",
                      "seconds": time.perf_counter() - start, "measured": True})
-        stock_per_step = stock_seconds(path, dt, stock_max, record) / stock_max
+        stock_per_step = None  # from the largest measured run, for the extrapolation
         scheduler_per_step = None
-        for steps in steps_list:
+        for steps in sorted(steps_list):
             found = {}
             reference = numpy_loop(steps, dt)
             found["numpy loop"] = (_median(lambda: numpy_loop(steps, dt), runs), True)
-            if steps <= stock_max:
-                found["stock modeci-mdf"] = (stock_seconds(path, dt, steps, record), True)
+            if steps <= stock_max or stock_per_step is None:
+                seconds = stock_seconds(path, dt, steps, record)
+                found["stock modeci-mdf"] = (seconds, True)
+                stock_per_step = seconds / steps
             else:
                 found["stock modeci-mdf"] = (stock_per_step * steps, False)
             for backend in ("auto", "python", "onnxruntime", "scheduler"):

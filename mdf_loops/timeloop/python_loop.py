@@ -24,7 +24,8 @@ from modeci_mdf.mdf import Graph, Model, Node
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import body_graph, body_signature
-from mdf_loops.timeloop.convert import LOOP_NODE
+from mdf_loops.timeloop.convert import _LOOP_FUNCTION, LOOP_NODE
+from mdf_loops.timeloop.python_types import python_type, specialize
 
 __all__ = ["NotCompilable", "compile_time_loop"]
 
@@ -61,7 +62,9 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     writer.reset()
     rest = writer.step(first=False)
     kinds = _scan_kinds(loop, len(signature.formal_outputs) - 1 - n_carried)
-    source = _function(signature, n_carried, first, rest, writer, kinds)
+    names = params[_LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
+    initial = [python_type(params[n.strip()].value) for n in names if n.strip()]
+    source = _function(signature, n_carried, first, rest, writer, kinds, initial)
     namespace: dict[str, Any] = {"numpy": np, "math": math, "np": np, "__builtins__": _BUILTINS,
                                  "_where": _where, "_scalar": _scalar, "_array": array}
     exec(compile(source, f"<time loop {graph.id}>", "exec"), namespace)  # noqa: S102
@@ -97,8 +100,6 @@ def _scan_kinds(loop: Node, n_scan: int) -> list[str]:
 
     An ``array`` holds 8 bytes a step where a list of Python numbers holds 32.
     """
-    from mdf_loops.timeloop.convert import _LOOP_FUNCTION
-
     by_index = {}
     for port in loop.output_ports:
         value = (port.value or "").strip()
@@ -117,7 +118,7 @@ def _scan_kinds(loop: Node, n_scan: int) -> list[str]:
 
 
 def _function(signature, n_carried: int, first: list[str], rest: list[str], writer,
-              kinds: list[str]) -> str:
+              kinds: list[str], initial_types: list[str | None]) -> str:
     carried = [f"c{k}" for k in range(n_carried)]
     outer = list(signature.outer_scope_inputs)
     args = ", ".join(["steps", "cond", *carried, *[_var("outer", p) for p in outer],
@@ -126,14 +127,30 @@ def _function(signature, n_carried: int, first: list[str], rest: list[str], writ
     n_scan = len(signature.formal_outputs) - 1 - n_carried
     lines += [f"    s{k} = {kinds[k]}" for k in range(n_scan)]
     lines.append("    iteration = 0")
+    tail = writer.tail(n_carried, n_scan)
+    # the carried types: assumed from the initial values, kept where every step returns them
+    assumed = list(initial_types)
+    while True:
+        first_code, first_out = _simplify(first + tail, _env(initial_types))
+        rest_code, rest_out = _simplify(rest + tail, _env(assumed))
+        agreed = [a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out)]
+        if agreed == assumed:
+            break
+        assumed = agreed
     lines.append("    if steps > 0 and cond:")
-    lines += ["        " + line for line in _simplify(first + writer.tail(n_carried, n_scan))]
+    lines += ["        " + line for line in first_code]
     lines.append("    for iteration in range(1, steps):")
     lines.append("        if not cond:")
     lines.append("            break")
-    lines += ["        " + line for line in _simplify(rest + writer.tail(n_carried, n_scan))]
+    lines += ["        " + line for line in rest_code]
     lines.append(f"    return cond, [{', '.join(f's{k}' for k in range(n_scan))}]")
     return "\n".join(lines) + "\n"
+
+
+def _env(carried_types: list[str | None]) -> dict[str, str | None]:
+    env: dict[str, str | None] = {"iteration": "int"}
+    env.update({f"c{k}": t for k, t in enumerate(carried_types)})
+    return env
 
 
 def _var(node: str, name: str) -> str:
@@ -251,8 +268,9 @@ class _Writer:
         return ast.unparse(_Rewrite().visit(tree))
 
 
-def _simplify(lines: list[str]) -> list[str]:
-    """Straight-line code without copies, constants held in variables, or unused values.
+def _simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
+    """Straight-line code without copies, constants held in variables, or unused values,
+    and the types of the carried values it returns.
 
     Every variable of a step is assigned once (the carried values and the condition
     together, last), so a copy or a literal can replace its variable everywhere after.
@@ -277,6 +295,8 @@ def _simplify(lines: list[str]) -> list[str]:
         else:
             statement = _Substitute().visit(statement)
         kept.append(statement)
+    types = specialize(kept, env)
+    carried = sorted((k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:]))
     used: set[str] = set()
     result = []
     for statement in reversed(kept):
@@ -286,7 +306,7 @@ def _simplify(lines: list[str]) -> list[str]:
         used |= {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)
                  and isinstance(n.ctx, ast.Load)}
         result.append(ast.unparse(statement))
-    return result[::-1]
+    return result[::-1], [types[k] for k in carried]
 
 
 def _is_atom(node: ast.AST) -> bool:
