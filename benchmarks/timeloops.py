@@ -2,7 +2,7 @@
 
 ``python benchmarks/timeloops.py [--steps 1000 10000 100000] [--stock-max 1000]``
 
-For FitzHugh-Nagumo and the integrate-and-fire network of ``examples/time_loops.py``:
+For FitzHugh-Nagumo and the integrate-and-fire network of ``examples/timeloops/time_loops.py``:
 
 * **stock**: ``EvaluableGraph.evaluate(time_increment=dt)`` in a loop, run by
   ``mdf_loops/timeloop/stock_loop.py`` in a fresh interpreter that does not import
@@ -39,7 +39,8 @@ STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
 
 
 def _examples():
-    spec = importlib.util.spec_from_file_location("time_loops", ROOT / "examples" / "time_loops.py")
+    script = ROOT / "examples" / "timeloops" / "time_loops.py"
+    spec = importlib.util.spec_from_file_location("time_loops", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -114,7 +115,7 @@ def run(steps_list: list[int], stock_max: int, scheduler_max: int, memory_steps:
     rows, memory = [], []
     for name, numpy_loop in CASES.items():
         dt, _, record = ex.SIMULATIONS[name]
-        path = ROOT / "examples" / f"{name}.json"
+        path = ROOT / "examples" / "timeloops" / f"{name}.json"
         start = time.perf_counter()
         loop = mdf_loops.to_time_loop(path, dt=dt, steps=max(steps_list), record=record)
         rows.append({"model": name, "steps": max(steps_list), "runner": "to_time_loop (once)",

@@ -22,7 +22,7 @@ import mdf_loops
 from mdf_loops.timeloop.convert import LOOP_NODE
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
+EXAMPLES = ROOT / "examples" / "timeloops"
 STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
 
 #: steps per example in the tests (the stock engine is slow: a few ms a step)

@@ -10,7 +10,7 @@ import pytest
 
 from mdf_loops.cli.commands import main
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "timeloops"
 FHN = str(EXAMPLES / "fitzhugh_nagumo.json")
 
 

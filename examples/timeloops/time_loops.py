@@ -227,7 +227,7 @@ def main() -> None:
     import mdf_loops
 
     if "--docs" in sys.argv:
-        draw(HERE.parent / "docs" / "images")
+        draw(HERE.parent.parent / "docs" / "images")
     for name, build in BUILDERS.items():
         model = build()
         model.to_json_file(str(HERE / f"{name}.json"))
