@@ -50,6 +50,9 @@ CASES = {
 }
 
 
+_STOCK: dict[str, dict] = {}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("backend", ["python", "scheduler", "onnxruntime"])
 def test_node_conditions_equal_stock(case, backend, tmp_path):
@@ -58,7 +61,9 @@ def test_node_conditions_equal_stock(case, backend, tmp_path):
     path = tmp_path / "m.json"
     model.to_json_file(str(path))
     record = ["A.out", "B.out", "C.out"]
-    stock = stock_traces(path, 1.0, 20, record, None, tmp_path)
+    if case not in _STOCK:  # one stock run per case, shared by the backends
+        _STOCK[case] = stock_traces(path, 1.0, 20, record, None, tmp_path)
+    stock = _STOCK[case]
     traces = mdf_loops.simulate(path, dt=1.0, steps=20, record=record, backend=backend)
     assert traces.steps < 20  # the termination condition ended it
     for ref in record:
