@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from modeci_mdf.mdf import (Condition, ConditionSet, Edge, Graph, InputPort, Model, Node,
-                            OutputPort, Parameter)
+                            OutputPort, Parameter, ParameterCondition)
 
 import mdf_loops
 import mdf_loops.timeloop.python_loop
@@ -165,3 +165,22 @@ def test_a_standard_function_falls_back_from_python_to_onnxruntime(tmp_path):
     np.testing.assert_allclose(traces["N.out"], stock["N.out"], rtol=1e-9)
     exact = mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"], backend="scheduler")
     np.testing.assert_array_equal(exact["N.out"], stock["N.out"])
+
+
+def test_array_states_equal_stock(tmp_path):
+    node = Node(id="pop")
+    node.input_ports.append(InputPort(id="I", default_value=[1.0, 2.0, 0.5]))
+    node.parameters += [Parameter(id="tau", value=5.0),
+                        Parameter(id="v", default_initial_value=[0.0, 0.1, 0.2],
+                                  time_derivative="(-v + I) / tau",
+                                  conditions=[ParameterCondition(id="cap", test="v > 0.9",
+                                                                 value="0.0")])]
+    node.output_ports.append(OutputPort(id="v_out", value="v"))
+    path = tmp_path / "vec.json"
+    Model(id="vec", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))
+    stock = stock_traces(path, 0.1, 80, ["pop.v_out"], None, tmp_path)
+    for backend in ("python", "scheduler", "onnxruntime"):
+        traces = mdf_loops.simulate(path, dt=0.1, steps=80, record=["pop.v_out"], backend=backend)
+        assert traces["pop.v_out"].shape == (80, 3)
+        np.testing.assert_allclose(traces["pop.v_out"], stock["pop.v_out"],
+                                   rtol=0 if backend != "onnxruntime" else 1e-9)

@@ -103,8 +103,8 @@ def simulate(
                              record=record, inputs=series, trusted=trusted)
         run_inputs: dict[str, Any] = {}
     else:
-        if until is not None or duration is not None or record is not None:
-            raise ModelError(f"model '{model.id}' is a time-loop model already: its until, "
+        if until is not None or duration is not None or record is not None or dt is not None:
+            raise ModelError(f"model '{model.id}' is a time-loop model already: its dt, until, "
                              "duration and record are fixed; give steps or inputs only")
         spec = time_loop_spec(model)
         run_inputs = {} if steps is None else {"steps": np.int64(steps)}

@@ -77,6 +77,9 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
     for name in carried:
         node.input_ports.append(InputPort(id=carried_port(source.id, name)))
     old_name = {name: f"{name}__old" for name in carried}
+    for p in params:  # an array initial value: a parameter of its own (a constant to export)
+        if isinstance(p.default_initial_value, (list, tuple)):
+            node.parameters.append(Parameter(id=_init_name(p), value=list(p.default_initial_value)))
     for p in params:  # current values, in declared order (first sweep)
         if p.id in old:
             init = _initial_value(p, {r: old_name[r] for r in _initial_names(p) if r in old_name
@@ -143,7 +146,7 @@ def _initial_value(p: Parameter, mapping: dict[str, str], where: str) -> str:
     if p.is_stateful():
         if p.default_initial_value is None:
             return "0.0"
-        return rename(p.default_initial_value, mapping, f"{here} default_initial_value")
+        return _default(p, mapping, here)
     if p.value is not None:
         return rename(p.value, {**mapping, p.id: "0.0"}, f"{here} value")
     raise ModelError(f"{here}: its value before the first evaluation is read, and it has none "
@@ -167,7 +170,7 @@ def _new_value(node_id: str, p: Parameter, mapping: dict[str, str], dt: float,
     elif p.time_derivative is not None:
         if p.default_initial_value is None:
             raise ModelError(f"{here}: a time_derivative needs a default_initial_value")
-        init = rename(p.default_initial_value, mapping, f"{here} default_initial_value")
+        init = _default(p, mapping, here)
         derivative = rename(p.time_derivative, mapping, f"{here} time_derivative")
         step = rename(f"current + (derivative) * {dt!r}",
                       {"current": mapping[p.id], "derivative": f"({derivative})"}, here)
@@ -189,6 +192,17 @@ def _new_value(node_id: str, p: Parameter, mapping: dict[str, str], dt: float,
     if conditioned:
         out.append(Parameter(id=p.id, value=f"numpy.where({RUNS}, {target}, {p.id}__old)"))
     return out
+
+
+def _init_name(p: Parameter) -> str:
+    return f"{p.id}__init"
+
+
+def _default(p: Parameter, mapping: dict[str, str], here: str) -> str:
+    """The expression of ``default_initial_value`` (an array one is its own parameter)."""
+    if isinstance(p.default_initial_value, (list, tuple)):
+        return _init_name(p)
+    return rename(p.default_initial_value, mapping, f"{here} default_initial_value")
 
 
 def _field(condition, name: str):
