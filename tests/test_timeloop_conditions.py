@@ -184,3 +184,12 @@ def test_array_states_equal_stock(tmp_path):
         assert traces["pop.v_out"].shape == (80, 3)
         np.testing.assert_allclose(traces["pop.v_out"], stock["pop.v_out"],
                                    rtol=0 if backend != "onnxruntime" else 1e-9)
+
+
+def test_a_cycle_of_edges_is_refused():
+    model = _graph()
+    model.graphs[0].edges.append(Edge(id="ba", sender="B", sender_port="out", receiver="A",
+                                      receiver_port="back"))
+    model.graphs[0].nodes[0].input_ports.append(InputPort(id="back"))
+    with pytest.raises(ModelError, match="cycle among \\['A', 'B'\\]"):
+        mdf_loops.to_time_loop(model, dt=1.0, steps=3, record=["A.out"])

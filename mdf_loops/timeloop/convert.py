@@ -90,6 +90,7 @@ def to_time_loop(
             from mdf_loops.safety.checks import check_model
             check_model(source_model)
             stack.enter_context(untrusted_expressions())
+        _refuse_cycles(source)
         plan = plan_schedule(build_engine(source), source.id)  # refuse before running anything
         probed = probe(source, dt, series)
     builder = _BodyBuilder(source, dt, plan, probed.values, series)
@@ -307,6 +308,20 @@ class _BodyBuilder:
                                       passes="0", threshold=lambda read: read.port)
         value = eval(text, {"__builtins__": {"abs": abs}, "numpy": np}, defaults)  # noqa: S307
         return not bool(value)
+
+
+def _refuse_cycles(graph: Graph) -> None:
+    """A ModelError for edges that form a cycle (stock feeds them the previous step's value)."""
+    remaining = {n.id for n in graph.nodes}
+    while remaining:
+        ready = {n for n in remaining
+                 if not any(e.receiver == n and e.sender in remaining and e.sender != n
+                            for e in graph.edges)}
+        if not ready:
+            raise ModelError(f"graph '{graph.id}': edges form a cycle among {sorted(remaining)}; "
+                             "a time-loop step needs its nodes in edge order (carry the value "
+                             "as a parameter that reads itself instead)")
+        remaining -= ready
 
 
 def _fresh_id(name: str, taken: set[str]) -> str:
