@@ -44,6 +44,7 @@ from mdf_loops.sweep import SweepError, sweep
 from mdf_loops.validation.report import Problem, validate
 from mdf_loops.backends.jax.grad import grad, value_and_grad
 from mdf_loops.backends.jax.batch import run_batch
+from mdf_loops.timeloop import Trajectories, simulate, to_time_loop
 
 __version__ = "0.1.0"
 
@@ -99,6 +100,9 @@ __all__ = [
     "grad",
     "value_and_grad",
     "run_batch",
+    "to_time_loop",
+    "simulate",
+    "Trajectories",
 ]
 
 register()

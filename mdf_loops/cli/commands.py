@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         add(subparsers, common)
     from mdf_loops.cli.sweep import add_sweep
     add_sweep(subparsers, common)
+    from mdf_loops.cli.simulate import add_simulate  # light: imports its work when it runs
+    add_simulate(subparsers, common)
     return parser
 
 

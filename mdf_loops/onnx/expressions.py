@@ -314,6 +314,8 @@ class _Translator:
     def visit_Subscript(self, node: ast.Subscript) -> Any:
         value = self.visit(node.value)
         index = node.slice
+        if isinstance(index, ast.Tuple) and not index.elts:  # x[()]: x itself (numpy: a scalar)
+            return value
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
         parts = [self._slice(item) if isinstance(item, ast.Slice) else self.visit(item)
                  for item in items]

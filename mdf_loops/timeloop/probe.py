@@ -1,0 +1,72 @@
+"""A few steps of the stock engine on a copy of the graph: the shapes and types of its values."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+from modeci_mdf.execution_engine import EvaluableGraph
+from modeci_mdf.mdf import Graph
+
+from mdf_loops.errors import ModelError
+
+__all__ = ["Probe", "probe", "build_engine"]
+
+#: steps tried before a node that has never run is declared unreachable
+_MAX_PROBE_STEPS = 64
+
+
+@dataclass
+class Probe:
+    """A value of every parameter and output port, as modeci-mdf computes them."""
+
+    values: dict[tuple[str, str], np.ndarray]  # (node, parameter or port) -> zeros like it
+
+
+def build_engine(graph: Graph) -> EvaluableGraph:
+    """modeci-mdf's engine on a copy of ``graph`` (its scheduler parses the conditions)."""
+    try:
+        return EvaluableGraph(copy.deepcopy(graph))
+    except Exception as exc:  # modeci-mdf raises ValueError/Exception on malformed nodes
+        raise ModelError(f"graph '{graph.id}': modeci-mdf cannot build it: {exc}") from exc
+
+
+def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
+    """Build the graph with modeci-mdf and run two steps (more until every node has run)."""
+    engine = build_engine(graph)
+    values: dict[tuple[str, str], list] = {}
+    for k in range(_MAX_PROBE_STEPS):
+        initializer = {name: np.asarray(series)[min(k, len(series) - 1)]
+                       for name, series in inputs.items() if series is not None} or None
+        try:
+            if k == 0:
+                engine.evaluate(initializer=initializer)
+            else:
+                engine.evaluate(time_increment=dt, initializer=initializer)
+        except Exception as exc:
+            raise ModelError(f"graph '{graph.id}': step {k} fails on modeci-mdf's engine: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        for node_id, enode in engine.enodes.items():
+            for name, item in list(enode.evaluable_parameters.items()) + \
+                    list(enode.evaluable_outputs.items()):
+                if item.curr_value is not None:
+                    values.setdefault((node_id, name), []).append(np.asarray(item.curr_value))
+        if k >= 1 and all(enode_values_known(values, e) for e in engine.enodes.values()):
+            break
+    return Probe({key: _common(seen, key) for key, seen in values.items()})
+
+
+def enode_values_known(values: dict, enode: Any) -> bool:
+    names = list(enode.evaluable_parameters) + list(enode.evaluable_outputs)
+    return all((enode.node.id, n) in values for n in names)
+
+
+def _common(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
+    shapes = {v.shape for v in seen}
+    if len(shapes) > 1:
+        raise ModelError(f"node '{key[0]}' '{key[1]}': its shape changes from step to step "
+                         f"({sorted(shapes)}); a loop-carried value keeps one shape")
+    dtype = np.result_type(*seen)
+    return np.zeros(seen[0].shape, dtype=dtype)

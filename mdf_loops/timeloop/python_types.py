@@ -1,0 +1,86 @@
+"""Which values of a written-out step are Python floats, so a selection needs no numpy.
+
+``_where(c, a, b)`` (numpy.where without the 0-d array) returns ``a if c else b`` when
+``c`` is a bool and ``a``, ``b`` are scalars of one type. Where the types are known
+when the code is written (Python floats from float literals, arithmetic on them,
+``math`` functions, comparisons), the call is replaced by that conditional expression.
+Unknown types keep the call.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Mapping
+
+__all__ = ["specialize", "python_type"]
+
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_MATH_FLOAT = {"exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "atan",
+               "fabs", "log10", "log2", "expm1", "log1p"}
+
+
+def python_type(value: object) -> str | None:
+    """``"float"``, ``"int"`` or ``"bool"`` for a value of exactly that type, else None."""
+    return {float: "float", int: "int", bool: "bool"}.get(type(value))
+
+
+def specialize(statements: list[ast.stmt], env: Mapping[str, str | None]) -> dict[str, str | None]:
+    """Rewrite ``_where`` calls on known floats in place; return the types of all variables."""
+    types = dict(env)
+
+    class _Rewrite(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            if (isinstance(node.func, ast.Name) and node.func.id == "_where"
+                    and len(node.args) == 3 and _type(node.args[0], types) == "bool"
+                    and _type(node.args[1], types) == "float"
+                    and _type(node.args[2], types) == "float"):
+                return ast.copy_location(ast.IfExp(test=node.args[0], body=node.args[1],
+                                                   orelse=node.args[2]), node)
+            return node
+
+    for statement in statements:
+        if isinstance(statement, ast.Assign):
+            statement.value = _Rewrite().visit(statement.value)
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                types[target.id] = _type(statement.value, types)
+            elif isinstance(target, ast.Tuple) and isinstance(statement.value, ast.Tuple):
+                values = [_type(v, types) for v in statement.value.elts]
+                for name, kind in zip(target.elts, values):
+                    types[getattr(name, "id", "")] = kind
+    return types
+
+
+def _type(node: ast.AST, types: Mapping[str, str | None]) -> str | None:
+    if isinstance(node, ast.Constant):
+        return python_type(node.value)
+    if isinstance(node, ast.Name):
+        return types.get(node.id)
+    if isinstance(node, ast.UnaryOp):
+        inner = _type(node.operand, types)
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and inner in ("float", "int"):
+            return inner
+        return "bool" if isinstance(node.op, ast.Not) else None
+    if isinstance(node, ast.BinOp):
+        left, right = _type(node.left, types), _type(node.right, types)
+        if isinstance(node.op, _ARITHMETIC) and {left, right} <= {"float", "int"}:
+            if isinstance(node.op, ast.Div) or "float" in (left, right):
+                return "float"
+            return "int"
+        if (isinstance(node.op, ast.Pow) and left == "float" and isinstance(node.right, ast.Constant)
+                and type(node.right.value) is int):
+            return "float"
+        return None
+    if isinstance(node, ast.Compare):
+        kinds = [_type(node.left, types)] + [_type(c, types) for c in node.comparators]
+        return "bool" if len(node.ops) == 1 and set(kinds) <= {"float", "int"} else None
+    if isinstance(node, ast.IfExp):
+        body, orelse = _type(node.body, types), _type(node.orelse, types)
+        return body if body == orelse else None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "math"
+            and node.func.attr in _MATH_FLOAT and len(node.args) == 1
+            and _type(node.args[0], types) in ("float", "int")):
+        return "float"
+    return None

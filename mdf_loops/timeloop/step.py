@@ -1,0 +1,219 @@
+"""One node of a stateful MDF graph, rewritten as a stateless node of a time-loop body.
+
+modeci-mdf's ``EvaluableNode.evaluate`` (0.4.x) runs a node in two sweeps over its
+parameters, in the order they are declared:
+
+1. every parameter's *current* value: its value from the previous evaluation, or, on
+   the first, its initial value (``default_initial_value``, else 0.0, for a stateful
+   parameter; its ``value`` evaluated with itself as 0.0 otherwise);
+2. every parameter's *new* value, each seeing the new values of the parameters
+   declared before it and the current values of itself and those after it. A
+   ``time_derivative`` parameter becomes ``default_initial_value`` on an evaluation
+   without a time increment, else ``current + time_derivative * dt``; its
+   ``conditions`` then replace the value where their test holds.
+
+The output ports read the new values. Here the current values become loop-carried
+inputs (``<node>__<parameter>``) and every new value a stateless parameter, in the
+same order, so that the same expressions run on the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
+
+from mdf_loops.errors import ModelError
+from mdf_loops.timeloop.names import names_read, rename
+
+__all__ = ["StepNode", "step_node", "FIRST", "RUNS", "FRESH", "carried_port", "value_port"]
+
+#: input ports a body node reads its flags from
+FIRST = "first__step"   # the first evaluation of the graph (no time increment)
+RUNS = "runs__now"      # the node runs in this step (its scheduling condition holds)
+FRESH = "fresh__node"   # the node has not run before this step
+
+
+def carried_port(node_id: str, name: str) -> str:
+    """Id of the body input port that carries ``name``'s value from the previous step."""
+    return f"{node_id}__{name}"
+
+
+def value_port(name: str) -> str:
+    """Id of the body output port that shows a parameter's new value."""
+    return f"{name}__value"
+
+
+@dataclass
+class StepNode:
+    """A body node and what it needs from the loop: the values it carries."""
+
+    node: Node
+    #: parameter ids whose previous value the node reads (carried from step to step)
+    carried_parameters: list[str] = field(default_factory=list)
+    #: output-port ids whose previous value the node keeps when it does not run
+    carried_outputs: list[str] = field(default_factory=list)
+
+
+def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) -> StepNode:
+    """The stateless body node for ``source`` (``conditioned``: it may skip steps)."""
+    where = f"node '{source.id}'"
+    if source.functions:
+        raise ModelError(f"{where}: node functions ({[f.id for f in source.functions]}) are not "
+                         "supported in a time loop; write each as a parameter with the same "
+                         "function and args")
+    params = list(source.parameters)
+    index = {p.id: i for i, p in enumerate(params)}
+    old = _old_values_read(params, index, where) if not conditioned else set(index)
+    fresh = FRESH if conditioned else FIRST
+    node = Node(id=source.id, metadata=dict(source.metadata or {}))
+    node.input_ports += [InputPort(id=p.id, shape=p.shape, type=p.type,
+                                   default_value=p.default_value, reduce=p.reduce)
+                         for p in source.input_ports]
+    node.input_ports.append(InputPort(id=FIRST))
+    if conditioned:
+        node.input_ports += [InputPort(id=RUNS), InputPort(id=FRESH)]
+    carried = [p.id for p in params if p.id in old]
+    for name in carried:
+        node.input_ports.append(InputPort(id=carried_port(source.id, name)))
+    old_name = {name: f"{name}__old" for name in carried}
+    for p in params:  # an array initial value: a parameter of its own (a constant to export)
+        if isinstance(p.default_initial_value, (list, tuple)):
+            node.parameters.append(Parameter(id=_init_name(p), value=list(p.default_initial_value)))
+    for p in params:  # current values, in declared order (first sweep)
+        if p.id in old:
+            init = _initial_value(p, {r: old_name[r] for r in _initial_names(p) if r in old_name
+                                      and index[r] < index[p.id]}, where)
+            node.parameters.append(Parameter(
+                id=old_name[p.id],
+                value=f"numpy.where({fresh}, {init}, {carried_port(source.id, p.id)})[()]"))
+    for i, p in enumerate(params):  # new values (second sweep)
+        mapping = {q.id: old_name[q.id] for q in params[i:] if q.id in old_name}
+        node.parameters += _new_value(source.id, p, mapping, dt, conditioned, where)
+    for port in source.output_ports:
+        value = port.value
+        if conditioned:
+            value = f"numpy.where({RUNS}, {value}, {carried_port(source.id, port.id)})"
+            node.input_ports.append(InputPort(id=carried_port(source.id, port.id)))
+        node.output_ports.append(OutputPort(id=port.id, value=value, shape=port.shape,
+                                            type=port.type))
+    taken = {p.id for p in source.output_ports}
+    for name in sorted(set(carried) | (exposed & set(index)), key=index.get):
+        if value_port(name) in taken:
+            raise ModelError(f"{where}: output port '{value_port(name)}' clashes with a name the "
+                             "time loop needs; rename the port")
+        node.output_ports.append(OutputPort(id=value_port(name), value=name))
+    _check_clashes(source, node)
+    return StepNode(node, carried, [p.id for p in source.output_ports] if conditioned else [])
+
+
+def names_read_all(p: Parameter) -> set[str]:
+    """Names read by any expression of parameter ``p``."""
+    exprs = [p.value, p.time_derivative, p.default_initial_value]
+    exprs += list((p.args or {}).values())
+    for c in p.conditions or []:
+        exprs += [_field(c, "test"), _field(c, "value")]
+    return set().union(*(names_read(e) for e in exprs))
+
+
+def _old_values_read(params: list[Parameter], index: dict[str, int], where: str) -> set[str]:
+    """Parameters whose current (previous-step) value is read in the second sweep."""
+    old: set[str] = set()
+    for i, p in enumerate(params):
+        for name in names_read_all(p) & set(index):
+            if index[name] >= i:
+                old.add(name)
+        if p.time_derivative is not None or (p.value is None and not p.function):
+            old.add(p.id)
+    pending = list(old)
+    while pending:  # initial values read the current values of earlier parameters
+        p = params[index[pending.pop()]]
+        for name in _initial_names(p) & set(index):
+            if index[name] < index[p.id] and name not in old:
+                old.add(name)
+                pending.append(name)
+    return old
+
+
+def _initial_names(p: Parameter) -> set[str]:
+    """Names read by the expression of a parameter's value before its first evaluation."""
+    return names_read(p.default_initial_value if p.is_stateful() else p.value)
+
+
+def _initial_value(p: Parameter, mapping: dict[str, str], where: str) -> str:
+    """The value modeci-mdf gives a parameter before its first evaluation."""
+    here = f"{where} parameter '{p.id}'"
+    if p.is_stateful():
+        if p.default_initial_value is None:
+            return "0.0"
+        return _default(p, mapping, here)
+    if p.value is not None:
+        return rename(p.value, {**mapping, p.id: "0.0"}, f"{here} value")
+    raise ModelError(f"{here}: its value before the first evaluation is read, and it has none "
+                     "(a function parameter); give it a default_initial_value")
+
+
+def _new_value(node_id: str, p: Parameter, mapping: dict[str, str], dt: float,
+               conditioned: bool, where: str) -> list[Parameter]:
+    here = f"{where} parameter '{p.id}'"
+    target = f"{p.id}__new" if conditioned else p.id
+    base = f"{p.id}__base" if p.conditions else target
+    out: list[Parameter] = []
+    if p.value is not None:
+        out.append(Parameter(id=base, value=rename(p.value, mapping, f"{here} value")
+                             if isinstance(p.value, str) else p.value))
+    elif p.function:
+        args = {k: (rename(v, {n: m for n, m in mapping.items() if n not in (p.args or {})},
+                           f"{here} arg '{k}'") if isinstance(v, str) else v)
+                for k, v in (p.args or {}).items()}
+        out.append(Parameter(id=base, function=p.function, args=args))
+    elif p.time_derivative is not None:
+        if p.default_initial_value is None:
+            raise ModelError(f"{here}: a time_derivative needs a default_initial_value")
+        init = _default(p, mapping, here)
+        derivative = rename(p.time_derivative, mapping, f"{here} time_derivative")
+        step = rename(f"current + (derivative) * {dt!r}",
+                      {"current": mapping[p.id], "derivative": f"({derivative})"}, here)
+        out.append(Parameter(id=base, value=f"numpy.where({FIRST}, {init}, {step})"))
+    elif p.conditions:
+        fresh = FRESH if conditioned else FIRST
+        out.append(Parameter(id=base, value=f"numpy.where({fresh}, 0.0, "
+                                            f"{carried_port(node_id, p.id)})"))
+    else:
+        raise ModelError(f"{here}: it has no value, function or time_derivative; modeci-mdf "
+                         "leaves it None at every step")
+    current = base
+    for k, c in enumerate(p.conditions or []):
+        test = rename(_field(c, "test"), mapping, f"{here} condition test")
+        value = rename(_field(c, "value"), mapping, f"{here} condition value")
+        name = target if k == len(p.conditions) - 1 else f"{p.id}__c{k}"
+        out.append(Parameter(id=name, value=f"numpy.where({test}, {value}, {current})"))
+        current = name
+    if conditioned:
+        out.append(Parameter(id=p.id, value=f"numpy.where({RUNS}, {target}, {p.id}__old)"))
+    return out
+
+
+def _init_name(p: Parameter) -> str:
+    return f"{p.id}__init"
+
+
+def _default(p: Parameter, mapping: dict[str, str], here: str) -> str:
+    """The expression of ``default_initial_value`` (an array one is its own parameter)."""
+    if isinstance(p.default_initial_value, (list, tuple)):
+        return _init_name(p)
+    return rename(p.default_initial_value, mapping, f"{here} default_initial_value")
+
+
+def _field(condition, name: str):
+    return getattr(condition, name) if hasattr(condition, name) else condition[name]
+
+
+def _check_clashes(source: Node, node: Node) -> None:
+    seen: dict[str, str] = {}
+    for kind, items in (("input port", node.input_ports), ("parameter", node.parameters)):
+        for item in items:
+            if item.id in seen:
+                raise ModelError(f"node '{source.id}': {kind} '{item.id}' clashes with a name the "
+                                 f"time loop adds ({seen[item.id]}); rename it in the model")
+            seen[item.id] = kind
