@@ -1,6 +1,6 @@
 """Loop workloads as ONNX models, with their inputs and a numpy reference.
 
-Used by the benchmark (``python -m mdf_loops.bench``) and by the tests of the
+Used by the benchmark (``python benchmarks/loops.py``) and by the tests of the
 execution modes. Each workload is a :class:`Workload`: the ONNX model, the
 inputs by name, and a plain numpy loop computing the same outputs.
 """

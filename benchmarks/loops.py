@@ -1,7 +1,7 @@
 """Benchmark: mdf-loops' execution modes against onnxruntime, onnx.reference and numpy
 (and, where installed, the JAX backend beside a hand-written ``jax.lax`` loop and PyTensor's scan).
 
-Run ``python -m mdf_loops.bench`` (``--help`` for options). Every row runs the
+Run ``python benchmarks/loops.py`` (``--help`` for options). Every row runs the
 same model on the same inputs in this process; times are medians of several
 runs after one warm-up; ratios are to onnxruntime with one intra-op thread
 ("x ORT") and to ``onnx.reference`` ("x ref", the peer of the scheduler mode).
@@ -94,7 +94,7 @@ def _runners(work: Workload, model, slow_runs: int) -> dict[str, tuple[Callable,
 
 def _jit_runners(work: Workload, model) -> dict[str, tuple[Callable, int]]:
     """The JAX backend and hand-written JAX and PyTensor peers, where installed."""
-    from mdf_loops.bench_peers import jax_peer, pytensor_peer
+    from peers import jax_peer, pytensor_peer
 
     runners = {}
     hand = jax_peer(work)
@@ -254,7 +254,7 @@ def _synchronous_jax() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mdf_loops.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/loops.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per fast runner (median)")
     parser.add_argument("--slow-runs", type=int, default=3,
                         help="timed runs of the scheduler and onnx.reference")
