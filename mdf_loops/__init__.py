@@ -31,7 +31,7 @@ from mdf_loops.model.convention import (
     wrap_body,
 )
 from mdf_loops.render import render, to_graphviz
-from mdf_loops.model.interface import stock_evaluate
+from mdf_loops.model.interface import set_input_defaults, stock_evaluate
 from mdf_loops.run import graph_interface, load_model, run
 from mdf_loops.safety.checks import UnsafeExpressionError
 from mdf_loops.validation.report import Problem, validate
@@ -59,6 +59,7 @@ __all__ = [
     "load_model",
     "graph_interface",
     "stock_evaluate",
+    "set_input_defaults",
     "validate",
     "Problem",
     "render",
