@@ -235,12 +235,16 @@ def _add_export(subparsers, common) -> None:
 
 def _export(args: argparse.Namespace) -> int:
     from mdf_loops.cli.io import read_inputs
-    from mdf_loops.onnx.export import mdf_to_onnx
+    from mdf_loops.onnx.export import UntypedInputError, mdf_to_onnx
 
     _check_output(args.output, (".onnx",), args.model)
     model = _load_valid_model(args.model)
     inputs = read_inputs(args.input, _graph_of(model, args.graph))
-    exported = mdf_to_onnx(model, graph=args.graph, example_inputs=inputs, opset=args.opset)
+    try:
+        exported = mdf_to_onnx(model, graph=args.graph, example_inputs=inputs, opset=args.opset)
+    except UntypedInputError as exc:  # name the command line's way to give an example
+        raise UntypedInputError(exc.graph_id, exc.name,
+                                f"give an example value with -i {exc.name}=VALUE") from None
     write_atomically(args.output, exported.SerializeToString())
     _note(args, f"wrote {args.output}")
     return 0

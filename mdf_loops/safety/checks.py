@@ -15,6 +15,8 @@ body that contains itself, text edge weights, unknown scheduler conditions).
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -24,6 +26,7 @@ from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Condition, Graph, Model, Node
 
 from mdf_loops.errors import MdfLoopsError, ModelError
+from mdf_loops.errors import did_you_mean
 from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
 from mdf_loops.ops.common import current_limits
 from mdf_loops.model.convention import body_graph
@@ -61,12 +64,16 @@ def find_unsafe(model: Model, *, structure: bool = True) -> list[Problem]:
     """Every unsafe expression of ``model`` (and, with ``structure``, every structure the
     engine would hang or crash on), each with its path in the model file."""
     walker = _walked(model)
-    return (walker.structure if structure else []) + walker.expressions
+    return (walker.structure if structure else []) + walker.mistakes + walker.expressions
 
 
 def check_model(model: Model) -> None:
-    """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed."""
+    """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed
+    (:class:`ModelError` for text that is no expression or an unknown function)."""
     walker = _walked(model)
+    if walker.mistakes:
+        more = f" (and {len(walker.mistakes) - 1} more)" if len(walker.mistakes) > 1 else ""
+        raise ModelError(f"{walker.mistakes[0]}{more}")
     if walker.expressions:
         raise UnsafeExpressionError(walker.expressions)
 
@@ -90,6 +97,16 @@ def check_document(document: Any, where: str) -> None:
     if repeated:
         raise ModelError(f"{where}: {repeated}")
     check_aliases(document, where)
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text.lstrip(" \t"), mode="eval")
+    except (SyntaxError, ValueError):
+        return False
+    except (RecursionError, MemoryError):
+        return True
+    return True
 
 
 def check_aliases(document: Any, where: str) -> None:
@@ -186,6 +203,7 @@ class _ModelWalker:
 
     def __init__(self) -> None:
         self.structure: list[Problem] = []
+        self.mistakes: list[Problem] = []  # not expressions at all, unknown functions
         self.expressions: list[Problem] = []
         self._open: set[int] = set()  # bodies being walked: one seen again contains itself
         self._max_depth = current_limits().max_depth
@@ -216,7 +234,13 @@ class _ModelWalker:
             where = path + ("parameters", parameter.id)
             names = self._callable(parameter, where, early, depth)
             if isinstance(parameter.function, str) and parameter.function not in mdf_functions:
-                self.value(parameter.function, where + ("function",), names, depth)  # run as code
+                if "::" in parameter.function:  # the form of a registered function's name
+                    self.mistakes.append(Problem(
+                        format_path(where + ("function",)),
+                        f"unknown function '{parameter.function}'"
+                        + did_you_mean(parameter.function, mdf_functions, "registered functions")))
+                else:
+                    self.value(parameter.function, where + ("function",), names, depth)  # code
             conditions = parameter.conditions or ()
             for index, condition in enumerate(conditions if isinstance(conditions, list) else ()):
                 cid = _field(condition, "id") or index
@@ -248,7 +272,8 @@ class _ModelWalker:
         if isinstance(value, str):
             reason = expression_refusal(value, names, text_is_data)
             if reason:
-                self.expressions.append(Problem(format_path(path), reason))
+                (self.expressions if _parses(value) else self.mistakes).append(
+                    Problem(format_path(path), reason))
         elif isinstance(value, (Graph, Mapping)):
             self._body(value, path, depth)
 
