@@ -367,7 +367,8 @@ def test_input_options_that_do_not_fit(capsys, tmp_path):
 
 def test_outputs_of_the_wrong_kind_are_refused(capsys, tmp_path):
     assert "x.txt: the output must end in .png or .svg or .pdf" in _error(capsys, "render", LEAKY, "-o", tmp_path / "x.txt")
-    assert "x.json: the output must end in .npz" in _error(capsys, "run", LEAKY, "-o", tmp_path / "x.json")
+    assert "x.txt: the output must end in .npz or .npy or .json or .csv" in \
+        _error(capsys, "run", LEAKY, "-o", tmp_path / "x.txt")
     assert "folder" in _error(capsys, "import", tmp_path / "m.onnx", "-o", tmp_path / "absent" / "m.json")
     assert "expected an .onnx file to import" in _error(capsys, "import", LEAKY, "-o", tmp_path / "m.json")
     assert list(tmp_path.iterdir()) == []
@@ -423,12 +424,67 @@ def test_refuses_to_overwrite_the_model_it_reads(capsys, tmp_path):
     assert model.read_text() == LEAKY.read_text()
 
 
-def test_large_arrays_are_abbreviated(capsys, tmp_path):
+def test_large_arrays_are_abbreviated_on_a_terminal_only(capsys, tmp_path, monkeypatch):
     np.save(tmp_path / "current.npy", np.linspace(0.0, 1.0, 5000))
-    status, out, _ = _main(capsys, "run", LEAKY, "-i", "x0=0", "-i", f"I={tmp_path / 'current.npy'}")
-    assert status == 0
+    run = ("run", LEAKY, "-i", "x0=0", "-i", f"I={tmp_path / 'current.npy'}")
+    status, out, _ = _main(capsys, *run)  # stdout is not a terminal here: every value, exactly
+    assert status == 0 and "..." not in out
+    printed = np.array([float(v) for v in out.split("shape (5000,)\n")[1].replace("[", " ")
+                        .replace("]", " ").split()])
+    expected = leaky_oracle(0.0, np.linspace(0.0, 1.0, 5000))
+    np.testing.assert_array_equal(printed, expected)  # full precision: equal, not close
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    status, out, _ = _main(capsys, *run)
     assert "integrate.trace: float64, shape (5000,)" in out and "..." in out
     assert len(out) < 400
+    status, out, _ = _main(capsys, *run, "--full")
+    assert "..." not in out and len(out) > 5000
+
+
+@pytest.mark.parametrize("extension", [".npz", ".npy", ".json", ".csv"])
+def test_run_saves_outputs_in_each_format(extension, capsys, tmp_path):
+    """Every format holds the leaky integrator's values, checked against numpy written here."""
+    current = np.linspace(-1.0, 1.0, 7)
+    model = LEAKY if extension != ".npy" else _one_output_leaky(tmp_path)
+    target = tmp_path / f"out{extension}"
+    status, out, err = _main(capsys, "run", model, "-i", "x0=0.5", "-i", f"I={current.tolist()}",
+                             "-o", target)
+    assert (status, out) == (0, ""), err
+    trace = leaky_oracle(0.5, current)
+    if extension == ".npz":
+        with np.load(target) as saved:
+            np.testing.assert_array_equal(saved["integrate.trace"], trace)
+    elif extension == ".npy":
+        np.testing.assert_array_equal(np.load(target), trace)
+    elif extension == ".json":
+        saved = json.loads(target.read_text())
+        assert saved["integrate.trace"]["dtype"] == "float64"
+        assert saved["integrate.trace"]["shape"] == [7]
+        np.testing.assert_array_equal(saved["integrate.trace"]["values"], trace)
+        assert saved["integrate.x_final"]["values"] == trace[-1]
+    else:
+        import csv
+
+        rows = list(csv.reader(target.read_text().splitlines()))
+        assert rows[0] == ["output", "i0", "value"]
+        assert rows[1] == ["integrate.x_final", "", repr(float(trace[-1]))]
+        values = [float(r[2]) for r in rows[2:] if r[0] == "integrate.trace"]
+        assert [int(r[1]) for r in rows[2:]] == list(range(7))
+        np.testing.assert_array_equal(values, trace)
+
+
+def _one_output_leaky(folder: Path) -> Path:
+    document = json.loads(LEAKY.read_text())
+    document["leaky_integrator"]["graphs"]["main"]["nodes"]["integrate"]["output_ports"].pop("x_final")
+    path = folder / "one_output.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_an_npy_file_for_several_outputs_is_refused_before_running(capsys, tmp_path):
+    err = _error(capsys, "run", LEAKY, "-o", tmp_path / "out.npy")
+    assert "an .npy file holds one array, and the model has 2 outputs" in err
+    assert "integrate.x_final, integrate.trace" in err and "OUT.npz" in err
 
 
 def test_no_command_is_a_usage_error(capsys):

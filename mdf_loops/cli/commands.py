@@ -85,8 +85,13 @@ def _add_run(subparsers, common) -> None:
                     "given take the model's default values.")
     p.add_argument("model", metavar="MODEL", help="MDF JSON/YAML or ONNX file")
     _add_input_option(p)
-    p.add_argument("-o", "--output", metavar="FILE.npz",
-                   help="save the outputs to this NumPy archive instead of printing them")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="save the outputs instead of printing them: FILE.npz (a NumPy archive), "
+                        "FILE.npy (a model with one output), FILE.json or FILE.csv (one row "
+                        "per element)")
+    p.add_argument("--full", action="store_true",
+                   help="print every value to full precision (the default when the output "
+                        "is not a terminal); on a terminal long arrays are abridged")
     p.add_argument("--graph", metavar="ID", help="the graph to run (default: the first)")
     p.add_argument("--trusted", action="store_true",
                    help="skip the expression allow-list: the model's expressions run as any "
@@ -165,13 +170,21 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mdf_loops.cli.io import format_outputs, outputs_to_npz, read_inputs
+    from mdf_loops.cli.io import OUTPUT_FORMATS, encode_outputs, format_outputs, read_inputs
+    from mdf_loops.model.interface import graph_interface
     from mdf_loops.run import run
 
     if args.output:
-        _check_output(args.output, (".npz",), args.model)
+        _check_output(args.output, OUTPUT_FORMATS, args.model)
     model = _load_valid_model(args.model, args.trusted)
-    inputs = read_inputs(args.input, _graph_of(model, args.graph))
+    graph = _graph_of(model, args.graph)
+    if args.output and args.output.lower().endswith(".npy"):
+        names = list(graph_interface(graph).outputs)
+        if len(names) != 1:
+            raise MdfLoopsError(f"{args.output}: an .npy file holds one array, and the model has "
+                                f"{len(names)} outputs ({', '.join(names)}); write -o OUT.npz, "
+                                "OUT.json or OUT.csv")
+    inputs = read_inputs(args.input, graph)
     started = time.monotonic()
     with ExitStack() as stack:
         stack.enter_context(_time_limit(args.timeout))
@@ -180,14 +193,15 @@ def _run(args: argparse.Namespace) -> int:
         outputs = run(model, inputs, **_run_keywords(args))
     _log.info("ran %s in %.3f s", args.model, time.monotonic() - started)
     if args.output:
-        data, left_out = outputs_to_npz(outputs)
+        data, left_out = encode_outputs(outputs, args.output)
         write_atomically(args.output, data)
+        kind = Path(args.output).suffix.lower()
         for name in left_out:
-            _note(args, f"output '{name}' is an empty optional; an .npz file cannot hold it")
+            _note(args, f"output '{name}' is an empty optional; a {kind} file cannot hold it")
         written = sum(value is not None for value in outputs.values())
         _note(args, f"wrote {_count(written, 'output')} to {args.output}")
     else:
-        sys.stdout.write(format_outputs(outputs))
+        sys.stdout.write(format_outputs(outputs, full=args.full or not sys.stdout.isatty()))
     return 0
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import zipfile
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -27,10 +28,12 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 from modeci_mdf.mdf import Graph
 
+from mdf_loops.errors import MdfLoopsError
 from mdf_loops.model.inputs import DeclaredInput, InputError, fit_input, graph_input_types
 from mdf_loops.model.interface import graph_interface
 
-__all__ = ["InputError", "read_inputs", "format_outputs", "outputs_to_npz"]
+__all__ = ["InputError", "read_inputs", "format_outputs", "encode_outputs", "outputs_to_npz",
+           "OUTPUT_FORMATS"]
 
 
 
@@ -133,23 +136,46 @@ def _fit(name: str, value: Any, declared: DeclaredInput) -> Any:
 # ---------------------------------------------------------------- outputs
 
 
-def format_outputs(outputs: Mapping[str, Any]) -> str:
-    """Each output's name, element type, shape and values (long arrays abbreviated)."""
-    blocks = [_format_value(name, value) for name, value in outputs.items()]
+def format_outputs(outputs: Mapping[str, Any], full: bool = False) -> str:
+    """Each output's name, element type, shape and values: abridged (long arrays shortened,
+    six decimals) unless ``full``, which prints every value to full precision."""
+    blocks = [_format_value(name, value, full) for name, value in outputs.items()]
     return "\n".join(blocks) + ("\n" if blocks else "")
 
 
-def _format_value(name: str, value: Any, indent: str = "") -> str:
+def _format_value(name: str, value: Any, full: bool, indent: str = "") -> str:
     if value is None:
         return f"{indent}{name}: empty optional"
     if isinstance(value, list):
         lines = [f"{indent}{name}: sequence of {len(value)}"]
-        lines += [_format_value(f"[{k}]", item, indent + "  ") for k, item in enumerate(value)]
+        lines += [_format_value(f"[{k}]", item, full, indent + "  ") for k, item in enumerate(value)]
         return "\n".join(lines)
     array = np.asarray(value)
-    text = np.array2string(array, threshold=24, edgeitems=3, precision=6, max_line_width=88)
+    if full:
+        text = np.array2string(array, threshold=sys.maxsize, floatmode="unique",
+                               max_line_width=88)
+    else:
+        text = np.array2string(array, threshold=24, edgeitems=3, precision=6, max_line_width=88)
     body = "\n".join(f"{indent}  {line}" for line in text.splitlines())
     return f"{indent}{name}: {array.dtype}, shape {tuple(array.shape)}\n{body}"
+
+
+#: the files ``run -o`` writes, by extension
+OUTPUT_FORMATS = (".npz", ".npy", ".json", ".csv")
+
+
+def encode_outputs(outputs: Mapping[str, Any], path: str) -> tuple[bytes, list[str]]:
+    """The bytes of the file ``path`` (its format by extension), and the outputs left out."""
+    arrays, left_out = _flat_arrays(outputs)
+    if path.lower().endswith(".npy"):
+        return _npy(arrays, left_out), left_out
+    if path.lower().endswith(".json"):
+        return _json(outputs), []
+    if path.lower().endswith(".csv"):
+        return _csv(arrays), left_out
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue(), left_out
 
 
 def outputs_to_npz(outputs: Mapping[str, Any]) -> tuple[bytes, list[str]]:
@@ -158,6 +184,10 @@ def outputs_to_npz(outputs: Mapping[str, Any]) -> tuple[bytes, list[str]]:
     A sequence is stored element by element as ``name[0]``, ``name[1]``, ...;
     an empty optional cannot be stored and is left out.
     """
+    return encode_outputs(outputs, "outputs.npz")
+
+
+def _flat_arrays(outputs: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
     arrays: dict[str, np.ndarray] = {}
     left_out = []
     for name, value in outputs.items():
@@ -171,6 +201,64 @@ def outputs_to_npz(outputs: Mapping[str, Any]) -> tuple[bytes, list[str]]:
                     arrays[f"{name}[{k}]"] = np.asarray(item)
         else:
             arrays[name] = np.asarray(value)
+    return arrays, left_out
+
+
+def _npy(arrays: dict[str, np.ndarray], left_out: list[str]) -> bytes:
+    if len(arrays) != 1 or left_out:
+        names = ", ".join(map(repr, [*arrays, *left_out]))
+        raise MdfLoopsError(f"an .npy file holds one array; the model has {len(arrays) + len(left_out)} "
+                            f"outputs ({names}): write -o OUT.npz, OUT.json or OUT.csv")
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue(), left_out
+    np.save(buffer, next(iter(arrays.values())), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _json_value(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [_json_value(item) for item in value]
+    array = np.asarray(value)
+    data = array.tolist()
+    if array.dtype.kind == "f" or array.dtype.kind == "c":
+        data = _finite(data)
+    return {"dtype": str(array.dtype), "shape": list(array.shape), "values": data}
+
+
+def _finite(data: Any) -> Any:
+    """JSON has no NaN or infinity: those become the strings "nan", "inf", "-inf"."""
+    if isinstance(data, list):
+        return [_finite(item) for item in data]
+    if isinstance(data, float) and not np.isfinite(data):
+        return str(data)
+    if isinstance(data, complex):
+        return [_finite(data.real), _finite(data.imag)]
+    return data
+
+
+def _json(outputs: Mapping[str, Any]) -> bytes:
+    """``{name: {"dtype", "shape", "values"}}``; a sequence a list of those, an empty optional null."""
+    lines = [f" {json.dumps(name)}: {json.dumps(_json_value(value))}"
+             for name, value in outputs.items()]
+    return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
+
+
+def _csv(arrays: dict[str, np.ndarray]) -> bytes:
+    """One row per element: ``output,i0,i1,...,value`` (index columns up to the highest rank)."""
+    import csv
+
+    rank = max((a.ndim for a in arrays.values()), default=0)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["output", *(f"i{k}" for k in range(rank)), "value"])
+    for name, array in arrays.items():
+        for index, value in np.ndenumerate(array):
+            writer.writerow([name, *index, *([""] * (rank - len(index))), _csv_number(value)])
+    return text.getvalue().encode()
+
+
+def _csv_number(value: Any) -> str:
+    if isinstance(value, (np.floating, float)):
+        return repr(float(value)) if np.dtype(type(value)).itemsize >= 8 else str(value)
+    return str(value.item() if hasattr(value, "item") else value)
