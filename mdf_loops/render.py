@@ -53,7 +53,7 @@ _LINE = 48  # longest label line, in characters
 _LOOP_FILL = ("#e8f0fb", "#d5e3f6", "#c3d6f0")  # by nesting depth
 _BODY_FILL = ("#ffffff", "#f7f9fc")
 _BINDING = {"style": "dashed", "color": "#4a74b4", "fontcolor": "#4a74b4"}
-_NEXT = {"style": "dashed", "color": "#999999", "fontcolor": "#999999", "constraint": "false"}
+_NEXT = {"style": "dashed", "color": "#999999", "arrowhead": "none"}
 _PORT = {"shape": "oval", "style": "filled", "fillcolor": "#ffffff", "fontsize": "10",
          "height": "0.3"}
 
@@ -137,7 +137,18 @@ class _Drawing:
         self.edges.append((tail, head, attributes))
 
     def finish(self) -> None:
+        """Add the edges; parallel edges of the same style become one, their labels joined
+        (Graphviz would print the labels of parallel edges on top of each other)."""
+        merged: dict[tuple, dict] = {}
         for tail, head, attributes in self.edges:
+            style = tuple(sorted((k, v) for k, v in attributes.items() if k != "label"))
+            key = (tail, head, style)
+            if key in merged and attributes.get("label"):
+                known = merged[key].get("label", "")
+                merged[key]["label"] = f"{known}, {attributes['label']}" if known else attributes["label"]
+            else:
+                merged.setdefault(key, dict(attributes))
+        for (tail, head, _), attributes in merged.items():
             self.dot.edge(tail, head, **attributes)
 
     # -- graphs
@@ -149,6 +160,7 @@ class _Drawing:
         received = {(e.receiver, e.receiver_port) for e in graph.edges}
         with self.dot.subgraph() as row:
             row.attr(rank="source")
+            sources = []
             for node in graph.nodes:
                 for port in node.input_ports:
                     if (node.id, port.id) in received or port.id not in free_ports:
@@ -157,6 +169,8 @@ class _Drawing:
                     row.node(source, _html(f"<b>{_text(free_ports[port.id])}</b>"), shape="oval",
                              style="filled", fillcolor="#fff4cc")
                     self.edge(source, ports[node.id].inputs[port.id])
+                    sources.append(source)
+            _in_order(row, list(dict.fromkeys(sources)))
         with self.dot.subgraph() as row:
             row.attr(rank="sink")
             for name, (node_id, port_id) in interface.outputs.items():
@@ -173,21 +187,28 @@ class _Drawing:
         """Draw the nodes and edges of ``graph``; ``bindings`` maps a port id to (source, edge
         style) for ports bound from outside the graph (a body's formal and outer-scope inputs)."""
         ports: dict[str, _Ports] = {}
+        constants = _constant_values(graph)  # (receiver node, port) -> value text
+        folded = {e.sender for e in graph.edges if (e.receiver, e.receiver_port) in constants}
         for node in graph.nodes:
             name = f"{prefix}/{node.id}"
             call = function_parameter(node)
+            if node.id in folded and all((e.receiver, e.receiver_port) in constants
+                                         for e in graph.edges if e.sender == node.id):
+                continue  # drawn as a line of each node that reads it
+            reads = {port: value for (receiver, port), value in constants.items()
+                     if receiver == node.id}
             if call is not None and call.function in CONTROL_FLOW_FUNCTIONS:
-                ports[node.id] = self.loop(container, node, call, name, depth)
+                ports[node.id] = self.loop(container, node, call, name, depth, reads)
             else:
-                container.node(name, _node_label(node, call), shape="box", style="rounded,filled",
-                               fillcolor="#ffffff")
+                container.node(name, _node_label(node, call, reads), shape="box",
+                               style="rounded,filled", fillcolor="#ffffff")
                 ports[node.id] = _Ports({p.id: name for p in node.input_ports},
                                         {p.id: name for p in node.output_ports})
-        received = set()
+        received = set(constants)
         for edge in graph.edges:
             source = ports.get(edge.sender, _Ports()).outputs.get(edge.sender_port)
             target = ports.get(edge.receiver, _Ports()).inputs.get(edge.receiver_port)
-            if source and target:
+            if source and target and (edge.receiver, edge.receiver_port) not in constants:
                 self.edge(source, target, label=_text(edge.sender_port))
             received.add((edge.receiver, edge.receiver_port))
         for node in graph.nodes:
@@ -198,7 +219,8 @@ class _Drawing:
         return ports
 
     # -- loop nodes
-    def loop(self, container, node: Node, call: Parameter, name: str, depth: int) -> _Ports:
+    def loop(self, container, node: Node, call: Parameter, name: str, depth: int,
+             reads: dict[str, str] | None = None) -> _Ports:
         op = CONTROL_FLOW_FUNCTIONS[call.function]
         bodies = loop_bodies(node)
         with container.subgraph(name=f"cluster_{name}") as cluster:
@@ -206,13 +228,25 @@ class _Drawing:
                          fillcolor=_LOOP_FILL[min(depth, len(_LOOP_FILL) - 1)], color="#4a74b4",
                          labeljust="l", penwidth="1.5")
             ports = _Ports()
-            for port in node.input_ports:
-                ports.inputs[port.id] = f"{name}#in#{port.id}"
-                cluster.node(ports.inputs[port.id], _html(_text(port.id)), **_PORT)
+            with cluster.subgraph() as row:
+                row.attr(rank="same")
+                for port in node.input_ports:
+                    ports.inputs[port.id] = f"{name}#in#{port.id}"
+                    shown = port.id if port.id not in (reads or {}) else f"{port.id} = {reads[port.id]}"
+                    row.node(ports.inputs[port.id], _html(_text(shown)), **_PORT)
+                _in_order(row, list(ports.inputs.values()))
+            for parameter in _parameters_read_by_bodies(node, call):
+                ports.inputs[parameter.id] = f"{name}#parameter#{parameter.id}"
+                cluster.node(ports.inputs[parameter.id],
+                             _html(_text(f"{parameter.id} = {_short_value(parameter.value)}")),
+                             shape="note", style="filled", fillcolor="#ffffff", fontsize="10")
             for port in node.output_ports:
                 ports.outputs[port.id] = f"{name}#out#{port.id}"
                 cluster.node(ports.outputs[port.id], _html(_text(port.id)), **_PORT)
             arguments = self.arguments(cluster, node, call, name)
+            parameter_nodes = {k: v for k, v in ports.inputs.items() if "#parameter#" in v}
+            for k in parameter_nodes:
+                del ports.inputs[k]  # not ports: edges into the node never end there
             results = {}
             for port in node.output_ports:
                 index = output_index(port.value, call.id)
@@ -220,7 +254,8 @@ class _Drawing:
                     results[index] = ports.outputs[port.id]
             for attribute, body in bodies.items():
                 self.body(cluster, f"{name}/{attribute}", attribute, body,
-                          _wiring(op, node, arguments, body), ports, results, depth)
+                          _wiring(op, node, arguments, body),
+                          _Ports({**ports.inputs, **parameter_nodes}, ports.outputs), results, depth)
         return ports
 
     def arguments(self, cluster, node: Node, call: Parameter, name: str) -> dict[str, list[str]]:
@@ -263,6 +298,19 @@ class _Drawing:
                     row.node(formal_name, _html(f"<b>{_text(port_id)}</b>{role}"), shape="house",
                              style="filled", fillcolor="#fff4cc", margin="0.15,0.1")
                     bindings[port_id] = (formal_name, "solid")
+                _in_order(row, formal_names)
+            nexts = {j: f"{prefix}#next#{j}" for j, k in wiring.carries.items()
+                     if k < len(formal_inputs) and j < len(formal_outputs)}
+            if nexts:
+                with inner.subgraph() as row:
+                    row.attr(rank="max")
+                    for j, marker in nexts.items():
+                        k = wiring.carries[j]
+                        row.node(marker, _html(f"next <b>{_text(formal_inputs[k])}</b>"
+                                               f"<br/><font point-size='9'>{wiring.roles[k]}</font>"),
+                                 shape="invhouse", style="filled,dashed", fillcolor="#fffaf0",
+                                 color="#999999", fontsize="10", margin="0.1,0.05")
+                    _in_order(row, list(nexts.values()))
             for port_id in meta.get("outer_scope_inputs") or []:
                 if port_id in ports.inputs:
                     bindings[port_id] = (ports.inputs[port_id], "dotted")
@@ -283,8 +331,14 @@ class _Drawing:
             index, label = wiring.results.get(j, (None, ""))
             if index in results:
                 self.edge(produced, results[index], label=label, **_BINDING)
-            if j in wiring.carries and wiring.carries[j] < len(formal_names):
-                self.edge(produced, formal_names[wiring.carries[j]], label="next", **_NEXT)
+            if j in nexts:  # the new value of a state: a marker at the body's foot says which
+                self.edge(produced, nexts[j], **_NEXT)
+
+
+def _in_order(row, names: list[str]) -> None:
+    """Keep the nodes of a same-rank row left to right in the order given (invisible edges)."""
+    for left, right in zip(names, names[1:]):
+        row.edge(left, right, style="invis")
 
 
 def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -> _Wiring:
@@ -356,7 +410,7 @@ def _describe_argument(node: Node, expression: Any) -> str:
     return str(expression)
 
 
-def _node_label(node: Node, call: Parameter | None) -> str:
+def _node_label(node: Node, call: Parameter | None, reads: dict[str, str] | None = None) -> str:
     lines = [f"<b>{_text(node.id)}</b>"]
     if call is not None:
         if call.function.startswith("onnx::"):
@@ -370,10 +424,68 @@ def _node_label(node: Node, call: Parameter | None) -> str:
     for parameter in node.parameters:
         if parameter is not call and not parameter.function:
             lines.append(small.format(f"{_text(parameter.id)} = {_text(_short_value(parameter.value))}"))
+    for port_id, value in (reads or {}).items():
+        lines.append(small.format(_wrapped(f"{port_id} = {value}")))
     for port in node.output_ports:
         if call is None or (port.value != call.id and output_index(port.value, call.id) is None):
-            lines.append(small.format(f"{_text(port.id)} = {_text(port.value)}"))
+            lines.append(small.format(_wrapped(f"{port.id} = {port.value}")))
     return _html("<br/>".join(lines))
+
+
+def _wrapped(text: str) -> str:
+    """HTML-escaped ``text`` broken into lines of at most ``_LINE`` characters at spaces
+    (an expression is shown whole, never cut)."""
+    words, lines, line = " ".join(str(text).split()).split(" "), [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > _LINE:
+            lines.append(line)
+            line = "    " + word  # continuation lines are indented
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return "<br/>".join(html.escape(item, quote=True) for item in lines)
+
+
+def _constant_values(graph: Graph) -> dict[tuple[str, str], str]:
+    """``(receiver node, port) -> value`` for each edge that carries a constant: from an
+    ``onnx::Constant`` node or a node of constant parameters with no inputs."""
+    values: dict[tuple[str, str], str] = {}
+    by_id = {n.id: n for n in graph.nodes}
+    for edge in graph.edges:
+        value = _constant_output(by_id.get(edge.sender), edge.sender_port)
+        if value is not None:
+            values[(edge.receiver, edge.receiver_port)] = value
+    return values
+
+
+def _constant_output(node: Node | None, port_id: str) -> str | None:
+    if node is None or node.input_ports:
+        return None
+    port = next((p for p in node.output_ports if p.id == port_id), None)
+    parameters = {p.id: p for p in node.parameters}
+    call = function_parameter(node)
+    if port is None:
+        return None
+    if call is not None:
+        if call.function != "onnx::Constant" or port.value != call.id:
+            return None
+        held = [p for p in node.parameters if p is not call and p.value is not None]
+        return _short_value(held[0].value) if len(held) == 1 else None
+    parameter = parameters.get(port.value) if isinstance(port.value, str) else None
+    if parameter is not None and parameter.value is not None and parameter.function is None \
+            and not isinstance(parameter.value, str) and not parameter.default_initial_value:
+        return _short_value(parameter.value)
+    return None
+
+
+def _parameters_read_by_bodies(node: Node, call: Parameter) -> list[Parameter]:
+    """The loop node's parameters its bodies read as outer-scope values."""
+    read = set()
+    for body in loop_bodies(node).values():
+        read.update(str(x) for x in (body.metadata or {}).get("outer_scope_inputs") or [])
+    ports = {p.id for p in node.input_ports}
+    return [p for p in node.parameters
+            if p.id in read and p.id not in ports and p is not call and not p.function]
 
 
 def _short_value(value: Any) -> str:

@@ -568,7 +568,9 @@ def test_the_progress_line_shows_each_enclosing_loop_with_its_total():
     import io
 
     stream = io.StringIO()
-    line = cli._ProgressLine(stream)
+    from mdf_loops.cli.progress import ProgressLine
+
+    line = ProgressLine(stream)
     line.started -= 1.0  # past the first half second
     line.update("node 'trials'", 4, 200)
     line.last = 0.0
@@ -577,3 +579,34 @@ def test_the_progress_line_shows_each_enclosing_loop_with_its_total():
     assert stream.getvalue().endswith("\r" + shown)
     line.clear()
     assert stream.getvalue().endswith("\r" + " " * len(shown) + "\r")
+
+
+def test_the_progress_line_shows_the_elapsed_time_when_no_loop_reports():
+    """onnxruntime runs a model as one call: the line shows the time since the start."""
+    import io
+
+    from mdf_loops.cli.progress import ProgressLine
+
+    stream = io.StringIO()
+    line = ProgressLine(stream)
+    line.elapsed()
+    assert stream.getvalue() == ""  # nothing in the first second
+    line.started -= 75.2
+    line.elapsed()
+    assert stream.getvalue() == "\rrunning: 75 s"
+    line.last_iteration = line.started + 75.0  # a loop reported just now: its line stays
+    line.elapsed()
+    assert stream.getvalue() == "\rrunning: 75 s"
+
+
+def test_the_progress_display_stops_its_clock_and_clears_the_line():
+    import io
+    import threading
+
+    from mdf_loops.cli.progress import progress
+
+    stream = io.StringIO()
+    with progress(stream):
+        assert any(t.name == "mdf-loops progress" for t in threading.enumerate())
+    assert not any(t.name == "mdf-loops progress" for t in threading.enumerate())
+    assert stream.getvalue() == ""  # a short block shows nothing

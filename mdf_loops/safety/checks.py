@@ -20,9 +20,8 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-import graph_scheduler.condition as _conditions
 import numpy as np
-from modeci_mdf.functions.standard import mdf_functions
+from functools import lru_cache
 from modeci_mdf.mdf import Condition, Graph, Model, Node
 
 from mdf_loops.errors import MdfLoopsError, ModelError
@@ -51,10 +50,38 @@ class UnsafeExpressionError(MdfLoopsError):
         )
 
 
-_SCHEDULER_CONDITIONS = frozenset(
-    n for n in dir(_conditions)
-    if isinstance(getattr(_conditions, n), type) and issubclass(getattr(_conditions, n),
-                                                                _conditions.Condition))
+@lru_cache(maxsize=1)
+def _scheduler_conditions() -> frozenset:
+    """The condition classes of graph-scheduler (imported when a model has conditions)."""
+    import graph_scheduler.condition as conditions
+
+    return frozenset(n for n in dir(conditions)
+                     if isinstance(getattr(conditions, n), type)
+                     and issubclass(getattr(conditions, n), conditions.Condition))
+
+
+def _known_function(name: str) -> bool:
+    """Whether ``name`` is (or, once mdf-loops registers, will be) in modeci-mdf's registry."""
+    from mdf_loops.model.convention import CONTROL_FLOW_FUNCTIONS
+
+    if name in CONTROL_FLOW_FUNCTIONS:
+        return True
+    if name.startswith("onnx::"):  # every ONNX operator is registered (onnx.defs is cheaper)
+        import onnx.defs
+
+        if onnx.defs.has(name[len("onnx::"):]):
+            return True
+    from modeci_mdf.functions.standard import mdf_functions
+
+    return name in mdf_functions
+
+
+def _function_names() -> list[str]:
+    from modeci_mdf.functions.standard import mdf_functions
+    import onnx.defs
+
+    return list(mdf_functions) + [f"onnx::{s.name}" for s in onnx.defs.get_all_schemas()
+                                  if s.domain == ""]
 
 
 # ---------------------------------------------------------------- public checks
@@ -233,12 +260,12 @@ class _ModelWalker:
         for parameter in parameters:
             where = path + ("parameters", parameter.id)
             names = self._callable(parameter, where, early, depth)
-            if isinstance(parameter.function, str) and parameter.function not in mdf_functions:
+            if isinstance(parameter.function, str) and not _known_function(parameter.function):
                 if "::" in parameter.function:  # the form of a registered function's name
                     self.mistakes.append(Problem(
                         format_path(where + ("function",)),
                         f"unknown function '{parameter.function}'"
-                        + did_you_mean(parameter.function, mdf_functions, "registered functions")))
+                        + did_you_mean(parameter.function, _function_names(), "registered functions")))
                 else:
                     self.value(parameter.function, where + ("function",), names, depth)  # code
             conditions = parameter.conditions or ()
@@ -350,7 +377,7 @@ class _ModelWalker:
             entries = getattr(conditions, group, None) or {}
             for key, condition in entries.items() if isinstance(entries, Mapping) else ():
                 for kind in _condition_types(condition):
-                    if kind not in _SCHEDULER_CONDITIONS:
+                    if kind not in _scheduler_conditions():
                         self.structure.append(Problem(
                             format_path(path + ("conditions", group, key)),
                             f"'{kind}' is not a scheduler condition"))
