@@ -170,7 +170,8 @@ class _Drawing:
                              style="filled", fillcolor="#fff4cc")
                     self.edge(source, ports[node.id].inputs[port.id])
                     sources.append(source)
-            _in_order(row, list(dict.fromkeys(sources)))
+            declared = [f"{graph.id}/input/{port}" for port in interface.inputs.values()]
+            _in_order(row, sorted(dict.fromkeys(sources), key=declared.index))
         with self.dot.subgraph() as row:
             row.attr(rank="sink")
             for name, (node_id, port_id) in interface.outputs.items():
