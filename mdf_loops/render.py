@@ -21,20 +21,16 @@ SVG or PDF (chosen by the file extension) with Graphviz's ``dot`` program.
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import graphviz
-import numpy as np
 from modeci_mdf.mdf import Graph, Model, Node, Parameter
 
 from mdf_loops.errors import MdfLoopsError
 from mdf_loops.files import write_atomically
 from mdf_loops.model.convention import (
-    BODY_ATTRIBUTES,
     CONTROL_FLOW_FUNCTIONS,
     function_parameter,
     loop_bodies,
@@ -42,14 +38,23 @@ from mdf_loops.model.convention import (
     variadic_items,
 )
 from mdf_loops.model.interface import graph_interface, load_model
-from mdf_loops.model.values import is_encoded_tensor
+from mdf_loops.render_labels import (
+    constant_values,
+    describe_argument,
+    html_label,
+    int_parameter,
+    loop_label,
+    node_label,
+    parameters_read_by_bodies,
+    short_value,
+    text,
+)
 
 __all__ = ["to_graphviz", "render", "FORMATS"]
 
 #: file extensions :func:`render` writes, and the Graphviz output format of each
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 
-_LINE = 48  # longest label line, in characters
 _LOOP_FILL = ("#e8f0fb", "#d5e3f6", "#c3d6f0")  # by nesting depth
 _BODY_FILL = ("#ffffff", "#f7f9fc")
 _BINDING = {"style": "dashed", "color": "#4a74b4", "fontcolor": "#4a74b4"}
@@ -72,7 +77,7 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
     if target is None:
         raise MdfLoopsError(f"model '{model.id}' has no graph '{graph}'")
     dot = graphviz.Digraph(name=model.id)
-    dot.attr(label=_html(f"<b>{_text(model.id)}</b>: graph {_text(target.id)}"), labelloc="t",
+    dot.attr(label=html_label(f"<b>{text(model.id)}</b>: graph {text(target.id)}"), labelloc="t",
              fontname="Helvetica", fontsize="16", newrank="true")
     dot.attr("node", fontname="Helvetica", fontsize="11")
     dot.attr("edge", fontname="Helvetica", fontsize="9", color="#555555")
@@ -166,7 +171,7 @@ class _Drawing:
                     if (node.id, port.id) in received or port.id not in free_ports:
                         continue
                     source = f"{graph.id}/input/{port.id}"
-                    row.node(source, _html(f"<b>{_text(free_ports[port.id])}</b>"), shape="oval",
+                    row.node(source, html_label(f"<b>{text(free_ports[port.id])}</b>"), shape="oval",
                              style="filled", fillcolor="#fff4cc")
                     self.edge(source, ports[node.id].inputs[port.id])
                     sources.append(source)
@@ -179,7 +184,7 @@ class _Drawing:
                 if source is not None:
                     sink = f"{graph.id}/output/{name}"
                     label = names.get(f"{node_id}.{port_id}", name)
-                    row.node(sink, _html(f"<b>{_text(label)}</b>"), shape="oval", style="filled",
+                    row.node(sink, html_label(f"<b>{text(label)}</b>"), shape="oval", style="filled",
                              fillcolor="#ddf2dd")
                     self.edge(source, sink)
 
@@ -188,7 +193,7 @@ class _Drawing:
         """Draw the nodes and edges of ``graph``; ``bindings`` maps a port id to (source, edge
         style) for ports bound from outside the graph (a body's formal and outer-scope inputs)."""
         ports: dict[str, _Ports] = {}
-        constants = _constant_values(graph)  # (receiver node, port) -> value text
+        constants = constant_values(graph)  # (receiver node, port) -> value text
         folded = {e.sender for e in graph.edges if (e.receiver, e.receiver_port) in constants}
         for node in graph.nodes:
             name = f"{prefix}/{node.id}"
@@ -201,7 +206,7 @@ class _Drawing:
             if call is not None and call.function in CONTROL_FLOW_FUNCTIONS:
                 ports[node.id] = self.loop(container, node, call, name, depth, reads)
             else:
-                container.node(name, _node_label(node, call, reads), shape="box",
+                container.node(name, node_label(node, call, reads), shape="box",
                                style="rounded,filled", fillcolor="#ffffff")
                 ports[node.id] = _Ports({p.id: name for p in node.input_ports},
                                         {p.id: name for p in node.output_ports})
@@ -210,7 +215,7 @@ class _Drawing:
             source = ports.get(edge.sender, _Ports()).outputs.get(edge.sender_port)
             target = ports.get(edge.receiver, _Ports()).inputs.get(edge.receiver_port)
             if source and target and (edge.receiver, edge.receiver_port) not in constants:
-                self.edge(source, target, label=_text(edge.sender_port))
+                self.edge(source, target, label=text(edge.sender_port))
             received.add((edge.receiver, edge.receiver_port))
         for node in graph.nodes:
             for port in node.input_ports:
@@ -225,7 +230,7 @@ class _Drawing:
         op = CONTROL_FLOW_FUNCTIONS[call.function]
         bodies = loop_bodies(node)
         with container.subgraph(name=f"cluster_{name}") as cluster:
-            cluster.attr(label=_html(_loop_label(node, op, call)), style="rounded,filled",
+            cluster.attr(label=html_label(loop_label(node, op, call)), style="rounded,filled",
                          fillcolor=_LOOP_FILL[min(depth, len(_LOOP_FILL) - 1)], color="#4a74b4",
                          labeljust="l", penwidth="1.5")
             ports = _Ports()
@@ -234,16 +239,16 @@ class _Drawing:
                 for port in node.input_ports:
                     ports.inputs[port.id] = f"{name}#in#{port.id}"
                     shown = port.id if port.id not in (reads or {}) else f"{port.id} = {reads[port.id]}"
-                    row.node(ports.inputs[port.id], _html(_text(shown)), **_PORT)
+                    row.node(ports.inputs[port.id], html_label(text(shown)), **_PORT)
                 _in_order(row, list(ports.inputs.values()))
-            for parameter in _parameters_read_by_bodies(node, call):
+            for parameter in parameters_read_by_bodies(node, call):
                 ports.inputs[parameter.id] = f"{name}#parameter#{parameter.id}"
                 cluster.node(ports.inputs[parameter.id],
-                             _html(_text(f"{parameter.id} = {_short_value(parameter.value)}")),
+                             html_label(text(f"{parameter.id} = {short_value(parameter.value)}")),
                              shape="note", style="filled", fillcolor="#ffffff", fontsize="10")
             for port in node.output_ports:
                 ports.outputs[port.id] = f"{name}#out#{port.id}"
-                cluster.node(ports.outputs[port.id], _html(_text(port.id)), **_PORT)
+                cluster.node(ports.outputs[port.id], html_label(text(port.id)), **_PORT)
             arguments = self.arguments(cluster, node, call, name)
             parameter_nodes = {k: v for k, v in ports.inputs.items() if "#parameter#" in v}
             for k in parameter_nodes:
@@ -274,7 +279,7 @@ class _Drawing:
                     arguments[formal].append(f"{name}#in#{item}")
                     continue
                 holder = f"{name}#arg#{formal}#{k}"
-                cluster.node(holder, _html(_text(_describe_argument(node, item))), shape="plain",
+                cluster.node(holder, html_label(text(describe_argument(node, item))), shape="plain",
                              fontsize="10")
                 arguments[formal].append(holder)
         return arguments
@@ -287,7 +292,7 @@ class _Drawing:
         formal_names = [f"{prefix}#formal#{k}" for k in range(len(formal_inputs))]
         top = f"{prefix}#top"  # an invisible point above the body's nodes, below the loop's inputs
         with cluster.subgraph(name=f"cluster_{prefix}") as inner:
-            inner.attr(label=_html(f"<b>{_text(attribute)}</b>: graph {_text(body.id)}"),
+            inner.attr(label=html_label(f"<b>{text(attribute)}</b>: graph {text(body.id)}"),
                        style="rounded,filled", fillcolor=_BODY_FILL[depth % 2], color="#8c8c8c",
                        penwidth="1")
             bindings = {}
@@ -296,7 +301,7 @@ class _Drawing:
                 row.node(top, "", shape="point", style="invis", width="0")
                 for k, (port_id, formal_name) in enumerate(zip(formal_inputs, formal_names)):
                     role = f"<br/><font point-size='9'>{wiring.roles[k]}</font>" if wiring.roles[k] else ""
-                    row.node(formal_name, _html(f"<b>{_text(port_id)}</b>{role}"), shape="house",
+                    row.node(formal_name, html_label(f"<b>{text(port_id)}</b>{role}"), shape="house",
                              style="filled", fillcolor="#fff4cc", margin="0.15,0.1")
                     bindings[port_id] = (formal_name, "solid")
                 _in_order(row, formal_names)
@@ -307,7 +312,7 @@ class _Drawing:
                     row.attr(rank="max")
                     for j, marker in nexts.items():
                         k = wiring.carries[j]
-                        row.node(marker, _html(f"next <b>{_text(formal_inputs[k])}</b>"
+                        row.node(marker, html_label(f"next <b>{text(formal_inputs[k])}</b>"
                                                f"<br/><font point-size='9'>{wiring.roles[k]}</font>"),
                                  shape="invhouse", style="filled,dashed", fillcolor="#fffaf0",
                                  color="#999999", fontsize="10", margin="0.1,0.05")
@@ -348,7 +353,7 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
     n_out = len(meta.get("formal_outputs") or [])
     if op == "Scan":
         values = arguments.get("initial_state_and_scan_inputs", [])
-        n = max(len(values) - _int_parameter(node, "num_scan_inputs", len(values)), 0)
+        n = max(len(values) - int_parameter(node, "num_scan_inputs", len(values)), 0)
         return _Wiring(
             roles=[f"state {k}" if k < n else f"scan element {k - n}" for k in range(n_in)],
             feeds={k: (v, "initial" if k < n else "slices") for k, v in enumerate(values)},
@@ -369,165 +374,3 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
             carries={j: j + 1 for j in range(min(n + 1, n_out))},
         )
     return _Wiring(roles=[""] * n_in, results={j: (j, "") for j in range(n_out)})  # If
-
-
-# ---------------------------------------------------------------- labels
-
-
-def _loop_label(node: Node, op: str, call: Parameter) -> str:
-    lines = [f"<b>{_text(node.id)}</b>: onnx::{op}"]
-    args = call.args or {}
-    if op == "Loop":
-        trip, condition = args.get("M"), args.get("cond")
-        lines.append(f"trip count: {_text(_describe_argument(node, trip)) if trip else 'none'}")
-        lines.append(f"condition: {_text(_describe_argument(node, condition)) if condition else 'none'}")
-        if not trip and not condition:
-            lines.append("runs until the iteration limit")
-    elif op == "If":
-        lines.append(f"condition: {_text(_describe_argument(node, args.get('cond')))}")
-    skipped = set(BODY_ATTRIBUTES[op]) | {call.id} | set(_argument_names(call))
-    for parameter in node.parameters:
-        if parameter.id not in skipped and not parameter.function:
-            lines.append(f"{_text(parameter.id)} = {_text(_short_value(parameter.value))}")
-    return "".join(f"{line}<br align='left'/>" for line in lines)
-
-
-def _argument_names(call: Parameter) -> list[str]:
-    """The names a call's arguments list (the items of list arguments too)."""
-    names = []
-    for expression in (call.args or {}).values():
-        try:
-            names += variadic_items(expression) or [str(expression)]
-        except SyntaxError:
-            continue
-    return names
-
-
-def _describe_argument(node: Node, expression: Any) -> str:
-    """An argument as written, with the value of the constant parameter it names."""
-    for parameter in node.parameters:
-        if parameter.id == expression and parameter.value is not None and not parameter.function:
-            return f"{expression} = {_short_value(parameter.value)}"
-    return str(expression)
-
-
-def _node_label(node: Node, call: Parameter | None, reads: dict[str, str] | None = None) -> str:
-    lines = [f"<b>{_text(node.id)}</b>"]
-    if call is not None:
-        if call.function.startswith("onnx::"):
-            lines.append(_text(call.function))
-        else:
-            arguments = ", ".join(f"{k}={v}" for k, v in (call.args or {}).items())
-            lines.append(_text(f"{call.function}({arguments})"))
-    small = "<font point-size='9'>{}</font>"
-    for function in getattr(node, "functions", None) or []:
-        lines.append(small.format(_text(f"{function.id} = {function.function or function.value}")))
-    for parameter in node.parameters:
-        if parameter is not call and not parameter.function:
-            lines.append(small.format(f"{_text(parameter.id)} = {_text(_short_value(parameter.value))}"))
-    for port_id, value in (reads or {}).items():
-        lines.append(small.format(_wrapped(f"{port_id} = {value}")))
-    for port in node.output_ports:
-        if call is None or (port.value != call.id and output_index(port.value, call.id) is None):
-            lines.append(small.format(_wrapped(f"{port.id} = {port.value}")))
-    return _html("<br/>".join(lines))
-
-
-def _wrapped(text: str) -> str:
-    """HTML-escaped ``text`` broken into lines of at most ``_LINE`` characters at spaces
-    (an expression is shown whole, never cut)."""
-    words, lines, line = " ".join(str(text).split()).split(" "), [], ""
-    for word in words:
-        if line and len(line) + 1 + len(word) > _LINE:
-            lines.append(line)
-            line = "    " + word  # continuation lines are indented
-        else:
-            line = f"{line} {word}" if line else word
-    lines.append(line)
-    return "<br/>".join(html.escape(item, quote=True) for item in lines)
-
-
-def _constant_values(graph: Graph) -> dict[tuple[str, str], str]:
-    """``(receiver node, port) -> value`` for each edge that carries a constant: from an
-    ``onnx::Constant`` node or a node of constant parameters with no inputs."""
-    values: dict[tuple[str, str], str] = {}
-    by_id = {n.id: n for n in graph.nodes}
-    for edge in graph.edges:
-        value = _constant_output(by_id.get(edge.sender), edge.sender_port)
-        if value is not None:
-            values[(edge.receiver, edge.receiver_port)] = value
-    return values
-
-
-def _constant_output(node: Node | None, port_id: str) -> str | None:
-    if node is None or node.input_ports:
-        return None
-    port = next((p for p in node.output_ports if p.id == port_id), None)
-    parameters = {p.id: p for p in node.parameters}
-    call = function_parameter(node)
-    if port is None:
-        return None
-    if call is not None:
-        if call.function != "onnx::Constant" or port.value != call.id:
-            return None
-        held = [p for p in node.parameters if p is not call and p.value is not None]
-        return _short_value(held[0].value) if len(held) == 1 else None
-    parameter = parameters.get(port.value) if isinstance(port.value, str) else None
-    if parameter is not None and parameter.value is not None and parameter.function is None \
-            and not isinstance(parameter.value, str) and not parameter.default_initial_value:
-        return _short_value(parameter.value)
-    return None
-
-
-def _parameters_read_by_bodies(node: Node, call: Parameter) -> list[Parameter]:
-    """The loop node's parameters its bodies read as outer-scope values."""
-    read = set()
-    for body in loop_bodies(node).values():
-        read.update(str(x) for x in (body.metadata or {}).get("outer_scope_inputs") or [])
-    ports = {p.id for p in node.input_ports}
-    return [p for p in node.parameters
-            if p.id in read and p.id not in ports and p is not call and not p.function]
-
-
-def _short_value(value: Any) -> str:
-    """A parameter value in a few characters: small values as written, arrays by type and shape."""
-    if is_encoded_tensor(value):
-        shape = ", ".join(str(d) for d in value["shape"])
-        data = value["data"]
-        return f"{value['dtype']}[{shape}]" + (f" {data}" if len(data) <= 4 else "")
-    if isinstance(value, dict):
-        return "{...}"
-    if isinstance(value, (list, tuple)):
-        try:
-            array = np.asarray(value)
-        except ValueError:  # ragged
-            return f"list of {len(value)}"
-        if array.dtype.kind in "biuf":
-            if array.size > 4:
-                return f"{array.dtype}[{', '.join(map(str, array.shape))}]"
-            return np.array2string(array, precision=4, separator=", ")
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def _text(value: Any) -> str:
-    """HTML-escaped text, cut to one short line."""
-    text = " ".join(str(value).split())
-    if len(text) > _LINE:
-        text = text[: _LINE - 3] + "..."
-    return html.escape(text, quote=True)
-
-
-def _html(markup: str) -> str:
-    return f"<{markup}>"
-
-
-def _int_parameter(node: Node, parameter_id: str, default: int) -> int:
-    for parameter in node.parameters:
-        if parameter.id == parameter_id:
-            try:
-                return int(parameter.value)
-            except (TypeError, ValueError):
-                return default
-    return default
