@@ -610,3 +610,55 @@ def test_the_progress_display_stops_its_clock_and_clears_the_line():
         assert any(t.name == "mdf-loops progress" for t in threading.enumerate())
     assert not any(t.name == "mdf-loops progress" for t in threading.enumerate())
     assert stream.getvalue() == ""  # a short block shows nothing
+
+
+# ---------------------------------------------------------------- a fast start
+
+
+def _fresh_python(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_parsing_arguments_imports_nothing_heavy():
+    """``mdf-loops --help`` needs neither modeci-mdf, graph-scheduler, onnx nor onnxruntime."""
+    heavy = ("modeci_mdf", "graph_scheduler", "onnx", "onnxruntime", "mdf_loops.authoring")
+    shown = _fresh_python(
+        "import sys, contextlib, io\n"
+        "from mdf_loops.cli import commands\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try: commands.main(['--help'])\n"
+        "    except SystemExit: pass\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    assert shown == "[]"
+
+
+def test_validate_does_not_import_the_engine():
+    shown = _fresh_python(
+        "import sys\n"
+        "from mdf_loops.cli import commands\n"
+        "assert commands.main(['-q', 'validate', 'examples/lstm_cell.json']) == 0\n"
+        "print(sorted(m for m in ('graph_scheduler', 'onnxruntime', 'modeci_mdf.execution_engine')"
+        " if m in sys.modules))")
+    assert shown == "[]"
+
+
+@pytest.mark.parametrize("order", ["mdf_loops first", "engine first"])
+def test_import_mdf_loops_registers_the_loops_in_either_order(order):
+    """The stock engine runs a Scan after ``import mdf_loops``, whichever is imported first;
+    the value is checked against numpy (the leaky integrator's recurrence)."""
+    imports = ["import mdf_loops", "from modeci_mdf.execution_engine import EvaluableGraph"]
+    if order == "engine first":
+        imports.reverse()
+    shown = _fresh_python("\n".join(imports) + "\n"
+                          "import numpy as np\n"
+                          "from modeci_mdf.utils import load_mdf\n"
+                          "engine = EvaluableGraph(load_mdf('examples/leaky_integrator.json').graphs[0])\n"
+                          "engine.evaluate(initializer={'x0': np.array(0.5), 'I': np.ones(3)})\n"
+                          "print(float(engine.enodes['integrate'].evaluable_outputs['x_final'].curr_value))")
+    x = 0.5
+    for _ in range(3):
+        x = x + 0.1 * (-x + 1.0) / 2.0
+    assert float(shown.splitlines()[-1]) == pytest.approx(x, abs=1e-12)
