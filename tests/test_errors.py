@@ -445,3 +445,14 @@ def test_auto_does_not_rerun_after_a_failure_on_onnxruntime(monkeypatch):
     monkeypatch.setattr(run_module, "_run_scheduler", never)
     with pytest.raises(mdf_loops.EvaluationError, match="onnxruntime failed.*backend='scheduler'"):
         mdf_loops.run(_counting_loop(True), {"n": 2})
+
+
+@pytest.mark.parametrize("declaration", [{"tensorType": {"elemType": "A"}},
+                                         {"tensorType": {"elemType": -1}},
+                                         {"tensorType": {"shape": {"dim": [{"dimValue": {}}]}}},
+                                         {"tensorType": {"shape": 3}}])
+def test_a_malformed_input_declaration_is_a_model_error_naming_the_port(declaration):
+    model = mdf_loops.load_model(LEAKY)
+    model.graphs[0].nodes[0].input_ports[0].metadata = {"onnx_type": declaration}
+    with pytest.raises(mdf_loops.ModelError, match="input port 'x0': metadata 'onnx_type' is not an ONNX type"):
+        mdf_loops.run(model, {"x0": 0.0})

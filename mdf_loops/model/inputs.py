@@ -95,9 +95,15 @@ def _loop_controls(graph: Graph) -> dict[str, tuple[str, str]]:
 
 
 def _declared(port: InputPort) -> DeclaredInput:
-    onnx_type = (port.metadata or {}).get("onnx_type")
+    metadata = port.metadata if isinstance(port.metadata, Mapping) else {}
+    onnx_type = metadata.get("onnx_type")
     if isinstance(onnx_type, Mapping):
-        return _from_onnx_type(onnx_type)
+        try:
+            return _from_onnx_type(onnx_type)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise ModelError(
+                f"input port '{port.id}': metadata 'onnx_type' is not an ONNX type "
+                f"({type(exc).__name__}: {exc}); write it with mdf_loops.port_type(...)") from None
     dtype = _dtype_or_none(port.type)
     dims = tuple(d if isinstance(d, int) else None for d in port.shape) if port.shape else None
     return DeclaredInput("tensor" if dtype is not None or dims else "unknown", dtype, dims)
