@@ -31,6 +31,7 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it (imported on first use)
 _LAZY = {
     "authoring": "mdf_loops.authoring",
+    "pt": "mdf_loops.authoring.tensor",  # the PyTensor-style namespace
     "foldl": "mdf_loops.authoring", "foldr": "mdf_loops.authoring", "map": "mdf_loops.authoring",
     "reduce": "mdf_loops.authoring", "scan": "mdf_loops.authoring", "until": "mdf_loops.authoring",
     "CompiledModel": "mdf_loops.backends.onnxruntime.compiled",
@@ -54,6 +55,9 @@ _LAZY = {
 }
 
 
+_MODULES = ("authoring", "pt")  # public names that are modules themselves
+
+
 def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:  # a subpackage not imported yet (mdf_loops.model, mdf_loops.ops, ...)
@@ -61,7 +65,7 @@ def __getattr__(name: str):
             return _import_module(f"{__name__}.{name}")
         except ModuleNotFoundError:
             raise AttributeError(f"module 'mdf_loops' has no attribute '{name}'") from None
-    value = _import_module(module) if name == "authoring" else getattr(_import_module(module), name)
+    value = _import_module(module) if name in _MODULES else getattr(_import_module(module), name)
     globals()[name] = value
     return value
 
@@ -155,6 +159,7 @@ __all__ = [
     "foldl",
     "foldr",
     "until",
+    "pt",
     "load_model",
     "graph_interface",
     "stock_evaluate",

@@ -20,6 +20,7 @@ from mdf_loops.safety.allowlist import untrusted_expressions
 from mdf_loops.safety.checks import check_model, check_structure
 from mdf_loops.backends.scheduler.onnx_functions import opset
 from mdf_loops.backends.scheduler.registry import register
+from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
 from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
 from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
@@ -181,7 +182,7 @@ def _nearest(name: str, known) -> str:
 
 def _run_scheduler(model, target, interface, inputs, ports) -> dict[str, Any]:
     with ExitStack() as stack:
-        stack.enter_context(opset(_opset_of(model)))
+        stack.enter_context(opset(_opset_of(model), other_opsets(target.metadata)))
         stack.enter_context(iteration_budget())
         try:
             engine = EvaluableGraph(target)

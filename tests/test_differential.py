@@ -173,8 +173,9 @@ class _Generator:
             self.description.append(f"depth {depth}: Scan over seq axis {axis} dir {direction}")
         else:
             mode = draw(st.sampled_from(["M_cond", "M", "cond"]))
+            stops = mode == "cond" or (mode == "M" and draw(st.booleans()))
             body, scanned = self.body("Loop", states, [], pool, depth,
-                                      "count" if mode == "cond" else None)
+                                      "count" if stops else None)
             m = "m_inner" if "M" in mode else ""
             c = "c_inner" if "cond" in mode else ""
             outputs = self.emit_many(nodes, "Loop", [m, c] + [s.name for s in states],
@@ -239,7 +240,9 @@ def _models(draw, mode: str) -> _Case:
         if given[1]:
             feeds["cond"] = np.array(draw(st.booleans()))
             inputs.append(value_info("cond", BOOL, []))
-        body, scanned = gen.body("Loop", states, [], outer, 0, "count" if given == ("", "cond") else None)
+        # a trip-count-only Loop may stop early on its body's condition too (docs/semantics.md)
+        stops = given == ("", "cond") or (given == ("M", "") and draw(st.booleans()))
+        body, scanned = gen.body("Loop", states, [], outer, 0, "count" if stops else None)
         attributes = {}
         node_inputs = list(given) + [s.name for s in states]
         gen.description.insert(0, f"Loop {given}, M {length}")

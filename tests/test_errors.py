@@ -195,7 +195,8 @@ def test_loop_condition_not_a_scalar():
 
 @pytest.mark.parametrize("how", ["run_argument", "limits_context"])
 def test_loop_without_end_hits_the_iteration_limit(how):
-    step = expression_node("step", ["i", "c", "v"], {"c_out": "False", "v_out": "v + 1"})
+    # the body's condition stays true: only the iteration limit stops the loop
+    step = expression_node("step", ["i", "c", "v"], {"c_out": "True", "v_out": "v + 1"})
     body = mdf_body("b", [step], ["i", "c", "v"], ["step.c_out", "step.v_out"])
     model = _loop(body, {"v_initial": "[v0]"}, ["v0"], 1)
     if how == "run_argument":

@@ -62,7 +62,8 @@ def _counting_model(with_trip_count: bool, with_condition: bool):
 
 
 def _counting_numpy(x0, limit, trip_count, condition):
-    """The spec's table, written out: ``trip_count``/``condition`` None when absent."""
+    """The spec's table, written out: ``trip_count``/``condition`` None when absent; the
+    body's condition stops the loop in every mode, as in onnxruntime (docs/semantics.md)."""
     x, squares, counters = x0, [], []
     keep_going = True if condition is None else bool(condition)
     i = 0
@@ -71,8 +72,7 @@ def _counting_numpy(x0, limit, trip_count, condition):
         cond_out = x.sum() < limit
         squares.append(x * x)
         counters.append(i)
-        if condition is not None:
-            keep_going = bool(cond_out)
+        keep_going = bool(cond_out)
         i += 1
     return {
         "x_final": x,
@@ -88,17 +88,12 @@ LOOP_MODES = {
     "do_while_true_condition": (None, True),
     "trip_count_and_condition_stops_on_condition": (30, True),
     "trip_count_and_condition_stops_on_count": (3, True),
-    "for_ignores_false_body_condition": (12, None),
+    "for_stops_on_false_body_condition": (12, None),
     "zero_trip_count": (0, None),
     "zero_trip_count_with_condition": (0, True),
     "false_condition_zero_iterations": (None, False),
     "false_condition_with_trip_count": (5, False),
 }
-
-
-#: onnxruntime (1.31) stops a (trip_count, "") loop when the body's condition turns false;
-#: the spec's table says that condition is ignored, and mdf-loops follows the spec.
-ORT_STOPS_ON_IGNORED_CONDITION = {"for_ignores_false_body_condition"}
 
 
 @pytest.mark.parametrize("mode", sorted(LOOP_MODES))
@@ -115,10 +110,9 @@ def test_loop_modes(mode):
     expected = _counting_numpy(feeds["x0"], feeds["limit"], trip_count, condition)
     for name in ("x_final", "squares", "counters"):
         assert_same(results[name], expected[name])
-    if mode not in ORT_STOPS_ON_IGNORED_CONDITION:
-        expected_ort = ort_run(model, feeds)
-        for name in ("x_final", "squares", "counters"):
-            assert_same(results[name], expected_ort[name])
+    expected_ort = ort_run(model, feeds)
+    for name in ("x_final", "squares", "counters"):
+        assert_same(results[name], expected_ort[name])
 
 
 def test_loop_modes_run_the_expected_number_of_iterations():
@@ -127,7 +121,7 @@ def test_loop_modes_run_the_expected_number_of_iterations():
     counts = {mode: len(_counting_numpy(x0, limit, *LOOP_MODES[mode])["counters"])
               for mode in LOOP_MODES}
     assert counts["for_trip_count_only"] == 5
-    assert counts["for_ignores_false_body_condition"] == 12  # the body's condition is false by then
+    assert 0 < counts["for_stops_on_false_body_condition"] < 12  # the body's condition stops it
     assert counts["while_condition_only"] == counts["trip_count_and_condition_stops_on_condition"]
     assert 3 < counts["while_condition_only"] < 30
     assert counts["trip_count_and_condition_stops_on_count"] == 3
@@ -154,7 +148,8 @@ def test_do_while_with_constant_true_condition():
 
 def test_loop_without_end_stops_at_the_iteration_limit():
     model = _counting_model(False, False)
-    feeds = {"x0": np.zeros(2, np.float32), "limit": np.array(1.0, np.float32)}
+    # the body's condition stays true: only the iteration limit stops the loop
+    feeds = {"x0": np.zeros(2, np.float32), "limit": np.array(1e30, np.float32)}
     with pytest.raises(mdf_loops.IterationLimitError) as info:
         run_imported(model, feeds, max_iterations=25)
     message = str(info.value)
@@ -165,7 +160,7 @@ def test_loop_without_end_stops_at_the_iteration_limit():
 
 def test_iteration_limit_set_with_limits_context():
     model = mdf_loops.onnx_to_mdf(_counting_model(True, False))
-    feeds = {"x0": np.zeros(2, np.float32), "limit": np.array(1.0, np.float32),
+    feeds = {"x0": np.zeros(2, np.float32), "limit": np.array(1e30, np.float32),
              "M": np.array(30, np.int64)}
     with mdf_loops.limits(max_iterations=29):
         with pytest.raises(mdf_loops.IterationLimitError, match="29"):

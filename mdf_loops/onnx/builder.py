@@ -102,16 +102,18 @@ class GraphBuilder:
     nodes: list = field(default_factory=list)
     types: dict[str, TypeProto] = field(default_factory=dict)
     constants: dict[str, onnx.TensorProto] = field(default_factory=dict)
+    #: opsets of the other domains the graph may use (``{"ai.onnx.ml": 3}``)
+    domain_opsets: dict[str, int] = field(default_factory=dict)
 
     def op(self, op_type: str, inputs: list[str], n_outputs: int = 1, hint: str | None = None,
            output_names: list[str] | None = None, doc_string: str | None = None,
-           **attributes: Any) -> list[str]:
-        """Append ``op_type(inputs)``; return its output names."""
+           domain: str = "", **attributes: Any) -> list[str]:
+        """Append ``op_type(inputs)`` (of ``domain``); return its output names."""
         base = hint or op_type.lower()
         outputs = output_names or [self.names.fresh(base if n_outputs == 1 else f"{base}_{k}")
                                    for k in range(n_outputs)]
         node = helper.make_node(op_type, inputs, outputs, name=self.names.fresh(f"{base}_node"),
-                                doc_string=doc_string, **attributes)
+                                doc_string=doc_string, domain=domain or None, **attributes)
         self.nodes.append(node)
         self._infer(node)
         return outputs
@@ -157,14 +159,16 @@ class GraphBuilder:
 
     def _infer(self, node: onnx.NodeProto) -> None:
         try:
-            schema = onnx.defs.get_schema(node.op_type, self.opset, "")
+            version = self.domain_opsets[node.domain] if node.domain else self.opset
+            schema = onnx.defs.get_schema(node.op_type, version, node.domain)
             input_types = {n: self.types[n] for n in node.input if n in self.types}
             if any(n and n not in self.types for n in node.input):
                 return
             data = {n: self.constants[n] for n in node.input if n in self.constants}
             inferred = shape_inference.infer_node_outputs(
                 schema, node, input_types, data,
-                opset_imports=[helper.make_opsetid("", self.opset)],
+                opset_imports=[helper.make_opsetid("", self.opset)]
+                + [helper.make_opsetid(d, v) for d, v in self.domain_opsets.items()],
             )
         except Exception:  # inference is best effort: types stay unknown
             return

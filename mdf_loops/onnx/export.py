@@ -32,6 +32,8 @@ from modeci_mdf.mdf import Graph, Model, Node
 from onnx import TypeProto, helper, numpy_helper
 
 from mdf_loops.errors import ModelError
+from mdf_loops.onnx.domains import (DEFAULT, DOMAINS, OperatorDomain, domain_of_function,
+                                    other_opsets)
 from mdf_loops.onnx.expressions import translate
 from mdf_loops.onnx.builder import GraphBuilder, NameAllocator, Weak, elem_dtype
 from mdf_loops.backends.scheduler.onnx_functions import attribute_value
@@ -48,12 +50,14 @@ from mdf_loops.model.interface import graph_interface, load_model
 from mdf_loops.onnx.types import (
     check_state_types,
     complete_output_shapes,
+    conformed,
     control_flow_output_types,
     declared_type,
     drop_axis,
     has_shape,
     known_type,
     loosened,
+    required_elem_type,
     tensor_type,
     without_shape,
 )
@@ -85,25 +89,45 @@ def mdf_to_onnx(
         opset: ONNX opset to declare (default: ``Model.onnx_opset_version``, else
             :data:`DEFAULT_OPSET`).
 
-    The inputs and outputs keep the names :func:`mdf_loops.run` uses.
+    The inputs and outputs keep the names :func:`mdf_loops.run` uses. The model
+    imports the default-domain opset and the opset of each other domain its nodes
+    use (``onnxml::`` functions: ``ai.onnx.ml``, at the version the graph's
+    ``metadata["onnx_other_opsets"]`` records, else the newest). Inputs of a
+    fixed element type (a Loop's trip count is int64) are cast to it. The result
+    passes ``onnx.checker.check_model(full_check=True)``; a model that would not
+    is a ModelError saying why.
     """
     model = load_model(model)
     target = next((g for g in model.graphs if graph in (None, g.id)), None)
     if target is None:
         raise ModelError(f"model '{model.id}' has no graph '{graph}'")
     version = int(opset or model.onnx_opset_version or DEFAULT_OPSET)
-    exporter = _Exporter(version)
+    exporter = _Exporter(version, other_opsets(target.metadata))
     onnx_graph = exporter.top_graph(target, dict(example_inputs or {}))
     opsets = [helper.make_opsetid("", version)]
-    for domain, v in ((target.metadata or {}).get("onnx_other_opsets") or {}).items():
-        opsets.append(helper.make_opsetid(domain, int(v)))
+    for domain in sorted(exporter.domains_used - {DEFAULT}, key=lambda d: d.name):
+        opsets.append(helper.make_opsetid(domain.name, exporter.version_of(domain)))
     result = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="mdf-loops")
     result.ir_version = helper.find_min_ir_version_for(opsets)
     for output in result.graph.output:
         if output.type.HasField("tensor_type") and not output.type.tensor_type.HasField("shape"):
             raise ModelError(f"graph '{target.id}' output '{output.name}': its rank cannot be "
                              "inferred; give the inputs shapes (example_inputs)")
+    _check(result, target.id)
     return result
+
+
+def _check(model: onnx.ModelProto, graph_id: str) -> None:
+    """A ModelError when ``model`` fails ``onnx.checker.check_model(full_check=True)``."""
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as exc:  # ValidationError, InferenceError, and the C++ checker's others
+        reason = " ".join(str(exc).split())
+        raise ModelError(
+            f"graph '{graph_id}': the exported ONNX model fails onnx.checker "
+            f"({type(exc).__name__}: {reason[:600]}); it was not written. Declare the types of "
+            "the graph's inputs (input port 'type' or example_inputs) or fix the node named"
+        ) from exc
 
 
 def save_onnx(model: Model | str | os.PathLike, path: str | os.PathLike, **kwargs: Any) -> None:
@@ -131,14 +155,26 @@ class UntypedInputError(ModelError):
 
 
 class _Exporter:
-    def __init__(self, opset: int):
+    def __init__(self, opset: int, other_opsets: Mapping[str, int] | None = None):
         self.opset = opset
         self.names = NameAllocator()
+        self.recorded = dict(other_opsets or {})  # from the graph's metadata; unused ones ignored
+        self.domains_used: set[OperatorDomain] = set()
+        self.domain_opsets = {d.name: self.version_of(d) for d in DOMAINS if d is not DEFAULT}
+
+    def version_of(self, domain: OperatorDomain) -> int:
+        """The opset of ``domain`` the exported model imports."""
+        if domain is DEFAULT:
+            return self.opset
+        return self.recorded.get(domain.name) or domain.latest_version()
+
+    def _builder(self) -> GraphBuilder:
+        return GraphBuilder(self.names, self.opset, domain_opsets=self.domain_opsets)
 
     # ------------------------------------------------------------ graphs
     def top_graph(self, graph: Graph, examples: dict) -> onnx.GraphProto:
         interface = graph_interface(graph)
-        builder = GraphBuilder(self.names, self.opset)
+        builder = self._builder()
         bindings, inputs, defaults = {}, [], []
         ports = {p.id: p for n in graph.nodes for p in n.input_ports}
         for name, port_id in interface.inputs.items():
@@ -176,7 +212,7 @@ class _Exporter:
             port = next(p for p in by_id[ref[0]].output_ports if p.id == ref[1])
             outputs.append(self._value_info(builder, name, graph.id, port))
         result = helper.make_graph(builder.nodes, graph.id, inputs, outputs, initializer=defaults)
-        return complete_output_shapes(result, self.opset)
+        return complete_output_shapes(result, self.opset, self.domain_opsets)
 
     def body_graph(self, graph: Graph, input_types: list[TypeProto],
                    outer: Mapping[str, "str | Weak"], outer_types: Mapping[str, TypeProto],
@@ -187,7 +223,7 @@ class _Exporter:
                 f"{owner}: body '{graph.id}' has {len(signature.formal_inputs)} formal inputs, "
                 f"the operator passes {len(input_types)}"
             )
-        builder = GraphBuilder(self.names, self.opset)
+        builder = self._builder()
         bindings, inputs = {}, []
         for port_id, type_proto in zip(signature.formal_inputs, input_types):
             name = self.names.fresh(port_id)
@@ -266,7 +302,7 @@ class _Exporter:
     # ------------------------------------------------------------ one node
     def _node(self, node: Node, ports: dict[str, Any], builder: GraphBuilder) -> dict[str, Any]:
         env: dict[str, Any] = dict(ports)
-        attribute_names = _attribute_parameter_names(node, self.opset)
+        attribute_names = _attribute_parameter_names(node, self.version_of)
         pending = [p for p in node.parameters if p.id not in attribute_names]
         pending += list(node.functions)
         for item in pending:
@@ -294,8 +330,10 @@ class _Exporter:
         where = f"node '{node.id}' parameter '{item.id}'"
         function, args = _function_of(item)
         if function:
-            if function.startswith("onnx::"):
-                return self._onnx_call(node, item.id, function[len("onnx::"):], args, env, builder)
+            call = domain_of_function(function)
+            if call is not None:
+                domain, op_type = call
+                return self._onnx_call(node, item.id, op_type, args, env, builder, domain)
             return self._standard_call(node, item.id, function, args, env, builder)
         return self._expression(item.value, env, builder, where)
 
@@ -330,12 +368,16 @@ class _Exporter:
         return translate(spec["expression_string"], local, builder,
                          f"node '{node.id}' parameter '{item_id}' ({function})")
 
-    def _onnx_call(self, node, item_id, op_type, args, env, builder) -> Any:
-        where = f"node '{node.id}' function '{item_id}' (onnx::{op_type})"
+    def _onnx_call(self, node, item_id, op_type, args, env, builder,
+                   domain: OperatorDomain = DEFAULT) -> Any:
+        where = f"node '{node.id}' function '{item_id}' ({domain.function(op_type)})"
+        version = self.version_of(domain)
         try:
-            schema = onnx.defs.get_schema(op_type, self.opset, "")
+            schema = onnx.defs.get_schema(op_type, version, domain.name)
         except onnx.defs.SchemaError:
-            raise ModelError(f"{where}: no such operator in opset {self.opset}") from None
+            raise ModelError(f"{where}: no such operator in opset {version} of domain "
+                             f"'{domain.label}'") from None
+        self.domains_used.add(domain)
         inputs: list[str] = []
         constraint_of: list[str] = []
         for formal in schema.inputs:
@@ -357,7 +399,9 @@ class _Exporter:
                 inputs.append(self._expression(expr, env, builder, where))
                 constraint_of.append(formal.type_str)
         inputs = self._strong_inputs(builder, inputs, constraint_of)
-        while inputs and inputs[-1] == "":
+        inputs = [conformed(builder, value, required_elem_type(schema, constraint))
+                  for value, constraint in zip(inputs, constraint_of)]
+        while len(inputs) > schema.min_input and inputs[-1] == "":  # Loop keeps its cond
             inputs.pop()
 
         attributes = {}
@@ -375,10 +419,10 @@ class _Exporter:
                 value = weak.value
             attributes[name] = attribute_value(schema.attributes[name].type, value, op_type, name)
 
-        if op_type in BODY_ATTRIBUTES:
+        if op_type in BODY_ATTRIBUTES and domain is DEFAULT:
             return self._control_flow(node, op_type, inputs, attributes, env, builder, where)
         n_outputs = _outputs_used(node, item_id, schema)
-        names = builder.op(op_type, inputs, hint=node.id, **attributes,
+        names = builder.op(op_type, inputs, hint=node.id, domain=domain.name, **attributes,
                            output_names=self._output_names(node, item_id, n_outputs))
         return names[0] if schema.max_output == 1 else _Outputs(tuple(names))
 
@@ -529,13 +573,15 @@ def _function_of(item) -> tuple[str | None, dict]:
     return function, getattr(item, "args", None) or {}
 
 
-def _attribute_parameter_names(node: Node, opset: int) -> set[str]:
+def _attribute_parameter_names(node: Node, version_of) -> set[str]:
     names = set()
     for item in list(node.parameters) + list(node.functions):
         function, _ = _function_of(item)
-        if function and function.startswith("onnx::"):
+        call = domain_of_function(function)
+        if call is not None:
+            domain, op_type = call
             try:
-                schema = onnx.defs.get_schema(function[len("onnx::"):], opset, "")
+                schema = onnx.defs.get_schema(op_type, version_of(domain), domain.name)
             except onnx.defs.SchemaError:
                 continue
             names.update(schema.attributes)

@@ -5,7 +5,8 @@ The result follows the loop-node convention of :mod:`mdf_loops.model.convention`
 * each ONNX value gets one identifier, shared by its producer's output port and
   every consumer's input port, model-wide (so a body reading an outer value uses
   the same port id as the loop node that carries it);
-* an ONNX node becomes a node with one function parameter ``onnx::<Op>`` (id =
+* an ONNX node becomes a node with one function parameter ``onnx::<Op>``
+  (``onnxml::<Op>`` for the ``ai.onnx.ml`` domain, :mod:`mdf_loops.onnx.domains`; id =
   node id), one parameter per attribute, input ports for the values it reads and
   output ports ``<node id>`` or ``<node id>[i]``;
 * initializers become ``onnx::Constant`` nodes holding a typed tensor;
@@ -24,13 +25,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-import onnx.inliner  # a submodule `import onnx` does not load
 from google.protobuf import json_format
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 from onnx import AttributeProto, numpy_helper
 
 from mdf_loops.errors import ModelError
 from mdf_loops.onnx.builder import all_nodes
+from mdf_loops.onnx.domains import DEFAULT, OTHER_OPSETS_KEY, OperatorDomain, domain_of_node
+from mdf_loops.onnx.functions import inline_functions
 from mdf_loops.model.convention import set_body_signature, wrap_body
 from mdf_loops.model.values import encode_tensor
 
@@ -55,25 +57,28 @@ def load_onnx(model_or_path) -> onnx.ModelProto:
 def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
     """Convert an ONNX model (a ``ModelProto`` or a path) into an MDF ``Model``.
 
-    Model-local functions are inlined first (``onnx.inliner``). The model's
-    default-domain opset is kept in ``Model.onnx_opset_version``; the graph's
-    inputs and outputs in its metadata (``formal_inputs``, ``formal_outputs``
-    and ``onnx_names``), which :func:`mdf_loops.run` uses.
+    Model-local functions are inlined first, whatever their opset
+    (:mod:`mdf_loops.onnx.functions`). Operators of the default domain become
+    ``onnx::<Op>`` functions, those of ``ai.onnx.ml`` ``onnxml::<Op>``
+    (:mod:`mdf_loops.onnx.domains`); any other domain is a ModelError. The
+    model's default-domain opset is kept in ``Model.onnx_opset_version``, the
+    opsets of the other domains its nodes use in the graph's
+    ``metadata["onnx_other_opsets"]``; the graph's inputs and outputs in its
+    metadata (``formal_inputs``, ``formal_outputs`` and ``onnx_names``), which
+    :func:`mdf_loops.run` uses.
     """
-    model = load_onnx(model_or_path)
-    if model.functions:
-        model = onnx.inliner.inline_local_functions(model)
+    model = inline_functions(load_onnx(model_or_path))
     opsets = {o.domain: o.version for o in model.opset_import}
     version = opsets.get("", opsets.get("ai.onnx"))
     if version is None:
         raise ModelError("the ONNX model imports no default-domain opset")
-    foreign = sorted(d for d in opsets if d not in ("", "ai.onnx"))
-    converter = _Converter(version, _reserved_names(model.graph))
+    converter = _Converter(version, _reserved_names(model.graph), opsets)
     # since IR version 4 an initializer named like a graph input is that input's default
     converter.input_defaults = model.ir_version >= 4
     graph = converter.graph(model.graph, is_body=False)
-    if foreign:
-        graph.metadata["onnx_other_opsets"] = {d: opsets[d] for d in foreign}
+    others = {d.name: converter.version_of(d) for d in converter.domains_used if d is not DEFAULT}
+    if others:
+        graph.metadata[OTHER_OPSETS_KEY] = dict(sorted(others.items()))
     mdf = Model(id=_identifier(model_id or model.graph.name or "onnx_model"))
     mdf.onnx_opset_version = str(version)
     mdf.graphs.append(graph)
@@ -110,11 +115,19 @@ class _Scope:
 
 
 class _Converter:
-    def __init__(self, opset_version: int, reserved: set[str]):
+    def __init__(self, opset_version: int, reserved: set[str], opsets: dict[str, int]):
         self.opset = opset_version
+        self.opsets = opsets  # every opset the model imports, by domain
+        self.domains_used: set[OperatorDomain] = set()
         self.reserved = reserved
         self.taken: set[str] = set()
         self.ids: dict[str, str] = {}  # ONNX value name -> port id, model-wide
+
+    def version_of(self, domain: OperatorDomain) -> int:
+        """The model's opset of ``domain`` (the newest known when the model imports none)."""
+        if domain is DEFAULT:
+            return self.opset
+        return self.opsets.get(domain.name) or domain.latest_version()
 
     # -- names
     def fresh(self, hint: str) -> str:
@@ -215,18 +228,13 @@ class _Converter:
         return port
 
     def _node(self, mdf: Graph, scope: _Scope, onnx_node: onnx.NodeProto, index: int) -> None:
-        if onnx_node.domain not in ("", "ai.onnx"):
-            raise ModelError(
-                f"node '{onnx_node.name or onnx_node.op_type}': operator domain "
-                f"'{onnx_node.domain}' is not supported (only the default ONNX domain)"
-            )
+        where = f"node '{onnx_node.name or index}'"
+        domain = domain_of_node(onnx_node, where)
         try:
-            schema = onnx.defs.get_schema(onnx_node.op_type, self.opset, "")
-        except onnx.defs.SchemaError:
-            raise ModelError(
-                f"node '{onnx_node.name or index}': onnx::{onnx_node.op_type} does not exist "
-                f"in opset {self.opset}"
-            ) from None
+            schema = domain.schema(onnx_node.op_type, self.version_of(domain))
+        except ModelError as exc:
+            raise ModelError(f"{where}: {exc}") from None
+        self.domains_used.add(domain)
         node = Node(id=self.fresh(onnx_node.name or f"{onnx_node.op_type}_{index}"))
         if onnx_node.name and onnx_node.name != node.id:
             node.metadata = {"onnx_name": onnx_node.name}
@@ -256,7 +264,7 @@ class _Converter:
             node.parameters.append(Parameter(id="num_outputs", value=len(onnx_node.output)))
 
         node.parameters.append(
-            Parameter(id=node.id, function=f"onnx::{onnx_node.op_type}", args=args)
+            Parameter(id=node.id, function=domain.function(onnx_node.op_type), args=args)
         )
         single = schema.max_output == 1
         for k, out in enumerate(onnx_node.output):

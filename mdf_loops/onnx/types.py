@@ -14,11 +14,11 @@ import numpy as np
 import onnx
 from google.protobuf import json_format
 from modeci_mdf.mdf import Graph
-from onnx import TypeProto, helper
+from onnx import TensorProto, TypeProto, helper
 
 from mdf_loops.errors import ModelError
 from mdf_loops.onnx.expressions import onnx_dtype
-from mdf_loops.onnx.builder import elem_dtype
+from mdf_loops.onnx.builder import GraphBuilder, elem_dtype
 from mdf_loops.model.convention import body_signature
 from mdf_loops.model.values import dtype_from_name
 
@@ -35,6 +35,8 @@ __all__ = [
     "complete_output_shapes",
     "without_shape",
     "drop_axis",
+    "required_elem_type",
+    "conformed",
 ]
 
 
@@ -137,13 +139,15 @@ def loosened(given: TypeProto, returned: TypeProto) -> TypeProto:
     return given
 
 
-def complete_output_shapes(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:
+def complete_output_shapes(graph: onnx.GraphProto, opset: int,
+                           other_opsets: dict[str, int] | None = None) -> onnx.GraphProto:
     """Fill in top-level output shapes left unknown, from whole-model shape inference."""
     missing = [o for o in graph.output
                if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
     if not missing:
         return graph
-    probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)] + [
+        helper.make_opsetid(d, v) for d, v in (other_opsets or {}).items()])
     try:
         inferred = onnx.shape_inference.infer_shapes(probe).graph
     except Exception:
@@ -176,3 +180,28 @@ def drop_axis(t: TypeProto, axis: int) -> TypeProto:
     kept = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
             for i, d in enumerate(dims) if i != axis]
     return helper.make_tensor_type_proto(tensor.elem_type, kept)
+
+
+#: ONNX type strings ("tensor(int64)") -> element types
+_TENSOR_TYPES = {f"tensor({name.lower()})": value for name, value in TensorProto.DataType.items()}
+
+
+def required_elem_type(schema, type_str: str) -> int | None:
+    """The element type an input must have, when its constraint allows exactly one tensor type."""
+    allowed = next((list(c.allowed_type_strs) for c in schema.type_constraints
+                    if c.type_param_str == type_str), [type_str])
+    return _TENSOR_TYPES.get(allowed[0]) if len(allowed) == 1 else None
+
+
+def conformed(builder: GraphBuilder, value: str, required: int | None) -> str:
+    """``value``, cast to ``required`` when its known element type is another (a trip count
+    that came as a float64 number is cast to int64)."""
+    if not value or required is None:
+        return value
+    known = builder.types.get(value)
+    if known is None or not known.HasField("tensor_type") or not known.tensor_type.elem_type:
+        return value
+    if known.tensor_type.elem_type == required:
+        return value
+    name = TensorProto.DataType.Name(required).lower()
+    return builder.op("Cast", [value], hint=f"{value}_as_{name}", to=required)[0]

@@ -8,13 +8,17 @@ absent, ``None``)::
     i = 0
     while (M is None or i < M) and keep_going:
         cond_out, *values, *produced = body([i, keep_going] + values)
-        if cond is not None:          # without a cond input the body's is ignored
-            keep_going = bool(cond_out)
+        keep_going = bool(cond_out)   # also without a cond input (see below)
         outputs.append(produced)
         i += 1
     return values + [stack(column) for column in zip(*outputs)]
 
-With neither ``M`` nor ``cond`` the loop only ends at the iteration limit
+The body's condition output always decides whether another iteration runs, also
+when the node has no ``cond`` input: the ONNX operator table comments that case
+as ``cond = ...; // ignored``, but onnxruntime stops on it and exporters
+(onnxscript's ``break``, PyTorch's dynamo exporter) rely on that, so mdf-loops
+does the same (docs/semantics.md). With neither ``M`` nor ``cond`` the loop ends
+when the body's condition turns false, or at the iteration limit
 (:class:`~mdf_loops.ops.common.Limits`). Loop-carried values may be tensors,
 sequences or optionals and may change shape between iterations; each scan output
 must keep one shape.
@@ -62,8 +66,7 @@ def loop(
                 f"body returned {len(outs)} outputs; a Loop body returns the condition, "
                 f"then the {n} loop-carried values, then scan outputs"
             )
-        if condition is not None:
-            keep_going = _truth(outs[0], "body condition output", i)
+        keep_going = _truth(outs[0], "body condition output", i)
         values = list(outs[1:1 + n])
         produced.append(outs[1 + n:], i)
         i += 1

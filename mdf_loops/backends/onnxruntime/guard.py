@@ -6,6 +6,7 @@ until memory runs out. :func:`guard_model` rewrites every loop, at every depth:
 
 * ``Loop``: the trip count is capped at ``max_iterations``; a loop that still
   wanted to go on (its condition true, its trip count larger) is over the limit.
+  The body's condition output is kept (it stops the loop in every mode).
   Where a carried value can change shape, or an inner loop can pass a limit, the
   body's condition turns false as soon as a carried value or the stacked scan
   outputs pass ``max_elements``, or the inner loop passed its limit;
@@ -161,22 +162,11 @@ class _Rewriter:
                 iterations = self.emit(b, "Add", [body.input[0].name, self.const_int(nodes, 1)])
                 stops.append(self.over_size(b, value.name, iterations))
         stop = self.any_of(b, stops)
-        has_cond = bool(cond)
-        if not has_cond and not stop:
-            # without a condition input the body's condition is ignored (ONNX's table);
-            # onnxruntime stops on it all the same, so it is made true
-            always = self.emit(b, "Identity", [self.const_bool(nodes, True)])
-            del body.node[:]
-            body.node.extend(b)
-            body.output[0].name = always
-            nodes.append(_with_inputs(node, [trip] + inputs[1:]))
-            return wants_more  # runs at most ``limit`` times; over it when more were asked for
-
-        if not has_cond:  # the body's condition was ignored; now it carries the stop signal
+        # the body's condition output stops the loop in every mode, also without a
+        # condition input (docs/semantics.md): it is kept, and carried out as well
+        if not cond:
             cond = self.const_bool(nodes, True)
-            keep = self.emit(b, "Identity", [cond])
-        else:
-            keep = cond_out.name
+        keep = cond_out.name
         extra_in, extra_out, initial = [], [], []
         if stop:
             keep = self.emit(b, "And", [keep, self.emit(b, "Not", [stop])])

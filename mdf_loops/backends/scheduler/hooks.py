@@ -55,6 +55,8 @@ _CURRENT_NODE: contextvars.ContextVar[Any] = contextvars.ContextVar(
 _OP_BY_EXPRESSION: dict[str, str] = {}
 #: function name -> (its registry entry, ONNX op type); filled by the registry
 _OP_BY_FUNCTION: dict[str, tuple[dict, str]] = {}
+#: expression string and function name -> ONNX domain of the operator ("" by default)
+_DOMAIN_OF: dict[str, str] = {}
 
 
 def current_engine_node() -> Any:
@@ -62,10 +64,13 @@ def current_engine_node() -> Any:
     return _CURRENT_NODE.get()
 
 
-def route_function(function: str, entry: dict, expression: str, op_type: str) -> None:
-    """Evaluate ``function`` (registry ``entry``, engine ``expression``) as ``onnx::op_type``."""
+def route_function(function: str, entry: dict, expression: str, op_type: str,
+                   domain: str = "") -> None:
+    """Evaluate ``function`` (registry ``entry``, engine ``expression``) as ONNX ``op_type``
+    of ``domain``."""
     _OP_BY_EXPRESSION[expression] = op_type
     _OP_BY_FUNCTION[function] = (entry, op_type)
+    _DOMAIN_OF[expression] = _DOMAIN_OF[function] = domain
 
 
 def _evaluate_onnx_expr(
@@ -77,7 +82,8 @@ def _evaluate_onnx_expr(
     op_type = _OP_BY_EXPRESSION.get(expr)
     if op_type is None:
         return _STOCK_EVALUATE_ONNX_EXPR(expr, base_parameters, evaluated_parameters, verbose)
-    return call_onnx_function(op_type, base_parameters, evaluated_parameters, _CURRENT_NODE.get())
+    return call_onnx_function(op_type, base_parameters, evaluated_parameters, _CURRENT_NODE.get(),
+                              _DOMAIN_OF.get(expr, ""))
 
 
 def _evaluate_parameter(self, parameters: Mapping[str, Any], time_increment: Any = None,
@@ -106,7 +112,7 @@ def _evaluate_parameter(self, parameters: Mapping[str, Any], time_increment: Any
         evaluated[arg] = _engine.evaluate_expr(expression, evaluated, verbose=False,
                                                array_format=array_format)
     self.curr_value = call_onnx_function(route[1], {**parameters, **args}, evaluated,
-                                         _CURRENT_NODE.get())
+                                         _CURRENT_NODE.get(), _DOMAIN_OF.get(function, ""))
     return self.curr_value
 
 

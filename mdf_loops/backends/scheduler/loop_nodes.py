@@ -60,7 +60,8 @@ def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
                 f"Loop body '{body.graph.id}' has {body.num_inputs} formal inputs; it needs "
                 f"2 + {len(carried)} (iteration number, condition, loop-carried values)"
             )
-        if trip_count is not None and condition is None:  # runs exactly M times: check now
+        # a body returning its condition input unchanged runs exactly M times: refuse now
+        if trip_count is not None and condition is None and _passes_condition_through(body):
             guard.check_planned(int(np.asarray(trip_count).reshape(())))
         step = _as_body(body, scope, "iteration", first_scan_output=1 + len(carried))
         return ops.loop(_with_declared_probe(step, body), trip_count, condition, carried, guard)
@@ -88,6 +89,26 @@ def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
     if opset < 9:
         return ops.scan_batched(step, sequence_lens, values, scan_attributes, guard)
     return ops.scan(step, values, scan_attributes, guard)
+
+
+def _passes_condition_through(runner: BodyRunner) -> bool:
+    """Whether a Loop body returns its condition input unchanged (an Identity, or the
+    port itself): only then does a trip count say how many iterations will run."""
+    signature = runner.signature
+    if len(signature.formal_inputs) < 2 or not signature.formal_outputs:
+        return False
+    cond_in = signature.formal_inputs[1]
+    node_id, port_id = signature.formal_outputs[0]
+    node = next(n for n in runner.graph.nodes if n.id == node_id)
+    if all(p.id != cond_in for p in node.input_ports):
+        return False
+    port = next((p for p in node.output_ports if p.id == port_id), None)
+    value = port.value.strip() if port is not None and isinstance(port.value, str) else None
+    if value == cond_in:
+        return True
+    identity = next((p for p in node.parameters if p.id == value), None)
+    return (identity is not None and identity.function == "onnx::Identity"
+            and (identity.args or {}).get("input") == cond_in)
 
 
 def _runner(owner: Any, owner_name: str, attr: str, attributes: Mapping[str, Any]) -> BodyRunner:

@@ -5,7 +5,9 @@ The node's function parameter binds the operator's formal inputs in its ``args``
 node parameters of the same name. Ordinary operators run on the kernels of
 ``onnx.reference`` (numpy, every opset, exact element types), cached per
 operator, opset and attribute values; Scan, Loop and If run in
-:mod:`mdf_loops.backends.scheduler.loop_nodes`.
+:mod:`mdf_loops.backends.scheduler.loop_nodes`. Operators of the ``ai.onnx.ml``
+domain (MDF functions ``onnxml::<Op>``, :mod:`mdf_loops.onnx.domains`) run on
+the kernels of ``onnx.reference.ops.aionnxml`` the same way.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from onnx import AttributeProto, numpy_helper
 from onnx.defs import OpSchema
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.ops import load_op
+from onnx.reference.ops.aionnxml import load_op as load_ml_op
 
 from mdf_loops.errors import EvaluationError, ModelError
 from mdf_loops.backends.scheduler.loop_nodes import run_control_flow
 from mdf_loops.ops.common import check_elements, current_limits, element_count
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
+from mdf_loops.onnx.domains import DEFAULT, DOMAINS
 
 __all__ = ["call_onnx_function", "current_opset", "opset", "LATEST_OPSET"]
 
@@ -38,6 +42,11 @@ LATEST_OPSET = onnx.defs.onnx_opset_version()
 _OPSET: contextvars.ContextVar[int] = contextvars.ContextVar(
     "mdf_loops_opset", default=LATEST_OPSET
 )
+#: opsets of the other domains (``{"ai.onnx.ml": 3}``); a domain not listed: its newest
+_OTHER_OPSETS: contextvars.ContextVar[Mapping[str, int]] = contextvars.ContextVar(
+    "mdf_loops_other_opsets", default={}
+)
+_DOMAIN_BY_NAME = {d.name: d for d in DOMAINS}
 
 
 def current_opset() -> int:
@@ -46,21 +55,34 @@ def current_opset() -> int:
 
 
 @contextmanager
-def opset(version: int | None) -> Iterator[None]:
-    """Interpret ``onnx::`` functions under opset ``version`` inside the block."""
+def opset(version: int | None, others: Mapping[str, int] | None = None) -> Iterator[None]:
+    """Interpret ``onnx::`` functions under opset ``version`` inside the block, and the
+    functions of other domains under ``others`` (by domain, e.g. ``{"ai.onnx.ml": 3}``)."""
     token = _OPSET.set(LATEST_OPSET if version is None else int(version))
+    others_token = _OTHER_OPSETS.set(dict(others or {}))
     try:
         yield
     finally:
+        _OTHER_OPSETS.reset(others_token)
         _OPSET.reset(token)
 
 
+def _version(domain: str) -> int:
+    if domain == "":
+        return _OPSET.get()
+    version = _OTHER_OPSETS.get().get(domain)
+    return version if version is not None else _DOMAIN_BY_NAME[domain].latest_version()
+
+
 @functools.lru_cache(maxsize=None)
-def schema_for(op_type: str, version: int) -> OpSchema:
+def schema_for(op_type: str, version: int, domain: str = "") -> OpSchema:
     try:
-        return onnx.defs.get_schema(op_type, version, "")
+        return onnx.defs.get_schema(op_type, version, domain)
     except onnx.defs.SchemaError as exc:
-        raise ModelError(f"onnx::{op_type} does not exist in ONNX opset {version}") from exc
+        if domain == "":
+            raise ModelError(f"onnx::{op_type} does not exist in ONNX opset {version}") from exc
+        raise ModelError(f"{_DOMAIN_BY_NAME[domain].function(op_type)} does not exist in opset "
+                         f"{version} of domain '{domain}'") from exc
 
 
 @dataclass(frozen=True)
@@ -74,8 +96,8 @@ class _Operator:
 
 
 @functools.lru_cache(maxsize=None)
-def _operator(op_type: str, version: int) -> _Operator:
-    schema = schema_for(op_type, version)
+def _operator(op_type: str, version: int, domain: str = "") -> _Operator:
+    schema = schema_for(op_type, version, domain)
     variadic = OpSchema.FormalParameterOption.Variadic
     outputs = schema.outputs
     return _Operator(
@@ -91,20 +113,23 @@ def call_onnx_function(
     base_parameters: Mapping[str, Any],
     evaluated: Mapping[str, Any],
     owner: Any = None,
+    domain: str = "",
 ) -> Any:
-    """Evaluate ``onnx::op_type`` for one node.
+    """Evaluate ``onnx::op_type`` (or ``op_type`` of another ``domain``) for one node.
 
     ``base_parameters`` has the node's ports, parameters and the function's raw
     args; ``evaluated`` the same names evaluated. Returns one value, or a tuple
     when the operator can have several outputs (ports read ``f[i]``).
     """
-    version = _OPSET.get()
-    operator = _operator(op_type, version)
+    version = _version(domain)
+    operator = _operator(op_type, version, domain)
     inputs = _bind_inputs(operator, base_parameters, evaluated)
     attributes = {
         name: evaluated[name] for name in operator.attribute_types if name in base_parameters
     }
-    if op_type in BODY_ATTRIBUTES:
+    if domain != "":
+        results = _run_kernel(op_type, version, operator, inputs, attributes, evaluated, domain)
+    elif op_type in BODY_ATTRIBUTES:
         results = run_control_flow(op_type, version, inputs, attributes, evaluated, owner)
     elif op_type in _OWN_IMPLEMENTATIONS:
         results = _OWN_IMPLEMENTATIONS[op_type](inputs, attributes)
@@ -170,7 +195,7 @@ _OWN_IMPLEMENTATIONS = {"Constant": _constant, "Optional": _optional}
 # ---------------------------------------------------------------- kernels
 
 
-def _run_kernel(op_type, version, operator, inputs, attributes, scope) -> list:
+def _run_kernel(op_type, version, operator, inputs, attributes, scope, domain="") -> list:
     attrs = {}
     for name, value in attributes.items():
         if value is None:
@@ -180,7 +205,7 @@ def _run_kernel(op_type, version, operator, inputs, attributes, scope) -> list:
     if n_outputs is None:
         n_outputs = _variadic_output_count(op_type, inputs, attrs, scope)
     present = tuple(v is not None for v in inputs)
-    kernel = _kernel(op_type, version, _freeze(attrs), present, n_outputs)
+    kernel = _kernel(op_type, version, _freeze(attrs), present, n_outputs, domain)
     _check_planned_size(op_type, inputs)
     try:
         results = kernel.run(*inputs)
@@ -189,7 +214,8 @@ def _run_kernel(op_type, version, operator, inputs, attributes, scope) -> list:
     except Exception as exc:  # kernels raise numpy/onnx errors of every kind
         shapes = ", ".join(_describe(v) for v in inputs)
         raise EvaluationError(
-            f"onnx::{op_type} failed on inputs ({shapes}): {type(exc).__name__}: {exc}"
+            f"{_DOMAIN_BY_NAME[domain].function(op_type)} failed on inputs ({shapes}): "
+            f"{type(exc).__name__}: {exc}"
         ) from exc
     results = list(results)[:n_outputs]
     limit = current_limits().max_elements
@@ -268,21 +294,36 @@ def _variadic_output_count(op_type, inputs, attrs, scope) -> int:
     )
 
 
+def _load_default(op_type: str, version: int, node: onnx.NodeProto) -> type:
+    return load_op("", op_type, version, node=node, evaluator_cls=ReferenceEvaluator)
+
+
+def _load_ml(op_type: str, version: int, node: onnx.NodeProto) -> type:
+    return load_ml_op("ai.onnx.ml", op_type, version)
+
+
+#: domain -> the loader of its onnx.reference kernels
+_KERNEL_LOADERS = {DEFAULT.name: _load_default, "ai.onnx.ml": _load_ml}
+
+
 @functools.lru_cache(maxsize=4096)
-def _kernel(op_type: str, version: int, frozen_attrs: tuple, present: tuple, n_outputs: int):
+def _kernel(op_type: str, version: int, frozen_attrs: tuple, present: tuple, n_outputs: int,
+            domain: str = ""):
     attrs = {name: _thaw(value) for name, value in frozen_attrs}
     node = onnx.helper.make_node(
         op_type,
         [f"in{i}" if p else "" for i, p in enumerate(present)],
         [f"out{i}" for i in range(n_outputs)],
+        domain=domain or None,
         **attrs,
     )
     try:
-        cls = load_op("", op_type, version, node=node, evaluator_cls=ReferenceEvaluator)
+        cls = _KERNEL_LOADERS[domain](op_type, version, node)
     except Exception as exc:
-        raise ModelError(f"onnx::{op_type} (opset {version}) has no implementation: {exc}") from exc
+        function = _DOMAIN_BY_NAME[domain].function(op_type)
+        raise ModelError(f"{function} (opset {version}) has no implementation: {exc}") from exc
     run_params = {
-        "opsets": {"": version},
+        "opsets": {domain: version},
         "new_ops": None,
         "log": lambda *args: None,
         "verbose": 0,

@@ -2,7 +2,9 @@
 
 modeci-mdf registers ``onnx::<Op>`` for the operators of opset 15 except Loop,
 Scan and If. :func:`register` adds every operator of the installed onnx package
-(the three control-flow operators included) in the same form, and installs the
+(the three control-flow operators included) in the same form, the operators of
+the other domains of :data:`mdf_loops.onnx.domains.DOMAINS` as ``<prefix>::<Op>``
+(``onnxml::Scaler``), and installs the
 engine hooks of :mod:`mdf_loops.backends.scheduler.hooks` that evaluate them with ONNX semantics.
 """
 
@@ -12,6 +14,7 @@ import onnx
 from modeci_mdf.functions.standard import create_python_expression, mdf_functions
 
 from mdf_loops.backends.scheduler import hooks as engine
+from mdf_loops.onnx.domains import DOMAINS, OperatorDomain
 
 __all__ = ["register", "unregister", "registered_functions"]
 
@@ -19,10 +22,10 @@ _ADDED: set[str] = set()
 _REGISTERED = False
 
 
-def _latest_schemas() -> dict[str, onnx.defs.OpSchema]:
+def _latest_schemas(domain: str = "") -> dict[str, onnx.defs.OpSchema]:
     schemas: dict[str, onnx.defs.OpSchema] = {}
     for schema in onnx.defs.get_all_schemas_with_history():
-        if schema.domain != "":
+        if schema.domain != domain:
             continue
         known = schemas.get(schema.name)
         if known is None or known.since_version < schema.since_version:
@@ -30,13 +33,15 @@ def _latest_schemas() -> dict[str, onnx.defs.OpSchema]:
     return schemas
 
 
-def _entry(schema: onnx.defs.OpSchema) -> dict:
+def _entry(schema: onnx.defs.OpSchema, domain: OperatorDomain) -> dict:
     arguments = [formal.name for formal in schema.inputs]
     signature = ", ".join(arguments + list(schema.attributes))
+    # the default domain keeps modeci-mdf's form; another domain's prefix avoids clashes
+    name = schema.name.lower() if domain.name == "" else f"{domain.prefix}_{schema.name.lower()}"
     return {
         "description": schema.doc,
         "arguments": arguments,
-        "expression_string": f"onnx_ops.{schema.name.lower()}({signature})",
+        "expression_string": f"onnx_ops.{name}({signature})",
         "function": None,
     }
 
@@ -50,14 +55,15 @@ def register() -> None:
     global _REGISTERED
     if _REGISTERED and engine.installed():
         return
-    for name, schema in _latest_schemas().items():
-        key = f"onnx::{name}"
-        if key not in mdf_functions:
-            mdf_functions[key] = _entry(schema)
-            _ADDED.add(key)
-        entry = mdf_functions[key]
-        expression = create_python_expression(entry["expression_string"])
-        engine.route_function(key, entry, expression, name)
+    for domain in DOMAINS:
+        for name, schema in _latest_schemas(domain.name).items():
+            key = domain.function(name)
+            if key not in mdf_functions:
+                mdf_functions[key] = _entry(schema, domain)
+                _ADDED.add(key)
+            entry = mdf_functions[key]
+            expression = create_python_expression(entry["expression_string"])
+            engine.route_function(key, entry, expression, name, domain.name)
     engine.install()
     _REGISTERED = True
 
@@ -73,5 +79,5 @@ def unregister() -> None:
 
 
 def registered_functions() -> list[str]:
-    """The ``onnx::`` function names evaluated by mdf-loops."""
-    return sorted(f"onnx::{op}" for op in set(engine._OP_BY_EXPRESSION.values()))
+    """The ``onnx::`` (and ``onnxml::``) function names evaluated by mdf-loops."""
+    return sorted(engine._OP_BY_FUNCTION)
