@@ -457,3 +457,11 @@ def test_a_malformed_input_declaration_is_a_model_error_naming_the_port(declarat
     model.graphs[0].nodes[0].input_ports[0].metadata = {"onnx_type": declaration}
     with pytest.raises(mdf_loops.ModelError, match="input port 'x0': metadata 'onnx_type' is not an ONNX type"):
         mdf_loops.run(model, {"x0": 0.0})
+
+
+def test_an_undeclared_trip_count_takes_whole_floats_and_refuses_fractions():
+    out = mdf_loops.run(_counting_loop(False), {"n": 4.0})
+    assert float(out["counter.total"]) == 4.0
+    with pytest.raises(mdf_loops.ModelError, match="input 'n': float64 values .* trip count of "
+                                                   "loop node 'counter', which is int64"):
+        mdf_loops.run(_counting_loop(False), {"n": 2.5})

@@ -8,8 +8,9 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
   that keeps their kind or widens it (bool -> int -> float), and refused
   otherwise (a float for an int input). The rank and every fixed dimension must
   match.
-* An **undeclared** input bound to an ``onnx::Loop``'s trip count ``M`` is int64,
-  one bound to its condition ``cond`` is bool (what ONNX requires of them).
+* An **undeclared** input bound to an ``onnx::Loop``'s trip count ``M`` is int64
+  (a whole float such as ``4.0`` is cast; ``2.5`` is refused), one bound to its
+  condition ``cond`` is bool (what ONNX requires of them).
 * Any other undeclared input keeps the value's own type: a numpy array as it is,
   Python numbers as numpy reads them (``3`` int64, ``3.0`` float64). Numbers
   written as JSON on the command line are float64 (see ``mdf_loops/cli/io.py``).
@@ -183,6 +184,9 @@ def _checked(name: str, array: np.ndarray, dtype: np.dtype | None, dims: tuple |
             raise InputError(f"input '{name}': expected shape {shown} (as the model declares), "
                              f"got {list(array.shape)}")
     if dtype is not None and array.dtype != dtype:
+        if rule != "declared" and array.dtype.kind == "f" and dtype.kind in "iu" \
+                and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+            return array.astype(dtype)  # a whole number for a trip count (JSON reads 3 as 3.0)
         if not np.can_cast(array.dtype, dtype, casting="same_kind"):
             why = "the model declares" if rule == "declared" else f"it is {rule}, which is"
             raise InputError(f"input '{name}': {array.dtype} values for an input {why} {dtype}; "
