@@ -103,8 +103,11 @@ def build_model() -> Model:
     edges = [Edge(id=f"birnn_{p}_to_concat", sender="birnn", sender_port=p,
                   receiver="concat", receiver_port=p) for p in ("hidden_fwd", "hidden_bwd")]
     main = Graph(id="main", nodes=[birnn, concat], edges=edges)
+    model = Model(id="bidirectional_scan", graphs=[main])
+    # default inputs: `mdf-loops run bidirectional_scan.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
     # onnx::Concat outside the loop means ONNX's Concat, on the stock engine too
-    return mdf_loops.mark_onnx_semantics(Model(id="bidirectional_scan", graphs=[main]))
+    return mdf_loops.mark_onnx_semantics(model)
 
 
 def main() -> None:

@@ -114,7 +114,10 @@ def build_model(drift: float = 1.0, threshold: float = 1.0, noise_sd: float = 1.
         Edge(id="ddm_to_decide", sender="ddm", sender_port="evidence",
              receiver="decide", receiver_port="evidence"),
     ])
-    return Model(id="drift_diffusion", graphs=[main])
+    model = Model(id="drift_diffusion", graphs=[main])
+    # default inputs: `mdf-loops run drift_diffusion.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def main() -> None:

@@ -67,7 +67,10 @@ def build_model() -> Model:
         OutputPort(id="h_final", value="rnn[0]"),
         OutputPort(id="hidden", value="rnn[1]"),
     ]
-    return Model(id="elman_rnn", graphs=[Graph(id="main", nodes=[rnn])])
+    model = Model(id="elman_rnn", graphs=[Graph(id="main", nodes=[rnn])])
+    # default inputs: `mdf-loops run elman_rnn.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def main() -> None:

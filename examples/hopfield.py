@@ -87,7 +87,10 @@ def build_model(patterns: np.ndarray | None = None, max_sweeps: int = 100) -> Mo
         OutputPort(id="states", value="recall[1]"),
         OutputPort(id="energies", value="recall[2]"),
     ]
-    return Model(id="hopfield", graphs=[Graph(id="main", nodes=[recall])])
+    model = Model(id="hopfield", graphs=[Graph(id="main", nodes=[recall])])
+    # default inputs: `mdf-loops run hopfield.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def _picture(state: np.ndarray) -> list[str]:

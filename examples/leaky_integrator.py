@@ -18,6 +18,11 @@ import mdf_loops
 HERE = Path(__file__).parent
 
 
+def example_inputs() -> dict[str, np.ndarray]:
+    """Start at rest; a step input, switched off half-way through 50 steps."""
+    return {"x0": np.array(0.0), "I": np.where(np.arange(50) < 25, 1.0, 0.0)}
+
+
 def build_model(dt: float = 0.1, tau: float = 2.0) -> Model:
     body = Graph(id="integrator_step")
     step = Node(id="step")
@@ -45,7 +50,10 @@ def build_model(dt: float = 0.1, tau: float = 2.0) -> Model:
         OutputPort(id="x_final", value="integrate[0]"),
         OutputPort(id="trace", value="integrate[1]"),
     ]
-    return Model(id="leaky_integrator", graphs=[Graph(id="main", nodes=[integrate])])
+    model = Model(id="leaky_integrator", graphs=[Graph(id="main", nodes=[integrate])])
+    # default inputs: `mdf-loops run leaky_integrator.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def main() -> None:
@@ -53,7 +61,7 @@ def main() -> None:
     model.to_json_file(str(HERE / "leaky_integrator.json"))
     model.to_yaml_file(str(HERE / "leaky_integrator.yaml"))
 
-    current = np.where(np.arange(50) < 25, 1.0, 0.0)  # a step input, switched off half-way
+    current = example_inputs()["I"]  # a step input, switched off half-way
 
     # modeci-mdf's own engine, on the model read back from YAML
     graph = load_mdf(str(HERE / "leaky_integrator.yaml")).graphs[0]

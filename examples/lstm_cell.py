@@ -100,7 +100,10 @@ def build_model() -> Model:
         OutputPort(id="c_final", value="lstm[1]"),
         OutputPort(id="hidden", value="lstm[2]"),
     ]
-    return Model(id="lstm_cell", graphs=[Graph(id="main", nodes=[lstm])])
+    model = Model(id="lstm_cell", graphs=[Graph(id="main", nodes=[lstm])])
+    # default inputs: `mdf-loops run lstm_cell.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def main() -> None:

@@ -112,7 +112,10 @@ def build_model(tau: float = 1.0, dt: float = 0.1, carryover: float = 0.5) -> Mo
         Edge(id="tau_to_trials", sender="constants", sender_port="tau",
              receiver="trials", receiver_port="tau"),
     ])
-    return Model(id="nested_trials", graphs=[main])
+    model = Model(id="nested_trials", graphs=[main])
+    # default inputs: `mdf-loops run nested_trials.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def main() -> None:

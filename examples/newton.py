@@ -76,7 +76,10 @@ def build_model(coefficients: tuple[float, float, float, float] = WALLIS,
         OutputPort(id="root", value="newton[0]"),
         OutputPort(id="iterates", value="newton[1]"),
     ]
-    return Model(id="newton", graphs=[Graph(id="main", nodes=[newton])])
+    model = Model(id="newton", graphs=[Graph(id="main", nodes=[newton])])
+    # default inputs: `mdf-loops run newton.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def main() -> None:

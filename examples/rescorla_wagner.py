@@ -75,7 +75,10 @@ def build_model(alpha: float = 0.2) -> Model:
         OutputPort(id="V_history", value="trials[1]"),
         OutputPort(id="prediction_errors", value="trials[2]"),
     ]
-    return Model(id="rescorla_wagner", graphs=[Graph(id="main", nodes=[trials])])
+    model = Model(id="rescorla_wagner", graphs=[Graph(id="main", nodes=[trials])])
+    # default inputs: `mdf-loops run rescorla_wagner.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def main() -> None:

@@ -52,9 +52,12 @@ def build_model(steps: int = 10) -> Model:
 
     values, updates = T.scan(one_step, outputs_info=sample, non_sequences=[W, bvis, bhid],
                              n_steps=steps, strict=True, name="gibbs")
-    return T.build_model({"sample_after_chain": values[-1],
-                          "hidden_rng_after": updates[hidden_rng],
-                          "visible_rng_after": updates[visible_rng]}, name=NAME)
+    model = T.build_model({"sample_after_chain": values[-1],
+                           "hidden_rng_after": updates[hidden_rng],
+                           "visible_rng_after": updates[visible_rng]}, name=NAME)
+    # default inputs: `mdf-loops run theano_gibbs.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def example_inputs(seed: int = 1234) -> dict:

@@ -29,7 +29,10 @@ def build_model(max_coefficients_supported: int = 10000) -> Model:
         sequences=[coefficients, T.arange(max_coefficients_supported)],
         non_sequences=x)
     polynomial = components.sum()
-    return T.build_model({"polynomial": polynomial}, name=NAME)
+    model = T.build_model({"polynomial": polynomial}, name=NAME)
+    # default inputs: `mdf-loops run theano_polynomial.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def example_inputs() -> dict:

@@ -28,10 +28,13 @@ def build_model() -> Model:
                              non_sequences=A,
                              n_steps=k)
     final_result = result[-1]  # A**k; the steps before are not kept
-    return T.build_model({"A_to_the_k": final_result}, name=NAME)
+    model = T.build_model({"A_to_the_k": final_result}, name=NAME)
+    # default inputs: `mdf-loops run theano_power.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
-def example_inputs(k: int) -> dict:
+def example_inputs(k: int = 2) -> dict:
     return {"A": np.arange(10, dtype=np.float32), "k": np.int32(k)}
 
 

@@ -30,7 +30,10 @@ def build_model() -> Model:
                        outputs_info=T.constant(1.0),
                        non_sequences=max_value,
                        n_steps=1024)
-    return T.build_model({"values": values}, name=NAME)
+    model = T.build_model({"values": values}, name=NAME)
+    # default inputs: `mdf-loops run theano_powers_of_two.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def example_inputs(max_value: float = 45.0) -> dict:

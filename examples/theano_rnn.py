@@ -51,7 +51,10 @@ def build_model() -> Model:
         non_sequences=[W, W_in_1, W_in_2, W_feedback, W_out],
         strict=True,
         name="rnn")
-    return T.build_model({"x_vals": x_vals, "y_vals": y_vals}, name=NAME)
+    model = T.build_model({"x_vals": x_vals, "y_vals": y_vals}, name=NAME)
+    # default inputs: `mdf-loops run theano_rnn.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def example_inputs(steps: int = 12, seed: int = 0) -> dict:

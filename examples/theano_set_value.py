@@ -33,7 +33,10 @@ def build_model() -> Model:
                              outputs_info=None,
                              sequences=[location, values],
                              non_sequences=output_model)
-    return T.build_model({"result": result}, name=NAME)
+    model = T.build_model({"result": result}, name=NAME)
+    # default inputs: `mdf-loops run theano_set_value.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def example_inputs() -> dict:

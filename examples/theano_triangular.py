@@ -29,7 +29,10 @@ def build_model() -> Model:
     scan_result, scan_updates = T.scan(fn=accumulate_by_adding,
                                        outputs_info=outputs_info,
                                        sequences=seq)
-    return T.build_model({"triangular_sequence": scan_result}, name=NAME)
+    model = T.build_model({"triangular_sequence": scan_result}, name=NAME)
+    # default inputs: `mdf-loops run theano_triangular.json` needs no -i
+    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    return model
 
 
 def example_inputs(some_num: int = 15) -> dict:

@@ -90,3 +90,23 @@ def push_frame(frame: str) -> contextvars.Token:
 
 def pop_frame(token: contextvars.Token) -> None:
     _FRAMES.reset(token)
+
+
+def did_you_mean(name: str, known, what: str = "") -> str:
+    """``"; did you mean 'x'?"`` naming the known names closest to ``name`` (difflib), or ``""``.
+
+    Case is ignored in the comparison (``onnx::scan`` finds ``onnx::Scan``).
+    """
+    import difflib
+
+    by_folded: dict[str, str] = {}
+    for candidate in known:
+        if isinstance(candidate, str):
+            by_folded.setdefault(candidate.lower(), candidate)
+    folded = str(name).lower()
+    close = [folded] if folded in by_folded else \
+        difflib.get_close_matches(folded, list(by_folded), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    names = " or ".join(f"'{by_folded[c]}'" for c in close)
+    return f"; did you mean {names}{f' ({what})' if what else ''}?"

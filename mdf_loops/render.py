@@ -21,20 +21,16 @@ SVG or PDF (chosen by the file extension) with Graphviz's ``dot`` program.
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import graphviz
-import numpy as np
 from modeci_mdf.mdf import Graph, Model, Node, Parameter
 
 from mdf_loops.errors import MdfLoopsError
 from mdf_loops.files import write_atomically
 from mdf_loops.model.convention import (
-    BODY_ATTRIBUTES,
     CONTROL_FLOW_FUNCTIONS,
     function_parameter,
     loop_bodies,
@@ -42,18 +38,27 @@ from mdf_loops.model.convention import (
     variadic_items,
 )
 from mdf_loops.model.interface import graph_interface, load_model
-from mdf_loops.model.values import is_encoded_tensor
+from mdf_loops.render_labels import (
+    constant_values,
+    describe_argument,
+    html_label,
+    int_parameter,
+    loop_label,
+    node_label,
+    parameters_read_by_bodies,
+    short_value,
+    text,
+)
 
 __all__ = ["to_graphviz", "render", "FORMATS"]
 
 #: file extensions :func:`render` writes, and the Graphviz output format of each
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 
-_LINE = 48  # longest label line, in characters
 _LOOP_FILL = ("#e8f0fb", "#d5e3f6", "#c3d6f0")  # by nesting depth
 _BODY_FILL = ("#ffffff", "#f7f9fc")
 _BINDING = {"style": "dashed", "color": "#4a74b4", "fontcolor": "#4a74b4"}
-_NEXT = {"style": "dashed", "color": "#999999", "fontcolor": "#999999", "constraint": "false"}
+_NEXT = {"style": "dashed", "color": "#999999", "arrowhead": "none"}
 _PORT = {"shape": "oval", "style": "filled", "fillcolor": "#ffffff", "fontsize": "10",
          "height": "0.3"}
 
@@ -72,7 +77,7 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
     if target is None:
         raise MdfLoopsError(f"model '{model.id}' has no graph '{graph}'")
     dot = graphviz.Digraph(name=model.id)
-    dot.attr(label=_html(f"<b>{_text(model.id)}</b>: graph {_text(target.id)}"), labelloc="t",
+    dot.attr(label=html_label(f"<b>{text(model.id)}</b>: graph {text(target.id)}"), labelloc="t",
              fontname="Helvetica", fontsize="16", newrank="true")
     dot.attr("node", fontname="Helvetica", fontsize="11")
     dot.attr("edge", fontname="Helvetica", fontsize="9", color="#555555")
@@ -137,7 +142,18 @@ class _Drawing:
         self.edges.append((tail, head, attributes))
 
     def finish(self) -> None:
+        """Add the edges; parallel edges of the same style become one, their labels joined
+        (Graphviz would print the labels of parallel edges on top of each other)."""
+        merged: dict[tuple, dict] = {}
         for tail, head, attributes in self.edges:
+            style = tuple(sorted((k, v) for k, v in attributes.items() if k != "label"))
+            key = (tail, head, style)
+            if key in merged and attributes.get("label"):
+                known = merged[key].get("label", "")
+                merged[key]["label"] = f"{known}, {attributes['label']}" if known else attributes["label"]
+            else:
+                merged.setdefault(key, dict(attributes))
+        for (tail, head, _), attributes in merged.items():
             self.dot.edge(tail, head, **attributes)
 
     # -- graphs
@@ -149,14 +165,18 @@ class _Drawing:
         received = {(e.receiver, e.receiver_port) for e in graph.edges}
         with self.dot.subgraph() as row:
             row.attr(rank="source")
+            sources = []
             for node in graph.nodes:
                 for port in node.input_ports:
                     if (node.id, port.id) in received or port.id not in free_ports:
                         continue
                     source = f"{graph.id}/input/{port.id}"
-                    row.node(source, _html(f"<b>{_text(free_ports[port.id])}</b>"), shape="oval",
+                    row.node(source, html_label(f"<b>{text(free_ports[port.id])}</b>"), shape="oval",
                              style="filled", fillcolor="#fff4cc")
                     self.edge(source, ports[node.id].inputs[port.id])
+                    sources.append(source)
+            declared = [f"{graph.id}/input/{port}" for port in interface.inputs.values()]
+            _in_order(row, sorted(dict.fromkeys(sources), key=declared.index))
         with self.dot.subgraph() as row:
             row.attr(rank="sink")
             for name, (node_id, port_id) in interface.outputs.items():
@@ -164,7 +184,7 @@ class _Drawing:
                 if source is not None:
                     sink = f"{graph.id}/output/{name}"
                     label = names.get(f"{node_id}.{port_id}", name)
-                    row.node(sink, _html(f"<b>{_text(label)}</b>"), shape="oval", style="filled",
+                    row.node(sink, html_label(f"<b>{text(label)}</b>"), shape="oval", style="filled",
                              fillcolor="#ddf2dd")
                     self.edge(source, sink)
 
@@ -173,22 +193,29 @@ class _Drawing:
         """Draw the nodes and edges of ``graph``; ``bindings`` maps a port id to (source, edge
         style) for ports bound from outside the graph (a body's formal and outer-scope inputs)."""
         ports: dict[str, _Ports] = {}
+        constants = constant_values(graph)  # (receiver node, port) -> value text
+        folded = {e.sender for e in graph.edges if (e.receiver, e.receiver_port) in constants}
         for node in graph.nodes:
             name = f"{prefix}/{node.id}"
             call = function_parameter(node)
+            if node.id in folded and all((e.receiver, e.receiver_port) in constants
+                                         for e in graph.edges if e.sender == node.id):
+                continue  # drawn as a line of each node that reads it
+            reads = {port: value for (receiver, port), value in constants.items()
+                     if receiver == node.id}
             if call is not None and call.function in CONTROL_FLOW_FUNCTIONS:
-                ports[node.id] = self.loop(container, node, call, name, depth)
+                ports[node.id] = self.loop(container, node, call, name, depth, reads)
             else:
-                container.node(name, _node_label(node, call), shape="box", style="rounded,filled",
-                               fillcolor="#ffffff")
+                container.node(name, node_label(node, call, reads), shape="box",
+                               style="rounded,filled", fillcolor="#ffffff")
                 ports[node.id] = _Ports({p.id: name for p in node.input_ports},
                                         {p.id: name for p in node.output_ports})
-        received = set()
+        received = set(constants)
         for edge in graph.edges:
             source = ports.get(edge.sender, _Ports()).outputs.get(edge.sender_port)
             target = ports.get(edge.receiver, _Ports()).inputs.get(edge.receiver_port)
-            if source and target:
-                self.edge(source, target, label=_text(edge.sender_port))
+            if source and target and (edge.receiver, edge.receiver_port) not in constants:
+                self.edge(source, target, label=text(edge.sender_port))
             received.add((edge.receiver, edge.receiver_port))
         for node in graph.nodes:
             for port in node.input_ports:
@@ -198,21 +225,34 @@ class _Drawing:
         return ports
 
     # -- loop nodes
-    def loop(self, container, node: Node, call: Parameter, name: str, depth: int) -> _Ports:
+    def loop(self, container, node: Node, call: Parameter, name: str, depth: int,
+             reads: dict[str, str] | None = None) -> _Ports:
         op = CONTROL_FLOW_FUNCTIONS[call.function]
         bodies = loop_bodies(node)
         with container.subgraph(name=f"cluster_{name}") as cluster:
-            cluster.attr(label=_html(_loop_label(node, op, call)), style="rounded,filled",
+            cluster.attr(label=html_label(loop_label(node, op, call)), style="rounded,filled",
                          fillcolor=_LOOP_FILL[min(depth, len(_LOOP_FILL) - 1)], color="#4a74b4",
                          labeljust="l", penwidth="1.5")
             ports = _Ports()
-            for port in node.input_ports:
-                ports.inputs[port.id] = f"{name}#in#{port.id}"
-                cluster.node(ports.inputs[port.id], _html(_text(port.id)), **_PORT)
+            with cluster.subgraph() as row:
+                row.attr(rank="same")
+                for port in node.input_ports:
+                    ports.inputs[port.id] = f"{name}#in#{port.id}"
+                    shown = port.id if port.id not in (reads or {}) else f"{port.id} = {reads[port.id]}"
+                    row.node(ports.inputs[port.id], html_label(text(shown)), **_PORT)
+                _in_order(row, list(ports.inputs.values()))
+            for parameter in parameters_read_by_bodies(node, call):
+                ports.inputs[parameter.id] = f"{name}#parameter#{parameter.id}"
+                cluster.node(ports.inputs[parameter.id],
+                             html_label(text(f"{parameter.id} = {short_value(parameter.value)}")),
+                             shape="note", style="filled", fillcolor="#ffffff", fontsize="10")
             for port in node.output_ports:
                 ports.outputs[port.id] = f"{name}#out#{port.id}"
-                cluster.node(ports.outputs[port.id], _html(_text(port.id)), **_PORT)
+                cluster.node(ports.outputs[port.id], html_label(text(port.id)), **_PORT)
             arguments = self.arguments(cluster, node, call, name)
+            parameter_nodes = {k: v for k, v in ports.inputs.items() if "#parameter#" in v}
+            for k in parameter_nodes:
+                del ports.inputs[k]  # not ports: edges into the node never end there
             results = {}
             for port in node.output_ports:
                 index = output_index(port.value, call.id)
@@ -220,7 +260,8 @@ class _Drawing:
                     results[index] = ports.outputs[port.id]
             for attribute, body in bodies.items():
                 self.body(cluster, f"{name}/{attribute}", attribute, body,
-                          _wiring(op, node, arguments, body), ports, results, depth)
+                          _wiring(op, node, arguments, body),
+                          _Ports({**ports.inputs, **parameter_nodes}, ports.outputs), results, depth)
         return ports
 
     def arguments(self, cluster, node: Node, call: Parameter, name: str) -> dict[str, list[str]]:
@@ -238,7 +279,7 @@ class _Drawing:
                     arguments[formal].append(f"{name}#in#{item}")
                     continue
                 holder = f"{name}#arg#{formal}#{k}"
-                cluster.node(holder, _html(_text(_describe_argument(node, item))), shape="plain",
+                cluster.node(holder, html_label(text(describe_argument(node, item))), shape="plain",
                              fontsize="10")
                 arguments[formal].append(holder)
         return arguments
@@ -251,7 +292,7 @@ class _Drawing:
         formal_names = [f"{prefix}#formal#{k}" for k in range(len(formal_inputs))]
         top = f"{prefix}#top"  # an invisible point above the body's nodes, below the loop's inputs
         with cluster.subgraph(name=f"cluster_{prefix}") as inner:
-            inner.attr(label=_html(f"<b>{_text(attribute)}</b>: graph {_text(body.id)}"),
+            inner.attr(label=html_label(f"<b>{text(attribute)}</b>: graph {text(body.id)}"),
                        style="rounded,filled", fillcolor=_BODY_FILL[depth % 2], color="#8c8c8c",
                        penwidth="1")
             bindings = {}
@@ -260,9 +301,22 @@ class _Drawing:
                 row.node(top, "", shape="point", style="invis", width="0")
                 for k, (port_id, formal_name) in enumerate(zip(formal_inputs, formal_names)):
                     role = f"<br/><font point-size='9'>{wiring.roles[k]}</font>" if wiring.roles[k] else ""
-                    row.node(formal_name, _html(f"<b>{_text(port_id)}</b>{role}"), shape="house",
+                    row.node(formal_name, html_label(f"<b>{text(port_id)}</b>{role}"), shape="house",
                              style="filled", fillcolor="#fff4cc", margin="0.15,0.1")
                     bindings[port_id] = (formal_name, "solid")
+                _in_order(row, formal_names)
+            nexts = {j: f"{prefix}#next#{j}" for j, k in wiring.carries.items()
+                     if k < len(formal_inputs) and j < len(formal_outputs)}
+            if nexts:
+                with inner.subgraph() as row:
+                    row.attr(rank="max")
+                    for j, marker in nexts.items():
+                        k = wiring.carries[j]
+                        row.node(marker, html_label(f"next <b>{text(formal_inputs[k])}</b>"
+                                               f"<br/><font point-size='9'>{wiring.roles[k]}</font>"),
+                                 shape="invhouse", style="filled,dashed", fillcolor="#fffaf0",
+                                 color="#999999", fontsize="10", margin="0.1,0.05")
+                    _in_order(row, list(nexts.values()))
             for port_id in meta.get("outer_scope_inputs") or []:
                 if port_id in ports.inputs:
                     bindings[port_id] = (ports.inputs[port_id], "dotted")
@@ -283,8 +337,14 @@ class _Drawing:
             index, label = wiring.results.get(j, (None, ""))
             if index in results:
                 self.edge(produced, results[index], label=label, **_BINDING)
-            if j in wiring.carries and wiring.carries[j] < len(formal_names):
-                self.edge(produced, formal_names[wiring.carries[j]], label="next", **_NEXT)
+            if j in nexts:  # the new value of a state: a marker at the body's foot says which
+                self.edge(produced, nexts[j], **_NEXT)
+
+
+def _in_order(row, names: list[str]) -> None:
+    """Keep the nodes of a same-rank row left to right in the order given (invisible edges)."""
+    for left, right in zip(names, names[1:]):
+        row.edge(left, right, style="invis")
 
 
 def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -> _Wiring:
@@ -293,7 +353,7 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
     n_out = len(meta.get("formal_outputs") or [])
     if op == "Scan":
         values = arguments.get("initial_state_and_scan_inputs", [])
-        n = max(len(values) - _int_parameter(node, "num_scan_inputs", len(values)), 0)
+        n = max(len(values) - int_parameter(node, "num_scan_inputs", len(values)), 0)
         return _Wiring(
             roles=[f"state {k}" if k < n else f"scan element {k - n}" for k in range(n_in)],
             feeds={k: (v, "initial" if k < n else "slices") for k, v in enumerate(values)},
@@ -314,107 +374,3 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
             carries={j: j + 1 for j in range(min(n + 1, n_out))},
         )
     return _Wiring(roles=[""] * n_in, results={j: (j, "") for j in range(n_out)})  # If
-
-
-# ---------------------------------------------------------------- labels
-
-
-def _loop_label(node: Node, op: str, call: Parameter) -> str:
-    lines = [f"<b>{_text(node.id)}</b>: onnx::{op}"]
-    args = call.args or {}
-    if op == "Loop":
-        trip, condition = args.get("M"), args.get("cond")
-        lines.append(f"trip count: {_text(_describe_argument(node, trip)) if trip else 'none'}")
-        lines.append(f"condition: {_text(_describe_argument(node, condition)) if condition else 'none'}")
-        if not trip and not condition:
-            lines.append("runs until the iteration limit")
-    elif op == "If":
-        lines.append(f"condition: {_text(_describe_argument(node, args.get('cond')))}")
-    skipped = set(BODY_ATTRIBUTES[op]) | {call.id} | set(_argument_names(call))
-    for parameter in node.parameters:
-        if parameter.id not in skipped and not parameter.function:
-            lines.append(f"{_text(parameter.id)} = {_text(_short_value(parameter.value))}")
-    return "".join(f"{line}<br align='left'/>" for line in lines)
-
-
-def _argument_names(call: Parameter) -> list[str]:
-    """The names a call's arguments list (the items of list arguments too)."""
-    names = []
-    for expression in (call.args or {}).values():
-        try:
-            names += variadic_items(expression) or [str(expression)]
-        except SyntaxError:
-            continue
-    return names
-
-
-def _describe_argument(node: Node, expression: Any) -> str:
-    """An argument as written, with the value of the constant parameter it names."""
-    for parameter in node.parameters:
-        if parameter.id == expression and parameter.value is not None and not parameter.function:
-            return f"{expression} = {_short_value(parameter.value)}"
-    return str(expression)
-
-
-def _node_label(node: Node, call: Parameter | None) -> str:
-    lines = [f"<b>{_text(node.id)}</b>"]
-    if call is not None:
-        if call.function.startswith("onnx::"):
-            lines.append(_text(call.function))
-        else:
-            arguments = ", ".join(f"{k}={v}" for k, v in (call.args or {}).items())
-            lines.append(_text(f"{call.function}({arguments})"))
-    small = "<font point-size='9'>{}</font>"
-    for function in getattr(node, "functions", None) or []:
-        lines.append(small.format(_text(f"{function.id} = {function.function or function.value}")))
-    for parameter in node.parameters:
-        if parameter is not call and not parameter.function:
-            lines.append(small.format(f"{_text(parameter.id)} = {_text(_short_value(parameter.value))}"))
-    for port in node.output_ports:
-        if call is None or (port.value != call.id and output_index(port.value, call.id) is None):
-            lines.append(small.format(f"{_text(port.id)} = {_text(port.value)}"))
-    return _html("<br/>".join(lines))
-
-
-def _short_value(value: Any) -> str:
-    """A parameter value in a few characters: small values as written, arrays by type and shape."""
-    if is_encoded_tensor(value):
-        shape = ", ".join(str(d) for d in value["shape"])
-        data = value["data"]
-        return f"{value['dtype']}[{shape}]" + (f" {data}" if len(data) <= 4 else "")
-    if isinstance(value, dict):
-        return "{...}"
-    if isinstance(value, (list, tuple)):
-        try:
-            array = np.asarray(value)
-        except ValueError:  # ragged
-            return f"list of {len(value)}"
-        if array.dtype.kind in "biuf":
-            if array.size > 4:
-                return f"{array.dtype}[{', '.join(map(str, array.shape))}]"
-            return np.array2string(array, precision=4, separator=", ")
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def _text(value: Any) -> str:
-    """HTML-escaped text, cut to one short line."""
-    text = " ".join(str(value).split())
-    if len(text) > _LINE:
-        text = text[: _LINE - 3] + "..."
-    return html.escape(text, quote=True)
-
-
-def _html(markup: str) -> str:
-    return f"<{markup}>"
-
-
-def _int_parameter(node: Node, parameter_id: str, default: int) -> int:
-    for parameter in node.parameters:
-        if parameter.id == parameter_id:
-            try:
-                return int(parameter.value)
-            except (TypeError, ValueError):
-                return default
-    return default

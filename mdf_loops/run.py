@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 from collections import OrderedDict
@@ -24,6 +25,7 @@ from mdf_loops.backends.scheduler.registry import register
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
 from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
+from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
 from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
@@ -53,7 +55,11 @@ def run(
     Args:
         model: an MDF ``Model``, or a path to MDF JSON/YAML or to an ONNX model.
         inputs: values by input name (see :func:`graph_interface`): numpy arrays,
-            lists for ONNX sequences, ``None`` for an empty optional.
+            lists for ONNX sequences, ``None`` for an empty optional. Inputs not
+            given take their ports' ``default_value``. Each value is checked
+            against the shape and type the model declares and cast to it (the
+            rules of :mod:`mdf_loops.model.inputs`, docs/api.md); a value that
+            does not fit raises :class:`ModelError` naming the input.
         graph: id of the graph to run (default: the first).
         trusted: skip the expression allow-list of :mod:`mdf_loops.safety.checks`, and the
             limit guard of the onnxruntime backend. Only for models whose author you
@@ -63,9 +69,11 @@ def run(
         backend: ``"scheduler"`` (every node, every loop iteration, through
             modeci-mdf's ``EvaluableGraph``), ``"onnxruntime"`` (the model lowered
             to one ONNX model, compiled once and cached, run by onnxruntime) or
-            ``"auto"`` (onnxruntime when the model compiles, else the scheduler;
-            the reason is logged at INFO level), or ``"jax"`` (lowered to one
-            ``jax.jit``-compiled function; needs ``mdf-loops[jax]``, docs/jax.md). Both enforce ``max_iterations``,
+            ``"auto"`` (onnxruntime when the model compiles, else the scheduler,
+            with a logging WARNING that gives the reason; a failure while running
+            on onnxruntime is an error, not a reason to rerun), or ``"jax"``
+            (lowered to one ``jax.jit``-compiled function; needs ``mdf-loops[jax]``,
+            docs/jax.md). All enforce ``max_iterations``,
             ``max_elements`` and ``max_depth`` (onnxruntime through
             :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``); ``max_total_iterations``
             is counted by the scheduler only.
@@ -129,20 +137,8 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
     except Exception as exc:  # metadata of the wrong form
         raise ModelError(f"model '{model.id}': cannot read its graph's inputs and outputs: "
                          f"{type(exc).__name__}: {exc}") from exc
-    inputs = dict(inputs or {})
-    unknown = sorted(set(inputs) - set(interface.inputs))
-    if unknown:
-        raise ModelError(
-            f"graph '{target.id}': unknown inputs {unknown}; it takes {sorted(interface.inputs)}"
-        )
     ports = _input_ports(target)
-    missing = sorted(
-        name for name, port in interface.inputs.items()
-        if name not in inputs and not any(p.default_value is not None for p in ports.get(port, []))
-        and ports.get(port)
-    )
-    if missing:
-        raise ModelError(f"graph '{target.id}': missing inputs {missing}")
+    inputs = _typed_inputs(target, interface, dict(inputs or {}), ports)
 
     if backend == "jax":  # docs/jax.md: lowered to one jit-compiled JAX function
         from mdf_loops.backends.jax.compiled import run_jax
@@ -155,20 +151,51 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
         except CompileError as exc:
             if backend == "onnxruntime":
                 raise
-            log.info("model '%s' runs on the scheduler: %s", model.id, exc)
+            log.warning("model '%s' runs on the scheduler, not onnxruntime (slower): %s",
+                        model.id, exc)
         else:
             try:
                 outputs = compiled.run(inputs)
             except MdfLoopsError:
                 raise
             except Exception as exc:  # onnxruntime's errors name no model element
-                if backend == "onnxruntime":
-                    raise EvaluationError(f"graph '{target.id}' (onnxruntime backend): {exc}") from exc
-                log.info("model '%s' failed on onnxruntime (%s); rerunning on the scheduler, "
-                         "which names the failing node", model.id, exc)
-            else:
-                return {name: to_user(value) for name, value in outputs.items()}
+                raise EvaluationError(
+                    f"graph '{target.id}' (onnxruntime backend): {exc}; run with "
+                    "backend='scheduler' (--backend scheduler) to find the failing node") from exc
+            return {name: to_user(value) for name, value in outputs.items()}
     return _run_scheduler(model, target, interface, inputs, ports)
+
+
+def _typed_inputs(target: Graph, interface: GraphInterface, inputs: dict, ports: dict) -> dict:
+    """The given inputs and the defaults of the rest, each fitted to its declared type
+    (the rules of :mod:`mdf_loops.model.inputs`)."""
+    unknown = sorted(set(inputs) - set(interface.inputs))
+    if unknown:
+        hints = "".join(_nearest(name, interface.inputs) for name in unknown)
+        raise ModelError(
+            f"graph '{target.id}': unknown inputs {unknown}; it takes "
+            f"{sorted(interface.inputs)}{hints}")
+    types = graph_input_types(target, interface.inputs)
+    typed, missing = {}, []
+    for name, port_id in interface.inputs.items():
+        if name in inputs:
+            typed[name] = fit_input(name, inputs[name], types[name])
+            continue
+        has_default, value = default_input(ports.get(port_id, []))
+        if has_default:
+            typed[name] = fit_input(name, value, types[name])
+        elif ports.get(port_id) and not any(p.default_value is not None
+                                            for p in ports[port_id]):
+            missing.append(name)
+    if missing:
+        raise ModelError(f"graph '{target.id}': missing inputs {sorted(missing)}; give a value "
+                         "for each, or a default_value on its input port")
+    return typed
+
+
+def _nearest(name: str, known) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" ('{name}': did you mean '{close[0]}'?)" if close else ""
 
 
 def _run_scheduler(model, target, interface, inputs, ports) -> dict[str, Any]:

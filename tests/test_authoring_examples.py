@@ -212,7 +212,8 @@ def test_onnx_export_passes_checker_and_matches_numpy_in_onnxruntime(index):
     onnx.checker.check_model(exported, full_check=True)
     session = onnxruntime.InferenceSession(exported.SerializeToString(),
                                            providers=["CPUExecutionProvider"])
-    feeds = {i.name: np.asarray(inputs[i.name]) for i in session.get_inputs()}
+    declared = session.get_inputs() + session.get_overridable_initializers()  # defaults
+    feeds = {i.name: np.asarray(inputs[i.name]) for i in declared}
     names = [o.name for o in session.get_outputs()]
     _check(dict(zip(names, session.run(None, feeds))), expected)
 

@@ -230,7 +230,9 @@ def test_export_reads_the_declared_input_types(results, workspace):
         (0, "wrote leaky.onnx\n")
     session = onnxruntime.InferenceSession(str(workspace / "leaky.onnx"),
                                            providers=["CPUExecutionProvider"])
-    assert [(i.name, i.type, i.shape) for i in session.get_inputs()] == [
+    # the example's default values are initializers of the inputs: inputs that may be left out
+    declared = session.get_inputs() + session.get_overridable_initializers()
+    assert [(i.name, i.type, i.shape) for i in declared] == [
         ("x0", "tensor(double)", []), ("I", "tensor(double)", ["steps"])]
     x_final, trace = session.run(None, {"x0": np.array(0.25), "I": _current()})
     np.testing.assert_allclose(trace, leaky_oracle(0.25, _current()), rtol=1e-12)
@@ -284,7 +286,7 @@ def test_a_model_that_fails_validation(results):
 
 
 LOOP_SHAPE = program("loop_shape", "run", "untyped_leaky.json", "-i", "x0=0",
-                     "-i", "I=[[1, 2], [3, 4]]", "-o", "earlier.npz")
+                     "-i", "I=[[1, 2], [3, 4]]", "-o", "earlier.npz", "--backend", "scheduler")
 DECLARED_SHAPE = program("declared_shape", "run", LEAKY, "-i", "x0=0", "-i", "I=[[1, 2], [3, 4]]",
                          "-o", "earlier.npz")
 
@@ -351,7 +353,12 @@ def _error(capsys, *args) -> str:
 def test_input_options_that_do_not_fit(capsys, tmp_path):
     assert "unknown input 'current'; the model takes 'I', 'x0'" in _error(capsys, "run", LEAKY, "-i", "current=[1]")
     assert "input 'I': 'ones' is neither a .npy/.npz file nor a JSON value" in _error(capsys, "run", LEAKY, "-i", "I=ones")
-    assert "missing inputs ['I']" in _error(capsys, "run", LEAKY, "-i", "x0=0")
+    no_defaults = tmp_path / "no_defaults.json"
+    document = json.loads(LEAKY.read_text())
+    for port in document["leaky_integrator"]["graphs"]["main"]["nodes"]["integrate"]["input_ports"].values():
+        port.pop("default_value")
+    no_defaults.write_text(json.dumps(document))
+    assert "missing inputs ['I']" in _error(capsys, "run", no_defaults, "-i", "x0=0")
     assert "absent.npy: no such file" in _error(capsys, "run", LEAKY, "-i", f"I={tmp_path / 'absent.npy'}")
     np.savez(tmp_path / "other.npz", J=np.ones(3))
     assert "holds no array 'I' (it holds J)" in _error(capsys, "run", LEAKY, "-i", f"I={tmp_path / 'other.npz'}")
@@ -360,7 +367,8 @@ def test_input_options_that_do_not_fit(capsys, tmp_path):
 
 def test_outputs_of_the_wrong_kind_are_refused(capsys, tmp_path):
     assert "x.txt: the output must end in .png or .svg or .pdf" in _error(capsys, "render", LEAKY, "-o", tmp_path / "x.txt")
-    assert "x.json: the output must end in .npz" in _error(capsys, "run", LEAKY, "-o", tmp_path / "x.json")
+    assert "x.txt: the output must end in .npz or .npy or .json or .csv" in \
+        _error(capsys, "run", LEAKY, "-o", tmp_path / "x.txt")
     assert "folder" in _error(capsys, "import", tmp_path / "m.onnx", "-o", tmp_path / "absent" / "m.json")
     assert "expected an .onnx file to import" in _error(capsys, "import", LEAKY, "-o", tmp_path / "m.json")
     assert list(tmp_path.iterdir()) == []
@@ -416,12 +424,67 @@ def test_refuses_to_overwrite_the_model_it_reads(capsys, tmp_path):
     assert model.read_text() == LEAKY.read_text()
 
 
-def test_large_arrays_are_abbreviated(capsys, tmp_path):
+def test_large_arrays_are_abbreviated_on_a_terminal_only(capsys, tmp_path, monkeypatch):
     np.save(tmp_path / "current.npy", np.linspace(0.0, 1.0, 5000))
-    status, out, _ = _main(capsys, "run", LEAKY, "-i", "x0=0", "-i", f"I={tmp_path / 'current.npy'}")
-    assert status == 0
+    run = ("run", LEAKY, "-i", "x0=0", "-i", f"I={tmp_path / 'current.npy'}")
+    status, out, _ = _main(capsys, *run)  # stdout is not a terminal here: every value, exactly
+    assert status == 0 and "..." not in out
+    printed = np.array([float(v) for v in out.split("shape (5000,)\n")[1].replace("[", " ")
+                        .replace("]", " ").split()])
+    expected = leaky_oracle(0.0, np.linspace(0.0, 1.0, 5000))
+    np.testing.assert_array_equal(printed, expected)  # full precision: equal, not close
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    status, out, _ = _main(capsys, *run)
     assert "integrate.trace: float64, shape (5000,)" in out and "..." in out
     assert len(out) < 400
+    status, out, _ = _main(capsys, *run, "--full")
+    assert "..." not in out and len(out) > 5000
+
+
+@pytest.mark.parametrize("extension", [".npz", ".npy", ".json", ".csv"])
+def test_run_saves_outputs_in_each_format(extension, capsys, tmp_path):
+    """Every format holds the leaky integrator's values, checked against numpy written here."""
+    current = np.linspace(-1.0, 1.0, 7)
+    model = LEAKY if extension != ".npy" else _one_output_leaky(tmp_path)
+    target = tmp_path / f"out{extension}"
+    status, out, err = _main(capsys, "run", model, "-i", "x0=0.5", "-i", f"I={current.tolist()}",
+                             "-o", target)
+    assert (status, out) == (0, ""), err
+    trace = leaky_oracle(0.5, current)
+    if extension == ".npz":
+        with np.load(target) as saved:
+            np.testing.assert_array_equal(saved["integrate.trace"], trace)
+    elif extension == ".npy":
+        np.testing.assert_array_equal(np.load(target), trace)
+    elif extension == ".json":
+        saved = json.loads(target.read_text())
+        assert saved["integrate.trace"]["dtype"] == "float64"
+        assert saved["integrate.trace"]["shape"] == [7]
+        np.testing.assert_array_equal(saved["integrate.trace"]["values"], trace)
+        assert saved["integrate.x_final"]["values"] == trace[-1]
+    else:
+        import csv
+
+        rows = list(csv.reader(target.read_text().splitlines()))
+        assert rows[0] == ["output", "i0", "value"]
+        assert rows[1] == ["integrate.x_final", "", repr(float(trace[-1]))]
+        values = [float(r[2]) for r in rows[2:] if r[0] == "integrate.trace"]
+        assert [int(r[1]) for r in rows[2:]] == list(range(7))
+        np.testing.assert_array_equal(values, trace)
+
+
+def _one_output_leaky(folder: Path) -> Path:
+    document = json.loads(LEAKY.read_text())
+    document["leaky_integrator"]["graphs"]["main"]["nodes"]["integrate"]["output_ports"].pop("x_final")
+    path = folder / "one_output.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_an_npy_file_for_several_outputs_is_refused_before_running(capsys, tmp_path):
+    err = _error(capsys, "run", LEAKY, "-o", tmp_path / "out.npy")
+    assert "an .npy file holds one array, and the model has 2 outputs" in err
+    assert "integrate.x_final, integrate.trace" in err and "OUT.npz" in err
 
 
 def test_no_command_is_a_usage_error(capsys):
@@ -505,7 +568,9 @@ def test_the_progress_line_shows_each_enclosing_loop_with_its_total():
     import io
 
     stream = io.StringIO()
-    line = cli._ProgressLine(stream)
+    from mdf_loops.cli.progress import ProgressLine
+
+    line = ProgressLine(stream)
     line.started -= 1.0  # past the first half second
     line.update("node 'trials'", 4, 200)
     line.last = 0.0
@@ -514,3 +579,86 @@ def test_the_progress_line_shows_each_enclosing_loop_with_its_total():
     assert stream.getvalue().endswith("\r" + shown)
     line.clear()
     assert stream.getvalue().endswith("\r" + " " * len(shown) + "\r")
+
+
+def test_the_progress_line_shows_the_elapsed_time_when_no_loop_reports():
+    """onnxruntime runs a model as one call: the line shows the time since the start."""
+    import io
+
+    from mdf_loops.cli.progress import ProgressLine
+
+    stream = io.StringIO()
+    line = ProgressLine(stream)
+    line.elapsed()
+    assert stream.getvalue() == ""  # nothing in the first second
+    line.started -= 75.2
+    line.elapsed()
+    assert stream.getvalue() == "\rrunning: 75 s"
+    line.last_iteration = line.started + 75.0  # a loop reported just now: its line stays
+    line.elapsed()
+    assert stream.getvalue() == "\rrunning: 75 s"
+
+
+def test_the_progress_display_stops_its_clock_and_clears_the_line():
+    import io
+    import threading
+
+    from mdf_loops.cli.progress import progress
+
+    stream = io.StringIO()
+    with progress(stream):
+        assert any(t.name == "mdf-loops progress" for t in threading.enumerate())
+    assert not any(t.name == "mdf-loops progress" for t in threading.enumerate())
+    assert stream.getvalue() == ""  # a short block shows nothing
+
+
+# ---------------------------------------------------------------- a fast start
+
+
+def _fresh_python(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_parsing_arguments_imports_nothing_heavy():
+    """``mdf-loops --help`` needs neither modeci-mdf, graph-scheduler, onnx nor onnxruntime."""
+    heavy = ("modeci_mdf", "graph_scheduler", "onnx", "onnxruntime", "mdf_loops.authoring")
+    shown = _fresh_python(
+        "import sys, contextlib, io\n"
+        "from mdf_loops.cli import commands\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try: commands.main(['--help'])\n"
+        "    except SystemExit: pass\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    assert shown == "[]"
+
+
+def test_validate_does_not_import_the_engine():
+    shown = _fresh_python(
+        "import sys\n"
+        "from mdf_loops.cli import commands\n"
+        "assert commands.main(['-q', 'validate', 'examples/lstm_cell.json']) == 0\n"
+        "print(sorted(m for m in ('graph_scheduler', 'onnxruntime', 'modeci_mdf.execution_engine')"
+        " if m in sys.modules))")
+    assert shown == "[]"
+
+
+@pytest.mark.parametrize("order", ["mdf_loops first", "engine first"])
+def test_import_mdf_loops_registers_the_loops_in_either_order(order):
+    """The stock engine runs a Scan after ``import mdf_loops``, whichever is imported first;
+    the value is checked against numpy (the leaky integrator's recurrence)."""
+    imports = ["import mdf_loops", "from modeci_mdf.execution_engine import EvaluableGraph"]
+    if order == "engine first":
+        imports.reverse()
+    shown = _fresh_python("\n".join(imports) + "\n"
+                          "import numpy as np\n"
+                          "from modeci_mdf.utils import load_mdf\n"
+                          "engine = EvaluableGraph(load_mdf('examples/leaky_integrator.json').graphs[0])\n"
+                          "engine.evaluate(initializer={'x0': np.array(0.5), 'I': np.ones(3)})\n"
+                          "print(float(engine.enodes['integrate'].evaluable_outputs['x_final'].curr_value))")
+    x = 0.5
+    for _ in range(3):
+        x = x + 0.1 * (-x + 1.0) / 2.0
+    assert float(shown.splitlines()[-1]) == pytest.approx(x, abs=1e-12)

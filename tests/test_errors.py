@@ -261,3 +261,207 @@ def test_imported_scan_prints_nothing(capfd):
     assert captured.out == ""
     assert captured.err == ""
     np.testing.assert_array_equal(results["ys"], np.arange(1, 301, dtype=np.float32))
+
+
+# ------------------------------------------------ mistakes of a model written by hand, and of inputs
+
+import copy  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+LEAKY = Path(__file__).resolve().parent.parent / "examples" / "leaky_integrator.json"
+
+
+def _leaky_variant(tmp_path: Path, edit) -> Path:
+    """The leaky integrator example with one mistake written into its file."""
+    document = json.loads(LEAKY.read_text())
+    model = document["leaky_integrator"]
+    node = model["graphs"]["main"]["nodes"]["integrate"]
+    edit(node, node["parameters"]["body"]["value"]["graph_integrator_step"])
+    path = tmp_path / "variant.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def _validate_and_run(path: Path, *fragments: str) -> None:
+    """``validate`` lists the problem and ``run`` refuses the model, both naming the cause."""
+    problems = [str(p) for p in mdf_loops.validate(path)]
+    assert any(all(f in p for f in fragments) for p in problems), problems
+    with pytest.raises(mdf_loops.ModelError) as info:
+        mdf_loops.run(path)
+    assert all(f in str(info.value) for f in fragments), str(info.value)
+
+
+def test_unknown_function_name_names_the_nearest_registered_one(tmp_path):
+    def edit(node, body):
+        node["parameters"]["integrate"]["function"] = "onnx::scan"
+    _validate_and_run(_leaky_variant(tmp_path, edit), "parameters.integrate.function",
+                      "unknown function 'onnx::scan'; did you mean 'onnx::Scan'")
+
+
+def test_a_syntax_error_gives_its_position(tmp_path):
+    def edit(node, body):
+        body["nodes"]["step"]["output_ports"]["x_next"]["value"] = "x_prev + dt * (-x_prev + I_t"
+    _validate_and_run(_leaky_variant(tmp_path, edit), "output_ports.x_next.value",
+                      "is not a valid expression: '(' was never closed",
+                      "column 15: `x_prev + dt * (` <- here")
+
+
+def test_an_unknown_name_in_an_expression_names_the_nearest(tmp_path):
+    def edit(node, body):
+        body["nodes"]["step"]["output_ports"]["x_next"]["value"] = "x_prev + dt * (I_t - x_prev) / tua"
+    problems = [str(p) for p in mdf_loops.validate(_leaky_variant(tmp_path, edit))]
+    assert len(problems) == 1
+    assert "'tua' is not a port, parameter or function of this node; did you mean 'tau'?" \
+        in problems[0]
+
+
+def test_an_unbound_body_port_names_the_formal_input_it_probably_is(tmp_path):
+    def edit(node, body):
+        ports = body["nodes"]["step"]["input_ports"]
+        ports["xt"] = ports.pop("I_t")
+    problems = [str(p) for p in mdf_loops.validate(_leaky_variant(tmp_path, edit))]
+    assert any("input_ports.xt: is bound by nothing" in p and "did you mean 'I_t'" in p
+               for p in problems), problems
+
+
+def test_a_body_graph_without_id_is_caught_by_validate_and_by_the_schema(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    path = _leaky_variant(tmp_path, lambda node, body: body.pop("id"))
+    problems = [str(p) for p in mdf_loops.validate(path)]
+    assert any("the body graph has no 'id'; write \"id\": \"integrator_step\"" in p
+               for p in problems), problems
+    schema = json.loads((Path(mdf_loops.__file__).parent / "schemas" /
+                         "loop-node.schema.json").read_text())
+    def messages(errors):
+        for error in errors:
+            yield error.message
+            yield from messages(error.context or ())
+    errors = jsonschema.Draft202012Validator(schema).iter_errors(json.loads(path.read_text()))
+    assert "'id' is a required property" in set(messages(errors))
+    with pytest.raises(mdf_loops.ModelError, match="got a graph without 'id'"):
+        mdf_loops.run(mdf_loops.load_model(path), backend="scheduler")
+
+
+def test_export_of_an_untyped_input_names_example_inputs_and_port_type(tmp_path):
+    def edit(node, body):
+        for port in node["input_ports"].values():
+            port.pop("metadata")
+            port.pop("default_value")
+    with pytest.raises(mdf_loops.ModelError) as info:
+        mdf_loops.mdf_to_onnx(_leaky_variant(tmp_path, edit))
+    message = str(info.value)
+    assert "input 'x0': its type and rank are unknown" in message
+    assert "example_inputs={'x0': ...}" in message and "mdf_loops.port_type(" in message
+
+
+def test_export_of_an_untyped_input_on_the_command_line_names_dash_i(tmp_path, capsys):
+    from mdf_loops.cli import main
+
+    def edit(node, body):
+        for port in node["input_ports"].values():
+            port.pop("metadata")
+            port.pop("default_value")
+    path = _leaky_variant(tmp_path, edit)
+    assert main(["export", str(path), "-o", str(tmp_path / "out.onnx")]) == 1
+    err = capsys.readouterr().err
+    assert "give an example value with -i x0=VALUE" in err and "example_inputs" not in err
+
+
+# ------------------------------------------------ inputs of run(): declared types, shapes, defaults
+
+
+def test_run_refuses_a_string_input_naming_it():
+    with pytest.raises(mdf_loops.ModelError, match="input 'x0': expected numbers or booleans"):
+        mdf_loops.run(LEAKY, {"x0": "zero"})
+
+
+def test_run_refuses_a_float_for_a_declared_integer_input():
+    power = Path(LEAKY).parent / "theano_power.json"
+    with pytest.raises(mdf_loops.ModelError, match="input 'k': float64 values .* int32"):
+        mdf_loops.run(power, {"k": 2.5})
+    out = mdf_loops.run(power, {"k": 3})  # a Python int takes the declared int32
+    np.testing.assert_array_equal(out["A_to_the_k"], np.arange(10, dtype=np.float32) ** 3)
+
+
+def test_run_refuses_a_shape_the_model_does_not_declare():
+    with pytest.raises(mdf_loops.ModelError, match=r"input 'I': expected shape \[\?\].*got \[2, 2\]"):
+        mdf_loops.run(LEAKY, {"I": np.ones((2, 2))})
+
+
+def _counting_loop(typed: bool):
+    """A hand-written Loop: ``total`` counts the iterations; its trip count ``n`` is an input."""
+    from modeci_mdf.mdf import InputPort, Model, Node, OutputPort, Parameter
+
+    step = expression_node("step", ["i", "c", "total"], {"cond_out": "c", "total_next": "total + 1"})
+    body = mdf_body("count", [step], ("i", "c", "total"), ("step.cond_out", "step.total_next"))
+    node = Node(id="counter")
+    node.input_ports += [InputPort(id="n", metadata=mdf_loops.port_type(dtype="int64") if typed else None),
+                         InputPort(id="go", default_value=True), InputPort(id="zero", default_value=0.0)]
+    node.parameters += [Parameter(id="body", value=mdf_loops.wrap_body(body)),
+                        Parameter(id="counter", function="onnx::Loop",
+                                  args={"M": "n", "cond": "go", "v_initial": "[zero]"})]
+    node.output_ports.append(OutputPort(id="total", value="counter[0]"))
+    return Model(id="counting", graphs=[Graph(id="main", nodes=[node])])
+
+
+@pytest.mark.parametrize("typed", [True, False], ids=["declared", "undeclared"])
+def test_a_trip_count_given_as_a_python_int_is_int64_and_compiles(typed, caplog):
+    caplog.set_level(logging.INFO, logger="mdf_loops")
+    out = mdf_loops.run(_counting_loop(typed), {"n": 3})
+    assert float(out["counter.total"]) == 3.0
+    assert not [r for r in caplog.records if "runs on the scheduler" in r.getMessage()]
+
+
+def test_auto_falls_back_at_compile_time_with_a_warning_giving_the_reason(caplog):
+    from modeci_mdf.mdf import Parameter
+
+    model = _counting_loop(True)
+    # a stateful MDF parameter (a value that changes from run to run) cannot be compiled
+    model.graphs[0].nodes[0].parameters.append(Parameter(id="runs", value="runs + 1",
+                                                         default_initial_value=0))
+    with caplog.at_level(logging.WARNING, logger="mdf_loops"):
+        out = mdf_loops.run(model, {"n": 2})
+    assert float(out["counter.total"]) == 2.0
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "model 'counting' runs on the scheduler, not onnxruntime" in warnings[0].getMessage()
+    assert "runs" in warnings[0].getMessage().split(":", 1)[1]  # the reason names the parameter
+
+
+def test_auto_does_not_rerun_after_a_failure_on_onnxruntime(monkeypatch):
+    import importlib
+
+    run_module = importlib.import_module("mdf_loops.run")
+    from mdf_loops.backends.onnxruntime.compiled import CompiledModel
+
+    def fail(self, inputs):
+        raise RuntimeError("onnxruntime failed")
+
+    def never(*args):
+        raise AssertionError("the scheduler must not rerun the model")
+
+    monkeypatch.setattr(CompiledModel, "run", fail)
+    monkeypatch.setattr(run_module, "_run_scheduler", never)
+    with pytest.raises(mdf_loops.EvaluationError, match="onnxruntime failed.*backend='scheduler'"):
+        mdf_loops.run(_counting_loop(True), {"n": 2})
+
+
+@pytest.mark.parametrize("declaration", [{"tensorType": {"elemType": "A"}},
+                                         {"tensorType": {"elemType": -1}},
+                                         {"tensorType": {"shape": {"dim": [{"dimValue": {}}]}}},
+                                         {"tensorType": {"shape": 3}}])
+def test_a_malformed_input_declaration_is_a_model_error_naming_the_port(declaration):
+    model = mdf_loops.load_model(LEAKY)
+    model.graphs[0].nodes[0].input_ports[0].metadata = {"onnx_type": declaration}
+    with pytest.raises(mdf_loops.ModelError, match="input port 'x0': metadata 'onnx_type' is not an ONNX type"):
+        mdf_loops.run(model, {"x0": 0.0})
+
+
+def test_an_undeclared_trip_count_takes_whole_floats_and_refuses_fractions():
+    out = mdf_loops.run(_counting_loop(False), {"n": 4.0})
+    assert float(out["counter.total"]) == 4.0
+    with pytest.raises(mdf_loops.ModelError, match="input 'n': float64 values .* trip count of "
+                                                   "loop node 'counter', which is int64"):
+        mdf_loops.run(_counting_loop(False), {"n": 2.5})

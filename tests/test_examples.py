@@ -119,10 +119,17 @@ def test_elman_rnn_stock_engine():
     np.testing.assert_allclose(out["rnn.hidden"], _elman(ex.weights(), **inputs)[1], atol=1e-12)
 
 
+def test_elman_rnn_wrong_input_width_is_refused_before_running():
+    with pytest.raises(mdf_loops.ModelError, match=r"input 'x': expected shape \[\?, 3\]"):
+        mdf_loops.run(_load("elman_rnn", "json"), {"x": np.zeros((4, 2))})
+
+
 def test_elman_rnn_wrong_input_width_names_node_and_iteration():
+    model = _load("elman_rnn", "json")
+    for port in model.graphs[0].nodes[0].input_ports:
+        port.metadata = None  # undeclared: the mistake surfaces inside the loop
     with pytest.raises(mdf_loops.EvaluationError) as info:
-        mdf_loops.run(_load("elman_rnn", "json"), {"h0": np.zeros(5), "x": np.zeros((4, 2))},
-                      backend="scheduler")
+        mdf_loops.run(model, {"h0": np.zeros(5), "x": np.zeros((4, 2))}, backend="scheduler")
     message = str(info.value)
     assert "node 'rnn'" in message and "iteration 0" in message and "node 'cell'" in message
 
@@ -243,9 +250,17 @@ def test_drift_diffusion_stock_engine():
 
 
 def test_drift_diffusion_noise_of_wrong_rank_names_the_loop():
+    model = _load("drift_diffusion", "json")
+    for node in model.graphs[0].nodes:
+        for port in node.input_ports:
+            port.metadata = None  # undeclared: the mistake surfaces inside the loop
     with pytest.raises(mdf_loops.LoopError, match="node 'ddm'.*condition.*iteration 0"):
-        mdf_loops.run(_load("drift_diffusion", "json"), {"noise": np.zeros((3, 2))},
-                      backend="scheduler")
+        mdf_loops.run(model, {"noise": np.zeros((3, 2))}, backend="scheduler")
+
+
+def test_drift_diffusion_noise_of_wrong_rank_is_refused_before_running():
+    with pytest.raises(mdf_loops.ModelError, match=r"input 'noise': expected shape \[\?\]"):
+        mdf_loops.run(_load("drift_diffusion", "json"), {"noise": np.zeros((3, 2))})
 
 
 # ---------------------------------------------------------------- Rescorla-Wagner
@@ -487,3 +502,77 @@ def test_exported_elman_rnn_takes_any_sequence_length():
     h0, x = np.full(ex.N_HIDDEN, 0.2), np.random.default_rng(5).normal(size=(7, ex.N_INPUT))
     h_final, hidden = session.run(None, {"h0": h0, "x": x})
     np.testing.assert_allclose(hidden, _elman(ex.weights(), h0, x)[1], rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------- the command line, no inputs given
+
+
+def _leaky(x0, I, dt=0.1, tau=2.0):
+    x, trace = x0, []
+    for i_t in I:
+        x = x + dt * (-x + i_t) / tau
+        trace.append(x)
+    return x, np.array(trace)
+
+
+def _every_expected_output(name: str) -> dict:
+    """Every output of an example on its example_inputs(), from a numpy loop written in a test."""
+    ex = _example(name)
+    inputs = ex.example_inputs()
+    if name in NAMES:
+        return _expected_outputs(name, ex, inputs)
+    if name == "leaky_integrator":
+        x, trace = _leaky(**inputs)
+        return {"integrate.x_final": x, "integrate.trace": trace}
+    from test_authoring_examples import CASES  # the Theano examples' numpy oracles
+
+    oracle = next(oracle for case, _, oracle in CASES if case == name)
+    return oracle(**inputs)
+
+
+ALL_EXAMPLES = sorted(p.stem for p in EXAMPLES.glob("*.py"))
+
+
+def _cli(capsys, *args) -> str:
+    from mdf_loops.cli import main
+
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert "WARNING" not in captured.err  # no fallback from onnxruntime to the scheduler
+    return captured.out
+
+
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
+def test_the_command_line_runs_every_example_with_no_inputs(name, tmp_path, capsys):
+    expected = _every_expected_output(name)
+    for model_file in (EXAMPLES / f"{name}.json", EXAMPLES / f"{name}.yaml"):
+        assert _cli(capsys, "validate", model_file) == f"{model_file}: valid\n"
+        _cli(capsys, "run", model_file, "-o", tmp_path / "out.npz")
+        with np.load(tmp_path / "out.npz") as saved:
+            assert sorted(saved.files) == sorted(expected)
+            for output, value in expected.items():
+                np.testing.assert_allclose(saved[output], value, rtol=1e-6, atol=1e-12,
+                                           err_msg=f"{name}: {output}")
+                assert saved[output].shape == np.shape(value)
+
+
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
+def test_the_command_line_exports_every_example_with_its_defaults(name, tmp_path, capsys):
+    """The exported model keeps the defaults as initializers: onnxruntime runs it with no feeds."""
+    onnxruntime = pytest.importorskip("onnxruntime")
+    _cli(capsys, "export", EXAMPLES / f"{name}.json", "-o", tmp_path / "model.onnx")
+    session = onnxruntime.InferenceSession(str(tmp_path / "model.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    results = dict(zip(names, session.run(None, {})))
+    for output, value in _every_expected_output(name).items():
+        np.testing.assert_allclose(results[output], value, rtol=1e-6, atol=1e-12,
+                                   err_msg=f"{name}: {output}")
+
+
+def test_run_with_no_inputs_uses_the_defaults_typed_as_declared():
+    # theano_power declares k int32 and A float32; the defaults are stored as plain lists
+    out = mdf_loops.run(EXAMPLES / "theano_power.json", backend="scheduler")
+    assert out["A_to_the_k"].dtype == np.float32
+    np.testing.assert_array_equal(out["A_to_the_k"], np.arange(10, dtype=np.float32) ** 2)

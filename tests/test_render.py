@@ -35,7 +35,8 @@ def body_node_ids(document: dict) -> set[str]:
         if isinstance(value, dict):
             for key, item in value.items():
                 if isinstance(key, str) and key.startswith("graph_") and isinstance(item, dict):
-                    found.update((item.get("nodes") or {}).keys())
+                    found.update(node_id for node_id, node in (item.get("nodes") or {}).items()
+                                 if not _is_constant(node))
                 walk(item)
         elif isinstance(value, list):
             for item in value:
@@ -43,6 +44,11 @@ def body_node_ids(document: dict) -> set[str]:
 
     walk(document)
     return found
+
+
+def _is_constant(node: dict) -> bool:
+    """An ``onnx::Constant`` node: drawn as a line of the node that reads it, not as a box."""
+    return any(p.get("function") == "onnx::Constant" for p in (node.get("parameters") or {}).values())
 
 
 def svg_texts(svg: ET.Element) -> list[str]:
@@ -132,10 +138,11 @@ def test_edges_bind_loop_inputs_to_formal_inputs_and_body_outputs_to_loop_output
     assert "main/integrate#in#I->main/integrate/body#formal#1" in edges  # scanned input
     assert "main/integrate/body/step->main/integrate#out#x_final" in edges  # final state
     assert "main/integrate/body/step->main/integrate#out#trace" in edges  # stacked output
-    assert "main/integrate/body/step->main/integrate/body#formal#0" in edges  # next iteration
+    assert "main/integrate/body/step->main/integrate/body#next#0" in edges  # next iteration
     texts = svg_texts(leaky_svg)
-    for label in ("initial", "slices", "final", "stacked", "next"):
+    for label in ("initial", "slices", "final", "stacked"):
         assert label in texts
+    assert "x_prev" in texts and any(t.strip() == "next" for t in texts)  # the marker: next x_prev
 
 
 def test_formal_inputs_show_their_role(leaky_svg):
@@ -170,7 +177,7 @@ def test_nested_control_flow_is_drawn_as_nested_clusters(loop16_svg):
 def test_every_body_node_of_the_imported_model_is_shown(loop16, loop16_svg):
     document = json.loads(mdf_loops.onnx_to_mdf(loop16).to_json())
     ids = body_node_ids(document)
-    assert len(ids) >= 14  # the Loop body's 12 nodes and one in each If branch
+    assert len(ids) >= 10  # the Loop body's nodes (its Constants folded into labels), one per If branch
     assert ids <= set(svg_texts(loop16_svg))
 
 
@@ -253,3 +260,80 @@ def test_without_dot_the_error_says_how_to_install_it(tmp_path, monkeypatch):
 def test_a_graph_that_does_not_exist():
     with pytest.raises(mdf_loops.MdfLoopsError, match="has no graph 'other'"):
         to_graphviz(EXAMPLES / "leaky_integrator.json", graph="other")
+
+
+# ---------------------------------------------------------------- what the pictures say
+
+
+def _dot(name: str) -> str:
+    return to_graphviz(EXAMPLES / f"{name}.json").source
+
+
+def _position(source: str, fragment: str) -> int:
+    assert fragment in source, fragment
+    return source.index(fragment)
+
+
+def test_each_next_marker_names_the_state_it_feeds():
+    source = _dot("lstm_cell")
+    # the new h and the new c each end at a marker naming their state, drawn at the body's foot
+    assert "next <b>h_prev</b><br/><font point-size='9'>state 0</font>" in source
+    assert "next <b>c_prev</b><br/><font point-size='9'>state 1</font>" in source
+    assert re.search(r'"main/lstm/body/hidden" -> "main/lstm/body#next#0"', source)
+    assert re.search(r'"main/lstm/body/cell" -> "main/lstm/body#next#1"', source)
+    assert "rank=max" in source
+    # no edge runs back up from a body node to a formal input
+    assert not re.search(r'"main/lstm/body/\w+" -> "main/lstm/body#formal#', source)
+
+
+def test_formal_inputs_are_drawn_in_their_declared_order():
+    source = _dot("lstm_cell")  # formal inputs h_prev, c_prev, x_t
+    assert re.search(r'"main/lstm/body#formal#0" -> "main/lstm/body#formal#1" \[style=invis\]', source)
+    assert re.search(r'"main/lstm/body#formal#1" -> "main/lstm/body#formal#2" \[style=invis\]', source)
+    assert _position(source, "<b>h_prev</b>") < _position(source, "<b>c_prev</b>") \
+        < _position(source, "<b>x_t</b>")
+    nested = _dot("nested_trials")  # the loop's input ports in their declared order too
+    assert re.search(r'"main/trials#in#x_init" -> "main/trials#in#stimuli" \[style=invis\]', nested)
+
+
+def test_long_expressions_are_wrapped_not_cut():
+    source = _dot("lstm_cell")
+    assert "..." not in source
+    assert "i = 1 / (1 + numpy.exp(-(W_i @ x_t + U_i @<br/>    h_prev + b_i)))" in source
+
+
+def test_matrices_are_shown_by_dtype_and_shape():
+    source = _dot("lstm_cell")
+    assert "W_i = float64[4, 2]" in source and "U_i = float64[4, 4]" in source
+
+
+def test_parallel_edges_share_one_label():
+    source = _dot("lstm_cell")
+    assert re.search(r'"main/lstm/body/gates" -> "main/lstm/body/cell" \[label="i, f, g"\]', source)
+
+
+def test_constants_are_folded_into_the_node_that_reads_them():
+    source = _dot("nested_trials")
+    assert "main/constants" not in source  # no box for the node of constants
+    assert "tau = 1" in source  # shown on the loop's input port that reads it
+    imported = to_graphviz(EXAMPLES / "theano_power.json").source
+    assert "constantofshape" in imported and "value = float32[1] [1.0]" in imported
+
+
+def test_a_loop_parameter_read_in_the_body_has_an_edge_to_where_it_is_read():
+    from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
+
+    step = Node(id="step", input_ports=[InputPort(id="s"), InputPort(id="x"), InputPort(id="gain")],
+                output_ports=[OutputPort(id="s_next", value="s + gain * x")])
+    body = Graph(id="scaled_sum", nodes=[step])
+    mdf_loops.set_body_signature(body, ["s", "x"], ["step.s_next"], outer_scope_inputs=["gain"])
+    node = Node(id="total", input_ports=[InputPort(id="s0"), InputPort(id="xs")],
+                parameters=[Parameter(id="gain", value=2.5),
+                            Parameter(id="body", value=mdf_loops.wrap_body(body)),
+                            Parameter(id="num_scan_inputs", value=1),
+                            Parameter(id="total", function="onnx::Scan",
+                                      args={"initial_state_and_scan_inputs": "[s0, xs]"})],
+                output_ports=[OutputPort(id="s", value="total[0]")])
+    source = to_graphviz(Model(id="m", graphs=[Graph(id="main", nodes=[node])])).source
+    assert "gain = 2.5" in source
+    assert re.search(r'"main/total#parameter#gain" -> "main/total/body/step" \[style=dotted\]', source)

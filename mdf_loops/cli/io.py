@@ -7,43 +7,34 @@ An ``--input`` option is one of
 * ``FILE.npz``: every array of the archive, each under its own name;
 * ``NAME=JSON``: a JSON value such as ``3``, ``[1, 2, 3]`` or ``null`` (an empty
   optional). JSON has no element types: numbers take the input's declared type
-  (an imported ONNX model declares one), else float64; ``true``/``false`` are bool.
+  (an imported ONNX model declares one; an undeclared Loop trip count is int64),
+  else float64; ``true``/``false`` are bool.
 
-Where the model declares an input's type (imported ONNX models do), a value is
-checked against it: rank and fixed dimensions must match, and numbers are cast
-to the declared element type when that loses no kind (int -> float yes, float
--> int no).
+Every value is then checked and typed by the rules of :mod:`mdf_loops.model.inputs`,
+the same as :func:`mdf_loops.run` applies: rank and fixed dimensions must match, and
+numbers are cast to the declared element type when that loses no kind (int -> float
+yes, float -> int no).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import sys
 import zipfile
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-import onnx
 from modeci_mdf.mdf import Graph
 
 from mdf_loops.errors import MdfLoopsError
-from mdf_loops.run import graph_interface
+from mdf_loops.model.inputs import DeclaredInput, InputError, fit_input, graph_input_types
+from mdf_loops.model.interface import graph_interface
 
-__all__ = ["InputError", "read_inputs", "format_outputs", "outputs_to_npz"]
+__all__ = ["InputError", "read_inputs", "format_outputs", "encode_outputs", "outputs_to_npz",
+           "OUTPUT_FORMATS"]
 
-class InputError(MdfLoopsError):
-    """An ``--input`` option cannot be read or does not fit the model's input."""
-
-
-@dataclass(frozen=True)
-class _Declared:
-    """What a model declares about one input: kind, element type, dimensions."""
-
-    kind: str  # "tensor", "sequence" or "unknown"
-    dtype: np.dtype | None = None
-    dims: tuple | None = None  # int for a fixed size, None for a free one
-    optional: bool = False
 
 
 def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
@@ -57,18 +48,21 @@ def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
             values[name] = value
     unknown = sorted(set(values) - set(interface.inputs))
     if unknown:
+        near = "".join(_near_miss(name, interface.inputs) for name in unknown)
         raise InputError(
             f"unknown input{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
             f"the model takes {', '.join(map(repr, sorted(interface.inputs))) or 'no inputs'}"
+            f"{near}"
         )
-    ports = {}
-    for node in graph.nodes:
-        for port in node.input_ports:
-            ports.setdefault(port.id, port)
-    return {
-        name: _fit(name, value, _declared(ports.get(interface.inputs[name])))
-        for name, value in values.items()
-    }
+    types = graph_input_types(graph, interface.inputs)
+    return {name: _fit(name, value, types[name]) for name, value in values.items()}
+
+
+def _near_miss(name: str, known) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean '{close[0]}' for '{name}'?)" if close else ""
 
 
 def _read_option(option: str) -> list[tuple[str, Any]]:
@@ -125,128 +119,63 @@ def _load_archive(path: str) -> dict[str, np.ndarray]:
         raise InputError(f"{path}: not a readable .npz file ({exc})") from None
 
 
-# ---------------------------------------------------------------- declared types
-
-
-def _declared(port: Any) -> _Declared:
-    if port is None:
-        return _Declared("unknown")
-    onnx_type = (port.metadata or {}).get("onnx_type")
-    if isinstance(onnx_type, Mapping):
-        return _from_onnx_type(onnx_type)
-    dtype = np.dtype(port.type) if _is_dtype_name(port.type) else None
-    dims = tuple(d if isinstance(d, int) else None for d in port.shape) if port.shape else None
-    return _Declared("tensor" if dtype is not None or dims else "unknown", dtype, dims)
-
-
-def _from_onnx_type(onnx_type: Mapping) -> _Declared:
-    if "optionalType" in onnx_type:
-        inner = _from_onnx_type(onnx_type["optionalType"].get("elemType") or {})
-        return _Declared(inner.kind, inner.dtype, inner.dims, optional=True)
-    if "sequenceType" in onnx_type:
-        element = _from_onnx_type(onnx_type["sequenceType"].get("elemType") or {})
-        return _Declared("sequence", element.dtype)
-    tensor = onnx_type.get("tensorType")
-    if not isinstance(tensor, Mapping):
-        return _Declared("unknown")
-    dtype = None
-    if tensor.get("elemType"):
-        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(int(tensor["elemType"])))
-    dims = None
-    if "shape" in tensor:
-        dims = tuple(int(d["dimValue"]) if "dimValue" in d else None
-                     for d in tensor["shape"].get("dim") or [])
-    return _Declared("tensor", dtype, dims)
-
-
-def _is_dtype_name(name: Any) -> bool:
-    if not isinstance(name, str) or not name:
-        return False
-    try:
-        np.dtype(name)
-    except TypeError:
-        return False
-    return True
-
-
 # ---------------------------------------------------------------- fitting values
 
 
-def _fit(name: str, value: Any, declared: _Declared) -> Any:
-    if isinstance(value, _JsonValue):
-        return _from_json(name, value.value, declared)
-    return _checked(name, value, declared.dtype, declared.dims)
-
-
-def _from_json(name: str, value: Any, declared: _Declared) -> Any:
-    if value is None:
-        if declared.kind != "unknown" and not declared.optional:
-            raise InputError(f"input '{name}': null (an empty optional) for an input that is not optional")
-        return None
-    if declared.kind == "sequence":
-        if not isinstance(value, list):
-            raise InputError(f"input '{name}': the model declares a sequence; write a JSON list")
-        return [_checked(name, _json_array(name, item, declared.dtype), declared.dtype, None)
-                for item in value]
-    array = _json_array(name, value, declared.dtype)
-    return _checked(name, array, declared.dtype, declared.dims)
-
-
-def _json_array(name: str, value: Any, dtype: np.dtype | None) -> np.ndarray:
-    try:
-        array = np.array(value)
-    except ValueError as exc:  # ragged nesting
-        raise InputError(f"input '{name}': {exc}") from None
-    if array.dtype == object or array.dtype.kind == "U":
-        raise InputError(f"input '{name}': expected numbers or booleans in a rectangular array")
-    if dtype is not None:
-        return _cast(name, array, dtype)
-    return array if array.dtype.kind == "b" else array.astype(np.float64)
-
-
-def _checked(name: str, array: np.ndarray, dtype: np.dtype | None, dims: tuple | None) -> np.ndarray:
-    array = np.asarray(array)
-    if dims is not None:
-        fits = array.ndim == len(dims) and all(d is None or d == s for d, s in zip(dims, array.shape))
-        if not fits:
-            shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
-            raise InputError(
-                f"input '{name}': expected shape {shown} (as the model declares), "
-                f"got {list(array.shape)}"
-            )
-    if dtype is not None and array.dtype != dtype:
-        array = _cast(name, array, dtype)
+def _fit(name: str, value: Any, declared: DeclaredInput) -> Any:
+    if not isinstance(value, _JsonValue):
+        return fit_input(name, value, declared)
+    if value.value is None or declared.kind == "sequence":
+        return fit_input(name, value.value, declared)
+    array = fit_input(name, value.value, declared)
+    if declared.dtype is None and array.dtype.kind in "iu":
+        return array.astype(np.float64)  # JSON has no element types: numbers are float64
     return array
-
-
-def _cast(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    if not np.can_cast(array.dtype, dtype, casting="same_kind"):
-        raise InputError(
-            f"input '{name}': {array.dtype} values for an input the model declares {dtype}"
-        )
-    return array.astype(dtype)
 
 
 # ---------------------------------------------------------------- outputs
 
 
-def format_outputs(outputs: Mapping[str, Any]) -> str:
-    """Each output's name, element type, shape and values (long arrays abbreviated)."""
-    blocks = [_format_value(name, value) for name, value in outputs.items()]
+def format_outputs(outputs: Mapping[str, Any], full: bool = False) -> str:
+    """Each output's name, element type, shape and values: abridged (long arrays shortened,
+    six decimals) unless ``full``, which prints every value to full precision."""
+    blocks = [_format_value(name, value, full) for name, value in outputs.items()]
     return "\n".join(blocks) + ("\n" if blocks else "")
 
 
-def _format_value(name: str, value: Any, indent: str = "") -> str:
+def _format_value(name: str, value: Any, full: bool, indent: str = "") -> str:
     if value is None:
         return f"{indent}{name}: empty optional"
     if isinstance(value, list):
         lines = [f"{indent}{name}: sequence of {len(value)}"]
-        lines += [_format_value(f"[{k}]", item, indent + "  ") for k, item in enumerate(value)]
+        lines += [_format_value(f"[{k}]", item, full, indent + "  ") for k, item in enumerate(value)]
         return "\n".join(lines)
     array = np.asarray(value)
-    text = np.array2string(array, threshold=24, edgeitems=3, precision=6, max_line_width=88)
+    if full:
+        text = np.array2string(array, threshold=sys.maxsize, floatmode="unique",
+                               max_line_width=88)
+    else:
+        text = np.array2string(array, threshold=24, edgeitems=3, precision=6, max_line_width=88)
     body = "\n".join(f"{indent}  {line}" for line in text.splitlines())
     return f"{indent}{name}: {array.dtype}, shape {tuple(array.shape)}\n{body}"
+
+
+#: the files ``run -o`` writes, by extension
+OUTPUT_FORMATS = (".npz", ".npy", ".json", ".csv")
+
+
+def encode_outputs(outputs: Mapping[str, Any], path: str) -> tuple[bytes, list[str]]:
+    """The bytes of the file ``path`` (its format by extension), and the outputs left out."""
+    arrays, left_out = _flat_arrays(outputs)
+    if path.lower().endswith(".npy"):
+        return _npy(arrays, left_out), left_out
+    if path.lower().endswith(".json"):
+        return _json(outputs), []
+    if path.lower().endswith(".csv"):
+        return _csv(arrays), left_out
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue(), left_out
 
 
 def outputs_to_npz(outputs: Mapping[str, Any]) -> tuple[bytes, list[str]]:
@@ -255,6 +184,10 @@ def outputs_to_npz(outputs: Mapping[str, Any]) -> tuple[bytes, list[str]]:
     A sequence is stored element by element as ``name[0]``, ``name[1]``, ...;
     an empty optional cannot be stored and is left out.
     """
+    return encode_outputs(outputs, "outputs.npz")
+
+
+def _flat_arrays(outputs: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
     arrays: dict[str, np.ndarray] = {}
     left_out = []
     for name, value in outputs.items():
@@ -268,6 +201,64 @@ def outputs_to_npz(outputs: Mapping[str, Any]) -> tuple[bytes, list[str]]:
                     arrays[f"{name}[{k}]"] = np.asarray(item)
         else:
             arrays[name] = np.asarray(value)
+    return arrays, left_out
+
+
+def _npy(arrays: dict[str, np.ndarray], left_out: list[str]) -> bytes:
+    if len(arrays) != 1 or left_out:
+        names = ", ".join(map(repr, [*arrays, *left_out]))
+        raise MdfLoopsError(f"an .npy file holds one array; the model has {len(arrays) + len(left_out)} "
+                            f"outputs ({names}): write -o OUT.npz, OUT.json or OUT.csv")
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue(), left_out
+    np.save(buffer, next(iter(arrays.values())), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _json_value(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [_json_value(item) for item in value]
+    array = np.asarray(value)
+    data = array.tolist()
+    if array.dtype.kind == "f" or array.dtype.kind == "c":
+        data = _finite(data)
+    return {"dtype": str(array.dtype), "shape": list(array.shape), "values": data}
+
+
+def _finite(data: Any) -> Any:
+    """JSON has no NaN or infinity: those become the strings "nan", "inf", "-inf"."""
+    if isinstance(data, list):
+        return [_finite(item) for item in data]
+    if isinstance(data, float) and not np.isfinite(data):
+        return str(data)
+    if isinstance(data, complex):
+        return [_finite(data.real), _finite(data.imag)]
+    return data
+
+
+def _json(outputs: Mapping[str, Any]) -> bytes:
+    """``{name: {"dtype", "shape", "values"}}``; a sequence a list of those, an empty optional null."""
+    lines = [f" {json.dumps(name)}: {json.dumps(_json_value(value))}"
+             for name, value in outputs.items()]
+    return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
+
+
+def _csv(arrays: dict[str, np.ndarray]) -> bytes:
+    """One row per element: ``output,i0,i1,...,value`` (index columns up to the highest rank)."""
+    import csv
+
+    rank = max((a.ndim for a in arrays.values()), default=0)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["output", *(f"i{k}" for k in range(rank)), "value"])
+    for name, array in arrays.items():
+        for index, value in np.ndenumerate(array):
+            writer.writerow([name, *index, *([""] * (rank - len(index))), _csv_number(value)])
+    return text.getvalue().encode()
+
+
+def _csv_number(value: Any) -> str:
+    if isinstance(value, (np.floating, float)):
+        return repr(float(value)) if np.dtype(type(value)).itemsize >= 8 else str(value)
+    return str(value.item() if hasattr(value, "item") else value)

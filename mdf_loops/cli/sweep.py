@@ -17,7 +17,7 @@ __all__ = ["add_sweep", "parse_values"]
 
 def add_sweep(subparsers, common) -> None:
     """Declare ``mdf-loops sweep`` and its options."""
-    from mdf_loops.cli.commands import _add_input_option, _positive_int
+    from mdf_loops.cli.common import add_input_option as _add_input_option, positive_int as _positive_int
 
     p = subparsers.add_parser(
         "sweep", parents=[common], help="run a model over a grid of parameter values",
@@ -80,7 +80,8 @@ def _param(text: str) -> tuple[str, list]:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from mdf_loops.cli.commands import _graph_of, _load_valid_model, _note, _shows_progress
+    from mdf_loops.cli.common import graph_of as _graph_of, load_valid_model as _load_valid_model, note as _note
+    from mdf_loops.cli.progress import shows_progress as _shows_progress
     from mdf_loops.cli.io import read_inputs
     from mdf_loops.sweep import SweepError, sweep
     from mdf_loops.sweep.results import check_output_path

@@ -94,9 +94,11 @@ def body_graph(value: Any, where: str = "body") -> Graph:
                 return Graph.from_dict(dict(value))
             except Exception as exc:  # modelspec/cattrs raise many types
                 raise ModelError(f"{where}: not a valid MDF graph ({exc})") from exc
+    missing_id = isinstance(value, Mapping) and "id" not in value and "nodes" in value
     raise ModelError(
         f"{where}: expected a body graph as {{'graph_<id>': Graph}}, "
-        f"got {type(value).__name__}"
+        + ("got a graph without 'id' (write \"id\": \"<id>\" in it)" if missing_id
+           else f"got {type(value).__name__}")
     )
 
 

@@ -10,7 +10,7 @@ from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops.errors import MdfLoopsError, ModelError
 
-__all__ = ["GraphInterface", "graph_interface", "load_model", "stock_evaluate"]
+__all__ = ["GraphInterface", "graph_interface", "load_model", "set_input_defaults", "stock_evaluate"]
 
 
 @dataclass(frozen=True)
@@ -168,3 +168,28 @@ def stock_evaluate(graph: Graph, inputs: "Mapping[str, Any]") -> "dict[str, Any]
     engine.evaluate(initializer={interface.inputs[name]: value for name, value in inputs.items()})
     return {name: engine.enodes[node].evaluable_outputs[port].curr_value
             for name, (node, port) in interface.outputs.items()}
+
+
+def set_input_defaults(graph: Graph, values: "Mapping[str, Any]") -> None:
+    """Give inputs of ``graph`` default values, by input name (see :func:`graph_interface`).
+
+    Each value is stored as MDF's ``default_value`` (nested lists) on every input
+    port that takes the input, so ``mdf_loops.run(model)`` and ``mdf-loops run
+    MODEL`` need no inputs; declared element types (:func:`mdf_loops.port_type`)
+    restore the dtype when the model runs.
+    """
+    import numpy as np
+
+    interface = graph_interface(graph)
+    unknown = sorted(set(values) - set(interface.inputs))
+    if unknown:
+        raise ModelError(f"graph '{graph.id}': no inputs {unknown}; it takes "
+                         f"{sorted(interface.inputs)}")
+    received = {(e.receiver, e.receiver_port) for e in graph.edges}
+    for name, value in values.items():
+        port_id = interface.inputs[name]
+        stored = np.asarray(value).tolist()
+        for node in graph.nodes:
+            for port in node.input_ports:
+                if port.id == port_id and (node.id, port.id) not in received:
+                    port.default_value = stored

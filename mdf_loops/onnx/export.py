@@ -142,6 +142,18 @@ class _Outputs:
     names: tuple[str, ...]
 
 
+class UntypedInputError(ModelError):
+    """An input of the exported graph has no declared type and no example value."""
+
+    def __init__(self, graph_id: str, name: str, how: str = ""):
+        self.graph_id, self.name = graph_id, name
+        how = how or f"pass example_inputs={{'{name}': ...}} to mdf_to_onnx"
+        super().__init__(
+            f"graph '{graph_id}' input '{name}': its type and rank are unknown; {how}, or "
+            f"declare them on the input port: metadata=mdf_loops.port_type(...) "
+            f"(e.g. port_type('steps', 3, dtype='float64'); docs/representation.md)")
+
+
 class _Exporter:
     def __init__(self, opset: int, other_opsets: Mapping[str, int] | None = None):
         self.opset = opset
@@ -177,10 +189,7 @@ class _Exporter:
             example = examples.get(name, None if default is None else default.array())
             type_proto = declared_type(port, example)
             if type_proto.HasField("tensor_type") and not type_proto.tensor_type.HasField("shape"):
-                raise ModelError(
-                    f"graph '{graph.id}' input '{name}': its rank is unknown; pass "
-                    f"example_inputs={{'{name}': ...}} or give the input port a shape"
-                )
+                raise UntypedInputError(graph.id, name)
             onnx_name = self.names.reserve(name)
             bindings[port_id] = onnx_name
             builder.types[onnx_name] = type_proto

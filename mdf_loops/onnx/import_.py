@@ -77,6 +77,8 @@ def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
     if version is None:
         raise ModelError("the ONNX model imports no default-domain opset")
     converter = _Converter(version, _reserved_names(model.graph), opsets)
+    # since IR version 4 an initializer named like a graph input is that input's default
+    converter.input_defaults = model.ir_version >= 4
     graph = converter.graph(model.graph, is_body=False)
     others = {d.name: converter.version_of(d) for d in converter.domains_used if d is not DEFAULT}
     if others:
@@ -156,12 +158,16 @@ class _Converter:
             t.values.name for t in g.sparse_initializer
         }
         # old-style models list initializers among the inputs: those are constants
-        formal = [n for n in input_names if n not in initializer_names or is_body]
+        defaulted = {} if is_body or not getattr(self, "input_defaults", False) else {
+            t.name: t for t in g.initializer if t.name in input_names}
+        formal = [n for n in input_names if n not in initializer_names or is_body or n in defaulted]
         scope.bound.update(formal)
         for name in formal:
             self.value_id(name)
 
         for tensor in g.initializer:
+            if tensor.name in defaulted:
+                continue
             self._constant_node(mdf, scope, tensor.name, numpy_helper.to_array(tensor))
         for sparse in g.sparse_initializer:
             self._constant_node(mdf, scope, sparse.values.name, _sparse_to_dense(sparse))
@@ -175,6 +181,9 @@ class _Converter:
 
         types = {vi.name: vi.type for vi in list(g.input) + list(g.output)}
         self._annotate_ports(mdf, formal, list(zip(outputs, [vi.name for vi in g.output])), types)
+        for name, tensor in defaulted.items():  # the input's ports take it as default_value
+            for p in (p for n in mdf.nodes for p in n.input_ports if p.id == self.ids[name]):
+                p.default_value = numpy_helper.to_array(tensor).tolist()
         outer = [self.value_id(n) for n in dict.fromkeys(scope.outer_reads)]
         set_body_signature(
             mdf,

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.ops.common import current_limits
+from mdf_loops.errors import did_you_mean
+from mdf_loops.ops.common import check_elements, current_limits
 
 __all__ = ["expression_refusal", "expression_numpy", "untrusted_expressions",
            "expressions_untrusted", "SAFE_BUILTINS",
@@ -96,7 +97,9 @@ class _ExpressionCheck:
         source = text.lstrip(" \t")  # what eval() strips
         try:
             tree = ast.parse(source, mode="eval")
-        except (SyntaxError, ValueError):
+        except SyntaxError as exc:
+            return None if self.text_is_data else _syntax_problem(source, exc)
+        except ValueError:
             return None if self.text_is_data else f"{text!r:.80} is not a valid expression"
         except (RecursionError, MemoryError):
             return f"expression {text[:60]!r}... is nested too deeply to check"
@@ -147,7 +150,15 @@ class _ExpressionCheck:
             return None
         if name in ("numpy", "math"):
             return f"the module '{name}' may only be used as {name}.<function>"
-        return f"'{name}' is not a port, parameter or function of this node"
+        return f"'{name}' is not a port, parameter or function of this node" + \
+            did_you_mean(name, self.names)
+
+
+def _syntax_problem(source: str, exc: SyntaxError) -> str:
+    """``'a + (b' is not a valid expression: '(' was never closed (column 5: `a + (`)``."""
+    column = exc.offset or 0
+    where = f" (column {column}: `{source[:column]:.80}` <- here)" if column else ""
+    return f"{source!r:.80} is not a valid expression: {exc.msg}{where}"
 
 
 def _attribute(node: ast.Attribute, called: bool, is_base: bool) -> str | None:

@@ -15,19 +15,22 @@ body that contains itself, text edge weights, unknown scheduler conditions).
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-import graph_scheduler.condition as _conditions
 import numpy as np
-from modeci_mdf.functions.standard import mdf_functions
+from functools import lru_cache
 from modeci_mdf.mdf import Condition, Graph, Model, Node
 
 from mdf_loops.errors import MdfLoopsError, ModelError
+from mdf_loops.errors import did_you_mean
 from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
 from mdf_loops.safety.evaluation import function_refusal
 from mdf_loops.ops.common import current_limits
 from mdf_loops.model.convention import body_graph
+from mdf_loops.onnx.domains import DOMAINS, domain_of_function
 from mdf_loops.validation.report import Problem, format_path
 from mdf_loops.safety.documents import (  # noqa: F401 - part of this module's interface
     check_aliases, check_document, current_limits_key, model_digest)
@@ -51,10 +54,40 @@ class UnsafeExpressionError(MdfLoopsError):
         )
 
 
-_SCHEDULER_CONDITIONS = frozenset(
-    n for n in dir(_conditions)
-    if isinstance(getattr(_conditions, n), type) and issubclass(getattr(_conditions, n),
-                                                                _conditions.Condition))
+@lru_cache(maxsize=1)
+def _scheduler_conditions() -> frozenset:
+    """The condition classes of graph-scheduler (imported when a model has conditions)."""
+    import graph_scheduler.condition as conditions
+
+    return frozenset(n for n in dir(conditions)
+                     if isinstance(getattr(conditions, n), type)
+                     and issubclass(getattr(conditions, n), conditions.Condition))
+
+
+def _known_function(name: str) -> bool:
+    """Whether ``name`` is (or, once mdf-loops registers, will be) in modeci-mdf's registry."""
+    from mdf_loops.model.convention import CONTROL_FLOW_FUNCTIONS
+
+    if name in CONTROL_FLOW_FUNCTIONS:
+        return True
+    found = domain_of_function(name)  # every operator of a supported domain is registered
+    if found is not None:
+        import onnx.defs
+
+        domain, op_type = found
+        if onnx.defs.has(op_type, domain.name):
+            return True
+    from modeci_mdf.functions.standard import mdf_functions
+
+    return name in mdf_functions
+
+
+def _function_names() -> list[str]:
+    from modeci_mdf.functions.standard import mdf_functions
+    import onnx.defs
+
+    return list(mdf_functions) + [domain.function(s.name) for domain in DOMAINS
+                                  for s in onnx.defs.get_all_schemas() if s.domain == domain.name]
 
 
 # ---------------------------------------------------------------- public checks
@@ -64,7 +97,7 @@ def find_unsafe(model: Model, *, structure: bool = True) -> list[Problem]:
     """Every unsafe expression of ``model`` (and, with ``structure``, every structure the
     engine would hang or crash on), each with its path in the model file."""
     walker = _walked(model)
-    return (walker.structure if structure else []) + walker.expressions
+    return (walker.structure if structure else []) + walker.mistakes + walker.expressions
 
 
 def refusals(model: Model) -> tuple[list[Problem], list[Problem]]:
@@ -75,8 +108,12 @@ def refusals(model: Model) -> tuple[list[Problem], list[Problem]]:
 
 
 def check_model(model: Model) -> None:
-    """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed."""
+    """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed
+    (:class:`ModelError` for text that is no expression or an unknown function)."""
     walker = _walked(model)
+    if walker.mistakes:
+        more = f" (and {len(walker.mistakes) - 1} more)" if len(walker.mistakes) > 1 else ""
+        raise ModelError(f"{walker.mistakes[0]}{more}")
     if walker.expressions:
         raise UnsafeExpressionError(walker.expressions)
 
@@ -87,6 +124,16 @@ def check_structure(model: Model) -> None:
     if walker.structure:
         more = f" (and {len(walker.structure) - 1} more)" if len(walker.structure) > 1 else ""
         raise ModelError(f"{walker.structure[0]}{more}")
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text.lstrip(" \t"), mode="eval")
+    except (SyntaxError, ValueError):
+        return False
+    except (RecursionError, MemoryError):
+        return True
+    return True
 
 
 def _walked(model: Model) -> "_ModelWalker":
@@ -127,6 +174,7 @@ class _ModelWalker:
 
     def __init__(self) -> None:
         self.structure: list[Problem] = []
+        self.mistakes: list[Problem] = []  # not expressions at all, unknown functions
         self.expressions: list[Problem] = []
         self._open: set[int] = set()  # bodies being walked: one seen again contains itself
         self._max_depth = current_limits().max_depth
@@ -184,8 +232,14 @@ class _ModelWalker:
         refusal = function_refusal(function)
         if refusal:
             self.expressions.append(Problem(format_path(where + ("function",)), refusal))
-        elif isinstance(function, str) and function not in mdf_functions:
-            self.value(function, where + ("function",), names, depth)  # run as code
+        elif isinstance(function, str) and not _known_function(function):
+            if "::" in function:  # the form of a registered function's name
+                self.mistakes.append(Problem(
+                    format_path(where + ("function",)),
+                    f"unknown function '{function}'"
+                    + did_you_mean(function, _function_names(), "registered functions")))
+            else:
+                self.value(function, where + ("function",), names, depth)  # run as code
         return names
 
     def value(self, value: Any, path: tuple, names: frozenset, depth: int,
@@ -193,7 +247,8 @@ class _ModelWalker:
         if isinstance(value, str):
             reason = expression_refusal(value, names, text_is_data)
             if reason:
-                self.expressions.append(Problem(format_path(path), reason))
+                (self.expressions if _parses(value) else self.mistakes).append(
+                    Problem(format_path(path), reason))
         elif isinstance(value, (Graph, Mapping)):
             if not self._body(value, path, depth) and isinstance(value, Mapping):
                 self._data(value, path, names)
@@ -290,7 +345,7 @@ class _ModelWalker:
             entries = getattr(conditions, group, None) or {}
             for key, condition in entries.items() if isinstance(entries, Mapping) else ():
                 for kind in _condition_types(condition):
-                    if kind not in _SCHEDULER_CONDITIONS:
+                    if kind not in _scheduler_conditions():
                         self.structure.append(Problem(
                             format_path(path + ("conditions", group, key)),
                             f"'{kind}' is not a scheduler condition"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from mdf_loops.errors import did_you_mean
 from mdf_loops.model.convention import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS, output_index, variadic_items
 from mdf_loops.validation.report import Problem, format_path
 
@@ -116,9 +117,12 @@ class _RuleChecker:
                     continue
                 if isinstance(port, Mapping) and port.get("default_value") is not None:
                     continue
+                unbound = sorted(set(formal) - {p for _, n in nodes.items()
+                                                for p in _keys(_mapping(n).get("input_ports"))})
                 self.report(path + ("nodes", node_id, "input_ports", port_id),
                             "is bound by nothing: no incoming edge, not a formal input or "
-                            "outer-scope input of the body, and no default_value")
+                            "outer-scope input of the body, and no default_value"
+                            + _nearest_formal(port_id, formal, unbound))
 
     # -- nodes
     def node(self, node_id: str, node: Mapping, path: tuple) -> None:
@@ -156,6 +160,11 @@ class _RuleChecker:
             if graph is None:
                 self.report(path + ("parameters", attribute),
                             "expected a body graph as value: {'graph_<id>': graph}")
+                continue
+            if "id" not in graph:
+                self.report(path + ("parameters", attribute, "value", key),
+                            f"the body graph has no 'id'; write \"id\": \"{key[len('graph_'):]}\" "
+                            "in it (a body is stored as {'graph_<id>': {'id': '<id>', ...}})")
                 continue
             meta = _get(graph, "metadata")
             bodies[attribute] = _Body(
@@ -273,6 +282,13 @@ class _RuleChecker:
 
 def _entries(value: Any) -> list[tuple[Any, Any]]:
     return list(value.items()) if isinstance(value, Mapping) else []
+
+
+def _nearest_formal(port_id: str, formal: list, unread: list) -> str:
+    """A hint naming the formal input ``port_id`` was probably meant to be."""
+    if len(unread) == 1:
+        return f"; did you mean '{unread[0]}' (a formal input no port of the body reads)?"
+    return did_you_mean(port_id, unread or formal, "a formal input")
 
 
 def _keys(value: Any) -> set:

@@ -1,0 +1,32 @@
+"""``mdf-loops render``: draw a model, loops open."""
+
+from __future__ import annotations
+
+import argparse
+
+from mdf_loops.cli.common import check_model_path, check_output, note
+
+
+def add(subparsers, common) -> None:
+    p = subparsers.add_parser(
+        "render", parents=[common], help="draw a model, loops open, as PNG, SVG or PDF",
+        description="Draw a model with Graphviz: each loop node a cluster holding its body, "
+                    "nested loops nested clusters. The format follows the output's extension.")
+    p.add_argument("model", metavar="MODEL", help="MDF JSON/YAML or ONNX file")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.png|svg|pdf",
+                   help="the picture to write")
+    p.add_argument("--graph", metavar="ID", help="the graph to draw (default: the first)")
+    p.set_defaults(command=_render)
+
+
+def _render(args: argparse.Namespace) -> int:
+    from mdf_loops.render import FORMATS, render
+    from mdf_loops.run import load_model
+
+    check_output(args.output, tuple(FORMATS), args.model)
+    check_model_path(args.model)
+    render(load_model(args.model), args.output, graph=args.graph)
+    note(args, f"wrote {args.output}")
+    return 0
+
+
