@@ -27,6 +27,7 @@ from mdf_loops.model.values import OnnxSequence, to_engine, to_user
 from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
 from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
 from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
+from mdf_loops.model.compat import input_default
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
@@ -184,7 +185,7 @@ def _typed_inputs(target: Graph, interface: GraphInterface, inputs: dict, ports:
         has_default, value = default_input(ports.get(port_id, []))
         if has_default:
             typed[name] = fit_input(name, value, types[name])
-        elif ports.get(port_id) and not any(p.default_value is not None
+        elif ports.get(port_id) and not any(input_default(p) is not None
                                             for p in ports[port_id]):
             missing.append(name)
     if missing:

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 from modeci_mdf.mdf import Graph, Node, Parameter
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import input_default
 
 __all__ = [
     "BODY_ATTRIBUTES",
@@ -176,7 +177,7 @@ def body_signature(graph: Graph) -> BodySignature:
         for port in node.input_ports:
             if (node.id, port.id) in received or port.id in bound:
                 continue
-            if port.default_value is not None:
+            if input_default(port) is not None:
                 continue
             raise ModelError(
                 f"{where}: input port '{node.id}.{port.id}' has no incoming edge and is "

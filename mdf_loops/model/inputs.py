@@ -28,6 +28,7 @@ import numpy as np
 from modeci_mdf.mdf import Graph, InputPort
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import input_default
 
 __all__ = ["InputError", "DeclaredInput", "declared_input", "graph_input_types", "fit_input",
            "default_input", "input_ports"]
@@ -198,7 +199,7 @@ def _checked(name: str, array: np.ndarray, dtype: np.dtype | None, dims: tuple |
 def default_input(ports: Iterable[InputPort]) -> tuple[bool, Any]:
     """``(True, value)`` when one of ``ports`` has a constant ``default_value``."""
     for port in ports:
-        value = port.default_value
+        value = input_default(port)
         if value is None or isinstance(value, str):
             continue  # a string default is an expression: the engine evaluates it
         return True, value

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops.errors import MdfLoopsError, ModelError
+from mdf_loops.model.compat import keep_input_defaults, set_input_default
 
 __all__ = ["GraphInterface", "graph_interface", "load_model", "set_input_defaults", "stock_evaluate"]
 
@@ -112,9 +113,11 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
         raise ModelError(f"{path}: an MDF file holds one model, {{model_id: {{...}}}}; "
                          f"found {type(document).__name__}")
     try:
-        return load_mdf(path)
+        model = load_mdf(path)
     except Exception as exc:  # json/yaml/cattrs errors of many kinds
         raise ModelError(f"{path}: not a readable MDF model ({type(exc).__name__}: {exc})") from exc
+    keep_input_defaults(model, document)  # modeci-mdf 0.4.13 drops them (model/compat.py)
+    return model
 
 
 def _load_onnx(path: str) -> Model:
@@ -192,4 +195,4 @@ def set_input_defaults(graph: Graph, values: "Mapping[str, Any]") -> None:
         for node in graph.nodes:
             for port in node.input_ports:
                 if port.id == port_id and (node.id, port.id) not in received:
-                    port.default_value = stored
+                    set_input_default(port, stored)

@@ -62,6 +62,7 @@ from mdf_loops.onnx.types import (
     without_shape,
 )
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor
+from mdf_loops.model.compat import input_default
 
 __all__ = ["mdf_to_onnx", "save_onnx", "DEFAULT_OPSET"]
 
@@ -180,8 +181,8 @@ class _Exporter:
         for name, port_id in interface.inputs.items():
             port = ports.get(port_id)
             default = None
-            if port is not None and port.default_value is not None:
-                default = translate(port.default_value, {}, builder,
+            if port is not None and input_default(port) is not None:
+                default = translate(input_default(port), {}, builder,
                                     f"graph '{graph.id}' input '{name}' default_value")
                 if not isinstance(default, Weak):
                     raise ModelError(f"graph '{graph.id}' input '{name}': default_value must be "
@@ -295,8 +296,8 @@ class _Exporter:
                              {"__value": value}, builder, f"{where} edge '{edge.id}' weight")
         if port.id in bindings:
             return bindings[port.id]
-        if port.default_value is not None:
-            return translate(port.default_value, {}, builder, f"{where} default_value")
+        if input_default(port) is not None:
+            return translate(input_default(port), {}, builder, f"{where} default_value")
         raise ModelError(f"{where}: no edge, no input binding and no default value")
 
     # ------------------------------------------------------------ one node

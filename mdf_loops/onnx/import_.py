@@ -37,6 +37,7 @@ from mdf_loops.model.convention import set_body_signature, wrap_body
 from mdf_loops.model.values import encode_tensor
 from mdf_loops.model.semantics import mark_onnx_semantics
 from mdf_loops.safety.onnx_files import checked_onnx
+from mdf_loops.model.compat import set_input_default
 
 __all__ = ["onnx_to_mdf", "load_onnx"]
 
@@ -183,7 +184,7 @@ class _Converter:
         self._annotate_ports(mdf, formal, list(zip(outputs, [vi.name for vi in g.output])), types)
         for name, tensor in defaulted.items():  # the input's ports take it as default_value
             for p in (p for n in mdf.nodes for p in n.input_ports if p.id == self.ids[name]):
-                p.default_value = numpy_helper.to_array(tensor).tolist()
+                set_input_default(p, numpy_helper.to_array(tensor).tolist())
         outer = [self.value_id(n) for n in dict.fromkeys(scope.outer_reads)]
         set_body_signature(
             mdf,

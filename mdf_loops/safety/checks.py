@@ -34,6 +34,7 @@ from mdf_loops.onnx.domains import DOMAINS, domain_of_function
 from mdf_loops.validation.report import Problem, format_path
 from mdf_loops.safety.documents import (  # noqa: F401 - part of this module's interface
     check_aliases, check_document, current_limits_key, model_digest)
+from mdf_loops.model.compat import input_default
 
 __all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
            "check_aliases", "find_unsafe", "refusals", "model_digest", "current_limits_key"]
@@ -370,7 +371,7 @@ def _unordered_edges(nodes: list, edges: list) -> set[str]:
     reached = {n.id for n in nodes if n.id not in receivers}
     if not reached:
         reached = {n.id for n in nodes
-                   if any(p.default_value is not None for p in n.input_ports or ())}
+                   if any(input_default(p) is not None for p in n.input_ports or ())}
     pending = list(edges)
     changed = True
     while pending and changed:

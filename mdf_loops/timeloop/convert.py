@@ -20,6 +20,7 @@ from mdf_loops.timeloop.probe import build_engine, probe
 from mdf_loops.timeloop.schedule import (control_node, counter_ports, schedule_node,
                                          termination_expression)
 from mdf_loops.timeloop.step import FIRST, FRESH, RUNS, carried_port, step_node, value_port
+from mdf_loops.model.compat import require_input_defaults
 
 __all__ = ["to_time_loop", "TimeLoopSpec", "time_loop_spec", "LOOP_NODE", "METADATA_KEY"]
 
@@ -75,6 +76,7 @@ def to_time_loop(
     The result's graph has one ``onnx::Loop`` node, :data:`LOOP_NODE`; its outputs are
     ``time`` and one stacked trajectory per recorded value (see :func:`time_loop_spec`).
     """
+    require_input_defaults("to_time_loop")  # the body's ports use default_value and reduce
     source_model = load_model(model)
     source = next((g for g in source_model.graphs if graph in (None, g.id)), None)
     if source is None:

@@ -26,6 +26,7 @@ from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.timeloop.convert import _LOOP_FUNCTION, LOOP_NODE
 from mdf_loops.timeloop.python_types import python_type, specialize
+from mdf_loops.model.compat import input_default
 
 __all__ = ["NotCompilable", "compile_time_loop"]
 
@@ -204,8 +205,8 @@ class _Writer:
                                             else f"c{k - 2}"))
             elif port.id in self.signature.outer_scope_inputs:
                 lines.append(f"{var} = {_var('outer', port.id)}")
-            elif port.default_value is not None:
-                lines.append(f"{var} = {_literal(port.default_value, node.id, port.id)}")
+            elif input_default(port) is not None:
+                lines.append(f"{var} = {_literal(input_default(port), node.id, port.id)}")
             else:
                 raise NotCompilable(f"node '{node.id}' port '{port.id}': no value")
         for param in node.parameters:

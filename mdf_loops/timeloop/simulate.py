@@ -16,6 +16,7 @@ from mdf_loops.errors import ModelError
 from mdf_loops.model.interface import load_model
 from mdf_loops.timeloop.convert import (_LOOP_FUNCTION, LOOP_NODE, METADATA_KEY, time_loop_spec,
                                         to_time_loop)
+from mdf_loops.model.compat import input_default
 
 __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 
@@ -153,14 +154,14 @@ def _run_python(model: Model, inputs: dict, spec, trusted: bool) -> Trajectories
     loop = next(n for n in model.graphs[0].nodes if n.id == LOOP_NODE)
     params = {p.id: p.value for p in loop.parameters}
     ports = {p.id: p for p in loop.input_ports}
-    steps = int(inputs.get("steps", ports["steps"].default_value))
+    steps = int(inputs.get("steps", input_default(ports["steps"])))
     initial = [_initial(params[name.strip()]) for name in
                next(p for p in loop.parameters if p.id == _LOOP_FUNCTION).args["v_initial"].strip("[]")
                .split(",") if name.strip()]
     outer = []
     from mdf_loops.model.convention import body_graph, body_signature
     for name in body_signature(body_graph(params["body"])).outer_scope_inputs:
-        value = inputs.get(name, ports[name].default_value)
+        value = inputs.get(name, input_default(ports[name]))
         if value is None:
             raise ModelError(f"model '{model.id}': input time series '{name}' is not given")
         outer.append(np.asarray(value))
