@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import modeci_mdf.execution_engine as _engine
-from modeci_mdf.functions.standard import create_python_expression, mdf_functions
 
 from mdf_loops.safety.allowlist import expressions_untrusted
 
@@ -34,16 +32,26 @@ DISPATCH_MARKERS = ("onnx_ops.", "actr.", "ddm.")
 #: the markers whose functions take model data (dicts of text) and return text
 _TEXT_MARKERS = ("actr.", "ddm.")
 
-_STOCK_EVALUATE_EXPR = _engine.evaluate_expr
-
 
 def engine_expression(function: str) -> str:
     """The text modeci-mdf evaluates for a ``function`` field (a standard function's
     expression, else the field itself)."""
+    from modeci_mdf.functions.standard import create_python_expression, mdf_functions
+
     entry = mdf_functions.get(function)
     if entry is not None and isinstance(entry.get("expression_string"), str):
         return create_python_expression(entry["expression_string"])
     return function
+
+
+def _is_operator(function: str) -> bool:
+    """Whether ``function`` names an operator of a supported ONNX domain (``onnx::Add``)."""
+    import onnx.defs
+
+    from mdf_loops.onnx.domains import domain_of_function
+
+    found = domain_of_function(function)
+    return found is not None and onnx.defs.has(found[1], found[0].name)
 
 
 def function_refusal(function: Any) -> str | None:
@@ -58,6 +66,10 @@ def function_refusal(function: Any) -> str | None:
     """
     if not isinstance(function, str):
         return None  # reported by the structure checks
+    if _is_operator(function):  # onnx::Add and kin: evaluated by mdf-loops' own kernels
+        return None
+    from modeci_mdf.functions.standard import mdf_functions  # imports onnxruntime: only here
+
     expression = engine_expression(function)
     if function in mdf_functions:
         marker = next((m for m in _TEXT_MARKERS if m in expression), None)
@@ -75,7 +87,7 @@ def function_refusal(function: Any) -> str | None:
 
 
 def guarded_evaluate_expr(expr: Any = None, func_params: Any = None,
-                          array_format: str = _engine.FORMAT_DEFAULT,
+                          array_format: str = "numpy",
                           allow_strings_returned: bool | None = False,
                           verbose: bool | None = False) -> Any:
     """modeci-mdf's ``evaluate_expr``; for an untrusted model, a name whose value is text
@@ -84,8 +96,21 @@ def guarded_evaluate_expr(expr: Any = None, func_params: Any = None,
         value = func_params.get(expr, _MISSING)
         if isinstance(value, str):
             return _text_as_data(value)
-    return _STOCK_EVALUATE_EXPR(expr, func_params, array_format=array_format,
-                                allow_strings_returned=allow_strings_returned, verbose=verbose)
+    return stock_evaluate_expr()(expr, func_params, array_format=array_format,
+                                 allow_strings_returned=allow_strings_returned, verbose=verbose)
+
+
+def stock_evaluate_expr() -> Any:
+    """modeci-mdf's own ``evaluate_expr`` (imported with the engine, when first needed; the
+    hooks keep the stock function, so this is never the replacement itself)."""
+    from mdf_loops.backends.scheduler.replacements import STOCK
+
+    stock = STOCK.get("evaluate_expr")
+    if stock is None:  # hooks not installed: the engine's name is still stock's
+        import modeci_mdf.execution_engine as engine
+
+        stock = engine.evaluate_expr
+    return stock
 
 
 _MISSING = object()
