@@ -102,10 +102,11 @@ def find_unsafe(model: Model, *, structure: bool = True) -> list[Problem]:
 
 
 def refusals(model: Model) -> tuple[list[Problem], list[Problem]]:
-    """(structure problems, refused expressions) of ``model``: everything :func:`mdf_loops.run`
-    refuses before evaluating (the structure always, the expressions unless trusted)."""
+    """(structure problems, refused text) of ``model``: everything :func:`mdf_loops.run`
+    refuses before evaluating (the structure always; unless trusted, text that is no
+    expression, unknown functions and refused expressions)."""
     walker = _walked(model)
-    return walker.structure, walker.expressions
+    return walker.structure, walker.mistakes + walker.expressions
 
 
 def check_model(model: Model) -> None:
@@ -200,7 +201,7 @@ class _ModelWalker:
         scope = _Scope(inputs, inputs | {p.id for p in parameters} | {f.id for f in functions})
         early = scope.evaluated_early()
         for port in input_ports_:  # text here is data: evaluated only if a bare name reads it
-            self.value(port.default_value, path + ("input_ports", port.id, "default_value"),
+            self.value(input_default(port), path + ("input_ports", port.id, "default_value"),
                        early, depth, text_is_data=True)
         for parameter in parameters:
             where = path + ("parameters", parameter.id)
@@ -273,13 +274,18 @@ class _ModelWalker:
 
     def _body(self, value: Any, path: tuple, depth: int) -> bool:
         """Walk ``value`` as a loop body; False when it is no graph."""
+        wrapped = False  # the stored form of a body, {"graph_<id>": graph}
         if isinstance(value, Mapping) and len(value) == 1:
             (key, inner), = value.items()
             if isinstance(key, str) and key.startswith("graph_"):
                 path = path + (key,)
+                wrapped = isinstance(inner, Mapping)
         try:
             graph = body_graph(value, format_path(path))
-        except ModelError:
+        except ModelError as exc:
+            if wrapped:  # meant as a body: the engine would fail to build it
+                self.structure.append(Problem(format_path(path), str(exc)))
+                return True
             return False  # not a graph: the engine never builds it as a body
         if depth + 1 > self._max_depth:
             return True  # never built: the run stops with DepthLimitError before this depth

@@ -10,6 +10,7 @@ import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
+from mdf_loops.backends.scheduler.semantics import prints_logged
 from mdf_loops.errors import ModelError
 
 __all__ = ["Probe", "probe", "build_engine"]
@@ -28,7 +29,8 @@ class Probe:
 def build_engine(graph: Graph) -> EvaluableGraph:
     """modeci-mdf's engine on a copy of ``graph`` (its scheduler parses the conditions)."""
     try:
-        return EvaluableGraph(copy.deepcopy(graph))
+        with prints_logged():
+            return EvaluableGraph(copy.deepcopy(graph))
     except Exception as exc:  # modeci-mdf raises ValueError/Exception on malformed nodes
         raise ModelError(f"graph '{graph.id}': modeci-mdf cannot build it: {exc}") from exc
 
@@ -41,10 +43,11 @@ def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
         initializer = {name: np.asarray(series)[min(k, len(series) - 1)]
                        for name, series in inputs.items() if series is not None} or None
         try:
-            if k == 0:
-                engine.evaluate(initializer=initializer)
-            else:
-                engine.evaluate(time_increment=dt, initializer=initializer)
+            with prints_logged():  # the stock engine prints; a library does not
+                if k == 0:
+                    engine.evaluate(initializer=initializer)
+                else:
+                    engine.evaluate(time_increment=dt, initializer=initializer)
         except Exception as exc:
             raise ModelError(f"graph '{graph.id}': step {k} fails on modeci-mdf's engine: "
                              f"{type(exc).__name__}: {exc}") from exc

@@ -20,7 +20,8 @@ import modeci_mdf.execution_engine as _engine
 from modeci_mdf.mdf import MdfBase as _MdfBase
 
 from mdf_loops.backends.scheduler.onnx_functions import call_onnx_function, opset
-from mdf_loops.backends.scheduler.semantics import onnx_semantics, onnx_semantics_active
+from mdf_loops.backends.scheduler.semantics import (engine_prints_logged, onnx_semantics,
+                                                   onnx_semantics_active)
 from mdf_loops.errors import EvaluationError, IterationLimitError, MdfLoopsError, pop_frame, push_frame
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.semantics import onnx_semantics_of
@@ -204,11 +205,12 @@ def _bounded_steps(run: Callable, graph_id: str) -> Callable:
 
 
 def engine_print(*args: Any, **kwargs: Any) -> None:
-    """The engine's ``print``: the terminal, or under ONNX semantics the DEBUG log.
+    """The engine's ``print``: the terminal, or under ONNX semantics (and while mdf-loops
+    runs the stock engine for itself) the DEBUG log.
 
     A 10,000-step loop must not print 10,000 lines.
     """
-    if not onnx_semantics_active():
+    if not engine_prints_logged():
         builtins.print(*args, **kwargs)
     elif _engine_log.isEnabledFor(logging.DEBUG):
         _engine_log.debug(kwargs.get("sep", " ").join(str(a) for a in args))
