@@ -188,9 +188,10 @@ class ScanSignature:
         values = _variadic(args.get("initial_state_and_scan_inputs"))
         if values is not None and len(values) != signature.num_body_inputs:
             raise ModelError(
-                f"{where}: the body expects {signature.num_body_inputs} formal inputs "
+                f"{where}: the body has {signature.num_body_inputs} formal inputs "
                 f"({_count(signature.num_states, 'state')} + {_count(m, 'scan input')}), "
-                f"but initial_state_and_scan_inputs lists {len(values)}")
+                f"but the node passes {len(values)} (initial_state_and_scan_inputs); "
+                "pass one value per formal input")
         return signature
 
     def check_node(self, num_inputs: int, num_outputs: int, where: str) -> None:
@@ -290,9 +291,10 @@ class LoopSignature:
         carried = _variadic(_call_args(node).get("v_initial"))
         if carried is not None and len(carried) != signature.num_carried:
             raise ModelError(
-                f"{where}: the body expects {signature.num_body_inputs} formal inputs (iteration "
+                f"{where}: the body has {signature.num_body_inputs} formal inputs (iteration "
                 f"number, condition, {_count(signature.num_carried, 'loop-carried value')}), but "
-                f"v_initial lists {len(carried)}")
+                f"the node passes {len(carried)} loop-carried values (v_initial); "
+                "pass one per carried formal input")
         return signature
 
     def check_node(self, num_inputs: int, num_outputs: int, where: str) -> None:

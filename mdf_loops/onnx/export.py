@@ -47,6 +47,7 @@ from mdf_loops.model.convention import (
     loop_bodies,
 )
 from mdf_loops.model.interface import graph_interface, load_model
+from mdf_loops.model.signatures import LoopSignature, ScanSignature, mdf_signature
 from mdf_loops.onnx.types import (
     check_state_types,
     complete_output_shapes,
@@ -446,12 +447,15 @@ class _Exporter:
             if attr not in params:
                 raise ModelError(f"{where}: missing body parameter '{attr}'")
             bodies[attr] = body_graph(params[attr].value, f"{where} parameter '{attr}'")
+        signature = mdf_signature(node, self.opset)
         types = [builder.types.get(i) for i in inputs]
-        if op_type == "Scan":
-            body_inputs = self._scan_body_types(inputs, types, attributes, where)
-        elif op_type == "Loop":
-            carried = [known_type(t, where) for t in types[2:]]
-            body_inputs = [tensor_type(np.int64, ()), tensor_type(np.bool_, ())] + carried
+        if isinstance(signature, ScanSignature):
+            body_inputs = self._scan_body_types(signature, types, attributes, where)
+        elif isinstance(signature, LoopSignature):
+            body_inputs = [tensor_type(np.int64, ())] * signature.num_body_inputs
+            body_inputs[signature.BODY_CONDITION] = tensor_type(np.bool_, ())
+            body_inputs[signature.body_carried] = [
+                known_type(t, where) for t in types[signature.node_carried]]
         else:
             body_inputs = []
         for attr, body in bodies.items():
@@ -459,32 +463,33 @@ class _Exporter:
             for port_id in body_signature(body).outer_scope_inputs:
                 if port_id in env:
                     outer[port_id] = env[port_id]  # a constant stays weak inside the body
-            if op_type == "Loop":
-                exported = self._loop_body(body, body_inputs, outer, builder, f"{where} {attr}")
+            if isinstance(signature, LoopSignature):
+                exported = self._loop_body(body, signature, body_inputs, outer, builder,
+                                           f"{where} {attr}")
+                check_state_types(exported, body, signature.body_carried,
+                                  signature.body_carried_outputs, f"{where} {attr}")
             else:
                 exported = self.body_graph(body, body_inputs, outer, builder.types, f"{where} {attr}")
-            if op_type == "Loop":
-                check_state_types(exported, body, 2, 1, len(body_inputs) - 2, f"{where} {attr}")
-            elif op_type == "Scan":
-                n_states = len(body_inputs) - int(attributes.get("num_scan_inputs", 0))
-                check_state_types(exported, body, 0, 0, n_states, f"{where} {attr}")
+            if isinstance(signature, ScanSignature):
+                check_state_types(exported, body, signature.body_states,
+                                  signature.body_state_outputs, f"{where} {attr}")
             attributes[attr] = exported
         body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
-        n_outputs = len(body.output) - (1 if op_type == "Loop" else 0)
         names = builder.op(op_type, inputs, hint=node.id, doc_string=f"MDF node {node.id}",
                            **attributes, output_names=self._output_names(node, next(
                                p.id for p in node.parameters if p.function == f"onnx::{op_type}"),
-                               n_outputs))
+                               signature.num_node_outputs))
         # ONNX's inference cannot see the bodies' outer-scope values and drops the shapes of
         # loop-carried values: complete what it left unknown from the exported bodies
-        derived = control_flow_output_types(op_type, body, attributes, types)
+        derived = control_flow_output_types(signature, body, attributes, types)
         for name, t in zip(names, derived):
             if t is not None and not has_shape(builder.types.get(name)):
                 builder.types[name] = t
         return _Outputs(tuple(names))
 
-    def _loop_body(self, body: Graph, body_inputs: list[TypeProto], outer: Mapping[str, "str | Weak"],
-                   builder: GraphBuilder, owner: str) -> onnx.GraphProto:
+    def _loop_body(self, body: Graph, signature: LoopSignature, body_inputs: list[TypeProto],
+                   outer: Mapping[str, "str | Weak"], builder: GraphBuilder,
+                   owner: str) -> onnx.GraphProto:
         """A Loop body whose carried input types admit every iteration's values.
 
         A loop-carried value may change shape from one iteration to the next (a
@@ -492,22 +497,23 @@ class _Exporter:
         again with the carried types loosened to what holds for both the given and
         the returned value, until they agree, or with no shape at all.
         """
-        given = body_inputs
+        carried = signature.body_carried
+        given = list(body_inputs)
         for _ in range(_LOOSENING_ROUNDS):
             exported = self.body_graph(body, given, outer, builder.types, owner)
-            returned = [o.type for o in exported.output[1:len(given) - 1]]
-            looser = given[:2] + [loosened(g, r) for g, r in zip(given[2:], returned)]
+            returned = [o.type for o in exported.output[signature.body_carried_outputs]]
+            looser = list(given)
+            looser[carried] = [loosened(g, r) for g, r in zip(given[carried], returned)]
             if looser == given:
                 return exported
             given = looser
-        given = given[:2] + [without_shape(t, owner) for t in given[2:]]
+        given[carried] = [without_shape(t, owner) for t in given[carried]]
         return self.body_graph(body, given, outer, builder.types, owner)
 
-    def _scan_body_types(self, inputs, types, attributes, where) -> list[TypeProto]:
-        m = int(attributes.get("num_scan_inputs", 0))
-        legacy = self.opset < 9
-        values = types[1:] if legacy else types
-        n = len(values) - m
+    def _scan_body_types(self, signature: ScanSignature, types, attributes, where) -> list[TypeProto]:
+        m, legacy = signature.num_scan_inputs, signature.sequence_lens
+        values = types[signature.node_values]
+        n = signature.num_states
         axes = list(attributes.get("scan_input_axes") or [0] * m)
         result = []
         for k, t in enumerate(values):

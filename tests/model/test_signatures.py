@@ -181,5 +181,5 @@ def test_mdf_node_that_does_not_fit():
     body = mdf_body("b", [expression_node("n", ["i", "c", "h"], {"c_out": "c", "h_out": "h"})],
                     ["i", "c", "h"], ["n.c_out", "n.h_out"])
     node = loop_node("loop", "Loop", {"v_initial": "[h0, h1]"}, {"body": body}, ["h0", "h1"], 2)
-    with pytest.raises(ModelError, match="node 'loop'.*v_initial lists 2"):
+    with pytest.raises(ModelError, match="node .loop.*passes 2 loop-carried values"):
         mdf_signature(node)
