@@ -20,6 +20,7 @@ from mdf_loops.authoring.canonical import LoopOp, post_order
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
 from mdf_loops.authoring.types import OPSET, TensorType
+from mdf_loops.model.signatures import LoopSignature, ScanSignature
 
 __all__ = ["to_onnx"]
 
@@ -218,9 +219,11 @@ class _Writer:
             body.bind_input(seq.formal)
         body.compute(op.body_roots())
         self._state_and_step_outputs(op, body)
-        node_inputs = [graph.name_of(s.initial) for s in op.states]
-        node_inputs += [graph.name_of(s.source) for s in op.sequences]
-        return node_inputs, {"num_scan_inputs": len(op.sequences)}
+        signature = ScanSignature(len(op.states), len(op.sequences), len(op.stacked))
+        node_inputs = [""] * signature.num_node_inputs
+        node_inputs[signature.node_states] = [graph.name_of(s.initial) for s in op.states]
+        node_inputs[signature.node_scan_inputs] = [graph.name_of(s.source) for s in op.sequences]
+        return node_inputs, {"num_scan_inputs": signature.num_scan_inputs}
 
     def _loop_body(self, op: LoopOp, graph: _Graph, body: _Graph):
         """Loop: iteration number, condition, states; elements gathered from the slices."""
@@ -243,7 +246,11 @@ class _Writer:
         if op.until is not None:
             (start,) = graph.node("Constant", [], f"{op.name}_start",
                                   value=numpy_helper.from_array(np.array(True)))
-        return [trip, start] + [graph.name_of(s.initial) for s in op.states], {}
+        signature = LoopSignature(len(op.states), len(op.stacked))
+        node_inputs = [""] * signature.num_node_inputs
+        node_inputs[signature.TRIP_COUNT], node_inputs[signature.CONDITION] = trip, start
+        node_inputs[signature.node_carried] = [graph.name_of(s.initial) for s in op.states]
+        return node_inputs, {}
 
 
 def _hint(op: Operation) -> str:
