@@ -64,13 +64,22 @@ from mdf_loops.onnx.types import (
 )
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor
 
-__all__ = ["mdf_to_onnx", "save_onnx", "DEFAULT_OPSET"]
+__all__ = ["mdf_to_onnx", "save_onnx", "export_model", "ExportResult", "DEFAULT_OPSET"]
 
 #: opset of exported models whose MDF model names none
 DEFAULT_OPSET = 21
 
 #: how often a Loop body is re-exported with looser carried types before they are declared shapeless
 _LOOSENING_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """An exported ONNX model, and which MDF loop node each of its loop nodes came from."""
+
+    model: onnx.ModelProto
+    #: ONNX node name -> id of the MDF node, for every Scan, Loop and If at any depth
+    labels: Mapping[str, str]
 
 
 def mdf_to_onnx(
@@ -98,6 +107,18 @@ def mdf_to_onnx(
     passes ``onnx.checker.check_model(full_check=True)``; a model that would not
     is a ModelError saying why.
     """
+    return export_model(model, graph=graph, example_inputs=example_inputs, opset=opset).model
+
+
+def export_model(
+    model: Model | str | os.PathLike,
+    *,
+    graph: str | None = None,
+    example_inputs: Mapping[str, Any] | None = None,
+    opset: int | None = None,
+) -> ExportResult:
+    """:func:`mdf_to_onnx`, with the MDF node id of each exported loop node (the
+    onnxruntime backend names them in its errors)."""
     model = load_model(model)
     target = next((g for g in model.graphs if graph in (None, g.id)), None)
     if target is None:
@@ -115,7 +136,7 @@ def mdf_to_onnx(
             raise ModelError(f"graph '{target.id}' output '{output.name}': its rank cannot be "
                              "inferred; give the inputs shapes (example_inputs)")
     _check(result, target.id)
-    return result
+    return ExportResult(result, dict(exporter.labels))
 
 
 def _check(model: onnx.ModelProto, graph_id: str) -> None:
@@ -150,6 +171,7 @@ class _Exporter:
         self.recorded = dict(other_opsets or {})  # from the graph's metadata; unused ones ignored
         self.domains_used: set[OperatorDomain] = set()
         self.domain_opsets = {d.name: self.version_of(d) for d in DOMAINS if d is not DEFAULT}
+        self.labels: dict[str, str] = {}  # ONNX loop node name -> MDF node id
 
     def version_of(self, domain: OperatorDomain) -> int:
         """The opset of ``domain`` the exported model imports."""
@@ -479,6 +501,7 @@ class _Exporter:
                            **attributes, output_names=self._output_names(node, next(
                                p.id for p in node.parameters if p.function == f"onnx::{op_type}"),
                                signature.num_node_outputs))
+        self.labels[builder.nodes[-1].name] = node.id
         # ONNX's inference cannot see the bodies' outer-scope values and drops the shapes of
         # loop-carried values: complete what it left unknown from the exported bodies
         derived = control_flow_output_types(signature, body, attributes, types)

@@ -21,6 +21,7 @@ limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel` turns it i
 from __future__ import annotations
 
 import itertools
+from typing import Mapping
 
 import onnx
 from onnx import TensorProto, helper
@@ -44,17 +45,19 @@ def nesting_depth(graph: onnx.GraphProto) -> int:
     return depth
 
 
-def guard_model(model: onnx.ModelProto, limits: Limits) -> tuple[onnx.ModelProto, dict[str, str]]:
+def guard_model(model: onnx.ModelProto, limits: Limits, labels: Mapping[str, str] | None = None
+                ) -> tuple[onnx.ModelProto, dict[str, str]]:
     """A copy of ``model`` whose loops stop at the limits, and its flag outputs.
 
     Each top-level loop node gets a boolean output ``<LIMIT_OUTPUT>_<k>``, true
     when it (or a loop nested in it) passed a limit; the dict maps each such
-    output to the loop's label (the MDF node the exporter recorded, else the
-    ONNX node name).
+    output to the loop's label: ``labels[node name]`` (the exporter's
+    :attr:`~mdf_loops.onnx.export.ExportResult.labels`: the MDF node id), else
+    the ONNX node name.
     """
     guarded = onnx.ModelProto()
     guarded.CopyFrom(model)
-    rewriter = _Rewriter(limits, value_names(guarded.graph))
+    rewriter = _Rewriter(limits, value_names(guarded.graph), labels or {})
     flags = rewriter.loop_flags(guarded.graph)
     for k, (flag, _) in enumerate(flags):
         name = f"{LIMIT_OUTPUT}_{k}"
@@ -64,8 +67,9 @@ def guard_model(model: onnx.ModelProto, limits: Limits) -> tuple[onnx.ModelProto
 
 
 class _Rewriter:
-    def __init__(self, limits: Limits, taken: set[str]):
+    def __init__(self, limits: Limits, taken: set[str], labels: Mapping[str, str]):
         self.limits = limits
+        self.labels = labels
         self.taken = taken
         self.counter = itertools.count()
 
@@ -121,8 +125,7 @@ class _Rewriter:
             if node.op_type in rewrite and node.domain in ("", "ai.onnx"):
                 flag = rewrite[node.op_type](node, nodes)
                 if flag:
-                    label = node.doc_string[len("MDF node "):] if node.doc_string.startswith(
-                        "MDF node ") else (node.name or node.op_type)
+                    label = self.labels.get(node.name) or node.name or node.op_type
                     flags.append((flag, label))
             else:
                 nodes.append(node)
