@@ -21,26 +21,12 @@ from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
 from mdf_loops.authoring.types import OPSET, TensorType
 from mdf_loops.model.signatures import LoopSignature, ScanSignature
+from mdf_loops.onnx.builder import NameAllocator
 
 __all__ = ["to_onnx"]
 
 #: IR version that goes with :data:`~mdf_loops.authoring.types.OPSET` (onnxruntime reads it).
 IR_VERSION = 10
-
-
-class _Names:
-    """ONNX value and node names: unique model-wide (a body may not shadow an outer name)."""
-
-    def __init__(self) -> None:
-        self.taken: set[str] = set()
-
-    def fresh(self, hint: str) -> str:
-        base = hint or "v"
-        name, k = base, 2
-        while name in self.taken:
-            name, k = f"{base}_{k}", k + 1
-        self.taken.add(name)
-        return name
 
 
 class _Graph:
@@ -139,7 +125,7 @@ def _ops_in_order(scope: Scope, roots: list[Symbol], graph: _Graph) -> list[Oper
 
 class _Writer:
     def __init__(self) -> None:
-        self.names = _Names()
+        self.names = NameAllocator()  # unique model-wide: a body may not shadow an outer name
         #: names reserved for symbols that are outputs of the model
         self.preferred: dict[Symbol, str] = {}
 
@@ -267,13 +253,13 @@ def to_onnx(outputs: list[tuple[str, Symbol]], inputs: list[Symbol], name: str) 
     writer = _Writer()
     graph = _Graph(writer, ROOT, None)
     for out_name, symbol in outputs:
-        if out_name in writer.names.taken:
+        if writer.names.taken(out_name):
             raise AuthoringError(f"two outputs are named '{out_name}'")
-        writer.names.taken.add(out_name)
+        writer.names.reserve(out_name)
         if symbol.op.scope is ROOT and not isinstance(symbol.op, InputOp):
             writer.preferred.setdefault(symbol, out_name)
     for symbol in inputs:
-        if symbol.name in writer.names.taken:
+        if writer.names.taken(symbol.name):
             raise AuthoringError(f"the input name '{symbol.name}' is also an output name")
         graph.bind_input(symbol, symbol.name, symbol.op.dim_names)
     graph.compute([s for _, s in outputs])

@@ -20,14 +20,13 @@ limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel` turns it i
 
 from __future__ import annotations
 
-import itertools
 from typing import Mapping
 
 import onnx
 from onnx import TensorProto, helper
 
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
-from mdf_loops.onnx.builder import value_names
+from mdf_loops.onnx.builder import NameAllocator
 from mdf_loops.ops.common import Limits
 
 __all__ = ["guard_model", "LIMIT_OUTPUT", "nesting_depth"]
@@ -57,7 +56,7 @@ def guard_model(model: onnx.ModelProto, limits: Limits, labels: Mapping[str, str
     """
     guarded = onnx.ModelProto()
     guarded.CopyFrom(model)
-    rewriter = _Rewriter(limits, value_names(guarded.graph), labels or {})
+    rewriter = _Rewriter(limits, NameAllocator.of_graph(guarded.graph), labels or {})
     flags = rewriter.loop_flags(guarded.graph)
     for k, (flag, _) in enumerate(flags):
         name = f"{LIMIT_OUTPUT}_{k}"
@@ -67,18 +66,13 @@ def guard_model(model: onnx.ModelProto, limits: Limits, labels: Mapping[str, str
 
 
 class _Rewriter:
-    def __init__(self, limits: Limits, taken: set[str], labels: Mapping[str, str]):
+    def __init__(self, limits: Limits, names: NameAllocator, labels: Mapping[str, str]):
         self.limits = limits
         self.labels = labels
-        self.taken = taken
-        self.counter = itertools.count()
+        self.names = names
 
     def name(self, hint: str) -> str:
-        while True:
-            candidate = f"mdf_loops_{hint}_{next(self.counter)}"
-            if candidate not in self.taken:
-                self.taken.add(candidate)
-                return candidate
+        return self.names.fresh(f"mdf_loops_{hint}")
 
     def emit(self, nodes, op: str, inputs: list[str], **attrs) -> str:
         out = self.name(op.lower())
