@@ -34,13 +34,11 @@ from onnx import helper
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.interface import load_model
-from mdf_loops.onnx.domains import DEFAULT, other_opsets
+from mdf_loops.onnx.domains import DEFAULT, DEFAULT_OPSET, other_opsets
 from mdf_loops.onnx.export_graph import Exporter
 
 __all__ = ["mdf_to_onnx", "save_onnx", "export_model", "ExportResult", "DEFAULT_OPSET"]
 
-#: opset of exported models whose MDF model names none
-DEFAULT_OPSET = 21
 
 
 
