@@ -42,7 +42,7 @@ from mdf_loops.model.convention import (
     variadic_items,
 )
 from mdf_loops.model.interface import graph_interface, load_model
-from mdf_loops.model.signatures import LoopSignature, ScanSignature
+from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
 from mdf_loops.model.values import is_encoded_tensor
 
 __all__ = ["to_graphviz", "render", "FORMATS"]
@@ -293,7 +293,7 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
     n_in = len(meta.get("formal_inputs") or [])
     n_out = len(meta.get("formal_outputs") or [])
     if op == "Scan":
-        values = arguments.get("initial_state_and_scan_inputs", [])
+        values = arguments.get(ScanSignature.VALUES_ARGUMENT, [])
         m = _int_parameter(node, "num_scan_inputs", len(values))
         n = max(len(values) - m, 0)
         scan = ScanSignature(n, m, max(n_out - n, 0))
@@ -306,12 +306,12 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
             carries={j: j for j in range(min(outputs.stop, n_out))},
         )
     if op == "Loop":
-        carried = arguments.get("v_initial", [])
+        carried = arguments.get(LoopSignature.CARRIED_ARGUMENT, [])
         loop = LoopSignature(len(carried), max(n_out - 1 - len(carried), 0))
         first_in, first_out = loop.body_carried.start, loop.body_carried_outputs.start
         feeds = {first_in + k: (source, "initial") for k, source in enumerate(carried)}
-        if arguments.get("cond"):
-            feeds[loop.BODY_CONDITION] = (arguments["cond"][0], "initial")
+        if arguments.get(loop.CONDITION_ARGUMENT):
+            feeds[loop.BODY_CONDITION] = (arguments[loop.CONDITION_ARGUMENT][0], "initial")
         named = {loop.ITERATION: "iteration number", loop.BODY_CONDITION: "condition"}
         carries = {loop.CONDITION_OUTPUT: loop.BODY_CONDITION}
         carries.update({first_out + k: first_in + k for k in range(loop.num_carried)})
@@ -332,13 +332,15 @@ def _loop_label(node: Node, op: str, call: Parameter) -> str:
     lines = [f"<b>{_text(node.id)}</b>: onnx::{op}"]
     args = call.args or {}
     if op == "Loop":
-        trip, condition = args.get("M"), args.get("cond")
+        trip = args.get(LoopSignature.TRIP_COUNT_ARGUMENT)
+        condition = args.get(LoopSignature.CONDITION_ARGUMENT)
         lines.append(f"trip count: {_text(_describe_argument(node, trip)) if trip else 'none'}")
         lines.append(f"condition: {_text(_describe_argument(node, condition)) if condition else 'none'}")
         if not trip and not condition:
             lines.append("runs until the iteration limit")
     elif op == "If":
-        lines.append(f"condition: {_text(_describe_argument(node, args.get('cond')))}")
+        condition = args.get(IfSignature.CONDITION_ARGUMENT)
+        lines.append(f"condition: {_text(_describe_argument(node, condition))}")
     skipped = set(BODY_ATTRIBUTES[op]) | {call.id} | set(_argument_names(call))
     for parameter in node.parameters:
         if parameter.id not in skipped and not parameter.function:

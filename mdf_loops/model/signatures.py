@@ -40,6 +40,7 @@ from modeci_mdf.mdf import Node
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import (
+    BODY_ATTRIBUTES,
     CONTROL_FLOW_FUNCTIONS,
     body_signature,
     function_parameter,
@@ -82,6 +83,11 @@ class ScanSignature:
     num_scan_outputs: int
     #: opset 8: node input 0 is ``sequence_lens`` and every input has a batch axis
     sequence_lens: bool = False
+
+    #: the MDF call's arguments (ONNX's formal input names): the states and sequences as
+    #: one list expression, and opset 8's sequence_lens
+    VALUES_ARGUMENT: ClassVar[str] = "initial_state_and_scan_inputs"
+    SEQUENCE_LENS_ARGUMENT: ClassVar[str] = "sequence_lens"
 
     # -- node inputs
     @property
@@ -183,9 +189,9 @@ class ScanSignature:
             raise ModelError(f"{where}: onnx::Scan needs an integer parameter 'num_scan_inputs', "
                              f"found {value!r}") from None
         signature = cls.from_counts(len(body.formal_inputs), len(body.formal_outputs), m,
-                                    "sequence_lens" in args if opset is None else opset < 9,
+                                    cls.SEQUENCE_LENS_ARGUMENT in args if opset is None else opset < 9,
                                     where)
-        values = _variadic(args.get("initial_state_and_scan_inputs"))
+        values = _variadic(args.get(cls.VALUES_ARGUMENT))
         if values is not None and len(values) != signature.num_body_inputs:
             raise ModelError(
                 f"{where}: the body has {signature.num_body_inputs} formal inputs "
@@ -221,6 +227,10 @@ class LoopSignature:
     BODY_CONDITION: ClassVar[int] = 1
     #: body output: the condition of the next iteration
     CONDITION_OUTPUT: ClassVar[int] = 0
+    #: the MDF call's arguments (ONNX's formal input names)
+    TRIP_COUNT_ARGUMENT: ClassVar[str] = "M"
+    CONDITION_ARGUMENT: ClassVar[str] = "cond"
+    CARRIED_ARGUMENT: ClassVar[str] = "v_initial"
 
     @property
     def node_carried(self) -> slice:
@@ -288,7 +298,7 @@ class LoopSignature:
         where = f"node '{node.id}'"
         body = body_signature(loop_bodies(node)["body"])
         signature = cls.from_counts(len(body.formal_inputs), len(body.formal_outputs), where)
-        carried = _variadic(_call_args(node).get("v_initial"))
+        carried = _variadic(_call_args(node).get(cls.CARRIED_ARGUMENT))
         if carried is not None and len(carried) != signature.num_carried:
             raise ModelError(
                 f"{where}: the body has {signature.num_body_inputs} formal inputs (iteration "
@@ -316,7 +326,8 @@ class IfSignature:
     num_outputs: int
 
     CONDITION: ClassVar[int] = 0
-    BRANCHES: ClassVar[tuple[str, str]] = ("then_branch", "else_branch")
+    CONDITION_ARGUMENT: ClassVar[str] = "cond"
+    BRANCHES: ClassVar[tuple[str, ...]] = BODY_ATTRIBUTES["If"]
     num_node_inputs: ClassVar[int] = 1
     num_body_inputs: ClassVar[int] = 0
 

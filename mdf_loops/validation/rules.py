@@ -166,7 +166,7 @@ class _RuleChecker:
         return bodies
 
     def _scan(self, node, path, parameters, args, bodies) -> int | None:
-        values = self._arity(args, "initial_state_and_scan_inputs", path)
+        values = self._arity(args, ScanSignature.VALUES_ARGUMENT, path)
         m = _integer(_value(parameters, "num_scan_inputs"))
         if m is None:
             self.report(path + ("parameters",), "onnx::Scan needs an integer parameter 'num_scan_inputs'")
@@ -203,7 +203,8 @@ class _RuleChecker:
         return signature.num_node_outputs
 
     def _loop(self, node, path, parameters, args, bodies) -> int | None:
-        carried = self._arity(args, "v_initial", path) if "v_initial" in args else []
+        name = LoopSignature.CARRIED_ARGUMENT
+        carried = self._arity(args, name, path) if name in args else []
         body = bodies.get("body")
         if body is None or carried is None or body.formal_outputs is None:
             return None
@@ -226,7 +227,7 @@ class _RuleChecker:
                 self.report(path + ("parameters", body.attribute),
                             f"expects no formal inputs (a branch reads the enclosing graph "
                             f"through outer_scope_inputs), found {len(body.formal_inputs)}")
-        then, other = bodies.get("then_branch"), bodies.get("else_branch")
+        then, other = (bodies.get(branch) for branch in IfSignature.BRANCHES)
         if then is None or then.formal_outputs is None:
             return None
         if other is not None and other.formal_outputs is not None and \
