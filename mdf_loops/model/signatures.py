@@ -25,15 +25,15 @@ states, scan inputs, iteration number, condition and outputs:
       branch outputs   K values, the same count in both branches
       node outputs     K values
 
-Each has constructors from the counts a body declares (``from_counts``), from an
-ONNX ``NodeProto`` (``from_onnx``) and from an MDF loop node (``from_mdf``); counts
-that do not fit raise :class:`~mdf_loops.errors.ModelError` naming the node.
+Each is built from a body's formal input/output counts (``from_counts``), an ONNX
+``NodeProto`` (``from_onnx``) or an MDF loop node (``from_mdf``); counts that do not
+fit raise :class:`~mdf_loops.errors.ModelError` naming the node.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Union
+from typing import ClassVar
 
 import onnx
 from modeci_mdf.mdf import Node
@@ -49,12 +49,12 @@ from mdf_loops.model.convention import (
 )
 
 __all__ = [
-    "ScanSignature",
-    "LoopSignature",
     "IfSignature",
+    "LoopSignature",
+    "ScanSignature",
     "Signature",
-    "onnx_signature",
     "mdf_signature",
+    "onnx_signature",
 ]
 
 
@@ -70,8 +70,7 @@ def _graph_attribute(node: onnx.NodeProto, name: str, where: str) -> onnx.GraphP
 
 
 def _onnx_where(node: onnx.NodeProto) -> str:
-    return f"{node.op_type} node '{node.name}'" if node.name else \
-        f"the {node.op_type} node producing {list(node.output)}"
+    return f"{node.op_type} node '{node.name or list(node.output)}'"
 
 
 @dataclass(frozen=True)
@@ -84,12 +83,10 @@ class ScanSignature:
     #: opset 8: node input 0 is ``sequence_lens`` and every input has a batch axis
     sequence_lens: bool = False
 
-    #: the MDF call's arguments (ONNX's formal input names): the states and sequences as
-    #: one list expression, and opset 8's sequence_lens
+    #: the MDF call's arguments (ONNX's formal input names; states and sequences in one list)
     VALUES_ARGUMENT: ClassVar[str] = "initial_state_and_scan_inputs"
     SEQUENCE_LENS_ARGUMENT: ClassVar[str] = "sequence_lens"
 
-    # -- node inputs
     @property
     def node_states(self) -> slice:
         start = 1 if self.sequence_lens else 0
@@ -109,7 +106,6 @@ class ScanSignature:
     def num_node_inputs(self) -> int:
         return self.node_scan_inputs.stop
 
-    # -- body inputs and outputs
     @property
     def body_states(self) -> slice:
         return slice(0, self.num_states)
@@ -123,10 +119,6 @@ class ScanSignature:
         return self.num_states + self.num_scan_inputs
 
     @property
-    def body_state_outputs(self) -> slice:
-        return slice(0, self.num_states)
-
-    @property
     def body_scan_outputs(self) -> slice:
         return slice(self.num_states, self.num_states + self.num_scan_outputs)
 
@@ -134,14 +126,15 @@ class ScanSignature:
     def num_body_outputs(self) -> int:
         return self.num_states + self.num_scan_outputs
 
-    # -- node outputs (the same positions as the body's outputs)
-    node_state_outputs = body_state_outputs
+    # -- the new states come out where they go in; node outputs sit as the body's outputs
+    body_state_outputs = body_states
+    node_state_outputs = body_states
     node_scan_outputs = body_scan_outputs
     num_node_outputs = num_body_outputs
 
     @classmethod
     def from_counts(cls, num_body_inputs: int, num_body_outputs: int, num_scan_inputs: int,
-                    sequence_lens: bool = False, where: str = "Scan") -> "ScanSignature":
+                    sequence_lens: bool = False, where: str = "Scan") -> ScanSignature:
         """The layout of a body with these formal input and output counts."""
         if not 1 <= num_scan_inputs <= num_body_inputs:
             raise ModelError(
@@ -157,7 +150,7 @@ class ScanSignature:
         return cls(states, num_scan_inputs, num_body_outputs - states, sequence_lens)
 
     @classmethod
-    def from_onnx(cls, node: onnx.NodeProto, opset: int | None = None) -> "ScanSignature":
+    def from_onnx(cls, node: onnx.NodeProto, opset: int | None = None) -> ScanSignature:
         """The layout of an ONNX Scan node (opset 8 when ``opset`` < 9, or when the
         body takes one input fewer than the node and ``opset`` is not given)."""
         where = _onnx_where(node)
@@ -165,17 +158,14 @@ class ScanSignature:
         attrs = {a.name: a for a in node.attribute}
         if "num_scan_inputs" not in attrs:
             raise ModelError(f"{where}: Scan needs the attribute 'num_scan_inputs'")
-        if opset is None:
-            legacy = len(node.input) > 0 and len(body.input) == len(node.input) - 1
-        else:
-            legacy = opset < 9
+        legacy = len(body.input) == len(node.input) - 1 if opset is None else opset < 9
         signature = cls.from_counts(len(body.input), len(body.output), attrs["num_scan_inputs"].i,
                                     legacy, where)
         signature.check_node(len(node.input), len(node.output), where)
         return signature
 
     @classmethod
-    def from_mdf(cls, node: Node, opset: int | None = None) -> "ScanSignature":
+    def from_mdf(cls, node: Node, opset: int | None = None) -> ScanSignature:
         """The layout of an MDF ``onnx::Scan`` node (its arguments, ``num_scan_inputs``
         parameter and body signature); opset 8's when ``opset`` (the model's
         ``onnx_opset_version``) is below 9, or when not given and it binds ``sequence_lens``."""
@@ -202,14 +192,10 @@ class ScanSignature:
 
     def check_node(self, num_inputs: int, num_outputs: int, where: str) -> None:
         """A ModelError when a node's input or output count does not fit this layout."""
-        if num_inputs != self.num_node_inputs:
-            raise ModelError(
-                f"{where}: the node has {_count(num_inputs, 'input')}, the body needs "
-                f"{self.num_node_inputs} ({'sequence_lens, ' if self.sequence_lens else ''}"
-                f"{_count(self.num_states, 'state')}, {_count(self.num_scan_inputs, 'scan input')})")
-        if num_outputs > self.num_node_outputs:
-            raise ModelError(f"{where}: the node has {_count(num_outputs, 'output')}, the body "
-                             f"returns only {self.num_node_outputs}")
+        _check_node_counts(self, num_inputs, num_outputs, where,
+                           f"{'sequence_lens, ' if self.sequence_lens else ''}"
+                           f"{_count(self.num_states, 'state')}, "
+                           f"{_count(self.num_scan_inputs, 'scan input')}")
 
 
 @dataclass(frozen=True)
@@ -269,7 +255,7 @@ class LoopSignature:
 
     @classmethod
     def from_counts(cls, num_body_inputs: int, num_body_outputs: int,
-                    where: str = "Loop") -> "LoopSignature":
+                    where: str = "Loop") -> LoopSignature:
         """The layout of a body with these formal input and output counts."""
         if num_body_inputs < 2:
             raise ModelError(
@@ -284,8 +270,8 @@ class LoopSignature:
         return cls(carried, num_body_outputs - 1 - carried)
 
     @classmethod
-    def from_onnx(cls, node: onnx.NodeProto) -> "LoopSignature":
-        """The layout of an ONNX Loop node."""
+    def from_onnx(cls, node: onnx.NodeProto, opset: int | None = None) -> LoopSignature:
+        """The layout of an ONNX Loop node (the same in every opset)."""
         where = _onnx_where(node)
         body = _graph_attribute(node, "body", where)
         signature = cls.from_counts(len(body.input), len(body.output), where)
@@ -293,7 +279,7 @@ class LoopSignature:
         return signature
 
     @classmethod
-    def from_mdf(cls, node: Node) -> "LoopSignature":
+    def from_mdf(cls, node: Node, opset: int | None = None) -> LoopSignature:
         """The layout of an MDF ``onnx::Loop`` node (its ``v_initial`` argument and body)."""
         where = f"node '{node.id}'"
         body = body_signature(loop_bodies(node)["body"])
@@ -309,14 +295,8 @@ class LoopSignature:
 
     def check_node(self, num_inputs: int, num_outputs: int, where: str) -> None:
         """A ModelError when a node's input or output count does not fit this layout."""
-        if num_inputs != self.num_node_inputs:
-            raise ModelError(
-                f"{where}: the node has {_count(num_inputs, 'input')}, the body needs "
-                f"{self.num_node_inputs} (trip count, condition, "
-                f"{_count(self.num_carried, 'loop-carried value')})")
-        if num_outputs > self.num_node_outputs:
-            raise ModelError(f"{where}: the node has {_count(num_outputs, 'output')}, the body "
-                             f"returns only {self.num_node_outputs}")
+        _check_node_counts(self, num_inputs, num_outputs, where,
+                           f"trip count, condition, {_count(self.num_carried, 'loop-carried value')}")
 
 
 @dataclass(frozen=True)
@@ -335,13 +315,11 @@ class IfSignature:
     def num_body_outputs(self) -> int:
         return self.num_outputs
 
-    @property
-    def num_node_outputs(self) -> int:
-        return self.num_outputs
+    num_node_outputs = num_body_outputs
 
     @classmethod
     def from_counts(cls, then_inputs: int, then_outputs: int, else_inputs: int, else_outputs: int,
-                    where: str = "If") -> "IfSignature":
+                    where: str = "If") -> IfSignature:
         """The layout of branches with these formal input and output counts."""
         for branch, inputs in zip(cls.BRANCHES, (then_inputs, else_inputs)):
             if inputs:
@@ -355,8 +333,8 @@ class IfSignature:
         return cls(then_outputs)
 
     @classmethod
-    def from_onnx(cls, node: onnx.NodeProto) -> "IfSignature":
-        """The layout of an ONNX If node."""
+    def from_onnx(cls, node: onnx.NodeProto, opset: int | None = None) -> IfSignature:
+        """The layout of an ONNX If node (the same in every opset)."""
         where = _onnx_where(node)
         then = _graph_attribute(node, "then_branch", where)
         other = _graph_attribute(node, "else_branch", where)
@@ -368,7 +346,7 @@ class IfSignature:
         return signature
 
     @classmethod
-    def from_mdf(cls, node: Node) -> "IfSignature":
+    def from_mdf(cls, node: Node, opset: int | None = None) -> IfSignature:
         """The layout of an MDF ``onnx::If`` node (its two branch signatures)."""
         bodies = loop_bodies(node)
         then, other = (body_signature(bodies[b]) for b in cls.BRANCHES)
@@ -377,18 +355,16 @@ class IfSignature:
                                f"node '{node.id}'")
 
 
-Signature = Union[ScanSignature, LoopSignature, IfSignature]
+Signature = ScanSignature | LoopSignature | IfSignature
 
-_BY_OP = {"Scan": ScanSignature, "Loop": LoopSignature, "If": IfSignature}
+_BY_OP: dict[str, type[Signature]] = {"Scan": ScanSignature, "Loop": LoopSignature, "If": IfSignature}
 
 
 def onnx_signature(node: onnx.NodeProto, opset: int | None = None) -> Signature:
     """The signature of an ONNX Scan, Loop or If node."""
-    if node.op_type == "Scan":
-        return ScanSignature.from_onnx(node, opset)
-    if node.op_type in _BY_OP:
-        return _BY_OP[node.op_type].from_onnx(node)  # type: ignore[attr-defined]
-    raise ModelError(f"{_onnx_where(node)}: not a control-flow operator (Scan, Loop or If)")
+    if node.op_type not in _BY_OP:
+        raise ModelError(f"{_onnx_where(node)}: not a control-flow operator (Scan, Loop or If)")
+    return _BY_OP[node.op_type].from_onnx(node, opset)
 
 
 def mdf_signature(node: Node, opset: int | None = None) -> Signature:
@@ -399,9 +375,17 @@ def mdf_signature(node: Node, opset: int | None = None) -> Signature:
     if op is None:
         raise ModelError(f"node '{node.id}': not a loop node (its function is not "
                          f"{' / '.join(CONTROL_FLOW_FUNCTIONS)})")
-    if op == "Scan":
-        return ScanSignature.from_mdf(node, opset)
-    return _BY_OP[op].from_mdf(node)  # type: ignore[attr-defined]
+    return _BY_OP[op].from_mdf(node, opset)
+
+
+def _check_node_counts(signature: ScanSignature | LoopSignature, num_inputs: int,
+                       num_outputs: int, where: str, inputs: str) -> None:
+    if num_inputs != signature.num_node_inputs:
+        raise ModelError(f"{where}: the node has {_count(num_inputs, 'input')}, the body needs "
+                         f"{signature.num_node_inputs} ({inputs})")
+    if num_outputs > signature.num_node_outputs:
+        raise ModelError(f"{where}: the node has {_count(num_outputs, 'output')}, the body "
+                         f"returns only {signature.num_node_outputs}")
 
 
 def _call_args(node: Node) -> dict:

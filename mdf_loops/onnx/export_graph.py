@@ -7,7 +7,8 @@ MDF standard functions and expressions into ONNX nodes; loop nodes go to
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import onnx
@@ -18,7 +19,12 @@ from onnx import TypeProto, helper, numpy_helper
 
 from mdf_loops.backends.scheduler.onnx_functions import attribute_value
 from mdf_loops.errors import ModelError
-from mdf_loops.model.convention import BODY_ATTRIBUTES, body_signature, output_reference, variadic_items
+from mdf_loops.model.convention import (
+    BODY_ATTRIBUTES,
+    body_signature,
+    output_reference,
+    variadic_items,
+)
 from mdf_loops.model.interface import graph_interface
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor
 from mdf_loops.onnx.builder import GraphBuilder, NameAllocator, Weak, elem_dtype
@@ -113,7 +119,7 @@ class Exporter:
         return complete_output_shapes(result, self.opset, self.domain_opsets)
 
     def body_graph(self, graph: Graph, input_types: list[TypeProto],
-                   outer: Mapping[str, "str | Weak"], outer_types: Mapping[str, TypeProto],
+                   outer: Mapping[str, str | Weak], outer_types: Mapping[str, TypeProto],
                    owner: str) -> onnx.GraphProto:
         signature = body_signature(graph)
         if len(signature.formal_inputs) != len(input_types):

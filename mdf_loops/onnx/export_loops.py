@@ -8,7 +8,7 @@ from the exported body, which ONNX's inference cannot see into.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import onnx
@@ -88,7 +88,7 @@ def export_control_flow(exporter, node, op_type, inputs, attributes, env, builde
     return Outputs(tuple(names))
 
 def _loop_body(exporter, body: Graph, signature: LoopSignature, body_inputs: list[TypeProto],
-               outer: Mapping[str, "str | Weak"], builder: GraphBuilder,
+               outer: Mapping[str, str | Weak], builder: GraphBuilder,
                owner: str) -> onnx.GraphProto:
     """A Loop body whose carried input types admit every iteration's values.
 

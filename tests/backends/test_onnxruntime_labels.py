@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import BOOL, FLOAT, INT64, body_graph, onnx_model, value_info
 from onnx import helper as oh
 
 import mdf_loops
 from mdf_loops.backends.onnxruntime.guard import guard_model
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
-from conftest import BOOL, FLOAT, INT64, body_graph, onnx_model, value_info
 
 
 def _counting_model():

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import onnx
 import pytest
-from onnx import TensorProto, helper as oh
+from conftest import control_flow_cases, expression_node, loop_node, mdf_body
+from onnx import TensorProto
+from onnx import helper as oh
 
 import mdf_loops
 from mdf_loops.errors import ModelError
@@ -22,7 +24,6 @@ from mdf_loops.model.signatures import (
     mdf_signature,
     onnx_signature,
 )
-from conftest import control_flow_cases, expression_node, loop_node, mdf_body
 
 CASES = sorted(control_flow_cases())
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import keyword
 
+from conftest import BOOL, FLOAT, onnx_model, value_info
 from onnx import helper as oh
 
 import mdf_loops
 from mdf_loops.onnx.builder import NameAllocator
-from conftest import BOOL, FLOAT, onnx_model, value_info
 
 
 def test_fresh_names_count_up_from_two_and_respect_reserved_names():
