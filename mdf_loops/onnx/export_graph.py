@@ -128,7 +128,8 @@ class Exporter:
                 f"the operator passes {len(input_types)}"
             )
         builder = self._builder()
-        bindings, inputs = {}, []
+        bindings: dict[str, str | Weak] = {}
+        inputs = []
         for port_id, type_proto in zip(signature.formal_inputs, input_types):
             name = self.names.fresh(port_id)
             bindings[port_id] = name
@@ -166,7 +167,7 @@ class Exporter:
         value = values[ref]
         return builder.strong(value) if isinstance(value, Weak) else value
 
-    def _nodes(self, graph: Graph, builder: GraphBuilder, bindings: dict[str, str]) -> dict:
+    def _nodes(self, graph: Graph, builder: GraphBuilder, bindings: Mapping[str, str | Weak]) -> dict:
         """Export every node; return {(node id, port id): value} of all output ports."""
         conditions = graph.conditions
         if conditions is not None and (conditions.node_specific or conditions.termination):

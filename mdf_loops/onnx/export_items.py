@@ -32,12 +32,13 @@ class Outputs:
 
 def topological(graph: Graph) -> list[Node]:
     nodes = {n.id: n for n in graph.nodes}
-    deps = {n.id: set() for n in graph.nodes}
+    deps: dict[str, set[str]] = {n.id: set() for n in graph.nodes}
     for e in graph.edges:
         if e.sender not in nodes or e.receiver not in nodes:
             raise ModelError(f"graph '{graph.id}': edge '{e.id}' connects unknown nodes")
         deps[e.receiver].add(e.sender)
-    order, done = [], set()
+    order: list[Node] = []
+    done: set[str] = set()
     while len(order) < len(nodes):
         ready = [i for i in nodes if i not in done and deps[i] <= done]
         if not ready:
@@ -72,7 +73,7 @@ def function_of(item) -> tuple[str | None, dict]:
 
 
 def attribute_parameter_names(node: Node, version_of) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for item in list(node.parameters) + list(node.functions):
         function, _ = function_of(item)
         call = domain_of_function(function)
