@@ -103,7 +103,8 @@ def build_model() -> Model:
     edges = [Edge(id=f"birnn_{p}_to_concat", sender="birnn", sender_port=p,
                   receiver="concat", receiver_port=p) for p in ("hidden_fwd", "hidden_bwd")]
     main = Graph(id="main", nodes=[birnn, concat], edges=edges)
-    return Model(id="bidirectional_scan", graphs=[main])
+    # onnx::Concat outside the loop means ONNX's Concat, on the stock engine too
+    return mdf_loops.mark_onnx_semantics(Model(id="bidirectional_scan", graphs=[main]))
 
 
 def main() -> None:

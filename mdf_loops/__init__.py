@@ -1,8 +1,10 @@
 """mdf-loops: ONNX Scan, Loop and If for the ModECI Model Description Format.
 
 Importing the package registers ``onnx::Scan``, ``onnx::Loop``, ``onnx::If`` (and
-every other ONNX operator) in modeci-mdf's function registry, so modeci-mdf's
-own ``EvaluableGraph`` runs models that contain loops.
+the ONNX operators it lacks) in modeci-mdf's function registry, so modeci-mdf's
+own ``EvaluableGraph`` runs models that contain loops. Models without loops keep
+stock modeci-mdf's behaviour unless mdf-loops imported or built them
+(:func:`mark_onnx_semantics`) or they run through :func:`run`.
 """
 
 from mdf_loops.errors import (
@@ -17,6 +19,7 @@ from mdf_loops.errors import (
 )
 from mdf_loops import authoring
 from mdf_loops.authoring import foldl, foldr, map, reduce, scan, until
+from mdf_loops.authoring import tensor as pt  # the PyTensor-style namespace
 from mdf_loops.backends.onnxruntime.compiled import CompiledModel, CompileError, clear_compiled, compile_model
 from mdf_loops.ops import Limits, limits
 from mdf_loops.onnx.export import mdf_to_onnx, save_onnx
@@ -32,9 +35,15 @@ from mdf_loops.model.convention import (
 )
 from mdf_loops.render import render, to_graphviz
 from mdf_loops.model.interface import stock_evaluate
+from mdf_loops.model.semantics import mark_onnx_semantics
 from mdf_loops.run import graph_interface, load_model, run
 from mdf_loops.safety.checks import UnsafeExpressionError
+from mdf_loops.safety.onnx_files import onnx_file_access
+from mdf_loops.safety.sandbox import ResourceLimitError, run_limited
+from mdf_loops.sweep import SweepError, sweep
 from mdf_loops.validation.report import Problem, validate
+from mdf_loops.backends.jax.grad import grad, value_and_grad
+from mdf_loops.backends.jax.batch import run_batch
 
 __version__ = "0.1.0"
 
@@ -56,9 +65,11 @@ __all__ = [
     "foldl",
     "foldr",
     "until",
+    "pt",
     "load_model",
     "graph_interface",
     "stock_evaluate",
+    "mark_onnx_semantics",
     "validate",
     "Problem",
     "render",
@@ -80,6 +91,14 @@ __all__ = [
     "DepthLimitError",
     "SizeLimitError",
     "UnsafeExpressionError",
+    "onnx_file_access",
+    "run_limited",
+    "ResourceLimitError",
+    "sweep",
+    "SweepError",
+    "grad",
+    "value_and_grad",
+    "run_batch",
 ]
 
 register()

@@ -1,4 +1,5 @@
-"""Benchmark: mdf-loops' execution modes against onnxruntime, onnx.reference and numpy.
+"""Benchmark: mdf-loops' execution modes against onnxruntime, onnx.reference and numpy
+(and, where installed, the JAX backend beside a hand-written ``jax.lax`` loop and PyTensor's scan).
 
 Run ``python -m mdf_loops.bench`` (``--help`` for options). Every row runs the
 same model on the same inputs in this process; times are medians of several
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
@@ -39,15 +41,22 @@ class Row:
     ratio_to_reference: float | None = None  # to onnx.reference: the scheduler's peer
     peak_python_mb: float | None = None
     correct: bool | None = None
+    compile_ms: float | None = None  # first call minus a warm call (compiling runners only)
+    best_ms: float | None = None  # the fastest run: what the loop costs when nothing interferes
 
 
 def _time_interleaved(runners: dict[str, tuple[Callable, int]], runs: int) -> dict[str, list]:
-    """Run every runner once per round (so load on the machine hits all alike)."""
+    """Run every runner once per round (so load on the machine hits all alike), in an order
+    shuffled each round (seeded), so none always runs right after the same one."""
     times: dict[str, list] = {name: [] for name in runners}
     for fn, _ in runners.values():
         fn()  # warm-up: compiles, caches, first-touch
+    shuffle = random.Random(0)
     for round_ in range(runs):
-        for name, (fn, own_runs) in runners.items():
+        # a new order each round, so no runner always follows the same (cache-cold or
+        # thread-spinning) one
+        for name in shuffle.sample(list(runners), len(runners)):
+            fn, own_runs = runners[name]
             if round_ >= (own_runs or runs):
                 continue
             start = time.perf_counter()
@@ -73,14 +82,52 @@ def _runners(work: Workload, model, slow_runs: int) -> dict[str, tuple[Callable,
                                    providers=["CPUExecutionProvider"])
     reference = ReferenceEvaluator(work.model)
     inputs = work.inputs
-    return {
+    return {**_jit_runners(work, model), **{
         "onnxruntime": (lambda: session.run(None, inputs), 0),
         "mdf_loops auto": (lambda: mdf_loops.run(model, inputs), 0),
         "mdf_loops onnxruntime": (lambda: mdf_loops.run(model, inputs, backend="onnxruntime"), 0),
         "mdf_loops scheduler": (lambda: mdf_loops.run(model, inputs, backend="scheduler"), slow_runs),
         "onnx.reference": (lambda: reference.run(None, inputs), slow_runs),
         "numpy loop": (lambda: work.numpy_loop(inputs), 0),
-    }
+    }}
+
+
+def _jit_runners(work: Workload, model) -> dict[str, tuple[Callable, int]]:
+    """The JAX backend and hand-written JAX and PyTensor peers, where installed."""
+    from mdf_loops.bench_peers import jax_peer, pytensor_peer
+
+    runners = {}
+    hand = jax_peer(work)
+    if hand is not None:
+        from mdf_loops.backends.jax import compile as jax_compile
+
+        runners["mdf_loops jax"] = (lambda: mdf_loops.run(model, work.inputs, backend="jax"), 0)
+        compiled = []  # compiled on the first call, so that call counts as compile time
+
+        def jax_model():
+            if not compiled:
+                compiled.append(jax_compile(model, work.inputs, limits=mdf_loops.Limits()))
+            return compiled[0].run(work.inputs)
+
+        runners["mdf_loops JaxModel"] = (jax_model, 0)
+        runners["jax.lax (hand-written)"] = (hand, 0)
+    pytensor = pytensor_peer(work)
+    if pytensor is not None:
+        runners["pytensor scan"] = (pytensor, 0)
+    return runners
+
+
+_COMPILED = ("mdf_loops jax", "mdf_loops JaxModel", "jax.lax (hand-written)", "pytensor scan")
+
+
+def _compile_ms(fn: Callable) -> float:
+    """How much longer the first call takes than the second: the compilation."""
+    start = time.perf_counter()
+    fn()
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    fn()
+    return max(first - (time.perf_counter() - start), 0.0) * 1e3
 
 
 def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = True,
@@ -89,12 +136,16 @@ def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = Tr
     model = mdf_loops.onnx_to_mdf(work.model)
     expected = work.numpy_loop(work.inputs)
     runners = {k: v for k, v in _runners(work, model, slow_runs).items() if k not in skip}
+    compile_ms = {k: _compile_ms(fn) for k, (fn, _) in runners.items()
+                  if k in _COMPILED + ("mdf_loops onnxruntime",)}
     times = _time_interleaved(runners, runs)
     rows = []
     for name, (fn, _) in runners.items():
-        row = Row(work.name, name, statistics.median(times[name]) * 1e3, len(times[name]))
-        if name.startswith("mdf_loops"):
-            outputs = list(fn().values())
+        row = Row(work.name, name, statistics.median(times[name]) * 1e3, len(times[name]),
+                  compile_ms=compile_ms.get(name), best_ms=min(times[name]) * 1e3)
+        if name.startswith("mdf_loops") or name in _COMPILED:
+            outputs = fn()
+            outputs = list(outputs.values()) if isinstance(outputs, dict) else list(outputs)
             row.correct = all(np.allclose(a, b, rtol=1e-4, atol=1e-4)
                               for a, b in zip(outputs, expected))
         if memory:
@@ -155,7 +206,7 @@ def memory_growth(steps: int, backend: str) -> dict:
 
 def _print(rows: list[Row]) -> None:
     header = (f"{'workload':<22}{'runner':<24}{'median ms':>11}{'x ORT':>9}{'x ref':>9}"
-              f"{'peak MB':>9}  ok")
+              f"{'peak MB':>9}{'compile ms':>12}  ok")
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -163,8 +214,43 @@ def _print(rows: list[Row]) -> None:
         to_reference = f"{r.ratio_to_reference:.2f}" if r.ratio_to_reference is not None else "-"
         peak = f"{r.peak_python_mb:.1f}" if r.peak_python_mb is not None else "-"
         ok = {True: "yes", False: "NO", None: ""}[r.correct]
+        compiled = f"{r.compile_ms:.0f}" if r.compile_ms is not None else "-"
         print(f"{r.workload:<22}{r.runner:<24}{r.median_ms:>11.2f}{ratio:>9}{to_reference:>9}"
-              f"{peak:>9}  {ok}")
+              f"{peak:>9}{compiled:>12}  {ok}")
+
+
+def _print_jax_ratios(rows: list[Row]) -> None:
+    """The JAX backend against the hand-written JAX loop and onnxruntime, per workload."""
+    by = {(r.workload, r.runner): r for r in rows}
+    for workload in dict.fromkeys(r.workload for r in rows):
+        hand = by.get((workload, "jax.lax (hand-written)"))
+        for runner in ("mdf_loops jax", "mdf_loops JaxModel"):
+            _print_jax_ratio(by, workload, by.get((workload, runner)), hand)
+
+
+def _print_jax_ratio(by: dict, workload: str, ours: Row | None, hand: Row | None) -> None:
+    ort = by.get((workload, "onnxruntime"))
+    if ours is None or hand is None or ort is None:
+        return
+    print(f"{workload}: {ours.runner} / hand-written jax.lax = "
+          f"{ours.median_ms / hand.median_ms:.2f} (medians), "
+          f"{ours.best_ms / hand.best_ms:.2f} (best runs); onnxruntime / {ours.runner} = "
+          f"{ort.median_ms / ours.median_ms:.1f} (medians), "
+          f"{ort.best_ms / ours.best_ms:.1f} (best runs); compiled in {ours.compile_ms:.0f} ms")
+
+
+def _synchronous_jax() -> None:
+    """Run JAX computations on the calling thread (this process only).
+
+    With asynchronous dispatch each call hands its work to an XLA worker thread;
+    on a loaded machine, waking it costs milliseconds after other work has run,
+    which would time the operating system rather than the loop.
+    """
+    try:
+        import jax
+    except ImportError:
+        return
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,7 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-steps", type=int, default=1_000_000,
                         help="steps of the memory probe on onnxruntime (the scheduler probe "
                              "uses 1/50 of them); 0 skips it")
+    parser.add_argument("--jax-async", action="store_true",
+                        help="keep JAX's asynchronous CPU dispatch (by default the benchmark "
+                             "process turns it off, for both JAX rows alike)")
     args = parser.parse_args(argv)
+    if not args.jax_async:
+        _synchronous_jax()
 
     scale = 0.01 if args.quick else 1.0
     size = lambda n: max(int(n * scale), 2)  # noqa: E731
@@ -195,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += measure(work, args.runs, args.slow_runs, memory=not args.no_memory)
         print(f"measured {work.name}", file=sys.stderr)
     _print(rows)
+    _print_jax_ratios(rows)
     memory = []
     if args.memory_steps:
         steps = size(args.memory_steps)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-import weakref
+from collections import OrderedDict
 from contextlib import ExitStack
 from typing import Any, Mapping
 
@@ -16,8 +16,10 @@ from mdf_loops import ops
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
-from mdf_loops.safety.checks import check_model, check_structure
+from mdf_loops.safety.onnx_files import onnx_file_access
+from mdf_loops.safety.checks import check_model, check_structure, current_limits_key, model_digest
 from mdf_loops.backends.scheduler.onnx_functions import opset
+from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.backends.scheduler.registry import register
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
@@ -29,7 +31,7 @@ __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 log = logging.getLogger(__name__)
 
 #: the execution modes of :func:`run`
-BACKENDS = ("auto", "scheduler", "onnxruntime")
+BACKENDS = ("auto", "scheduler", "onnxruntime", "jax")
 
 
 def run(
@@ -44,6 +46,7 @@ def run(
     max_elements: int | None = None,
     backend: str = "auto",
     threads: int = 1,
+    external_data_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Evaluate a model's graph once and return its outputs.
 
@@ -61,12 +64,16 @@ def run(
             modeci-mdf's ``EvaluableGraph``), ``"onnxruntime"`` (the model lowered
             to one ONNX model, compiled once and cached, run by onnxruntime) or
             ``"auto"`` (onnxruntime when the model compiles, else the scheduler;
-            the reason is logged at INFO level). Both enforce ``max_iterations``,
+            the reason is logged at INFO level), or ``"jax"`` (lowered to one
+            ``jax.jit``-compiled function; needs ``mdf-loops[jax]``, docs/jax.md). Both enforce ``max_iterations``,
             ``max_elements`` and ``max_depth`` (onnxruntime through
             :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``); ``max_total_iterations``
             is counted by the scheduler only.
         threads: onnxruntime intra-op threads of the compiled mode (loops of small
             operations run fastest on one).
+        external_data_dir: the folder an ONNX file's external tensor data may be read
+            from (only files inside it); without it, external data is read only when
+            ``trusted``, from the model's own folder (docs/safety.md).
 
     Returns:
         ``{output name: value}``: arrays, lists for sequences, ``None`` for an
@@ -78,11 +85,12 @@ def run(
     changed = {name: value for name, value in (
         ("max_iterations", max_iterations), ("max_total_iterations", max_total_iterations),
         ("max_depth", max_depth), ("max_elements", max_elements)) if value is not None}
-    if backend == "onnxruntime" and "max_total_iterations" in changed:
+    if backend in ("onnxruntime", "jax") and "max_total_iterations" in changed:
         raise ValueError("max_total_iterations applies to the scheduler backend only")
     with ExitStack() as stack:
         stack.enter_context(ops.limits(**changed))
-        model = load_model(model)
+        with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
+            model = load_model(model)
         # -- safety: before anything is evaluated (docs/safety.md)
         _verify(model, trusted)
         if not trusted:
@@ -94,12 +102,16 @@ def run(
         return _run_checked(model, inputs, graph, backend, threads, limits)
 
 
-_VERIFIED: "weakref.WeakKeyDictionary[Model, set]" = weakref.WeakKeyDictionary()
+_VERIFIED: "OrderedDict[tuple, set]" = OrderedDict()  # content key -> checks passed
 
 
 def _verify(model: Model, trusted: bool) -> None:
-    """The structure and expression checks, done once per Model object."""
-    done = _VERIFIED.setdefault(model, set())
+    """The structure and expression checks, once per model content (an edit checks again)."""
+    key = (model_digest(model), current_limits_key())
+    done = _VERIFIED.setdefault(key, set())
+    _VERIFIED.move_to_end(key)
+    while len(_VERIFIED) > 256:
+        _VERIFIED.popitem(last=False)
     if "structure" not in done:
         check_structure(model)
         done.add("structure")
@@ -132,6 +144,10 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
     if missing:
         raise ModelError(f"graph '{target.id}': missing inputs {missing}")
 
+    if backend == "jax":  # docs/jax.md: lowered to one jit-compiled JAX function
+        from mdf_loops.backends.jax.compiled import run_jax
+
+        return run_jax(model, inputs, target.id, limits)
     if backend != "scheduler":
         try:
             compiled = cached_compile(model, inputs, graph=target.id, threads=threads,
@@ -157,6 +173,7 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
 
 def _run_scheduler(model, target, interface, inputs, ports) -> dict[str, Any]:
     with ExitStack() as stack:
+        stack.enter_context(onnx_semantics())  # loop-free models too: ONNX semantics in run()
         stack.enter_context(opset(_opset_of(model), other_opsets(target.metadata)))
         stack.enter_context(iteration_budget())
         try:

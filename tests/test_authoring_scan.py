@@ -228,11 +228,15 @@ def test_values_not_passed_are_found_unless_strict():
     w2 = w * w
     out, _ = A.scan(lambda x: x * w2, sequences=u)  # not strict: w2 is found
     np.testing.assert_array_equal(evaluate({"y": out}, {"u": U, "w": 3.0})["y"], U * 9)
-    with pytest.raises(ScanError, match=r"scan 'mul': strict=True, but fn uses input 'w'.*"
-                                        r"not passed in non_sequences"):
-        A.scan(lambda x: x * w, sequences=u, strict=True, name="mul")
-    with pytest.raises(ScanError, match=r"strict=True, but fn uses the result of onnx::Mul"):
-        A.scan(lambda x, w: x * w2, sequences=u, non_sequences=w, strict=True)
+    # strict=True, as in PyTensor, is about shared values only: other values are found
+    strict, _ = A.scan(lambda x: x * w2, sequences=u, strict=True, name="mul")
+    np.testing.assert_array_equal(evaluate({"y": strict}, {"u": U, "w": 3.0})["y"], U * 9)
+    s = A.shared(np.float64(2.0), "s")
+    with pytest.raises(ScanError, match=r"scan 'mul': strict=True, but fn uses shared value "
+                                        r"'s'.*not passed in non_sequences"):
+        A.scan(lambda x: x * s, sequences=u, strict=True, name="mul")
+    passed, _ = A.scan(lambda x, s: x * s, sequences=u, non_sequences=s, strict=True)
+    np.testing.assert_array_equal(evaluate({"y": passed}, {"u": U})["y"], U * 2)
 
 
 def test_strict_accepts_non_sequences_sequences_and_constants():
@@ -378,7 +382,7 @@ def test_bad_updates_are_errors():
     with pytest.raises(ScanError, match="an updates key must be a value made outside fn"):
         A.scan(lambda prev: (prev, {prev: prev}), outputs_info=np.float64(0), n_steps=2)
     a = A.shared(np.float64(0), "a")
-    with pytest.raises(ScanError, match=r"the update of constant .* is float64\[2\]"):
+    with pytest.raises(ScanError, match=r"the update of shared value 'a', float64\[\] is float64\[2\]"):
         A.scan(lambda: {a: A.zeros((2,))}, n_steps=2)
 
 

@@ -150,3 +150,23 @@ def test_a_long_scan_on_the_scheduler_keeps_no_per_step_objects():
     data_growth = 2 * 4 * (2000 - 200)  # float32 input and output
     # 1,800 more steps may cost their data and a fixed amount, not ~500 bytes each
     assert peak_long - peak_short < 4 * data_growth + 200_000, (peak_short, peak_long)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_conformance_case_on_jax(case):
+    pytest.importorskip("jax")
+    model = mdf_loops.onnx_to_mdf(case.model)
+    names = [i.name for i in case.model.graph.input]
+    for inputs, expected in case.data_sets:
+        outputs = mdf_loops.run(model, dict(zip(names, inputs)), backend="jax")
+        for output, value in zip(case.model.graph.output, expected):
+            _same(outputs[output.name], value)
+
+
+@pytest.mark.parametrize("work", WORKLOADS, ids=[w.name for w in WORKLOADS])
+def test_workloads_on_jax_agree_with_their_numpy_loop(work):
+    pytest.importorskip("jax")
+    model = mdf_loops.onnx_to_mdf(work.model)
+    outputs = mdf_loops.run(model, work.inputs, backend="jax")
+    for actual, expected in zip(outputs.values(), work.numpy_loop(work.inputs)):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)

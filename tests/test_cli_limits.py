@@ -71,3 +71,89 @@ def test_an_untrusted_expression_is_refused_and_trusted_runs_it(tmp_path):
     trusted = _command("run", str(path), "-i", "x=16", "--trusted", "--backend", "scheduler")
     assert trusted.returncode == 0, trusted.stderr
     assert "4" in trusted.stdout
+
+
+# ---------------------------------------------------------------- limits the kernel enforces
+
+
+def _peak_command(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+    """The command run by a Python child that reports the peak memory (MB) of the command's
+    process tree it waited for (ru_maxrss of its children)."""
+    code = ("import resource, subprocess, sys\n"
+            "done = subprocess.run([sys.executable, '-m', 'mdf_loops', *sys.argv[1:]],"
+            " capture_output=True, text=True)\n"
+            "sys.stderr.write(done.stderr); sys.stdout.write(done.stdout)\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024,"
+            " file=sys.stderr)\n"
+            "sys.exit(done.returncode)\n")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=300)
+    *lines, peak = done.stderr.strip().splitlines()
+    done.stderr = "\n".join(lines) + "\n"
+    return done, int(peak)
+
+
+def _einsum_model(tmp_path) -> tuple[str, str]:
+    import numpy as np
+
+    node = Node(id="n", input_ports=[InputPort(id="a")], output_ports=[
+        OutputPort(id="out", value="numpy.einsum('ij,jk,kl,lm->im', a, a, a, a)")])
+    path = tmp_path / "einsum.json"
+    Model(id="m", graphs=[Graph(id="main", nodes=[node])]).to_json_file(str(path))
+    np.save(tmp_path / "a.npy", np.ones((1000, 1000)))
+    return str(path), f"a={tmp_path / 'a.npy'}"
+
+
+def test_timeout_stops_one_long_c_call_and_writes_nothing(tmp_path):
+    model, data = _einsum_model(tmp_path)
+    out = tmp_path / "out.npz"
+    started = time.monotonic()
+    result = _command("run", model, "-i", data, "--backend", "scheduler", "--timeout", "3",
+                      "-o", str(out))
+    _one_error_line(result, "took longer than 3 s", "--timeout", "nothing was written")
+    assert time.monotonic() - started < 60  # the einsum alone takes many minutes
+    assert not out.exists() and not list(tmp_path.glob(".out.npz.*"))
+
+
+def test_timeout_covers_loading_a_huge_file(tmp_path):
+    path = tmp_path / "keys.yaml"
+    with open(path, "w") as handle:
+        handle.write("m:\n  graphs:\n    main:\n      nodes:\n        n:\n          metadata:\n")
+        for k in range(1_000_000):
+            handle.write(f"            k{k}: {k}\n")
+    started = time.monotonic()
+    result = _command("validate", str(path), "--timeout", "2")
+    _one_error_line(result, "took longer than 2 s")
+    assert time.monotonic() - started < 60
+
+
+def test_max_memory_caps_the_run_and_memory_stays_under_it(tmp_path):
+    node = Node(id="n", input_ports=[InputPort(id="a")],
+                output_ports=[OutputPort(id="out", value="numpy.outer(a, a)")])
+    path = tmp_path / "outer.json"
+    Model(id="m", graphs=[Graph(id="main", nodes=[node])]).to_json_file(str(path))
+    import numpy as np
+
+    np.save(tmp_path / "a.npy", np.ones(30000))  # the outer product: 7.2 GB
+    out = tmp_path / "out.npz"
+    result, peak = _peak_command("run", str(path), "-i", f"a={tmp_path / 'a.npy'}",
+                                 "--backend", "scheduler", "--max-memory", "1G", "-o", str(out))
+    _one_error_line(result, "--max-memory")
+    assert peak < 1024 and not out.exists()
+
+
+def test_max_memory_must_be_a_size(tmp_path):
+    result = _command("run", _counter_model(tmp_path / "c.json"), "--max-memory", "lots")
+    assert result.returncode == 2 and "size" in result.stderr
+
+
+def test_a_model_runs_normally_under_limits(tmp_path):
+    model = _counter_model(tmp_path / "counter.json", "x < 5")
+    out = tmp_path / "out.npz"
+    result = _command("run", model, "-i", "start=0", "--timeout", "120", "--max-memory", "4G",
+                      "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    import numpy as np
+
+    with np.load(out) as archive:
+        assert float(archive["counter.final"]) == 5.0

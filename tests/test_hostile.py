@@ -198,10 +198,11 @@ def test_text_computed_at_run_time_is_never_evaluated(tmp_path, bounded):
     sink = expression_node("sink", ["x"], {"y": "x"})
     model = _node_model(source, sink, edges=[Edge(id="e", sender="source", sender_port="text",
                                                   receiver="sink", receiver_port="x")])
-    for trusted in (False, True):
-        outputs = mdf_loops.run(model, backend="scheduler", trusted=trusted)
-        assert str(outputs["sink.y"]) == _shell(marker)  # passed on as text
-        assert not marker.exists()
+    with pytest.raises(UnsafeExpressionError, match=r"parameters\.p\.value\[0\]"):
+        mdf_loops.run(model, backend="scheduler")  # code-like text inside a list is refused
+    outputs = mdf_loops.run(model, backend="scheduler", trusted=True)
+    assert str(outputs["sink.y"]) == _shell(marker)  # passed on as text
+    assert not marker.exists()
     mdf_loops.unregister()  # the stock engine of modeci-mdf: the payload is live there
     try:
         from modeci_mdf.execution_engine import EvaluableGraph

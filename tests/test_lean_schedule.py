@@ -20,6 +20,7 @@ from modeci_mdf.mdf import Condition, ConditionSet, Edge, Graph, InputPort, Node
 import mdf_loops
 from mdf_loops.backends.scheduler.lean_schedule import CountingTime, schedule_simply
 from mdf_loops.backends.scheduler.body import BodyRunner
+from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from conftest import expression_node, mdf_body
 
 
@@ -118,13 +119,14 @@ def test_body_with_conditions_keeps_them_and_graph_schedulers_clock():
 
 
 def _function_node(function: str, args: dict) -> Graph:
+    """A graph with one node calling ``function``, marked for ONNX semantics."""
     node = Node(id="f")
     node.input_ports.append(InputPort(id="x"))
     node.parameters.append(Parameter(id="out", function=function, args=args))
     node.output_ports.append(OutputPort(id="y", value="out"))
     graph = Graph(id="g")
     graph.nodes.append(node)
-    return graph
+    return mdf_loops.mark_onnx_semantics(graph)
 
 
 def _evaluate(graph: Graph, x: np.ndarray) -> np.ndarray:
@@ -160,13 +162,15 @@ def test_onnx_function_errors_still_name_the_node():
 # ---------------------------------------------------------------- per-graph costs
 
 
-def test_elements_format_by_id_but_keep_their_full_repr():
+def test_elements_format_by_id_under_onnx_semantics_but_keep_their_full_repr():
     node = Node(id="cell", parameters=[Parameter(id="w", value=[[1.0, 2.0], [3.0, 4.0]])])
-    assert f"{node}" == "Node(id='cell')"
-    assert "{0} and {1}".format(node, Graph(id="g")) == "Node(id='cell') and Graph(id='g')"
-    assert "[[1.0, 2.0], [3.0, 4.0]]" in repr(node) and "[[1.0, 2.0]" in str(node)
-    with pytest.raises(TypeError):
-        f"{node:>10}"  # as for any object without a format of its own
+    assert f"{node}" == str(node)  # stock formatting outside ONNX semantics
+    with onnx_semantics():
+        assert f"{node}" == "Node(id='cell')"
+        assert "{0} and {1}".format(node, Graph(id="g")) == "Node(id='cell') and Graph(id='g')"
+        assert "[[1.0, 2.0], [3.0, 4.0]]" in repr(node) and "[[1.0, 2.0]" in str(node)
+        with pytest.raises(TypeError):
+            f"{node:>10}"  # as for any object without a format of its own
     try:
         mdf_loops.unregister()
         assert "[[1.0, 2.0], [3.0, 4.0]]" in f"{node}"
@@ -176,11 +180,11 @@ def test_elements_format_by_id_but_keep_their_full_repr():
 
 def test_graph_scheduler_time_units_parse_as_without_the_cache():
     from graph_scheduler.scheduler import _parse_absolute_unit
-    from mdf_loops.backends.scheduler import hooks as engine
+    from mdf_loops.backends.scheduler.replacements import STOCK
 
     for given in ("1 ms", "2.5 s", ("1", "us"), (4, "ms")):
         value, unit = given if isinstance(given, tuple) else (given, None)
-        assert _parse_absolute_unit(value, unit) == engine._STOCK_PARSE_ABSOLUTE_UNIT(value, unit)
+        assert _parse_absolute_unit(value, unit) == STOCK["absolute_unit"](value, unit)
     assert _parse_absolute_unit("1 ms") is _parse_absolute_unit("1 ms")
 
 

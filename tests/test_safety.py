@@ -318,3 +318,14 @@ def test_find_unsafe_can_leave_structure_to_the_validator():
     assert len(find_unsafe(model)) == 2
     (only,) = find_unsafe(model, structure=False)
     assert only.path == "graphs.main.nodes.n.output_ports.y.value"
+
+
+def test_a_flat_file_of_a_million_keys_is_no_alias_bomb():
+    from mdf_loops.safety.checks import check_aliases
+
+    check_aliases({"m": {f"k{k}": k for k in range(1_000_000)}}, "keys.yaml")
+    shared = [1] * 10
+    for _ in range(6):
+        shared = [shared] * 10
+    with pytest.raises(mdf_loops.ModelError, match="YAML aliases expand"):
+        check_aliases(shared, "bomb.yaml")

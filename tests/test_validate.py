@@ -388,3 +388,35 @@ def test_an_empty_yaml_file_is_one_problem(tmp_path):
     path = tmp_path / "empty.yaml"
     path.write_text("")
     assert [str(p) for p in validate(path)] == ["expected object, found null"]
+
+
+def test_validate_reports_what_run_refuses(tmp_path):
+    """The hostile files of the safety tests: validate names each problem run refuses."""
+    import subprocess
+    import sys
+
+    from modeci_mdf.mdf import Condition, ConditionSet, Edge, Graph, InputPort, Model, Node
+    from modeci_mdf.mdf import OutputPort, Parameter
+
+    a = Node(id="a", input_ports=[InputPort(id="i")], output_ports=[OutputPort(id="o", value="i")],
+             parameters=[Parameter(id="p", function="chunk # actr.chunk_to_string",
+                                   args={"chunk": {"x": "1"}}),
+                         Parameter(id="q", function="chunk_to_string",
+                                   args={"chunk": {"x": "open('f', 'w')"}})])
+    b = Node(id="b", input_ports=[InputPort(id="i")], output_ports=[OutputPort(id="o", value="i")])
+    graph = Graph(id="g", nodes=[a, b], edges=[
+        Edge(id="e", sender="a", sender_port="o", receiver="b", receiver_port="i",
+             parameters={"weight": "x"})])
+    graph.conditions = ConditionSet(termination={"t": Condition(type="NoSuchCondition")})
+    path = tmp_path / "hostile.json"
+    Model(id="m", graphs=[graph]).to_json_file(str(path))
+    expected = {"graphs.g.nodes.a.parameters.p.function", "graphs.g.nodes.a.parameters.q.function",
+                "graphs.g.nodes.a.parameters.q.args.chunk.x", "graphs.g.edges.e.parameters.weight",
+                "graphs.g.conditions.termination.t"}
+    assert {p.path for p in mdf_loops.validate(str(path))} >= expected
+    with pytest.raises(mdf_loops.MdfLoopsError):
+        mdf_loops.run(str(path))
+    done = subprocess.run([sys.executable, "-m", "mdf_loops", "validate", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert all(any(line.startswith(p) for line in done.stdout.splitlines()) for p in expected)

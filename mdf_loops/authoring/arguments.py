@@ -21,7 +21,7 @@ from mdf_loops.authoring.types import onnx_elem_type
 
 __all__ = ["SequenceArg", "OutputArg", "SequenceSlice", "PreparedSequences", "as_list",
            "sequence_args", "output_args", "n_steps_arg", "prepare_sequences", "slice_rows",
-           "tap_hint", "INT64_MAX"]
+           "tap_hint", "INT64_MAX", "check_no_effect_options"]
 
 INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
@@ -92,10 +92,10 @@ def output_args(outputs_info: Any, label: str) -> list[OutputArg]:
         if not isinstance(item, dict):
             args.append(OutputArg(as_symbol(item), (-1,), where))
             continue
-        unknown = set(item) - {"initial", "taps"}
+        unknown = set(item) - {"initial", "taps", "inplace"}  # inplace: PyTensor's, no effect
         if unknown:
             raise ScanError(f"{where}: unknown keys {sorted(unknown)}; a dict takes 'initial' "
-                            "and 'taps'")
+                            "and 'taps' (and 'inplace', which has no effect)")
         initial = item.get("initial")
         if initial is None:
             if item.get("taps") is not None:
@@ -112,6 +112,27 @@ def output_args(outputs_info: Any, label: str) -> list[OutputArg]:
                             f"{list(taps)}")
         args.append(OutputArg(as_symbol(initial), taps, where))
     return args
+
+
+def check_no_effect_options(label: str, *, truncate_gradient: Any = -1, profile: Any = False,
+                            allow_gc: Any = None) -> None:
+    """PyTensor's compilation options: accepted when they ask for nothing this package lacks.
+
+    ``mode``, ``profile`` and ``allow_gc`` change how PyTensor compiles and runs
+    a scan, never its values, so any value is accepted (and ignored);
+    ``truncate_gradient`` other than -1 asks for truncated gradients, which an
+    MDF model does not compute.
+    """
+    if isinstance(truncate_gradient, bool) or truncate_gradient != -1:
+        raise ScanError(
+            f"{label}: truncate_gradient={truncate_gradient!r}; only -1 (no truncation) is "
+            "supported, because MDF models compute no gradients. Drop the argument (note "
+            "that PyTensor's 6th positional parameter of scan, 4th of map, is "
+            "truncate_gradient, not go_backwards)")
+    if not isinstance(profile, (bool, str)) and profile is not None:
+        raise ScanError(f"{label}: profile must be a bool or a name, got {profile!r}")
+    if allow_gc not in (None, True, False):
+        raise ScanError(f"{label}: allow_gc must be None, True or False, got {allow_gc!r}")
 
 
 def n_steps_arg(n_steps: Any, label: str) -> tuple[Symbol | None, int | None]:

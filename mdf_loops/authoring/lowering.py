@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mdf_loops.authoring.canonical import LoopOp, post_order
 from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.authoring.shared import SharedOp
 from mdf_loops.authoring.symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
 from mdf_loops.authoring.types import OPSET, TensorType
 from mdf_loops.model.signatures import LoopSignature, ScanSignature
@@ -135,7 +136,7 @@ class _Writer:
     def emit(self, op: Operation, graph: _Graph) -> None:
         if isinstance(op, OnnxOp):
             self._onnx_op(op, graph)
-        elif isinstance(op, ConstantOp):
+        elif isinstance(op, (ConstantOp, SharedOp)):  # a shared value not fed: its value now
             self._constant(op, graph)
         elif isinstance(op, LoopOp):
             self._loop(op, graph)
@@ -217,7 +218,7 @@ class _Writer:
         keep_going = body.raw_input(f"{op.name}_cond_in", TensorProto.BOOL)
         self._bind_states(op, body)
         for seq in op.sequences:
-            (name,) = body.node("Gather", [graph.name_of(seq.source), iteration],
+            (name,) = body.node("Gather", [self._rows(seq.source, graph), iteration],
                                 seq.formal.name or "element", axis=0)
             body.bound[seq.formal] = name
         body.compute(op.body_roots())
@@ -237,6 +238,27 @@ class _Writer:
         node_inputs[signature.TRIP_COUNT], node_inputs[signature.CONDITION] = trip, start
         node_inputs[signature.node_carried] = [graph.name_of(s.initial) for s in op.states]
         return node_inputs, {}
+
+
+    def _rows(self, source: Symbol, graph: _Graph) -> str:
+        """The rows a Loop body gathers from: an empty sequence gets one row of zeros.
+
+        The Loop then runs zero times, but a run that learns the shapes of its
+        outputs (the reference semantics, onnxruntime's rewrite) may read row 0.
+        """
+        name = graph.name_of(source)
+        shape = source.static_shape
+        if shape and shape[0] is not None and shape[0] > 0:
+            return name
+        first = graph.node("Shape", [name], f"{name}_length", start=0, end=1)[0]
+        zero = graph.node("Constant", [], "zero", value=numpy_helper.from_array(
+            np.array([0], np.int64)))[0]
+        empty = graph.node("Equal", [first, zero], f"{name}_is_empty")[0]
+        extra = graph.node("Cast", [empty], f"{name}_extra_row", to=TensorProto.INT64)[0]
+        pads = graph.node("Concat", [zero, extra], f"{name}_pads", axis=0)[0]
+        axis = graph.node("Constant", [], "axis_0", value=numpy_helper.from_array(
+            np.array([0], np.int64)))[0]
+        return graph.node("Pad", [name, pads, "", axis], f"{name}_rows")[0]
 
 
 def _hint(op: Operation) -> str:
@@ -259,6 +281,9 @@ def to_onnx(outputs: list[tuple[str, Symbol]], inputs: list[Symbol], name: str) 
         if symbol.op.scope is ROOT and not isinstance(symbol.op, InputOp):
             writer.preferred.setdefault(symbol, out_name)
     for symbol in inputs:
+        if isinstance(symbol.op, SharedOp):  # fed by a function: any free name will do
+            graph.bind_input(symbol, symbol.name or "shared", symbol.op.dim_names)
+            continue
         if writer.names.taken(symbol.name):
             raise AuthoringError(f"the input name '{symbol.name}' is also an output name")
         graph.bind_input(symbol, symbol.name, symbol.op.dim_names)

@@ -20,9 +20,10 @@ from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.lowering import to_onnx
 from mdf_loops.authoring.rewrite import optimize
 from mdf_loops.authoring.canonical import all_operations
+from mdf_loops.authoring.shared import SharedOp
 from mdf_loops.authoring.symbolic import ROOT, InputOp, Symbol, as_symbol
 
-__all__ = ["build_model", "build_onnx"]
+__all__ = ["build_model", "build_onnx", "lower"]
 
 
 def build_model(
@@ -49,6 +50,19 @@ def build_onnx(
     inputs: Sequence[Symbol] | None = None,
 ) -> onnx.ModelProto:
     """The ONNX model that :func:`build_model` converts to MDF."""
+    return lower(outputs, name, inputs)[0]
+
+
+def lower(
+    outputs: Symbol | Sequence[Symbol] | Mapping[str, Symbol],
+    name: str,
+    inputs: Sequence[Symbol] | None,
+    shared_as_inputs: bool = False,
+) -> tuple[onnx.ModelProto, list[SharedOp]]:
+    """The ONNX model, and the shared values it reads as inputs (after the given ``inputs``).
+
+    Without ``shared_as_inputs`` a shared value is a constant holding its current value.
+    """
     named = _named_outputs(outputs)
     roots = optimize([symbol for _, symbol in named])
     found = _inputs_of(roots)
@@ -60,7 +74,12 @@ def build_onnx(
         if missing:
             raise AuthoringError(f"model '{name}': the outputs need inputs {missing} that "
                                  "are not in `inputs`")
-    return to_onnx(list(zip([n for n, _ in named], roots)), graph_inputs, name)
+    shared: list[SharedOp] = []
+    if shared_as_inputs:
+        shared = sorted((op for op in all_operations(roots) if isinstance(op, SharedOp)),
+                        key=lambda op: op.serial)
+        graph_inputs += [op.outputs[0] for op in shared]
+    return to_onnx(list(zip([n for n, _ in named], roots)), graph_inputs, name), shared
 
 
 def _named_outputs(outputs: Any) -> list[tuple[str, Symbol]]:

@@ -19,14 +19,14 @@ import numpy as np
 from mdf_loops.authoring.canonical import LoopOp, LoopState, SequenceInput, StackedOutput, all_operations
 from mdf_loops.authoring.symbolic import ConstantOp, FormalOp, OnnxOp, Operation, Symbol, apply, tracing
 
-__all__ = ["copy_graph", "keep_only_what_is_used", "optimize"]
+__all__ = ["copy_graph", "keep_only_what_is_used", "shape_empty_stacks", "optimize"]
 
 
 def optimize(roots: list[Symbol]) -> list[Symbol]:
     """A rewritten copy of the graph computing ``roots``; returns the copied roots."""
     copied = copy_graph(roots)
     keep_only_what_is_used(copied)
-    return copied
+    return shape_empty_stacks(copied)
 
 
 # ---------------------------------------------------------------- copying
@@ -92,28 +92,33 @@ def _is_last_step(op: Operation, source: Symbol) -> bool:
 
 
 def keep_only_what_is_used(roots: list[Symbol]) -> None:
-    """Rewrite (in place) loops whose stacked outputs are unused or only read at ``[-1]``."""
+    """Rewrite (in place) loops whose stacked outputs are unused or read at ``[-1]``.
+
+    ``result[-1]`` of a recurrent output always reads the state's final value, as
+    PyTensor's rewrites make it do: after zero steps that is the initial state.
+    """
     readers, loops = _consumers(roots)
     outputs = set(roots)
     for loop in loops:
         for out in list(loop.stacked):
-            if out.result in outputs:
-                continue
             uses = readers.get(out.result, [])
-            if not uses:
+            last = [op for op in uses if _is_last_step(op, out.result)]
+            if out.result not in outputs and not uses:
                 loop.stacked.remove(out)
                 continue
-            if not all(_is_last_step(op, out.result) for op in uses):
+            if not last:
                 continue
-            state = out.state or _new_state(loop, out)
+            only_last = out.result not in outputs and len(last) == len(uses)
+            state = out.state or (_new_state(loop, out) if only_last else None)
             if state is None:
                 continue
-            for op in uses:
+            for op in last:
                 if out.state_is_window:  # the last row of the final window
                     op.inputs = (state.final,) + op.inputs[1:]
                 else:
                     op.op_type, op.attributes, op.inputs = "Identity", {}, (state.final,)
-            loop.stacked.remove(out)
+            if only_last:
+                loop.stacked.remove(out)
 
 
 def _new_state(loop: LoopOp, out: StackedOutput) -> LoopState | None:
@@ -131,3 +136,48 @@ def _new_state(loop: LoopOp, out: StackedOutput) -> LoopState | None:
     loop.outputs.append(state.final)
     loop.states.append(state)
     return state
+
+
+# ---------------------------------------------------------------- zero steps of a Loop
+
+
+def shape_empty_stacks(roots: list[Symbol]) -> list[Symbol]:
+    """Give the stacked outputs of recurrent states in ``Loop`` s the state's element shape.
+
+    After zero iterations, onnxruntime gives the unknown element dimensions of a
+    Loop's stacked outputs as 0; the element of a recurrent output has its
+    state's shape, so ``Reshape(result, [rows] + shape(state))`` fixes them (and
+    changes nothing otherwise). Returns ``roots`` with such results replaced.
+    """
+    readers, loops = _consumers(roots)
+    roots = list(roots)
+    for loop in loops:
+        if not loop.lowers_to_loop:
+            continue
+        for out in loop.stacked:
+            if out.state is None or out.step_value.type.is_static:
+                continue
+            result = out.result
+            with tracing(loop.scope):
+                element = apply("Shape", [out.state.initial])
+                if out.state_is_window:
+                    element = apply("Slice", [element, np.array([1], np.int64),
+                                              np.array([np.iinfo(np.int64).max], np.int64)])
+                rows = apply("Slice", [apply("Shape", [result]), np.array([0], np.int64),
+                                       np.array([1], np.int64)])
+                shaped = apply("Reshape", [result, apply("Concat", [rows, element], {"axis": 0})])
+            _replace_uses(readers.get(result, []), result, shaped)
+            roots = [shaped if r is result else r for r in roots]
+    return roots
+
+
+def _replace_uses(uses: list[Operation], old: Symbol, new: Symbol) -> None:
+    for op in uses:
+        if isinstance(op, LoopOp):
+            for seq in op.sequences:
+                seq.source = new if seq.source is old else seq.source
+            for state in op.states:
+                state.initial = new if state.initial is old else state.initial
+            op.trip_count = new if op.trip_count is old else op.trip_count
+        else:
+            op.inputs = tuple(new if s is old else s for s in op.inputs)

@@ -27,12 +27,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from mdf_loops.authoring.arguments import (INT64_MAX, OutputArg, SequenceArg, as_list, n_steps_arg, output_args,
-                        prepare_sequences, sequence_args, slice_rows, tap_hint)
+from mdf_loops.authoring.arguments import (INT64_MAX, OutputArg, SequenceArg, as_list,
+                                          check_no_effect_options, n_steps_arg, output_args,
+                                          prepare_sequences, sequence_args, slice_rows, tap_hint)
 from mdf_loops.authoring.canonical import LoopOp, LoopState, SequenceInput, StackedOutput
 from mdf_loops.authoring.errors import ScanError
-from mdf_loops.authoring.symbolic import (ConstantOp, FormalOp, Scope, Symbol, user_location, apply, as_symbol,
-                       current_scope, tracing)
+from mdf_loops.authoring.shared import SharedOp
+from mdf_loops.authoring.symbolic import (ROOT, FormalOp, Scope, Symbol, user_location, apply, as_symbol,
+                                         current_scope, tracing)
 from mdf_loops.authoring.types import onnx_elem_type
 
 __all__ = ["scan", "until", "Until"]
@@ -56,21 +58,35 @@ def scan(
     outputs_info: Any = None,
     non_sequences: Any = None,
     n_steps: Any = None,
+    truncate_gradient: int = -1,
     go_backwards: bool = False,
-    strict: bool = False,
+    mode: Any = None,
     name: str | None = None,
+    profile: Any = False,
+    allow_gc: bool | None = None,
+    strict: bool = False,
     return_list: bool = False,
+    return_updates: bool = True,
 ):
     """Loop ``fn`` over ``sequences`` and/or ``n_steps`` steps, as Theano's ``scan`` does.
 
-    ``fn`` receives, in order, every tap of every sequence, every tap of every
-    recurrent output, then the ``non_sequences``; it returns the outputs of one
-    step, optionally an updates dict ``{outer value: new value}`` and an
-    :func:`until` condition. Returns ``(outputs, updates)``: each output stacks
-    all steps along a new first axis (``outputs[-1]`` is the last step); each
-    update maps its key to the value after the last step.
+    The parameters are PyTensor's, in PyTensor's order. ``fn`` receives, in
+    order, every tap of every sequence, every tap of every recurrent output,
+    then the ``non_sequences``; it returns the outputs of one step, optionally
+    an updates dict ``{shared value: new value}`` and an :func:`until`
+    condition. Returns ``(outputs, updates)`` (only ``outputs`` with
+    ``return_updates=False``, as in PyTensor 3): each output stacks all steps
+    along a new first axis (``outputs[-1]`` is the last step); each update
+    maps its key to the value after the last step.
+
+    ``strict=True``: every shared value ``fn`` uses must be in
+    ``non_sequences`` (or ``sequences``). ``truncate_gradient`` (only -1),
+    ``mode``, ``profile`` and ``allow_gc`` are accepted and have no effect:
+    there are no gradients and no compilation modes here.
     """
     label = f"scan '{name}'" if name else f"the scan at {user_location()}"
+    check_no_effect_options(label, truncate_gradient=truncate_gradient, profile=profile,
+                            allow_gc=allow_gc)
     seq_args = sequence_args(sequences, label)
     out_args = output_args(outputs_info, label)
     non_seqs = [as_symbol(v) for v in as_list(non_sequences)]
@@ -84,6 +100,7 @@ def scan(
         tap_args, carried = _output_formals(out_args)
         returned = fn(*[s.formal for s in seq_inputs], *tap_args, *non_seqs)
         outputs, updates, condition = _split_return(returned, label)
+        updates = {**body.default_updates, **updates}  # a random stream advances each step
         outputs = [as_symbol(o) for o in outputs]
         if not out_args:
             out_args = [OutputArg(None, (), f"output {i}") for i in range(len(outputs))]
@@ -106,13 +123,30 @@ def scan(
                   steps_may_be_zero=steps is not None and not steps_static)
     if strict:
         _check_strict(loop, non_seqs, seq_args, label)
-    results = [out.result for out in stacked]
+    final_updates = OrderedDict((key, state.final) for key, state in
+                                zip(replacements, update_states))
+    if current_scope() is not ROOT:  # an enclosing scan advances the stream too (at the top
+        for key in body.default_updates:  # level only function(updates=...) does, as in Theano)
+            current_scope().default_updates[key] = final_updates[key]
+    return _returned([out.result for out in stacked], final_updates, return_list,
+                     return_updates, label)
+
+
+def _returned(results: list[Symbol], updates: OrderedDict, return_list: bool,
+              return_updates: bool, label: str) -> Any:
+    """scan's answer: the outputs (one, or a list), with the updates unless return_updates=False."""
     if return_list or len(results) > 1:
-        out_value: Any = results
+        outputs: Any = results
     else:
-        out_value = results[0] if results else None
-    return out_value, OrderedDict((key, state.final) for key, state in
-                                  zip(replacements, update_states))
+        outputs = results[0] if results else None
+    if return_updates:
+        return outputs, updates
+    if updates:
+        raise ScanError(
+            f"{label}: return_updates=False, but fn updates "
+            f"{[key.name or key.describe() for key in updates]}; carry that state "
+            "in outputs_info instead, or use return_updates=True")
+    return outputs
 
 
 # ---------------------------------------------------------------- the body
@@ -242,9 +276,10 @@ def _condition(condition: Any, label: str) -> Symbol | None:
 
 def _check_strict(loop: LoopOp, non_seqs: Sequence[Symbol], sequences: list[SequenceArg],
                   label: str) -> None:
+    """PyTensor's strict: every shared value ``fn`` reads is passed in ``non_sequences``."""
     allowed = set(non_seqs) | {arg.symbol for arg in sequences}
     for value in loop.free_variables():
-        if value in allowed or isinstance(value.op, ConstantOp):
+        if value in allowed or not isinstance(value.op, SharedOp):
             continue
         raise ScanError(f"{label}: strict=True, but fn uses {value.describe()}, which is not "
                         "passed in non_sequences; add it to non_sequences")

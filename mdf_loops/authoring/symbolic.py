@@ -40,7 +40,6 @@ __all__ = [
     "apply",
     "input",
     "constant",
-    "shared",
     "as_symbol",
 ]
 
@@ -51,6 +50,10 @@ class Scope:
     def __init__(self, parent: "Scope | None", label: str):
         self.parent = parent
         self.label = label
+        #: updates made implicitly in this scope (a random stream's next state):
+        #: a scan adds those of its body to its updates; function() applies those
+        #: of the top level unless told not to
+        self.default_updates: dict[Symbol, Symbol] = {}
 
     def within(self, other: "Scope") -> bool:
         """True when this scope is ``other`` or nested inside it."""
@@ -375,15 +378,6 @@ def constant(value: Any, dtype: Any = None, name: str | None = None) -> Symbol:
     if array.dtype == object or array.dtype.kind in "USV":
         raise AuthoringError(f"cannot make a numeric constant from {value!r}")
     return ConstantOp(array, name).outputs[0]
-
-
-def shared(value: Any, name: str) -> Symbol:
-    """A named constant that a scan may update step by step (``fn`` returns ``{var: new}``).
-
-    As in Theano, ``scan`` returns the value after the last step in its updates
-    dictionary; the model does not keep it between runs (an MDF model is a function).
-    """
-    return constant(value, name=name)
 
 
 def as_symbol(value: Any) -> Symbol:

@@ -41,9 +41,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mdf-loops: interrupted", file=sys.stderr)
         return 130
-    except _Timeout as exc:
-        print(f"mdf-loops: error: {exc}", file=sys.stderr)
-        return 1
     except BrokenPipeError:  # e.g. `mdf-loops run ... | head`
         _silence_stdout()
         return 0
@@ -71,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for add in (_add_run, _add_import, _add_export, _add_validate, _add_render):
         add(subparsers, common)
+    from mdf_loops.cli.sweep import add_sweep
+    add_sweep(subparsers, common)
     return parser
 
 
@@ -95,9 +94,7 @@ def _add_run(subparsers, common) -> None:
                           ("max-depth", "24"), ("max-elements", "100,000,000")):
         p.add_argument(f"--{name}", type=_positive_int, metavar="N",
                        help=f"work limit (default {default}); see docs/safety.md")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="stop a run that takes longer than this (wall clock, and CPU time "
-                        "as a backstop for a single long computation)")
+    _add_limit_options(p)
     p.add_argument("--backend", choices=("auto", "scheduler", "onnxruntime"), default="auto",
                    help="scheduler: every loop iteration through modeci-mdf's engine (shows "
                         "progress); onnxruntime: the model compiled to one ONNX model; auto "
@@ -110,6 +107,43 @@ def _add_input_option(p: argparse.ArgumentParser) -> None:
                    help="an input: NAME=FILE.npy, NAME=FILE.npz (the array stored as NAME), "
                         "NAME=JSON (e.g. 'x=[1, 2, 3]'), or FILE.npz for all its arrays; "
                         "repeat for several inputs")
+
+
+def _add_limit_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop after this many seconds of wall clock or CPU time: loading, "
+                        "checking and running happen in a child process the kernel stops")
+    p.add_argument("--max-memory", type=_memory_size, metavar="SIZE",
+                   help="cap the memory of that child process (e.g. 2G, 800M)")
+    p.add_argument("--external-data-dir", metavar="DIR",
+                   help="read an ONNX file's external tensor data from files inside DIR "
+                        "(otherwise only with --trusted, from the model's folder)")
+
+
+def _memory_size(text: str) -> int:
+    from mdf_loops.safety.sandbox import parse_memory
+
+    try:
+        return parse_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _limited(args: argparse.Namespace, work: Callable[[], Any], what: str) -> Any:
+    """``work()`` with the ONNX file access the options give; in a child process under hard
+    limits when --timeout or --max-memory is given (mdf_loops.safety.sandbox)."""
+    from mdf_loops.safety.onnx_files import onnx_file_access
+
+    def accessed() -> Any:
+        with onnx_file_access(trusted=getattr(args, "trusted", False),
+                              external_data_dir=args.external_data_dir):
+            return work()
+
+    if not (args.timeout or args.max_memory):
+        return accessed()
+    from mdf_loops.safety.sandbox import call_limited
+
+    return call_limited(accessed, timeout=args.timeout, max_memory=args.max_memory, what=what)
 
 
 def _run_keywords(args: argparse.Namespace) -> dict[str, Any]:
@@ -131,53 +165,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
-class _Timeout(BaseException):
-    """Raised by the alarm of --timeout (a BaseException: no library handler swallows it)."""
-
-
-@contextmanager
-def _time_limit(seconds: float | None) -> Iterator[None]:
-    """Interrupt the block after ``seconds`` of wall clock (or of CPU time, as a backstop)."""
-    if not seconds:
-        yield
-        return
-    import resource
-    import signal
-
-    def expire(signum, frame):
-        raise _Timeout(f"the run took longer than {seconds:g} s (--timeout)")
-
-    old_alarm = signal.signal(signal.SIGALRM, expire)
-    old_cpu = signal.signal(signal.SIGXCPU, expire)
-    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    used = resource.getrusage(resource.RUSAGE_SELF).ru_utime
-    cap = int(used + seconds) + 2
-    if hard == resource.RLIM_INFINITY or cap < hard:
-        resource.setrlimit(resource.RLIMIT_CPU, (cap, hard))
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-        signal.signal(signal.SIGALRM, old_alarm)
-        signal.signal(signal.SIGXCPU, old_cpu)
-
-
 def _run(args: argparse.Namespace) -> int:
-    from mdf_loops.cli.io import format_outputs, outputs_to_npz, read_inputs
-    from mdf_loops.run import run
+    from mdf_loops.cli.io import format_outputs, outputs_to_npz
 
     if args.output:
         _check_output(args.output, (".npz",), args.model)
-    model = _load_valid_model(args.model, args.trusted)
-    inputs = read_inputs(args.input, _graph_of(model, args.graph))
     started = time.monotonic()
-    with ExitStack() as stack:
-        stack.enter_context(_time_limit(args.timeout))
-        if _shows_progress(args):
-            stack.enter_context(_progress(sys.stderr))
-        outputs = run(model, inputs, **_run_keywords(args))
+    outputs = _limited(args, lambda: _load_and_run(args), f"running {args.model}")
     _log.info("ran %s in %.3f s", args.model, time.monotonic() - started)
     if args.output:
         data, left_out = outputs_to_npz(outputs)
@@ -191,6 +185,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_and_run(args: argparse.Namespace) -> dict[str, Any]:
+    from mdf_loops.cli.io import read_inputs
+    from mdf_loops.run import run
+
+    model = _load_valid_model(args.model, args.trusted)
+    inputs = read_inputs(args.input, _graph_of(model, args.graph))
+    with ExitStack() as stack:
+        if _shows_progress(args):
+            stack.enter_context(_progress(sys.stderr))
+        return run(model, inputs, **_run_keywords(args))
+
+
 # ---------------------------------------------------------------- import / export
 
 
@@ -202,6 +208,7 @@ def _add_import(subparsers, common) -> None:
     p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model")
     p.add_argument("-o", "--output", required=True, metavar="OUT.json|OUT.yaml",
                    help="the MDF file to write")
+    _add_limit_options(p)
     p.set_defaults(command=_import)
 
 
@@ -211,8 +218,11 @@ def _import(args: argparse.Namespace) -> int:
     _check_output(args.output, (".json", ".yaml", ".yml"), args.model)
     if not args.model.endswith(".onnx"):
         raise MdfLoopsError(f"{args.model}: expected an .onnx file to import")
-    model = onnx_to_mdf(args.model)
-    text = model.to_json() if args.output.endswith(".json") else model.to_yaml()
+    def convert() -> str:
+        model = onnx_to_mdf(args.model)
+        return model.to_json() if args.output.endswith(".json") else model.to_yaml()
+
+    text = _limited(args, convert, f"importing {args.model}")
     write_atomically(args.output, text)
     _note(args, f"wrote {args.output}")
     return 0
@@ -256,6 +266,7 @@ def _add_validate(subparsers, common) -> None:
                     "rules (body signatures, axes, ids, edges, references). Prints each problem "
                     "with its path in the model; exit status 1 when there is any.")
     p.add_argument("model", metavar="MODEL", help="MDF JSON/YAML or ONNX file")
+    _add_limit_options(p)
     p.set_defaults(command=_validate)
 
 
@@ -263,7 +274,8 @@ def _validate(args: argparse.Namespace) -> int:
     from mdf_loops.validation.report import validate
 
     _check_model_path(args.model)
-    problems = validate(args.model)
+    problems = _limited(args, lambda: [str(p) for p in validate(args.model)],
+                        f"validating {args.model}")
     for problem in problems:
         print(problem)
     if problems:

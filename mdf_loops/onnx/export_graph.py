@@ -306,7 +306,7 @@ class Exporter:
         inputs = self._strong_inputs(builder, inputs, constraint_of)
         inputs = [conformed(builder, value, required_elem_type(schema, constraint))
                   for value, constraint in zip(inputs, constraint_of)]
-        while inputs and inputs[-1] == "":
+        while len(inputs) > schema.min_input and inputs[-1] == "":  # Loop keeps its cond
             inputs.pop()
 
         attributes = {}

@@ -36,6 +36,8 @@ from mdf_loops.onnx.domains import DEFAULT, OTHER_OPSETS_KEY, OperatorDomain, do
 from mdf_loops.onnx.functions import inline_functions
 from mdf_loops.model.convention import set_body_signature, wrap_body
 from mdf_loops.model.values import encode_tensor
+from mdf_loops.model.semantics import mark_onnx_semantics
+from mdf_loops.safety.onnx_files import checked_onnx
 
 __all__ = ["onnx_to_mdf", "load_onnx"]
 
@@ -45,14 +47,15 @@ _RESERVED = {"numpy", "math", "rng", "random", "onnx_ops", "True", "False", "Non
 def load_onnx(model_or_path) -> onnx.ModelProto:
     """Read an ONNX model from a path (or return a ModelProto as it is)."""
     if isinstance(model_or_path, onnx.ModelProto):
-        return model_or_path
+        return checked_onnx(model_or_path, None)
     path = os.fspath(model_or_path)
     try:
-        return onnx.load(path)
+        model = onnx.load(path, load_external_data=False)
     except FileNotFoundError:
         raise ModelError(f"{path}: no such file") from None
     except Exception as exc:  # protobuf DecodeError and friends
         raise ModelError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
+    return checked_onnx(model, path)  # external data and sizes: docs/safety.md
 
 
 def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
@@ -62,7 +65,8 @@ def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
     (:mod:`mdf_loops.onnx.functions`). Operators of the default domain become
     ``onnx::<Op>`` functions, those of ``ai.onnx.ml`` ``onnxml::<Op>``
     (:mod:`mdf_loops.onnx.domains`); any other domain is a ModelError. The
-    model's default-domain opset is kept in ``Model.onnx_opset_version``, the
+    model's default-domain opset is kept in ``Model.onnx_opset_version`` and in
+    the graph's ONNX-semantics marker (:mod:`mdf_loops.model.semantics`), the
     opsets of the other domains its nodes use in the graph's
     ``metadata["onnx_other_opsets"]``; the graph's inputs and outputs in its
     metadata (``formal_inputs``, ``formal_outputs`` and ``onnx_names``), which
@@ -81,7 +85,7 @@ def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
     mdf = Model(id=_identifier(model_id or model.graph.name or "onnx_model"))
     mdf.onnx_opset_version = str(version)
     mdf.graphs.append(graph)
-    return mdf
+    return mark_onnx_semantics(mdf, version)  # the stock engine then runs it as run() does
 
 
 def _reserved_names(graph: onnx.GraphProto) -> set[str]:

@@ -19,20 +19,16 @@ from __future__ import annotations
 
 import ast
 import builtins
-import contextvars
-import functools
 import math
-import operator
-import types
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from mdf_loops.ops.common import check_elements, current_limits
+from mdf_loops.ops.common import current_limits
 
-__all__ = ["expression_refusal", "expression_numpy", "untrusted_expressions", "SAFE_BUILTINS",
-           "UNSAFE_BUILTINS", "NUMPY_FUNCTIONS", "MATH_FUNCTIONS"]
+__all__ = ["expression_refusal", "expression_numpy", "untrusted_expressions",
+           "expressions_untrusted", "SAFE_BUILTINS",
+           "UNSAFE_BUILTINS", "NUMPY_FUNCTIONS", "MATH_FUNCTIONS", "dtype_refusal"]
 
 #: builtins an expression may call; every other builtin name is refused
 SAFE_BUILTINS = frozenset({"abs", "all", "any", "bool", "complex", "divmod", "float", "int",
@@ -184,6 +180,12 @@ def _call(node: ast.Call) -> str | None:
         return None
     if not isinstance(func, ast.Attribute):
         return "only numpy/math functions and safe builtins may be called"
+    for keyword in node.keywords:
+        if keyword.arg == "dtype" and not isinstance(keyword.value, (ast.Constant, ast.Attribute)):
+            return "a dtype that is not a plain element type (float64, 'int32')"
+        if keyword.arg == "dtype" and isinstance(keyword.value, ast.Constant) \
+                and dtype_refusal(keyword.value.value):
+            return dtype_refusal(keyword.value.value)
     if _dotted(func.value) == ("numpy",) and func.attr in _NUMPY_SIZED | _NUMPY_LIKE:
         count = _sized_count(func.attr, node)
         limit = current_limits().max_elements
@@ -296,82 +298,30 @@ def _is_number(text: str) -> bool:
     return False
 
 
-# ---------------------------------------------------------------- the numpy expressions see
-
-_UNTRUSTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "mdf_loops_untrusted_expressions", default=False)
+_MAX_ITEMSIZE = 32  # bytes of one element: complex256 at most
 
 
-@contextmanager
-def untrusted_expressions() -> Iterator[None]:
-    """Evaluate expressions in the block with :func:`expression_numpy`'s guarded numpy."""
-    token = _UNTRUSTED.set(True)
-    try:
-        yield
-    finally:
-        _UNTRUSTED.reset(token)
+def dtype_refusal(value: Any) -> str | None:
+    """Why ``value`` may not be the dtype of a numpy call in an expression, or None.
 
-
-def expression_numpy() -> Any:
-    """The ``numpy`` an expression's ``numpy.<function>`` reads.
-
-    Inside :func:`untrusted_expressions`: a namespace holding only the allowed
-    functions, whose constructors (``numpy.zeros(n)``, ``numpy.ones_like(x,
-    shape=s)``, ...) raise :class:`~mdf_loops.errors.SizeLimitError` before
-    allocating more than ``max_elements`` elements. Elsewhere: numpy itself.
+    A sub-array dtype (``('u1', (46000, 46000))``) makes one element of any size,
+    so an element count says nothing about the memory; structured, object and
+    void dtypes and dtype objects have no use in an MDF expression.
     """
-    return _guarded_numpy() if _UNTRUSTED.get() else np
+    if value is None:
+        return None
+    if isinstance(value, (tuple, list, dict, np.dtype)):
+        return f"dtype {value!r:.60} is refused: only plain element types (float64, 'int32')"
+    try:
+        dtype = np.dtype(value)
+    except (TypeError, ValueError):
+        return None  # numpy reports it
+    if dtype.subdtype is not None or dtype.fields is not None or dtype.kind in "OV" \
+            or dtype.itemsize > _MAX_ITEMSIZE:
+        return f"dtype {value!r:.60} is refused: only plain element types (float64, 'int32')"
+    return None
 
 
-def _dims(shape: Any) -> int:
-    if isinstance(shape, (int, np.integer)):
-        return abs(operator.index(shape))
-    return math.prod(abs(operator.index(d)) for d in shape)
-
-
-def _arange_count(start: Any, stop: Any = None, step: Any = None, *args: Any, **kw: Any) -> int:
-    start, stop = (0, start) if stop is None else (start, stop)
-    step = 1 if step is None else step
-    return max(math.ceil((float(stop) - float(start)) / float(step)), 0) if step else 0
-
-
-def _like_count(a: Any, *args: Any, shape: Any = None, **kwargs: Any) -> int:
-    return np.size(a) if shape is None else _dims(shape)
-
-
-#: numpy constructor -> elements a call will allocate, from the call's arguments
-_CALL_SIZE: dict[str, Callable[..., int]] = {
-    "zeros": lambda shape, *a, **k: _dims(shape),
-    "ones": lambda shape, *a, **k: _dims(shape),
-    "empty": lambda shape, *a, **k: _dims(shape),
-    "full": lambda shape, *a, **k: _dims(shape),
-    "eye": lambda N, M=None, *a, **k: abs(int(N)) * abs(int(N if M is None else M)),
-    "identity": lambda n, *a, **k: abs(int(n)) ** 2,
-    "arange": _arange_count,
-    "linspace": lambda start, stop, num=50, *a, **k: abs(int(num)),
-    "zeros_like": _like_count, "ones_like": _like_count, "full_like": _like_count,
-}
-
-
-def _size_checked(name: str, function: Callable) -> Callable:
-    count = _CALL_SIZE[name]
-
-    @functools.wraps(function)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        try:
-            elements = count(*args, **kwargs)
-        except (TypeError, ValueError, OverflowError):
-            elements = 0  # malformed arguments: numpy reports them
-        check_elements(elements, f"numpy.{name}(...)")
-        return function(*args, **kwargs)
-
-    return checked
-
-
-@functools.lru_cache(maxsize=1)
-def _guarded_numpy() -> types.SimpleNamespace:
-    members = {name: getattr(np, name) for name in NUMPY_FUNCTIONS}
-    members.update({name: _size_checked(name, members[name]) for name in _CALL_SIZE})
-    members["linalg"] = types.SimpleNamespace(
-        **{name: getattr(np.linalg, name) for name in _NUMPY_LINALG})
-    return types.SimpleNamespace(**members)
+# the numpy namespace expressions see (kept importable from here)
+from mdf_loops.safety.guarded_numpy import (  # noqa: E402
+    expression_numpy, expressions_untrusted, untrusted_expressions)

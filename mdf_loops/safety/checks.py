@@ -25,12 +25,15 @@ from modeci_mdf.mdf import Condition, Graph, Model, Node
 
 from mdf_loops.errors import MdfLoopsError, ModelError
 from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
+from mdf_loops.safety.evaluation import function_refusal
 from mdf_loops.ops.common import current_limits
 from mdf_loops.model.convention import body_graph
 from mdf_loops.validation.report import Problem, format_path
+from mdf_loops.safety.documents import (  # noqa: F401 - part of this module's interface
+    check_aliases, check_document, current_limits_key, model_digest)
 
 __all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
-           "check_aliases", "find_unsafe"]
+           "check_aliases", "find_unsafe", "refusals", "model_digest", "current_limits_key"]
 
 
 class UnsafeExpressionError(MdfLoopsError):
@@ -64,6 +67,13 @@ def find_unsafe(model: Model, *, structure: bool = True) -> list[Problem]:
     return (walker.structure if structure else []) + walker.expressions
 
 
+def refusals(model: Model) -> tuple[list[Problem], list[Problem]]:
+    """(structure problems, refused expressions) of ``model``: everything :func:`mdf_loops.run`
+    refuses before evaluating (the structure always, the expressions unless trusted)."""
+    walker = _walked(model)
+    return walker.structure, walker.expressions
+
+
 def check_model(model: Model) -> None:
     """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed."""
     walker = _walked(model)
@@ -79,29 +89,6 @@ def check_structure(model: Model) -> None:
         raise ModelError(f"{walker.structure[0]}{more}")
 
 
-def check_document(document: Any, where: str) -> None:
-    """Raise :class:`ModelError` for file content that cannot become a model safely.
-
-    Refuses keys a mapping repeats (JSON and YAML keep only the last), a YAML
-    alias that contains itself, and aliases that multiply the content (a
-    "billion laughs" file expands to more than a million items).
-    """
-    repeated = _first_repeated_key(document, ())
-    if repeated:
-        raise ModelError(f"{where}: {repeated}")
-    check_aliases(document, where)
-
-
-def check_aliases(document: Any, where: str) -> None:
-    """Raise :class:`ModelError` for YAML aliases that contain themselves or multiply content."""
-    distinct, expanded = _document_size(document, where)
-    if expanded > max(1_000_000, 2 * distinct):
-        raise ModelError(
-            f"{where}: YAML aliases expand {distinct} lists and mappings into {expanded} "
-            "items; refusing a file that multiplies its own content"
-        )
-
-
 def _walked(model: Model) -> "_ModelWalker":
     walker = _ModelWalker()
     try:
@@ -111,55 +98,9 @@ def _walked(model: Model) -> "_ModelWalker":
     return walker
 
 
-# ---------------------------------------------------------------- documents
-
-
 def _as_list(value: Any) -> list:
     """A list field's items; nothing for a field of another type (reported where it is walked)."""
     return value if isinstance(value, list) else []
-
-
-def _first_repeated_key(value: Any, path: tuple) -> str | None:
-    stack = [(value, path)]
-    seen: set[int] = set()
-    while stack:
-        item, where = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, Mapping):
-            for key in getattr(item, "repeated", ()):
-                return f"{format_path(where[1:]) or 'top level'}: '{key}' is defined more than once"
-            stack.extend((v, where + (k,)) for k, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((v, where + (i,)) for i, v in enumerate(item))
-    return None
-
-
-def _document_size(document: Any, where: str) -> tuple[int, int]:
-    """(distinct lists and mappings, items after expanding aliases); refuses cycles."""
-    sizes: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(document, False)]
-    while stack:
-        item, done = stack.pop()
-        key = id(item)
-        children = list(item.values()) if isinstance(item, Mapping) else \
-            item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if done:
-            on_path.discard(key)
-            sizes[key] = 1 + sum(sizes.get(id(c), 1) for c in children)
-            continue
-        if key in on_path:
-            raise ModelError(f"{where}: a YAML alias refers to a mapping or list that contains it")
-        if key in sizes:
-            continue
-        on_path.add(key)
-        stack.append((item, True))
-        stack.extend((c, False) for c in children if isinstance(c, (Mapping, list)))
-    return len(sizes), sizes.get(id(document), 1)
 
 
 # ---------------------------------------------------------------- models
@@ -214,9 +155,7 @@ class _ModelWalker:
                        early, depth, text_is_data=True)
         for parameter in parameters:
             where = path + ("parameters", parameter.id)
-            names = self._callable(parameter, where, early, depth)
-            if isinstance(parameter.function, str) and parameter.function not in mdf_functions:
-                self.value(parameter.function, where + ("function",), names, depth)  # run as code
+            self._callable(parameter, where, early, depth)
             conditions = parameter.conditions or ()
             for index, condition in enumerate(conditions if isinstance(conditions, list) else ()):
                 cid = _field(condition, "id") or index
@@ -241,6 +180,12 @@ class _ModelWalker:
             self.value(getattr(item, field, None), where + (field,), names, depth)
         for name, arg in args.items():
             self.value(arg, where + ("args", name), names, depth)
+        function = getattr(item, "function", None)
+        refusal = function_refusal(function)
+        if refusal:
+            self.expressions.append(Problem(format_path(where + ("function",)), refusal))
+        elif isinstance(function, str) and function not in mdf_functions:
+            self.value(function, where + ("function",), names, depth)  # run as code
         return names
 
     def value(self, value: Any, path: tuple, names: frozenset, depth: int,
@@ -250,9 +195,28 @@ class _ModelWalker:
             if reason:
                 self.expressions.append(Problem(format_path(path), reason))
         elif isinstance(value, (Graph, Mapping)):
-            self._body(value, path, depth)
+            if not self._body(value, path, depth) and isinstance(value, Mapping):
+                self._data(value, path, names)
+        elif isinstance(value, (list, tuple)):
+            self._data(value, path, names)
 
-    def _body(self, value: Any, path: tuple, depth: int) -> None:
+    def _data(self, value: Any, path: tuple, names: frozenset) -> None:
+        """Text inside a dict or list value, at any depth: data, never an allowed expression's
+        disguise (modeci-mdf's ACT-R functions join such text into code)."""
+        stack = [(value, path)]
+        while stack:
+            item, where = stack.pop()
+            if isinstance(item, str):
+                reason = expression_refusal(item, names, text_is_data=True)
+                if reason:
+                    self.expressions.append(Problem(format_path(where), reason))
+            elif isinstance(item, Mapping):
+                stack.extend((v, where + (str(k),)) for k, v in item.items())
+            elif isinstance(item, (list, tuple)):
+                stack.extend((v, where + (i,)) for i, v in enumerate(item))
+
+    def _body(self, value: Any, path: tuple, depth: int) -> bool:
+        """Walk ``value`` as a loop body; False when it is no graph."""
         if isinstance(value, Mapping) and len(value) == 1:
             (key, inner), = value.items()
             if isinstance(key, str) and key.startswith("graph_"):
@@ -260,18 +224,19 @@ class _ModelWalker:
         try:
             graph = body_graph(value, format_path(path))
         except ModelError:
-            return  # not a graph: the engine never builds it as a body
+            return False  # not a graph: the engine never builds it as a body
         if depth + 1 > self._max_depth:
-            return  # never built: the run stops with DepthLimitError before this depth
+            return True  # never built: the run stops with DepthLimitError before this depth
         key = id(value)
         if key in self._open or id(graph) in self._open:
             self.structure.append(Problem(format_path(path), "this body contains itself"))
-            return
+            return True
         self._open |= {key, id(graph)}
         try:
             self.graph(graph, path, depth + 1)
         finally:
             self._open -= {key, id(graph)}
+        return True
 
     # -- structure
     def _elements(self, owner: Any, field: str, path: tuple) -> list:

@@ -60,6 +60,17 @@ def validate(model_or_path: Model | Mapping | str | os.PathLike, *,
         ModelError: the file is missing or is not JSON/YAML/ONNX at all (there is
             no model to check).
     """
+    try:
+        return _problems(model_or_path, expressions)
+    except RecursionError:
+        raise ModelError(f"{_describe(model_or_path)}: nested too deeply to check") from None
+
+
+def _describe(model: Any) -> str:
+    return os.fspath(model) if _is_path(model) else f"model '{getattr(model, 'id', '?')}'"
+
+
+def _problems(model_or_path: Any, expressions: bool) -> list[Problem]:
     from mdf_loops.validation.rules import rule_problems
 
     problems: list[Problem] = []
@@ -86,21 +97,31 @@ def validate(model_or_path: Model | Mapping | str | os.PathLike, *,
     problems += _repeated_keys(document, ())
     problems += _schema_problems(document)
     problems += rule_problems(document)
+    structure, refused = _run_refusals(model if isinstance(model, Model) else document)
+    for problem in structure:  # what run refuses that the rules above did not report
+        if not any(_within(known.path, problem.path) for known in problems):
+            problems.append(problem)
     if expressions:  # the allow-list of mdf_loops.safety.checks (off for trusted models)
-        problems += _unsafe_expressions(document)
+        problems += refused
     return problems
 
 
-def _unsafe_expressions(document: Mapping) -> list[Problem]:
-    """Expressions the allow-list refuses (see docs/safety.md), once the document is a model."""
-    from mdf_loops.safety.checks import find_unsafe
+def _run_refusals(model: Model | Mapping) -> tuple[list[Problem], list[Problem]]:
+    """What :func:`mdf_loops.run` refuses before evaluating (the same checks: docs/safety.md)."""
+    from mdf_loops.safety.checks import refusals
 
-    try:
-        model = Model.from_dict(dict(document)) if len(document) != 1 else \
-            Model.from_dict({"id": next(iter(document)), **next(iter(document.values()))})
-    except Exception:  # a document the schema rules already reported as malformed
-        return []
-    return find_unsafe(model, structure=False)
+    if not isinstance(model, Model):
+        try:
+            model = Model.from_dict(dict(model)) if len(model) != 1 else \
+                Model.from_dict({"id": next(iter(model)), **next(iter(model.values()))})
+        except Exception:  # a document the schema rules already reported as malformed
+            return [], []
+    return refusals(model)
+
+
+def _within(path: str, outer: str) -> bool:
+    """Whether ``path`` is ``outer`` or a place inside it."""
+    return path == outer or path.startswith((outer + ".", outer + "["))
 
 
 def format_path(parts: Iterable[Any]) -> str:
@@ -175,6 +196,11 @@ def read_document(path: str | os.PathLike) -> Any:
         raise ModelError(f"{path}: not valid YAML: {_yaml_reason(exc)}") from None
     except OSError as exc:
         raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
+    except RecursionError:
+        raise ModelError(f"{path}: nested too deeply to read") from None
+    except ValueError as exc:  # an integer of more digits than Python converts, and the like
+        raise ModelError(f"{path}: not a readable model file ({' '.join(str(exc).split())})") \
+            from None
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:

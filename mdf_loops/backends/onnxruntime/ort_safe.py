@@ -23,7 +23,8 @@ two places a valid model can reach with ordinary inputs:
   numpy.
 
 :func:`make_safe` applies both, at every depth of subgraphs; the values are
-unchanged. Moving an axis needs the rank of the value, and guarding a division
+unchanged. It then applies :mod:`mdf_loops.backends.onnxruntime.zero_steps`, so
+that loops running zero times give the reference answer instead of failing. Moving an axis needs the rank of the value, and guarding a division
 its element type: ONNX shape inference supplies both.
 """
 
@@ -38,6 +39,7 @@ from onnx import TensorProto, helper
 from mdf_loops.errors import ModelError
 from mdf_loops.model.signatures import ScanSignature
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
+from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
 
 __all__ = ["make_safe", "scan_axes_to_zero"]
 
@@ -51,9 +53,11 @@ def make_safe(model: onnx.ModelProto) -> onnx.ModelProto:
     Returns ``model`` itself when it has no Scan with a non-zero axis and no
     ``Div`` or ``Mod`` (else a copy, with shape inference's types). Raises
     :class:`~mdf_loops.ModelError` when the rank of a value whose scan axis
-    must move is unknown.
+    must move is unknown. Then loops that may run zero times get the reference
+    answer (:mod:`mdf_loops.backends.onnxruntime.zero_steps`): onnxruntime never
+    runs a zero-length Scan.
     """
-    return _rewrite(model, axes=True, division=True)
+    return probe_zero_steps(_rewrite(model, axes=True, division=True))
 
 
 def scan_axes_to_zero(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -8,6 +8,7 @@ from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
 from mdf_loops.errors import LoopError, MdfLoopsError, ModelError
+from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.backends.scheduler.lean_schedule import forget_finished_updates, schedule_simply
 from mdf_loops.model.convention import BodySignature, body_signature
 from mdf_loops.model.values import to_engine, to_kernel
@@ -31,7 +32,8 @@ class BodyRunner:
         except ModelError as exc:
             raise ModelError(f"{owner}: {exc}") from exc
         try:
-            self._engine = EvaluableGraph(graph)
+            with onnx_semantics():
+                self._engine = EvaluableGraph(graph)
         except MdfLoopsError:
             raise
         except Exception as exc:  # modeci-mdf raises bare Exception/ValueError here
@@ -77,7 +79,8 @@ class BodyRunner:
                 slot.curr_value = value
         engine = self._engine
         engine.order_of_execution.clear()
-        engine.evaluate()
+        with onnx_semantics():  # a body always runs with ONNX semantics
+            engine.evaluate()
         # graph-scheduler keeps a list of every pass it ran: drop it, or a long loop
         # keeps objects for each of its steps
         for history in engine.scheduler.execution_list.values():

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
@@ -34,6 +33,7 @@ from mdf_loops.ops.common import check_elements, current_limits, element_count
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
 from mdf_loops.onnx.domains import DEFAULT, DOMAINS
+from mdf_loops.safety.operator_sizes import check_planned_size
 
 __all__ = ["call_onnx_function", "current_opset", "opset", "LATEST_OPSET"]
 
@@ -206,7 +206,8 @@ def _run_kernel(op_type, version, operator, inputs, attributes, scope, domain=""
         n_outputs = _variadic_output_count(op_type, inputs, attrs, scope)
     present = tuple(v is not None for v in inputs)
     kernel = _kernel(op_type, version, _freeze(attrs), present, n_outputs, domain)
-    _check_planned_size(op_type, inputs)
+    if not domain:  # ai.onnx operators: mdf_loops.safety.operator_sizes
+        check_planned_size(op_type, inputs, attrs)
     try:
         results = kernel.run(*inputs)
     except EvaluationError:
@@ -224,50 +225,6 @@ def _run_kernel(op_type, version, operator, inputs, attributes, scope, domain=""
         if count > limit:
             check_elements(count, f"output {k} of onnx::{op_type}")
     return results
-
-
-# -- sizes of operators whose output size comes from their input values, not shapes
-
-
-def _dims_product(values: Any) -> int:
-    return math.prod(abs(int(d)) for d in np.asarray(values).reshape(-1))
-
-
-def _expand_size(inputs: list) -> int:
-    shape = [abs(int(d)) for d in np.asarray(inputs[1]).reshape(-1)]
-    current = list(np.shape(inputs[0]))
-    rank = max(len(shape), len(current))
-    shape, current = [1] * (rank - len(shape)) + shape, [1] * (rank - len(current)) + current
-    return math.prod(max(a, b) for a, b in zip(shape, current))
-
-
-def _tile_size(inputs: list) -> int:
-    return np.size(inputs[0]) * _dims_product(inputs[1])
-
-
-def _range_size(inputs: list) -> int:
-    start, limit, delta = (float(np.asarray(v).reshape(())) for v in inputs[:3])
-    return max(math.ceil((limit - start) / delta), 0) if delta else 0
-
-
-#: operator -> elements its output will have, computed before the kernel allocates it
-_PLANNED_SIZE = {
-    "ConstantOfShape": lambda inputs: _dims_product(inputs[0]),
-    "Expand": _expand_size,
-    "Tile": _tile_size,
-    "Range": _range_size,
-}
-
-
-def _check_planned_size(op_type: str, inputs: list) -> None:
-    estimate = _PLANNED_SIZE.get(op_type)
-    if estimate is None:
-        return
-    try:
-        count = estimate(inputs)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return  # malformed inputs: the kernel reports them
-    check_elements(count, f"the output of onnx::{op_type}")
 
 
 def _describe(value: Any) -> str:

@@ -1,11 +1,14 @@
 """Put the ONNX operators, Scan, Loop and If included, into modeci-mdf's function registry.
 
 modeci-mdf registers ``onnx::<Op>`` for the operators of opset 15 except Loop,
-Scan and If. :func:`register` adds every operator of the installed onnx package
-(the three control-flow operators included) in the same form, the operators of
-the other domains of :data:`mdf_loops.onnx.domains.DOMAINS` as ``<prefix>::<Op>``
-(``onnxml::Scaler``), and installs the
-engine hooks of :mod:`mdf_loops.backends.scheduler.hooks` that evaluate them with ONNX semantics.
+Scan and If. :func:`register` adds, in the same form, every operator of the
+installed onnx package that the registry lacks (the three control-flow
+operators and the operators newer than opset 15), and the operators of the
+other domains of :data:`mdf_loops.onnx.domains.DOMAINS` as ``<prefix>::<Op>``
+(``onnxml::Scaler``); entries already there are left as they are. It installs
+the engine hooks of :mod:`mdf_loops.backends.scheduler.hooks`: the added
+functions are always evaluated by mdf-loops, the stock ones only under ONNX
+semantics (loop bodies, marked models, :func:`mdf_loops.run`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 import onnx
 from modeci_mdf.functions.standard import create_python_expression, mdf_functions
 
-from mdf_loops.backends.scheduler import hooks as engine
+from mdf_loops.backends.scheduler import hooks
+from mdf_loops.backends.scheduler.replacements import registered_functions as _routed
+from mdf_loops.backends.scheduler.replacements import route_function
 from mdf_loops.onnx.domains import DOMAINS, OperatorDomain
 
 __all__ = ["register", "unregister", "registered_functions"]
@@ -49,22 +54,23 @@ def _entry(schema: onnx.defs.OpSchema, domain: OperatorDomain) -> dict:
 def register() -> None:
     """Register ``onnx::Scan``, ``onnx::Loop``, ``onnx::If`` and every other ONNX operator.
 
-    Idempotent. After it, modeci-mdf's stock ``EvaluableGraph`` evaluates these
-    functions with ONNX semantics (see :mod:`mdf_loops.backends.scheduler.hooks`).
+    Idempotent. After it, modeci-mdf's stock ``EvaluableGraph`` runs loop nodes
+    (see :mod:`mdf_loops.backends.scheduler.hooks`).
     """
     global _REGISTERED
-    if _REGISTERED and engine.installed():
+    if _REGISTERED and hooks.installed():
         return
+    hooks.install()  # first: it checks the installed versions and the hook targets
     for domain in DOMAINS:
         for name, schema in _latest_schemas(domain.name).items():
             key = domain.function(name)
+            stock_has_it = key in mdf_functions and key not in _ADDED
             if key not in mdf_functions:
                 mdf_functions[key] = _entry(schema, domain)
                 _ADDED.add(key)
             entry = mdf_functions[key]
             expression = create_python_expression(entry["expression_string"])
-            engine.route_function(key, entry, expression, name, domain.name)
-    engine.install()
+            route_function(key, entry, expression, name, domain.name, stock_has_it)
     _REGISTERED = True
 
 
@@ -74,10 +80,11 @@ def unregister() -> None:
     for key in _ADDED:
         mdf_functions.pop(key, None)
     _ADDED.clear()
-    engine.uninstall()
+    hooks.uninstall()
     _REGISTERED = False
 
 
 def registered_functions() -> list[str]:
-    """The ``onnx::`` (and ``onnxml::``) function names evaluated by mdf-loops."""
-    return sorted(engine._OP_BY_FUNCTION)
+    """The ``onnx::`` (and ``onnxml::``) function names mdf-loops evaluates (under ONNX
+    semantics only, for those stock modeci-mdf has)."""
+    return _routed()

@@ -1,0 +1,354 @@
+"""The JAX backend's entry point: ``compile(model, example_inputs) -> JaxModel``.
+
+The MDF model is exported to one ONNX model (:func:`mdf_loops.onnx.export.mdf_to_onnx`,
+bodies as subgraphs, types known), and that graph is traced into a JAX function
+(:mod:`.interpreter`), ``jax.jit``-compiled once per input shapes and dtypes.
+64-bit types are switched on only while mdf-loops traces and runs (``jax.enable_x64``
+as a context), never for the caller.
+
+Graph inputs whose values decide a shape or an index (a ``Range`` length, a
+``Slice`` start, a loop's trip count that a body uses as an index) cannot be
+traced; the compiler then takes integer and boolean inputs, and failing that all
+inputs, as compile-time constants (compiled again for each new value).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import onnx
+from modeci_mdf.mdf import Model
+
+from mdf_loops.errors import IterationLimitError, ModelError
+from mdf_loops.onnx.export import mdf_to_onnx
+from mdf_loops.ops.common import Limits
+from mdf_loops.backends.onnxruntime.compiled import CompileError
+from mdf_loops.backends.jax.values import (BUFFER_FULL, LIMIT_PASSED, LoweringError, NeedsStatic,
+                                           Opt, Ragged, is_concrete, np_dtype)
+
+__all__ = ["JaxModel", "compile", "cached_compile", "clear_compiled", "x64"]
+
+log = logging.getLogger(__name__)
+
+#: how input values are taken: 0 all traced, 1 integers and booleans constant, 2 all constant
+_LEVELS = (0, 1, 2)
+
+
+def x64() -> contextlib.AbstractContextManager:
+    """64-bit types on for the block (thread-local; the caller's setting is restored)."""
+    import jax
+
+    return jax.enable_x64(True)
+
+
+@dataclass
+class JaxModel:
+    """An MDF graph lowered to JAX: :meth:`run` it, or take :meth:`function` to transform it."""
+
+    onnx_model: onnx.ModelProto
+    limits: Limits | None
+    level: int
+    opset: int
+    input_types: dict[str, onnx.TypeProto]
+    output_names: tuple[str, ...]
+    buffer_rows: int = 4096
+    _jitted: dict = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------ running
+    def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """Outputs by name (numpy arrays, lists for sequences, None for empty optionals)."""
+        feed = self.feed(inputs)
+        with x64():
+            while True:
+                static, dynamic = self.split(feed)
+                fn, layout = self._entry(static, dynamic)
+                flat, flag = fn(dynamic)
+                flag = 0 if flag is None else int(flag)
+                if flag & BUFFER_FULL and self.buffer_rows < self._max_rows():
+                    self.buffer_rows = min(self.buffer_rows * 8, self._max_rows())
+                    self._jitted.clear()
+                    continue
+                break
+        if flag & LIMIT_PASSED:
+            limit = self.limits.max_iterations if self.limits else None
+            raise IterationLimitError(
+                f"a Loop passed max_iterations={limit} (jax backend); raise the limit with "
+                "mdf_loops.run(..., max_iterations=N), or run with backend='scheduler' to see "
+                "the loop and the iteration")
+        return _unflatten(flat, layout)
+
+    def _max_rows(self) -> int:
+        return self.limits.max_iterations if self.limits is not None else 1 << 40
+
+    def _entry(self, static: dict, dynamic: dict) -> tuple[Callable, list]:
+        import jax
+
+        key = (_key(static) if static else (), tuple(
+            (k, v.shape, v.dtype) if isinstance(v, np.ndarray) else (k, _key({k: v}))
+            for k, v in dynamic.items()))
+        entry = self._jitted.get(key)
+        if entry is None:
+            layout: list = []
+            traced = self.function(static, mode="run")
+
+            def flat_outputs(values):
+                outputs, flag = traced(values)
+                layout.clear()
+                # no loop that stops at run time: no flag to copy back each call
+                return _flatten(outputs, layout), None if is_concrete(flag) else flag
+
+            entry = self._jitted[key] = (jax.jit(flat_outputs), layout)
+        return entry
+
+    # ------------------------------------------------------------ transforming
+    def function(self, static: Mapping[str, Any], *, mode: str = "run",
+                 buffer_rows: int | None = None) -> Callable:
+        """``f(dynamic inputs by name) -> ({output name: value}, flag)`` to trace with JAX.
+
+        ``static`` are the inputs taken as constants (see :meth:`split`); ``mode``
+        ``"grad"`` lowers condition-stopped loops in a differentiable form.
+        """
+        from mdf_loops.backends.jax.interpreter import Evaluator
+
+        graph = self.onnx_model.graph
+
+        def traced(dynamic: Mapping[str, Any]) -> tuple[dict, Any]:
+            evaluator = Evaluator(self.opset, self.limits, mode=mode,
+                                  buffer_rows=buffer_rows or self.buffer_rows)
+            values = {**static, **dynamic}
+            outputs = evaluator.graph(graph, [values.get(i.name) for i in graph.input], {})
+            return dict(zip(self.output_names, outputs)), evaluator.flag()
+
+        return traced
+
+    def feed(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """User inputs in the form the lowered function takes (declared dtypes)."""
+        feed = {}
+        for name, type_proto in self.input_types.items():
+            if name in inputs:
+                value, dtype = inputs[name], self._dtypes.get(name)
+                if isinstance(value, np.ndarray) and value.dtype == dtype:
+                    feed[name] = value  # the common case, without conversions
+                else:
+                    feed[name] = _feed_value(value, type_proto)
+        return feed
+
+    def __post_init__(self) -> None:
+        self._dtypes = {name: np_dtype(t.tensor_type.elem_type)
+                        for name, t in self.input_types.items()
+                        if t.WhichOneof("value") == "tensor_type" and t.tensor_type.elem_type}
+
+    def split(self, feed: Mapping[str, Any]) -> tuple[dict, dict]:
+        """``(static, dynamic)`` inputs at this model's level."""
+        if self.level == 0:
+            return {}, dict(feed)
+        static, dynamic = {}, {}
+        for name, value in feed.items():
+            constant = self.level == 2 or (self.level == 1 and _is_discrete(value))
+            (static if constant else dynamic)[name] = value
+        return static, dynamic
+
+
+def compile(model: Model, example_inputs: Mapping[str, Any], *, graph: str | None = None,
+            limits: Limits | None = None) -> JaxModel:
+    """Lower ``model``'s graph to JAX; ``example_inputs`` type its inputs.
+
+    Raises :class:`~mdf_loops.CompileError` naming the node when the model cannot
+    be lowered (an operator with no JAX lowering, a shape JAX cannot fix).
+    """
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        raise CompileError("the jax backend needs JAX: pip install 'mdf-loops[jax]'") from None
+    _register_pytrees()
+    try:
+        exported = mdf_to_onnx(model, graph=graph, example_inputs=example_inputs)
+    except ModelError as exc:
+        raise CompileError(f"cannot export to ONNX: {exc}") from exc
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
+    opset = next((o.version for o in exported.opset_import if o.domain in ("", "ai.onnx")), 21)
+    types = {i.name: i.type for i in exported.graph.input}
+    lowered = JaxModel(exported, limits, 0, opset, types,
+                       tuple(o.name for o in exported.graph.output))
+    feed = lowered.feed(example_inputs)
+    reason = None
+    for level in _LEVELS:
+        lowered.level = level
+        static, dynamic = lowered.split(feed)
+        try:
+            _probe(lowered, static, dynamic)
+            return lowered
+        except NeedsStatic as exc:
+            reason = exc
+            log.info("jax backend, model '%s': %s; taking %s inputs as constants", model.id, exc,
+                     "integer and boolean" if level == 0 else "all")
+        except LoweringError as exc:
+            raise CompileError(str(exc)) from exc
+    raise CompileError(f"{reason.where}: {reason.what}, and it depends on values computed "
+                       "inside a loop; run it with backend='onnxruntime' or 'scheduler'")
+
+
+_REGISTERED = []
+
+
+def _register_pytrees() -> None:
+    """Let optionals pass through JAX transformations (once per process)."""
+    if _REGISTERED:
+        return
+    import jax
+
+    jax.tree_util.register_pytree_node(
+        Opt, lambda o: ((() if o.value is None else (o.value,)), o.value is None),
+        lambda empty, children: Opt(None if empty else children[0]))
+    _REGISTERED.append(True)
+
+
+def _probe(lowered: JaxModel, static: dict, dynamic: dict) -> None:
+    """Trace once (no compilation) to find out whether this level lowers."""
+    import jax
+
+    with x64():
+        jax.eval_shape(lambda values: _drop_python(lowered.function(static)(values)), dynamic)
+
+
+def _drop_python(result):
+    outputs, flag = result
+    layout: list = []
+    return _flatten(outputs, layout), flag
+
+
+# ---------------------------------------------------------------- values in and out
+
+
+def _feed_value(value: Any, type_proto: onnx.TypeProto) -> Any:
+    kind = type_proto.WhichOneof("value")
+    if kind == "sequence_type":
+        return [_feed_value(v, type_proto.sequence_type.elem_type) for v in value]
+    if kind == "optional_type":
+        return Opt(None if value is None else _feed_value(value, type_proto.optional_type.elem_type))
+    array = np.asarray(value)
+    if kind == "tensor_type" and type_proto.tensor_type.elem_type:
+        array = array.astype(np_dtype(type_proto.tensor_type.elem_type), copy=False)
+    return array
+
+
+def _is_discrete(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(_is_discrete(v) for v in value)
+    if isinstance(value, Opt):
+        return value.value is None or _is_discrete(value.value)
+    return np.asarray(value).dtype.kind in "biu"
+
+
+def _key(static: Mapping[str, Any]) -> tuple:
+    def one(v):
+        if isinstance(v, list):
+            return tuple(one(x) for x in v)
+        if isinstance(v, Opt):
+            return ("opt", None if v.value is None else one(v.value))
+        return (v.dtype.str, v.shape, v.tobytes())
+
+    return tuple((k, one(v)) for k, v in sorted(static.items()))
+
+
+def _flatten(outputs: Mapping[str, Any], layout: list) -> list:
+    """Arrays for JAX to return; ``layout`` records how to rebuild the values."""
+    flat: list = []
+    for name, value in outputs.items():
+        layout.append((name, _flatten_one(value, flat)))
+    return flat
+
+
+def _flatten_one(value: Any, flat: list) -> Any:
+    if isinstance(value, Ragged):
+        flat += [value.buffer, value.count]
+        return ("ragged", len(flat) - 2)
+    if isinstance(value, list):
+        return ("list", [_flatten_one(v, flat) for v in value])
+    if isinstance(value, Opt):
+        return ("opt", None if value.value is None else _flatten_one(value.value, flat))
+    flat.append(value)
+    return ("array", len(flat) - 1)
+
+
+def _unflatten(flat: list, layout: list) -> dict[str, Any]:
+    return {name: _rebuild(spec, flat) for name, spec in layout}
+
+
+def _rebuild(spec, flat: list) -> Any:
+    kind, where = spec
+    if kind == "ragged":
+        return np.asarray(flat[where])[:int(flat[where + 1])]
+    if kind == "list":
+        return [_rebuild(s, flat) for s in where]
+    if kind == "opt":
+        return None if where is None else _rebuild(where, flat)
+    return np.asarray(flat[where])
+
+
+# ---------------------------------------------------------------- cache
+
+_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def _signature(inputs: Mapping[str, Any]) -> tuple:
+    items = []
+    for name in sorted(inputs):
+        value = inputs[name]
+        if isinstance(value, list):
+            items.append((name, "seq", len(value) and _signature({"e": value[0]})))
+        elif value is None:
+            items.append((name, "none"))
+        else:
+            array = np.asarray(value)
+            items.append((name, array.dtype.str, array.ndim))
+    return tuple(items)
+
+
+def cached_compile(model: Model, inputs: Mapping[str, Any], graph: str | None = None,
+                   limits: Limits | None = None) -> JaxModel:
+    """:func:`compile`, cached per ``Model`` object, input dtypes and ranks, and limits."""
+    key = (graph, limits, _signature(inputs))
+    with _LOCK:
+        entry = _CACHE.setdefault(model, {}).get(key)
+    if entry is None:
+        try:
+            entry = compile(model, inputs, graph=graph, limits=limits)
+        except CompileError as exc:
+            entry = exc
+        with _LOCK:
+            _CACHE.setdefault(model, {})[key] = entry
+    if isinstance(entry, CompileError):
+        raise entry
+    return entry
+
+
+def clear_compiled() -> None:
+    """Forget every cached JAX compilation (after editing a model in place)."""
+    with _LOCK:
+        _CACHE.clear()
+
+
+def run_jax(model: Model, inputs: Mapping[str, Any], graph: str | None,
+            limits: Limits | None) -> dict[str, Any]:
+    """:func:`mdf_loops.run` with ``backend="jax"``: compile (cached), run, user values out."""
+    from mdf_loops.errors import EvaluationError, MdfLoopsError
+    from mdf_loops.model.values import to_user
+
+    lowered = cached_compile(model, inputs, graph=graph, limits=limits)
+    try:
+        outputs = lowered.run(inputs)
+    except MdfLoopsError:
+        raise
+    except Exception as exc:  # XLA's errors name no model element
+        raise EvaluationError(f"graph '{graph}' (jax backend): {type(exc).__name__}: {exc}") \
+            from exc
+    return {name: to_user(value) for name, value in outputs.items()}

@@ -1,0 +1,186 @@
+"""Gradients of a model's output with respect to its inputs and constant parameters.
+
+``value_and_grad(model, of, wrt, inputs)`` lowers the model to JAX (constant
+parameters named in ``wrt`` become inputs, :mod:`.parameters`), traces it in the
+differentiable form of its loops (evaluator mode ``"grad"``) and returns the
+value of ``of`` and ``{name: gradient}``. The gradient function is jit-compiled
+once per model, ``of``, ``wrt`` and input shapes, so a fitting loop pays the
+compilation once.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+from modeci_mdf.mdf import Model
+
+from mdf_loops.errors import IterationLimitError, ModelError
+from mdf_loops.ops.common import Limits
+from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
+
+__all__ = ["value_and_grad", "grad", "prepare", "lift"]
+
+Objective = "str | Callable[[Mapping[str, Any]], Any]"
+
+_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+class _Outputs(dict):
+    """Outputs handed to an objective; names a Loop scan output of run-time length clearly."""
+
+    def __init__(self, values: Mapping[str, Any], ragged: set[str]):
+        super().__init__(values)
+        self.ragged = ragged
+
+    def __missing__(self, name: str) -> Any:
+        if name in self.ragged:
+            raise ModelError(f"output '{name}' is a Loop scan output whose length is decided at "
+                             "run time; it cannot be differentiated or batched (give the Loop a "
+                             "trip count and no condition, or use its loop-carried values)")
+        raise KeyError(name)
+
+
+def lift(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str], *,
+         graph: str | None = None, trusted: bool = False):
+    """``(model, feed, input name by name, graph id)`` with ``names`` as graph inputs.
+
+    Names that are graph inputs stay inputs; the others must be constant parameters
+    (``"node.parameter"`` or a parameter id found once) and become inputs holding
+    their model values unless ``inputs`` gives them. The rewritten model is cached.
+    """
+    from mdf_loops.run import _select_graph, _verify, load_model
+    from mdf_loops.model.interface import graph_interface
+    from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
+
+    model = load_model(model)
+    _verify(model, trusted)
+    target = _select_graph(model, graph)
+    interface = graph_interface(target)
+    parameter_names = [n for n in names if n not in interface.inputs]
+    if not parameter_names:
+        return model, dict(inputs), {n: n for n in names}, target.id
+    key = (target.id, tuple(parameter_names))
+    with _LOCK:
+        per_model = _CACHE.setdefault(model, {})
+        lifted = per_model.get(key)
+    if lifted is None:
+        sites = resolve(target, parameter_names)
+        lifted = parameters_as_inputs(model, target.id, sites) + (sites,)
+        with _LOCK:
+            per_model[key] = lifted
+    rewritten, renamed, sites = lifted
+    feed = dict(inputs)
+    for name in parameter_names:
+        feed.setdefault(renamed[name], feed.pop(name, sites[name].value))
+    return rewritten, feed, {n: renamed.get(n, n) for n in names}, target.id
+
+
+def prepare(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str], *,
+            graph: str | None = None, trusted: bool = False, limits: Limits | None = None):
+    """``(lowered, feed, input name by name)``: :func:`lift`, then lowered to JAX (cached)."""
+    from mdf_loops.backends.jax.compiled import cached_compile
+
+    rewritten, feed, renamed, graph_id = lift(model, inputs, names, graph=graph, trusted=trusted)
+    return cached_compile(rewritten, feed, graph=graph_id, limits=limits), feed, renamed
+
+
+def value_and_grad(model: Model | Any, of: Objective, wrt: Sequence[str],
+                   inputs: Mapping[str, Any] | None = None, *, graph: str | None = None,
+                   trusted: bool = False, max_iterations: int | None = None
+                   ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The value of ``of`` and its gradients with respect to ``wrt``.
+
+    Args:
+        model: an MDF ``Model`` or a path (as for :func:`mdf_loops.run`).
+        of: an output name whose value is a scalar, or ``loss(outputs) -> scalar``
+            written with ``jax.numpy`` over the outputs by name.
+        wrt: graph input names and constant parameters (``"node.parameter"``, or a
+            parameter id that occurs once), at any depth of loop bodies.
+        inputs: the graph inputs; a parameter given here replaces its model value.
+        max_iterations: bound of a Loop stopped by its condition (its differentiable
+            form costs one body evaluation per possible iteration, in blocks).
+
+    Returns:
+        ``(value, {name: gradient})``, numpy arrays.
+    """
+    from mdf_loops import ops
+    from mdf_loops.backends.jax.compiled import x64
+
+    names = list(wrt)
+    changed = {} if max_iterations is None else {"max_iterations": max_iterations}
+    with ops.limits(**changed):
+        limits = None if trusted else ops.current_limits()
+        lowered, feed, renamed = prepare(model, inputs or {}, names, graph=graph,
+                                         trusted=trusted, limits=limits)
+    fed = lowered.feed(feed)
+    static, dynamic = lowered.split(fed)
+    for name in names:
+        if renamed[name] in static:
+            raise ModelError(f"'{name}' sets a shape, an index or a trip count in the model; "
+                             "it cannot be differentiated")
+        if np.asarray(dynamic[renamed[name]]).dtype.kind != "f":
+            raise ModelError(f"'{name}' is {np.asarray(dynamic[renamed[name]]).dtype}; only "
+                             "floating-point values have gradients")
+    with x64():
+        while True:
+            fn = _gradient_function(lowered, static, dynamic, of, tuple(renamed[n] for n in names))
+            points = {renamed[n]: dynamic[renamed[n]] for n in names}
+            rest = {k: v for k, v in dynamic.items() if k not in points}
+            (value, flag), grads = fn(points, rest)
+            flag = int(flag)
+            if flag & BUFFER_FULL and lowered.buffer_rows < lowered._max_rows():
+                lowered.buffer_rows = min(lowered.buffer_rows * 8, lowered._max_rows())
+                lowered._jitted.clear()
+                continue
+            break
+    if flag & LIMIT_PASSED:
+        raise IterationLimitError(f"a Loop passed max_iterations={limits and limits.max_iterations}"
+                                  " (jax backend, gradient); raise it with max_iterations=N")
+    return np.asarray(value), {n: np.asarray(grads[renamed[n]]) for n in names}
+
+
+def grad(model: Model | Any, of: Objective, wrt: Sequence[str],
+         inputs: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
+    """``{name: gradient of of}`` (see :func:`value_and_grad` for the arguments)."""
+    return value_and_grad(model, of, wrt, inputs, **kwargs)[1]
+
+
+def _gradient_function(lowered, static, dynamic, of, wrt: tuple) -> Callable:
+    import jax
+    from mdf_loops.backends.jax.compiled import _key
+
+    key = ("grad", _key(static), of, wrt, lowered.buffer_rows,
+           tuple((k, np.shape(v)) for k, v in dynamic.items() if not isinstance(v, list)))
+    fn = lowered._jitted.get(key)
+    if fn is None:
+        traced = lowered.function(static, mode="grad")
+
+        def objective(points, rest):
+            outputs, flag = traced({**rest, **points})
+            value = _objective_value(of, outputs)
+            return value, flag
+
+        fn = lowered._jitted[key] = jax.jit(jax.value_and_grad(objective, has_aux=True))
+    return fn
+
+
+def _objective_value(of, outputs: Mapping[str, Any]) -> Any:
+    import jax.numpy as jnp
+
+    ragged = {k for k, v in outputs.items() if isinstance(v, Ragged)}
+    visible = _Outputs({k: v for k, v in outputs.items() if k not in ragged}, ragged)
+    if isinstance(of, str):
+        if of not in outputs:
+            raise ModelError(f"'{of}' is not an output; outputs: {sorted(outputs)}")
+        value = visible[of]
+    else:
+        value = of(visible)
+    value = jnp.asarray(value)
+    if value.size != 1:
+        raise ModelError(f"the objective must be a scalar, got shape {tuple(value.shape)}; "
+                         "pass of=lambda outputs: ... returning one number")
+    return jnp.reshape(value, ()).astype(value.dtype if value.dtype.kind == "f" else jnp.float64)

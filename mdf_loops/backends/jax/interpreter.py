@@ -1,0 +1,139 @@
+"""Evaluate an ONNX graph node by node on concrete or traced values (one walker for every graph).
+
+:class:`Evaluator` runs the top graph and every loop body and branch; the
+lowering of each operator comes from :data:`~mdf_loops.backends.jax.registry.OPS`.
+Run under ``jax.jit``, the walk happens once, while tracing.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from mdf_loops.errors import IterationLimitError, MdfLoopsError
+from mdf_loops.ops.common import Limits
+from mdf_loops.backends.jax.registry import OPS, NodeCall
+from mdf_loops.backends.jax.values import LoweringError, NeedsStatic, Ragged, label
+from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
+
+__all__ = ["Evaluator"]
+
+#: iterations treated as "no limit" (a trusted run)
+_UNLIMITED = 1 << 62
+
+
+#: operators that act on each element alone: applied to a run-time-length value's buffer
+_ROW_BY_ROW = {"Identity", "Cast", "Neg", "Abs", "Relu", "Exp", "Log", "Sqrt", "Tanh",
+               "Sigmoid", "Floor", "Ceil", "Round", "Not", "Sign"}
+
+
+class Evaluator:
+    """Walks ONNX graphs for one trace; ``mode`` is ``"run"`` or ``"grad"`` (see control.py)."""
+
+    def __init__(self, opset: int, limits: Limits | None, *, mode: str = "run",
+                 buffer_rows: int = 4096):
+        self.opset = opset
+        self.limits = limits
+        self.mode = mode
+        self.buffer_rows = buffer_rows
+        self._flags: list[list] = [[]]
+
+    # ------------------------------------------------------------ limits
+    @property
+    def max_iterations(self) -> int:
+        return self.limits.max_iterations if self.limits is not None else _UNLIMITED
+
+    def check_trips(self, trips: int, where: str) -> None:
+        if trips > self.max_iterations:
+            raise IterationLimitError(
+                f"{where}: {trips} iterations, over max_iterations={self.max_iterations} "
+                "(jax backend); raise it with mdf_loops.run(..., max_iterations=N)")
+
+    def raise_flag(self, flag: Any) -> None:
+        self._flags[-1].append(flag)
+
+    def flag(self) -> Any:
+        """The OR of the flags raised at this level (0 when none)."""
+        return _combine(self._flags[-1])
+
+    # ------------------------------------------------------------ graphs
+    def graph(self, graph: onnx.GraphProto, inputs: Sequence[Any],
+              outer: Mapping[str, Any]) -> list:
+        """The outputs of ``graph`` on ``inputs`` (formal inputs in order), reading ``outer``."""
+        local: dict[str, Any] = {}
+        scope = ChainMap(local, outer)
+        for init in graph.initializer:
+            local[init.name] = numpy_helper.to_array(init)
+        for formal, value in zip(graph.input, inputs):
+            local[formal.name] = value
+        for node in graph.node:
+            self._node(node, scope)
+        return [scope[o.name] for o in graph.output]
+
+    def body(self, graph: onnx.GraphProto, inputs: Sequence[Any],
+             outer: Mapping[str, Any]) -> tuple[list, Any]:
+        """:meth:`graph` inside a JAX primitive: also the OR of the flags raised within."""
+        self._flags.append([])
+        try:
+            outputs = self.graph(graph, inputs, outer)
+        finally:
+            flags = self._flags.pop()
+        return outputs, _combine(flags)
+
+    def _node(self, node: onnx.NodeProto, scope: ChainMap) -> None:
+        where = label(node)
+        standard = node.domain in ("", "ai.onnx")
+        lower = OPS.get(node.op_type if standard else f"{node.domain}::{node.op_type}")
+        if lower is None:
+            raise LoweringError(f"{where}: no JAX lowering for {node.domain or 'ai.onnx'}::"
+                                f"{node.op_type}; run it with backend='onnxruntime' or "
+                                "'scheduler'")
+        try:
+            args = [scope[name] if name else None for name in node.input]
+        except KeyError as exc:
+            raise LoweringError(f"{where}: input {exc} is not defined") from None
+        while args and args[-1] is None:
+            args.pop()
+        if any(isinstance(a, Ragged) for a in args):
+            if node.op_type not in _ROW_BY_ROW or len(args) != 1:
+                raise NeedsStatic(where, "it reads a Loop scan output whose length is only "
+                                         "known at run time")
+            ragged = args[0]  # computed on the whole buffer: its rows past the count stay unread
+            value = lower(NodeCall(node, where, self, scope), ragged.buffer)
+            scope.maps[0][node.output[0]] = Ragged(value, ragged.count)
+            return
+        try:
+            result = lower(NodeCall(node, where, self, scope), *args)
+        except (NeedsStatic, MdfLoopsError):
+            raise
+        except Exception as exc:  # numpy's or JAX's own errors name no node
+            if _needs_a_value(exc):  # numpy code met a traced value: a constant would do
+                raise NeedsStatic(where, f"it needs a value known at compile time ({exc})") \
+                    from exc
+            raise LoweringError(f"{where}: {type(exc).__name__}: {exc}") from exc
+        results = result if isinstance(result, tuple) else (result,)
+        for name, value in zip(node.output, results):
+            if name:
+                scope.maps[0][name] = value
+
+
+def _combine(flags: list) -> Any:
+    if not flags:
+        return np.int32(0)
+    import jax.numpy as jnp
+
+    result = flags[0]
+    for f in flags[1:]:
+        result = jnp.bitwise_or(result, f)
+    return result
+
+
+def _needs_a_value(exc: Exception) -> bool:
+    import jax
+
+    return isinstance(exc, (jax.errors.ConcretizationTypeError,
+                            jax.errors.TracerArrayConversionError))

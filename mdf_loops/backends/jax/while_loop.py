@@ -1,0 +1,108 @@
+"""A ``Loop`` whose number of iterations is decided at run time (a condition, a traced trip count).
+
+Equivalent to (``rows`` is static: the trip count if known, else ``max_iterations``,
+at most the evaluator's ``buffer_rows`` when the loop has scan outputs or is to be
+differentiated)::
+
+    i, keep, values, buffers = 0, cond, carried, zeros(rows, ...)
+    while i < rows and keep and i < trip_count:
+        keep, *values, *elements = body(i, keep, *values)
+        buffers[:, i] = elements
+        i += 1
+    return values, Ragged(buffers, count=i)
+
+In evaluator mode ``"run"`` this is ``lax.while_loop``. In mode ``"grad"`` it is a
+``lax.scan`` over all ``rows`` whose steps after the loop stopped leave the values
+unchanged (``where``), so reverse-mode differentiation works; it costs ``rows``
+body evaluations. A loop that would go on past ``rows`` raises a flag:
+:data:`BUFFER_FULL` (compile again with more rows) or :data:`LIMIT_PASSED`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdf_loops.backends.jax.values import (BUFFER_FULL, LIMIT_PASSED, Ragged, is_concrete,
+                                           same_types, structured)
+
+__all__ = ["loop_bounded"]
+
+
+def loop_bounded(call, trip, cond, carried: list) -> list:
+    import jax
+    import jax.numpy as jnp
+
+    ev, body, n = call.evaluator, call.attrs["body"], len(carried)
+    n_scan = len(body.output) - 1 - n
+    trips = int(np.asarray(trip).reshape(())) if trip is not None and is_concrete(trip) else None
+    bound = min(trips, ev.max_iterations) if trips is not None else ev.max_iterations
+    # buffers need static rows, and so does the differentiable form, which runs them all
+    rows = min(bound, ev.buffer_rows) if n_scan or ev.mode == "grad" else bound
+    dynamic_trips = None if trip is None or trips is not None else \
+        jnp.reshape(trip, ()).astype(jnp.int64)
+    keep0 = jnp.asarray(True) if cond is None else jnp.reshape(cond, ()).astype(bool)
+    values0 = tuple(jnp.asarray(v) for v in carried)
+
+    def run_body(i, keep, values):
+        outputs, flag = ev.body(body, [i, keep] + list(values), call.scope)
+        outputs = structured(outputs, call.where)
+        same_types(call.where, outputs[1:1 + n], values)
+        keep_out = jnp.reshape(outputs[0], ()).astype(bool)  # decides also without cond
+        return keep_out, tuple(outputs[1:1 + n]), tuple(outputs[1 + n:]), flag
+
+    def active(i, keep):
+        go = keep & (i < rows)
+        return go if dynamic_trips is None else go & (i < dynamic_trips)
+
+    i0 = jnp.asarray(0, jnp.int64)
+    if ev.mode == "grad":
+        i, keep, values, produced, flag = _masked_scan(run_body, active, i0, keep0, values0, rows)
+    else:
+        shapes = jax.eval_shape(lambda v: run_body(i0, keep0, v)[2], values0)
+        buffers = tuple(jnp.zeros((rows,) + s.shape, s.dtype) for s in shapes)
+        i, keep, values, produced, flag = _while(run_body, active, i0, keep0, values0, buffers)
+    wants_more = keep if dynamic_trips is None else keep & (i < dynamic_trips)
+    if trips is not None:
+        wants_more = wants_more & (i < trips)
+    stopped_at_rows = wants_more & (i >= rows)
+    if rows < bound:
+        flag = flag | jnp.where(stopped_at_rows, BUFFER_FULL, 0).astype(jnp.int32)
+    elif trips is None or trips > ev.max_iterations:
+        flag = flag | jnp.where(stopped_at_rows, LIMIT_PASSED, 0).astype(jnp.int32)
+    ev.raise_flag(flag)
+    return list(values) + [Ragged(y, i) for y in produced]
+
+
+def _while(run_body, active, i0, keep0, values0, buffers0):
+    import jax
+    import jax.numpy as jnp
+
+    def go_on(state):
+        i, keep = state[0], state[1]
+        return active(i, keep)
+
+    def step(state):
+        i, keep, values, buffers, flag = state
+        keep, values, elements, inner = run_body(i, keep, values)
+        buffers = tuple(b.at[i].set(e) for b, e in zip(buffers, elements))
+        return i + 1, keep, values, buffers, flag | inner
+
+    return jax.lax.while_loop(go_on, step, (i0, keep0, values0, buffers0, jnp.int32(0)))
+
+
+def _masked_scan(run_body, active, i0, keep0, values0, rows):
+    import jax
+    import jax.numpy as jnp
+
+    def step(state, _):
+        i, keep, values, flag = state
+        on = active(i, keep)
+        keep_out, new, elements, inner = run_body(i, keep, values)
+        values = tuple(jnp.where(on, a, b) for a, b in zip(new, values))
+        state = (i + on.astype(i.dtype), jnp.where(on, keep_out, keep), values,
+                 flag | jnp.where(on, inner, 0).astype(jnp.int32))
+        return state, elements
+
+    (i, keep, values, flag), produced = jax.lax.scan(
+        step, (i0, keep0, values0, jnp.int32(0)), None, length=rows)
+    return i, keep, values, produced, flag

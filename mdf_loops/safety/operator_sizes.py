@@ -1,0 +1,179 @@
+"""How many elements an ONNX operator will produce, computed before its kernel allocates.
+
+Some operators make outputs whose size comes from input *values* or attributes
+(``ConstantOfShape``, ``Expand``, ``Tile``, ``Range``, ``Pad``, ``Resize``,
+``Upsample``, ``OneHot``, ``RandomUniform``/``RandomNormal``), others from a
+product of input shapes (broadcasting element-wise operators, ``MatMul``,
+``Gemm``, ``Einsum``) or a sum of many inputs (``Concat``). A 10,000-element
+input can ask any of them for gigabytes. :func:`check_planned_size` raises
+:class:`~mdf_loops.errors.SizeLimitError` before the kernel runs when the output
+would exceed ``max_elements``. The scheduler backend calls it for every ONNX
+function; malformed inputs are left to the kernel, which reports them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from mdf_loops.ops.common import check_elements
+
+__all__ = ["planned_elements", "check_planned_size", "BROADCASTING"]
+
+#: element-wise operators whose output has the broadcast shape of all inputs
+BROADCASTING = frozenset("""
+    Add Sub Mul Div Pow Mod And Or Xor Equal Greater Less GreaterOrEqual LessOrEqual BitShift
+    BitwiseAnd BitwiseOr BitwiseXor Where Max Min Sum Mean PRelu
+""".split())
+
+
+def check_planned_size(op_type: str, inputs: Sequence[Any],
+                       attributes: Mapping[str, Any] | None = None) -> None:
+    """Raise :class:`SizeLimitError` when ``op_type`` on ``inputs`` would produce more
+    than ``max_elements`` elements (nothing is allocated)."""
+    count = planned_elements(op_type, inputs, attributes or {})
+    if count is not None:
+        check_elements(count, f"the output of onnx::{op_type}")
+
+
+def planned_elements(op_type: str, inputs: Sequence[Any],
+                     attributes: Mapping[str, Any]) -> int | None:
+    """Elements of the largest output of ``op_type``, or None when not known beforehand."""
+    estimate = _broadcast_size if op_type in BROADCASTING else _PLANNED.get(op_type)
+    if estimate is None:
+        return None
+    try:
+        return estimate(list(inputs), attributes)
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError, AttributeError):
+        return None  # malformed inputs: the kernel reports them
+
+
+# ---------------------------------------------------------------- shapes
+
+
+def _shape(value: Any) -> list[int]:
+    return [] if value is None else list(np.shape(value))
+
+
+def _ints(value: Any) -> list[int]:
+    return [int(d) for d in np.asarray(value).reshape(-1)]
+
+
+def _broadcast(*shapes: Sequence[int]) -> list[int]:
+    rank = max((len(s) for s in shapes), default=0)
+    padded = [[1] * (rank - len(s)) + list(s) for s in shapes]
+    return [max((abs(int(s[k])) for s in padded), default=1) for k in range(rank)]
+
+
+def _given(inputs: list, index: int) -> Any:
+    return inputs[index] if len(inputs) > index and inputs[index] is not None else None
+
+
+# ---------------------------------------------------------------- operators
+
+
+def _broadcast_size(inputs: list, attributes: Mapping) -> int:
+    return math.prod(_broadcast(*(_shape(v) for v in inputs if v is not None)))
+
+
+def _expand(inputs: list, attributes: Mapping) -> int:
+    return math.prod(_broadcast(_shape(inputs[0]), [abs(d) for d in _ints(inputs[1])]))
+
+
+def _tile(inputs: list, attributes: Mapping) -> int:
+    return int(np.size(inputs[0])) * math.prod(abs(d) for d in _ints(inputs[1]))
+
+
+def _range(inputs: list, attributes: Mapping) -> int:
+    start, limit, delta = (float(np.asarray(v).reshape(())) for v in inputs[:3])
+    return max(math.ceil((limit - start) / delta), 0) if delta else 0
+
+
+def _pad(inputs: list, attributes: Mapping) -> int:
+    shape = _shape(inputs[0])
+    pads = _ints(_given(inputs, 1) if _given(inputs, 1) is not None else attributes["pads"])
+    axes = _ints(_given(inputs, 3)) if _given(inputs, 3) is not None else list(range(len(shape)))
+    half = len(pads) // 2
+    for k, axis in enumerate(axes[:half]):
+        shape[axis] = max(shape[axis] + pads[k] + pads[k + half], 0)
+    return math.prod(shape)
+
+
+def _random(inputs: list, attributes: Mapping) -> int:
+    return math.prod(abs(d) for d in _ints(attributes["shape"]))
+
+
+def _like(inputs: list, attributes: Mapping) -> int:
+    return int(np.size(inputs[0]))
+
+
+def _resize(inputs: list, attributes: Mapping) -> int:
+    shape = _shape(inputs[0])
+    axes = _ints(attributes["axes"]) if attributes.get("axes") is not None \
+        else list(range(len(shape)))
+    sizes, scales = _given(inputs, 3), _given(inputs, 2)
+    if scales is None and len(inputs) == 2:  # Upsample / Resize-10: (X, scales)
+        scales = inputs[1]
+    if scales is None and attributes.get("scales") is not None:  # Upsample-7
+        scales = attributes["scales"]
+    if sizes is not None and np.size(sizes):
+        for axis, size in zip(axes, _ints(sizes)):
+            shape[axis] = abs(size)
+    elif scales is not None and np.size(scales):
+        for axis, scale in zip(axes, np.asarray(scales, dtype=float).reshape(-1)):
+            shape[axis] = math.floor(shape[axis] * abs(float(scale)))
+    return math.prod(shape)
+
+
+def _one_hot(inputs: list, attributes: Mapping) -> int:
+    return int(np.size(inputs[0])) * abs(int(np.asarray(inputs[1]).reshape(-1)[0]))
+
+
+def _matmul(inputs: list, attributes: Mapping) -> int:
+    a, b = _shape(inputs[0]), _shape(inputs[1])
+    a = [1] + a if len(a) == 1 else a
+    b = b + [1] if len(b) == 1 else b
+    return math.prod(_broadcast(a[:-2], b[:-2])) * a[-2] * b[-1]
+
+
+def _gemm(inputs: list, attributes: Mapping) -> int:
+    a, b = _shape(inputs[0]), _shape(inputs[1])
+    rows = a[1] if attributes.get("transA") else a[0]
+    columns = b[0] if attributes.get("transB") else b[1]
+    return rows * columns
+
+
+def _einsum(inputs: list, attributes: Mapping) -> int:
+    equation = str(attributes["equation"]).replace(" ", "")
+    terms, _, output = equation.partition("->")
+    sizes: dict[str, int] = {}
+    ellipsis: list[list[int]] = []
+    for term, value in zip(terms.split(","), inputs):
+        shape = _shape(value)
+        if "..." in term:
+            head, tail = term.split("...")
+            ellipsis.append(shape[len(head):len(shape) - len(tail)])
+            term, shape = head + tail, shape[:len(head)] + shape[len(shape) - len(tail):]
+        for letter, size in zip(term, shape):
+            sizes[letter] = max(sizes.get(letter, 1), size)
+    if not _:
+        letters = terms.replace(",", "").replace("...", "")
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    count = math.prod(sizes[c] for c in output.replace("...", ""))
+    return count * (math.prod(_broadcast(*ellipsis)) if ellipsis else 1)
+
+
+def _concat(inputs: list, attributes: Mapping) -> int:
+    return sum(int(np.size(v)) for v in inputs if v is not None)
+
+
+_PLANNED: dict[str, Callable[[list, Mapping], int]] = {
+    "ConstantOfShape": lambda inputs, attributes: math.prod(abs(d) for d in _ints(inputs[0])),
+    "Expand": _expand, "Tile": _tile, "Range": _range, "Pad": _pad,
+    "RandomUniform": _random, "RandomNormal": _random,
+    "RandomUniformLike": _like, "RandomNormalLike": _like,
+    "Resize": _resize, "Upsample": _resize, "OneHot": _one_hot,
+    "MatMul": _matmul, "Gemm": _gemm, "Einsum": _einsum, "Concat": _concat,
+}

@@ -1,0 +1,194 @@
+"""Results of a sweep: collected setting by setting, as an ``xarray.Dataset``, in a file.
+
+The dataset has one dimension per swept grid name (or one ``sample`` dimension)
+and, for each output, that output's own dimensions (``<output>_dim0``, ...).
+Outputs whose shape differs between settings (a loop that stops early) are padded
+with NaN to the largest shape; a setting that failed or has not run yet holds NaN
+(integer and boolean outputs then become float). Two more variables:
+``error`` (empty for a setting that ran, else why it failed) and ``completed``
+(the settings a resumed sweep skips).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mdf_loops.sweep.errors import SweepError
+from mdf_loops.sweep.space import SweepSpace
+from mdf_loops.sweep.worker import SettingResult
+
+__all__ = ["ResultTable", "save_dataset", "load_dataset"]
+
+log = logging.getLogger(__name__)
+
+#: the attribute holding the hash that says which sweep a file holds
+FINGERPRINT = "mdf_loops_sweep"
+
+
+class ResultTable:
+    """The outputs and errors of every setting of a sweep, as they arrive."""
+
+    def __init__(self, space: SweepSpace, outputs: tuple[str, ...], attrs: dict[str, Any]):
+        self.space = space
+        self.outputs = outputs
+        self.attrs = attrs
+        self.completed = np.zeros(len(space), dtype=bool)
+        self.errors = np.full(len(space), "", dtype=object)
+        self.values: dict[str, dict[int, np.ndarray]] = {name: {} for name in outputs}
+
+    def record(self, result: SettingResult) -> bool:
+        """Keep ``result``; False (and nothing changes) when its setting is already recorded."""
+        if self.completed[result.index]:
+            return False
+        error = result.error
+        for name, value in result.outputs.items():
+            known = next(iter(self.values[name].values()), None)
+            if known is not None and known.ndim != value.ndim:
+                error = "; ".join(filter(None, [error, f"output '{name}' has {value.ndim} "
+                                                       f"dimensions, other settings {known.ndim}"]))
+                continue
+            self.values[name][result.index] = value
+        self.errors[result.index] = error
+        self.completed[result.index] = True
+        return True
+
+    @property
+    def pending(self) -> list[int]:
+        """The settings not recorded yet, in order."""
+        return [int(i) for i in np.flatnonzero(~self.completed)]
+
+    def to_dataset(self):
+        """The results as an ``xarray.Dataset`` (settings not run yet are NaN)."""
+        import xarray as xr
+
+        shape, dims = self.space.shape, self.space.dims
+        data_vars: dict[str, Any] = {}
+        for name in self.outputs:
+            data_vars[name] = _stacked(name, self.values[name], len(self.space), shape, dims)
+        errors = np.array([str(e) for e in self.errors], dtype=object)  # variable-length text
+        data_vars["error"] = (dims, errors.reshape(shape))
+        data_vars["completed"] = (dims, self.completed.reshape(shape))
+        return xr.Dataset(data_vars, coords=self.space.coords(), attrs=dict(self.attrs))
+
+    def resume_from(self, dataset) -> int:
+        """Take the completed settings of ``dataset`` (a file of this sweep); returns how many."""
+        if dataset.attrs.get(FINGERPRINT) != self.attrs[FINGERPRINT]:
+            raise SweepError("the output file holds another sweep (a different model, settings, "
+                             "outputs or run options); choose another file, or delete it to "
+                             "start again")
+        completed = np.asarray(dataset["completed"].values, dtype=bool).reshape(-1)
+        errors = np.asarray(dataset["error"].values, dtype=object).reshape(-1)
+        settings = len(self.space.dims)
+        arrays = {name: np.asarray(dataset[name].values) for name in self.outputs}
+        arrays = {name: a.reshape(len(self.space), *a.shape[settings:])
+                  for name, a in arrays.items()}
+        for index in np.flatnonzero(completed):
+            outputs = {}
+            if not errors[index]:
+                outputs = {name: array[index] for name, array in arrays.items()}
+            self.record(SettingResult(int(index), outputs, str(errors[index])))
+        return int(completed.sum())
+
+
+def _stacked(name: str, values: dict[int, np.ndarray], count: int, shape, dims):
+    """One output of every setting as one array, padded with NaN where needed."""
+    if not values:
+        return dims, np.full(shape, np.nan)
+    arrays = list(values.values())
+    ndim = arrays[0].ndim
+    largest = tuple(max(a.shape[k] for a in arrays) for k in range(ndim))
+    dtype = np.result_type(*arrays)
+    ragged = any(a.shape != largest for a in arrays)
+    if ragged or len(values) < count:
+        dtype = np.result_type(dtype, np.float64) if dtype.kind not in "fc" else dtype
+    stacked = np.full((count, *largest), np.nan if dtype.kind in "fc" else 0, dtype=dtype)
+    for index, array in values.items():
+        stacked[(index, *(slice(0, n) for n in array.shape))] = array
+    own_dims = tuple(f"{name}_dim{k}" for k in range(ndim))
+    return dims + own_dims, stacked.reshape(*shape, *largest)
+
+
+def fingerprint_attrs(model_key: str, space: SweepSpace, outputs: tuple[str, ...],
+                      graph: str | None, run_options: dict[str, Any], names: dict[str, str],
+                      model_id: str) -> dict[str, Any]:
+    """The dataset attributes: what was swept, and a hash telling this sweep from others."""
+    import hashlib
+
+    identity = json.dumps([model_key, space.fingerprint(), list(outputs), graph,
+                           sorted((k, repr(v)) for k, v in run_options.items()
+                                  if v is not None and v is not False)])
+    return {
+        FINGERPRINT: hashlib.sha256(identity.encode()).hexdigest(),
+        "model": model_id,
+        "swept": json.dumps(names),
+    }
+
+
+def save_dataset(dataset, path: str | os.PathLike) -> None:
+    """Write ``dataset`` to ``path`` (``.nc``: netCDF; ``.zarr``: a zarr store), replacing
+    the earlier content only once the new content is complete."""
+    target = Path(path)
+    folder = target.parent
+    if not folder.is_dir():
+        raise SweepError(f"{target}: folder '{folder}' does not exist")
+    if target.suffix == ".zarr":
+        _save_zarr(dataset, target)
+        return
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
+    os.close(handle)
+    try:
+        dataset.to_netcdf(temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _save_zarr(dataset, target: Path) -> None:
+    try:
+        import zarr  # noqa: F401
+    except ImportError:
+        raise SweepError(f"{target}: writing zarr needs the zarr package (pip install zarr), "
+                         "or write a .nc file") from None
+    temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        dataset.to_zarr(temporary, mode="w", consolidated=False)
+        if target.exists():
+            old = target.with_name(f".{target.name}.old")
+            os.replace(target, old)
+            os.replace(temporary, target)
+            shutil.rmtree(old)
+        else:
+            os.replace(temporary, target)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def load_dataset(path: str | os.PathLike):
+    """A dataset written by :func:`save_dataset`, read fully into memory."""
+    import xarray as xr
+
+    path = Path(path)
+    try:
+        if path.suffix == ".zarr":
+            with xr.open_zarr(path, consolidated=False) as dataset:
+                return dataset.load()
+        return xr.load_dataset(path)
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{path}: cannot read it as sweep results ({exc}); choose another "
+                         "output file") from None
+
+
+def check_output_path(path: str | os.PathLike) -> None:
+    """Refuse an output file of a format a sweep does not write."""
+    if Path(path).suffix not in (".nc", ".zarr"):
+        raise SweepError(f"{path}: sweep results go to a netCDF (.nc) or zarr (.zarr) file")

@@ -1,0 +1,113 @@
+"""The settings of a sweep: a grid (every combination) or a list of samples.
+
+Settings are numbered ``0 .. len(space) - 1``: a grid in C order (the last name
+varies fastest), samples in the order given. The dataset of results has one
+dimension per grid name, or one ``sample`` dimension.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from mdf_loops.sweep.errors import SweepError
+
+__all__ = ["SweepSpace", "grid_space", "sample_space"]
+
+SAMPLE_DIM = "sample"
+
+
+@dataclass(frozen=True)
+class SweepSpace:
+    """Swept names, their values, and the dataset dimensions the settings span."""
+
+    names: tuple[str, ...]
+    values: dict[str, list[np.ndarray]]  # grid: the axis values; samples: one per sample
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    is_grid: bool
+
+    def __len__(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def setting(self, index: int) -> dict[str, np.ndarray]:
+        """``{name: value}`` of setting number ``index``."""
+        if self.is_grid:
+            position = np.unravel_index(index, self.shape)
+            return {name: self.values[name][k] for name, k in zip(self.names, position)}
+        return {name: self.values[name][index] for name in self.names}
+
+    def coords(self) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+        """Coordinate variables: each scalar-valued name along its dimension."""
+        coords: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
+        if not self.is_grid:
+            coords[SAMPLE_DIM] = ((SAMPLE_DIM,), np.arange(self.shape[0]))
+        for name in self.names:
+            dim = name if self.is_grid else SAMPLE_DIM
+            if all(v.ndim == 0 for v in self.values[name]):
+                coords[name] = ((dim,), np.array(self.values[name]))
+            elif self.is_grid:  # array values (e.g. input sequences): numbered
+                coords[name] = ((dim,), np.arange(len(self.values[name])))
+        return coords
+
+    def fingerprint(self) -> str:
+        """A hash of the names and every value: equal for the same settings."""
+        digest = hashlib.sha256(repr((self.is_grid, self.names, self.shape)).encode())
+        for name in self.names:
+            for value in self.values[name]:
+                digest.update(f"{value.dtype.str}{value.shape}".encode())
+                digest.update(np.ascontiguousarray(value).tobytes())
+        return digest.hexdigest()
+
+
+def grid_space(grid: Mapping[str, Sequence[Any]]) -> SweepSpace:
+    """Every combination of the values of ``grid`` (``{name: values}``)."""
+    if not isinstance(grid, Mapping) or not grid:
+        raise SweepError("grid must map at least one parameter or input name to its values, "
+                         "e.g. grid={'node.rate': [0.1, 0.2]}")
+    values = {str(name): _column(str(name), list(_sequence(name, axis)))
+              for name, axis in grid.items()}
+    names = tuple(values)
+    return SweepSpace(names, values, names, tuple(len(values[n]) for n in names), True)
+
+
+def sample_space(samples: Sequence[Mapping[str, Any]]) -> SweepSpace:
+    """One setting per mapping of ``samples``; all name the same parameters or inputs."""
+    if isinstance(samples, Mapping) or not isinstance(samples, Sequence) or not samples:
+        raise SweepError("samples must be a non-empty list of {name: value} mappings")
+    first = samples[0]
+    if not isinstance(first, Mapping) or not first:
+        raise SweepError("sample 0 must map parameter or input names to values")
+    names = tuple(str(n) for n in first)
+    for k, sample in enumerate(samples):
+        if not isinstance(sample, Mapping) or set(map(str, sample)) != set(names):
+            found = (sorted(map(str, sample)) if isinstance(sample, Mapping)
+                     else type(sample).__name__)
+            raise SweepError(f"sample {k} sets {found}; every sample must set the same names "
+                             f"as sample 0: {sorted(names)}")
+    values = {name: _column(name, [sample[name] for sample in samples]) for name in names}
+    if SAMPLE_DIM in names:
+        raise SweepError(f"'{SAMPLE_DIM}' names the dimension of the samples; rename that input")
+    return SweepSpace(names, values, (SAMPLE_DIM,), (len(samples),), False)
+
+
+def _sequence(name: Any, axis: Any) -> Sequence[Any]:
+    if isinstance(axis, (str, bytes, Mapping)) or np.ndim(axis) == 0:
+        raise SweepError(f"grid '{name}': expected a list of values, got {axis!r:.60}")
+    if len(axis) == 0:
+        raise SweepError(f"grid '{name}': no values; give at least one")
+    return axis
+
+
+def _column(name: str, values: list[Any]) -> list[np.ndarray]:
+    """The values of one name as arrays of one dtype (so one compiled model serves all)."""
+    arrays = [np.asarray(v) for v in values]
+    if any(a.dtype.kind not in "biufc" for a in arrays):
+        bad = next(a for a in arrays if a.dtype.kind not in "biufc")
+        raise SweepError(f"'{name}': a swept value must be numeric, got {bad.dtype} "
+                         f"({np.ndarray.tolist(bad)!r:.60})")
+    dtype = np.result_type(*arrays)
+    return [a.astype(dtype, copy=False) for a in arrays]
