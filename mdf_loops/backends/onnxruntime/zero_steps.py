@@ -34,7 +34,12 @@ import onnx
 from onnx import helper, numpy_helper
 
 from mdf_loops.errors import ModelError
-from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature, onnx_signature
+from mdf_loops.model.signatures import (
+    IfSignature,
+    LoopSignature,
+    ScanSignature,
+    onnx_signature,
+)
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
 
 __all__ = ["probe_zero_steps"]
