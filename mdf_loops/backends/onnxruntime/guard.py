@@ -20,7 +20,7 @@ limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel` turns it i
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import onnx
 from onnx import TensorProto, helper
