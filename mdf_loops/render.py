@@ -49,6 +49,7 @@ from mdf_loops.render_labels import (
     short_value,
     text,
 )
+from mdf_loops.model.signatures import LoopSignature, ScanSignature
 
 __all__ = ["to_graphviz", "render", "FORMATS"]
 
@@ -352,25 +353,33 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
     n_in = len(meta.get("formal_inputs") or [])
     n_out = len(meta.get("formal_outputs") or [])
     if op == "Scan":
-        values = arguments.get("initial_state_and_scan_inputs", [])
-        n = max(len(values) - int_parameter(node, "num_scan_inputs", len(values)), 0)
+        values = arguments.get(ScanSignature.VALUES_ARGUMENT, [])
+        m = int_parameter(node, "num_scan_inputs", len(values))
+        n = max(len(values) - m, 0)
+        scan = ScanSignature(n, m, max(n_out - n, 0))
+        states, outputs = scan.body_states, scan.body_state_outputs
         return _Wiring(
-            roles=[f"state {k}" if k < n else f"scan element {k - n}" for k in range(n_in)],
-            feeds={k: (v, "initial" if k < n else "slices") for k, v in enumerate(values)},
-            results={j: (j, "final" if j < n else "stacked") for j in range(n_out)},
-            carries={j: j for j in range(min(n, n_out))},
+            roles=[f"state {k}" if k < states.stop else f"scan element {k - states.stop}"
+                   for k in range(n_in)],
+            feeds={k: (v, "initial" if k < states.stop else "slices") for k, v in enumerate(values)},
+            results={j: (j, "final" if j < outputs.stop else "stacked") for j in range(n_out)},
+            carries={j: j for j in range(min(outputs.stop, n_out))},
         )
     if op == "Loop":
-        carried = arguments.get("v_initial", [])
-        feeds = {2 + k: (source, "initial") for k, source in enumerate(carried)}
-        if arguments.get("cond"):
-            feeds[1] = (arguments["cond"][0], "initial")
-        n = len(carried)
+        carried = arguments.get(LoopSignature.CARRIED_ARGUMENT, [])
+        loop = LoopSignature(len(carried), max(n_out - 1 - len(carried), 0))
+        first_in, first_out = loop.body_carried.start, loop.body_carried_outputs.start
+        feeds = {first_in + k: (source, "initial") for k, source in enumerate(carried)}
+        if arguments.get(loop.CONDITION_ARGUMENT):
+            feeds[loop.BODY_CONDITION] = (arguments[loop.CONDITION_ARGUMENT][0], "initial")
+        named = {loop.ITERATION: "iteration number", loop.BODY_CONDITION: "condition"}
+        carries = {loop.CONDITION_OUTPUT: loop.BODY_CONDITION}
+        carries.update({first_out + k: first_in + k for k in range(loop.num_carried)})
         return _Wiring(
-            roles=[("iteration number", "condition")[k] if k < 2 else f"carried {k - 2}"
-                   for k in range(n_in)],
+            roles=[named.get(k, f"carried {k - first_in}") for k in range(n_in)],
             feeds=feeds,
-            results={j: (j - 1, "final" if j <= n else "stacked") for j in range(1, n_out)},
-            carries={j: j + 1 for j in range(min(n + 1, n_out))},
+            results={j: (j - first_out, "final" if j < loop.body_carried_outputs.stop else "stacked")
+                     for j in range(first_out, n_out)},
+            carries={j: k for j, k in carries.items() if j < n_out},
         )
     return _Wiring(roles=[""] * n_in, results={j: (j, "") for j in range(n_out)})  # If

@@ -14,9 +14,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from mdf_loops.onnx.domains import DEFAULT_OPSET
+
 __all__ = ["Workload", "elman_rnn", "running_sum", "while_loop", "WORKLOADS"]
 
-_OPSET = 17
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,9 @@ class Workload:
 
 
 def _model(graph: onnx.GraphProto) -> onnx.ModelProto:
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)],
-                              producer_name="mdf-loops workloads")
-    model.ir_version = 8
+    opsets = [helper.make_opsetid("", DEFAULT_OPSET)]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="mdf-loops workloads")
+    model.ir_version = helper.find_min_ir_version_for(opsets)
     return model
 
 

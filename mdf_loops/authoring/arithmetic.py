@@ -16,12 +16,9 @@ import numpy as np
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.symbolic import Symbol, apply, constant
 from mdf_loops.authoring.types import onnx_elem_type
+from mdf_loops.model.values import is_weak_scalar, promoted_dtype
 
 __all__ = ["promote", "binary", "logical", "floor_divide", "modulo"]
-
-
-def _is_weak(value: Any) -> bool:
-    return isinstance(value, (bool, int, float)) and not isinstance(value, np.generic)
 
 
 def promote(*values: Any, true_division: bool = False) -> list[Symbol]:
@@ -29,9 +26,9 @@ def promote(*values: Any, true_division: bool = False) -> list[Symbol]:
     for v in values:
         if not isinstance(v, (Symbol, bool, int, float, np.generic, np.ndarray, list, tuple)):
             raise AuthoringError(f"cannot use {type(v).__name__} {v!r} as a symbolic value")
-    kinds = [v.dtype if isinstance(v, Symbol) else (v if _is_weak(v) else np.asarray(v).dtype)
+    kinds = [v.dtype if isinstance(v, Symbol) else (v if is_weak_scalar(v) else np.asarray(v).dtype)
              for v in values]
-    dtype = np.result_type(*kinds)
+    dtype = promoted_dtype(*kinds)
     if true_division and dtype.kind in "iub":
         dtype = np.dtype(np.float64)
     out = []

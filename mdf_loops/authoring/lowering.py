@@ -21,26 +21,13 @@ from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.shared import SharedOp
 from mdf_loops.authoring.symbolic import ROOT, ConstantOp, FormalOp, InputOp, OnnxOp, Operation, Scope, Symbol
 from mdf_loops.authoring.types import OPSET, TensorType
+from mdf_loops.model.signatures import LoopSignature, ScanSignature
+from mdf_loops.onnx.builder import NameAllocator
 
 __all__ = ["to_onnx"]
 
 #: IR version that goes with :data:`~mdf_loops.authoring.types.OPSET` (onnxruntime reads it).
 IR_VERSION = 10
-
-
-class _Names:
-    """ONNX value and node names: unique model-wide (a body may not shadow an outer name)."""
-
-    def __init__(self) -> None:
-        self.taken: set[str] = set()
-
-    def fresh(self, hint: str) -> str:
-        base = hint or "v"
-        name, k = base, 2
-        while name in self.taken:
-            name, k = f"{base}_{k}", k + 1
-        self.taken.add(name)
-        return name
 
 
 class _Graph:
@@ -139,7 +126,7 @@ def _ops_in_order(scope: Scope, roots: list[Symbol], graph: _Graph) -> list[Oper
 
 class _Writer:
     def __init__(self) -> None:
-        self.names = _Names()
+        self.names = NameAllocator()  # unique model-wide: a body may not shadow an outer name
         #: names reserved for symbols that are outputs of the model
         self.preferred: dict[Symbol, str] = {}
 
@@ -219,9 +206,11 @@ class _Writer:
             body.bind_input(seq.formal)
         body.compute(op.body_roots())
         self._state_and_step_outputs(op, body)
-        node_inputs = [graph.name_of(s.initial) for s in op.states]
-        node_inputs += [graph.name_of(s.source) for s in op.sequences]
-        return node_inputs, {"num_scan_inputs": len(op.sequences)}
+        signature = ScanSignature(len(op.states), len(op.sequences), len(op.stacked))
+        node_inputs = [""] * signature.num_node_inputs
+        node_inputs[signature.node_states] = [graph.name_of(s.initial) for s in op.states]
+        node_inputs[signature.node_scan_inputs] = [graph.name_of(s.source) for s in op.sequences]
+        return node_inputs, {"num_scan_inputs": signature.num_scan_inputs}
 
     def _loop_body(self, op: LoopOp, graph: _Graph, body: _Graph):
         """Loop: iteration number, condition, states; elements gathered from the slices."""
@@ -244,7 +233,11 @@ class _Writer:
         if op.until is not None:
             (start,) = graph.node("Constant", [], f"{op.name}_start",
                                   value=numpy_helper.from_array(np.array(True)))
-        return [trip, start] + [graph.name_of(s.initial) for s in op.states], {}
+        signature = LoopSignature(len(op.states), len(op.stacked))
+        node_inputs = [""] * signature.num_node_inputs
+        node_inputs[signature.TRIP_COUNT], node_inputs[signature.CONDITION] = trip, start
+        node_inputs[signature.node_carried] = [graph.name_of(s.initial) for s in op.states]
+        return node_inputs, {}
 
 
     def _rows(self, source: Symbol, graph: _Graph) -> str:
@@ -282,16 +275,16 @@ def to_onnx(outputs: list[tuple[str, Symbol]], inputs: list[Symbol], name: str) 
     writer = _Writer()
     graph = _Graph(writer, ROOT, None)
     for out_name, symbol in outputs:
-        if out_name in writer.names.taken:
+        if writer.names.taken(out_name):
             raise AuthoringError(f"two outputs are named '{out_name}'")
-        writer.names.taken.add(out_name)
+        writer.names.reserve(out_name)
         if symbol.op.scope is ROOT and not isinstance(symbol.op, InputOp):
             writer.preferred.setdefault(symbol, out_name)
     for symbol in inputs:
         if isinstance(symbol.op, SharedOp):  # fed by a function: any free name will do
             graph.bind_input(symbol, symbol.name or "shared", symbol.op.dim_names)
             continue
-        if symbol.name in writer.names.taken:
+        if writer.names.taken(symbol.name):
             raise AuthoringError(f"the input name '{symbol.name}' is also an output name")
         graph.bind_input(symbol, symbol.name, symbol.op.dim_names)
     graph.compute([s for _, s in outputs])

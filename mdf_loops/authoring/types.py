@@ -17,11 +17,12 @@ import onnx
 from onnx import TypeProto, helper, numpy_helper, shape_inference
 
 from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.onnx.domains import DEFAULT_OPSET
 
 __all__ = ["OPSET", "TensorType", "infer_types", "onnx_elem_type"]
 
 #: The default-domain ONNX opset of authored models (onnxruntime runs it).
-OPSET = 21
+OPSET = DEFAULT_OPSET
 
 
 def onnx_elem_type(dtype: np.dtype) -> int:

@@ -33,6 +33,8 @@ __all__ = [
     "decode_tensor",
     "is_encoded_tensor",
     "dtype_from_name",
+    "is_weak_scalar",
+    "promoted_dtype",
 ]
 
 
@@ -161,3 +163,29 @@ def decode_tensor(encoded: dict) -> np.ndarray:
         data = [float(v) for v in data]  # "nan", "inf", "-inf" spelled as strings
         return np.array(data, dtype=np.float64).astype(dtype).reshape(shape)
     return np.array(data).astype(dtype).reshape(shape)
+
+
+def is_weak_scalar(value: Any) -> bool:
+    """A Python number (bool, int, float): numpy treats it as weak (NEP 50)."""
+    return isinstance(value, (bool, int, float)) and not isinstance(value, np.generic)
+
+
+def promoted_dtype(*operands: Any) -> np.dtype:
+    """numpy's element type for an operation on ``operands`` (dtypes, arrays, Python numbers).
+
+    Dtypes and arrays are strong and promote among themselves; a Python number is weak:
+    it takes their type unless it is of a higher kind (a float meeting integers gives
+    float64), as numpy 2 does (NEP 50). A number numpy refuses to place in the strong
+    type counts by its own type. Only weak operands: numpy's defaults (int64, float64).
+    """
+    strong = [o for o in operands if not is_weak_scalar(o)]
+    weak = [o for o in operands if is_weak_scalar(o)]
+    if not strong:
+        return np.result_type(*weak)
+    common = np.result_type(*strong)
+    for value in weak:
+        try:
+            common = np.result_type(common, value)
+        except (OverflowError, TypeError):
+            common = np.result_type(common, np.asarray(value).dtype)
+    return common

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import onnx
@@ -28,10 +28,19 @@ class Weak:
 
 
 class NameAllocator:
-    """Unique ONNX value names across a model (subgraphs included, so none shadows another)."""
+    """Unique names: ONNX value and node names across a model (subgraphs included, so none
+    shadows another), or MDF ids.
 
-    def __init__(self) -> None:
-        self._taken: set[str] = set()
+    ``fresh(hint)`` gives ``hint``, else ``hint_2``, ``hint_3``...; ``normalize`` first
+    turns a hint into an acceptable base name (an MDF id must be a Python identifier).
+    The one allocator of the package: the exporter, the importer, the authoring
+    lowering and the onnxruntime rewrites all use it.
+    """
+
+    def __init__(self, taken: Iterable[str] = (),
+                 normalize: Callable[[str], str] | None = None) -> None:
+        self._taken: set[str] = set(taken)
+        self._normalize = normalize
 
     def reserve(self, name: str) -> str:
         self._taken.add(name)
@@ -41,18 +50,17 @@ class NameAllocator:
         return name in self._taken
 
     def fresh(self, hint: str) -> str:
-        name, k = hint, 2
+        base = (self._normalize(hint) if self._normalize is not None else hint) or "v"
+        name, k = base, 2
         while name in self._taken:
-            name, k = f"{hint}_{k}", k + 1
+            name, k = f"{base}_{k}", k + 1
         self._taken.add(name)
         return name
 
     @classmethod
     def of_graph(cls, graph: onnx.GraphProto) -> "NameAllocator":
         """An allocator with every value name of ``graph`` (subgraphs included) taken."""
-        allocator = cls()
-        allocator._taken = value_names(graph)
-        return allocator
+        return cls(value_names(graph))
 
 
 def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:

@@ -18,7 +18,11 @@ import onnx
 from mdf_loops.errors import ModelError
 
 __all__ = ["OperatorDomain", "DOMAINS", "DEFAULT", "ML", "domain_of_node", "domain_of_function",
-           "other_opsets", "OTHER_OPSETS_KEY"]
+           "other_opsets", "OTHER_OPSETS_KEY", "DEFAULT_OPSET"]
+
+#: default-domain opset of the ONNX models mdf-loops writes when none is asked for
+#: (export of an MDF model that names none, authored models, benchmark workloads)
+DEFAULT_OPSET = 21
 
 #: graph metadata key holding the opsets of the model's non-default domains
 OTHER_OPSETS_KEY = "onnx_other_opsets"

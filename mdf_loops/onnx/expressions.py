@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.values import promoted_dtype
 from mdf_loops.onnx.builder import GraphBuilder, Weak
 
 __all__ = ["translate", "ExpressionError", "Operand"]
@@ -217,10 +218,9 @@ class _Translator:
         if any(d is None for d in dtypes):
             like = next((t for t, d in zip(tensors, dtypes) if d is not None), tensors[0])
             return [self.b.strong(o, like) for o in operands]
-        common = np.result_type(*dtypes, *[w.array().dtype for w in weak if w.array().ndim])
-        for w in weak:
-            if not w.array().ndim:
-                common = _weak_result_type(common, w)
+        # a 0-d constant is a Python number (weak); a constant array is strong
+        common = promoted_dtype(*dtypes, *[w.array().item() if not w.array().ndim else w.array().dtype
+                                           for w in weak])
         result = []
         for operand in operands:
             if isinstance(operand, Weak):
@@ -477,14 +477,6 @@ class _Translator:
         if op_type != "ReduceSum" and self.b.opset < 18:
             return self.b.op(op_type, [x], keepdims=keep, axes=[int(a) for a in axes])[0]
         return self.b.op(op_type, [x, self.b.constant(axes)], keepdims=keep)[0]
-
-
-def _weak_result_type(dtype: np.dtype, weak: Weak) -> np.dtype:
-    """numpy's result type of a ``dtype`` tensor and a scalar constant (a Python number)."""
-    try:
-        return np.result_type(dtype, weak.array().item())
-    except (OverflowError, TypeError):
-        return np.result_type(dtype, weak.array().dtype)
 
 
 def _function_name(func: ast.AST) -> tuple[str | None, bool]:

@@ -18,6 +18,7 @@ The result follows the loop-node convention of :mod:`mdf_loops.model.convention`
 
 from __future__ import annotations
 
+import functools
 import keyword
 import os
 import re
@@ -30,7 +31,7 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 from onnx import AttributeProto, numpy_helper
 
 from mdf_loops.errors import ModelError
-from mdf_loops.onnx.builder import all_nodes
+from mdf_loops.onnx.builder import NameAllocator, all_nodes
 from mdf_loops.onnx.domains import DEFAULT, OTHER_OPSETS_KEY, OperatorDomain, domain_of_node
 from mdf_loops.onnx.functions import inline_functions
 from mdf_loops.model.convention import set_body_signature, wrap_body
@@ -103,6 +104,12 @@ def _reserved_names(graph: onnx.GraphProto) -> set[str]:
     return names
 
 
+def _mdf_id(hint: str, reserved: set[str]) -> str:
+    """An MDF id for ``hint``: an identifier that is no keyword and no reserved name."""
+    base = _identifier(hint)
+    return base + "_" if keyword.iskeyword(base) or base in reserved else base
+
+
 def _identifier(name: str) -> str:
     ident = re.sub(r"\W", "_", name)
     if not ident or ident[0].isdigit() or ident.startswith("__"):
@@ -124,8 +131,7 @@ class _Converter:
         self.opset = opset_version
         self.opsets = opsets  # every opset the model imports, by domain
         self.domains_used: set[OperatorDomain] = set()
-        self.reserved = reserved
-        self.taken: set[str] = set()
+        self.names = NameAllocator(normalize=functools.partial(_mdf_id, reserved=reserved))
         self.ids: dict[str, str] = {}  # ONNX value name -> port id, model-wide
 
     def version_of(self, domain: OperatorDomain) -> int:
@@ -136,14 +142,7 @@ class _Converter:
 
     # -- names
     def fresh(self, hint: str) -> str:
-        base = _identifier(hint)
-        if keyword.iskeyword(base) or base in self.reserved:
-            base += "_"
-        ident, k = base, 2
-        while ident in self.taken:
-            ident, k = f"{base}_{k}", k + 1
-        self.taken.add(ident)
-        return ident
+        return self.names.fresh(hint)
 
     def value_id(self, name: str) -> str:
         if name not in self.ids:

@@ -20,6 +20,7 @@ from mdf_loops.errors import ModelError
 from mdf_loops.onnx.expressions import onnx_dtype
 from mdf_loops.onnx.builder import GraphBuilder, elem_dtype
 from mdf_loops.model.convention import body_signature
+from mdf_loops.model.signatures import IfSignature, LoopSignature, Signature
 from mdf_loops.model.values import dtype_from_name
 
 __all__ = [
@@ -65,20 +66,22 @@ def tensor_type(dtype, shape) -> TypeProto:
     return helper.make_tensor_type_proto(onnx_dtype(dtype), None if shape is None else list(shape))
 
 
-def control_flow_output_types(op_type: str, body: onnx.GraphProto, attributes: dict,
-                               input_types: list[TypeProto | None]) -> list[TypeProto | None]:
+def control_flow_output_types(signature: Signature, body: onnx.GraphProto,
+                               attributes: dict, input_types: list[TypeProto | None]
+                               ) -> list[TypeProto | None]:
     """Types of a control-flow node's outputs, from its exported body and its inputs."""
     outputs = [o.type for o in body.output]
-    if op_type == "If":
+    if isinstance(signature, IfSignature):
         return outputs
-    if op_type == "Loop":
-        initial = input_types[2:]
-        carried, scanned = outputs[1:1 + len(initial)], outputs[1 + len(initial):]
+    if isinstance(signature, LoopSignature):
+        initial = input_types[signature.node_carried]
+        carried = outputs[signature.body_carried_outputs]
+        scanned = outputs[signature.body_scan_outputs]
         # a carried value is its initial value after zero iterations, the body's after more
         return [merged(a, b) for a, b in zip(initial, carried)] + [add_axis(t, 0) for t in scanned]
-    n_states = len(input_types) - int(attributes.get("num_scan_inputs", 0))
-    axes = list(attributes.get("scan_output_axes") or [0] * (len(outputs) - n_states))
-    return list(outputs[:n_states]) + [add_axis(t, a) for t, a in zip(outputs[n_states:], axes)]
+    scanned = outputs[signature.body_scan_outputs]
+    axes = list(attributes.get("scan_output_axes") or [0] * len(scanned))
+    return outputs[signature.body_state_outputs] + [add_axis(t, a) for t, a in zip(scanned, axes)]
 
 
 def has_shape(t: TypeProto | None) -> bool:
@@ -117,18 +120,21 @@ def known_type(t: TypeProto | None, where: str) -> TypeProto:
     return t
 
 
-def check_state_types(exported: onnx.GraphProto, body: Graph, first_in: int, first_out: int,
-                       n_states: int, where: str) -> None:
+def check_state_types(exported: onnx.GraphProto, body: Graph, inputs: slice, outputs: slice,
+                       where: str) -> None:
     """A ModelError when a body returns a state (Scan) or carried value (Loop) of another
-    element type than it receives: ONNX needs the same type from one iteration to the next."""
+    element type than it receives: ONNX needs the same type from one iteration to the next.
+    ``inputs`` and ``outputs`` are the positions of the states among the body's formal
+    inputs and outputs (a signature's ``body_states`` and ``body_state_outputs``)."""
     signature = body_signature(body)
-    for k in range(n_states):
-        a = elem_dtype(exported.input[first_in + k].type)
-        b = elem_dtype(exported.output[first_out + k].type)
+    positions = zip(range(len(exported.input))[inputs], range(len(exported.output))[outputs])
+    for i, j in positions:
+        a = elem_dtype(exported.input[i].type)
+        b = elem_dtype(exported.output[j].type)
         if a is not None and b is not None and a != b:
-            node_id, port_id = signature.formal_outputs[first_out + k]
+            node_id, port_id = signature.formal_outputs[j]
             raise ModelError(f"{where}: body '{body.id}' returns '{node_id}.{port_id}' as {b} for "
-                             f"'{signature.formal_inputs[first_in + k]}', which comes in as {a}; "
+                             f"'{signature.formal_inputs[i]}', which comes in as {a}; "
                              "a state keeps its element type from one iteration to the next")
 
 

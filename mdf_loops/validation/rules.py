@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from mdf_loops.errors import did_you_mean
 from mdf_loops.model.convention import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS, output_index, variadic_items
+from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
 from mdf_loops.validation.report import Problem, format_path
 
 __all__ = ["rule_problems"]
@@ -174,7 +175,7 @@ class _RuleChecker:
         return bodies
 
     def _scan(self, node, path, parameters, args, bodies) -> int | None:
-        values = self._arity(args, "initial_state_and_scan_inputs", path)
+        values = self._arity(args, ScanSignature.VALUES_ARGUMENT, path)
         m = _integer(_value(parameters, "num_scan_inputs"))
         if m is None:
             self.report(path + ("parameters",), "onnx::Scan needs an integer parameter 'num_scan_inputs'")
@@ -187,50 +188,55 @@ class _RuleChecker:
                         "then at least one scan input)")
             return None
         n = len(values) - m
+        expected = ScanSignature(num_states=n, num_scan_inputs=m, num_scan_outputs=0)
         ports = _mapping(node.get("input_ports"))
         self._axes(parameters, path, "scan_input_axes", "scan_input_directions", m,
-                   [_rank(ports.get(v)) for v in values[n:]])
+                   [_rank(ports.get(v)) for v in values[expected.node_scan_inputs]])
         if body is None:
             return None
         where = path + ("parameters", "body")
-        if body.formal_inputs is not None and len(body.formal_inputs) != len(values):
+        if body.formal_inputs is not None and len(body.formal_inputs) != expected.num_body_inputs:
             self.report(where, f"expects {len(values)} formal inputs ({_count(n, 'state')} + "
                                f"{_count(m, 'scan input')}), found {len(body.formal_inputs)}")
         if body.formal_outputs is None:
             return None
-        if len(body.formal_outputs) < n:
+        if len(body.formal_outputs) < expected.num_body_outputs:
             self.report(where, f"expects at least {_count(n, 'formal output')} (the new "
                                f"{_count(n, 'state')}, then scan-output elements), found "
                                f"{len(body.formal_outputs)}")
             return None
-        k = len(body.formal_outputs) - n
-        self._axes(parameters, path, "scan_output_axes", "scan_output_directions", k,
-                   [_rank(_output_port(node, parameters, n + j)) for j in range(k)])
-        return n + k
+        signature = ScanSignature(n, m, num_scan_outputs=len(body.formal_outputs) - n)
+        outputs = range(signature.num_node_outputs)[signature.node_scan_outputs]
+        self._axes(parameters, path, "scan_output_axes", "scan_output_directions", len(outputs),
+                   [_rank(_output_port(node, parameters, j)) for j in outputs])
+        return signature.num_node_outputs
 
     def _loop(self, node, path, parameters, args, bodies) -> int | None:
-        carried = self._arity(args, "v_initial", path) if "v_initial" in args else []
+        name = LoopSignature.CARRIED_ARGUMENT
+        carried = self._arity(args, name, path) if name in args else []
         body = bodies.get("body")
         if body is None or carried is None or body.formal_outputs is None:
             return None
         where, n = path + ("parameters", "body"), len(carried)
-        if body.formal_inputs is not None and len(body.formal_inputs) != 2 + n:
-            self.report(where, f"expects {2 + n} formal inputs (iteration number, condition, "
-                               f"{_count(n, 'loop-carried value')}), found {len(body.formal_inputs)}")
-        if len(body.formal_outputs) < 1 + n:
-            self.report(where, f"expects at least {1 + n} formal outputs (condition, "
-                               f"{_count(n, 'loop-carried value')}, then scan-output elements), "
-                               f"found {len(body.formal_outputs)}")
+        expected = LoopSignature(num_carried=n, num_scan_outputs=0)
+        if body.formal_inputs is not None and len(body.formal_inputs) != expected.num_body_inputs:
+            self.report(where, f"expects {expected.num_body_inputs} formal inputs (iteration number, "
+                               f"condition, {_count(n, 'loop-carried value')}), found "
+                               f"{len(body.formal_inputs)}")
+        if len(body.formal_outputs) < expected.num_body_outputs:
+            self.report(where, f"expects at least {expected.num_body_outputs} formal outputs "
+                               f"(condition, {_count(n, 'loop-carried value')}, then scan-output "
+                               f"elements), found {len(body.formal_outputs)}")
             return None
-        return len(body.formal_outputs) - 1
+        return LoopSignature(n, len(body.formal_outputs) - expected.num_body_outputs).num_node_outputs
 
     def _if(self, node, path, parameters, args, bodies) -> int | None:
         for body in bodies.values():
-            if body.formal_inputs:
+            if body.formal_inputs and len(body.formal_inputs) != IfSignature.num_body_inputs:
                 self.report(path + ("parameters", body.attribute),
                             f"expects no formal inputs (a branch reads the enclosing graph "
                             f"through outer_scope_inputs), found {len(body.formal_inputs)}")
-        then, other = bodies.get("then_branch"), bodies.get("else_branch")
+        then, other = (bodies.get(branch) for branch in IfSignature.BRANCHES)
         if then is None or then.formal_outputs is None:
             return None
         if other is not None and other.formal_outputs is not None and \
@@ -238,7 +244,7 @@ class _RuleChecker:
             self.report(path + ("parameters", "else_branch"),
                         f"returns {_count(len(other.formal_outputs), 'value')} but then_branch returns "
                         f"{len(then.formal_outputs)}; both must return the If node's outputs")
-        return len(then.formal_outputs)
+        return IfSignature(len(then.formal_outputs)).num_node_outputs
 
     def _arity(self, args: Mapping, name: str, path: tuple) -> list[str] | None:
         """The expressions a variadic argument lists, or None when it is not a list literal."""

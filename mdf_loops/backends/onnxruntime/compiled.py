@@ -22,7 +22,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
 from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
-from mdf_loops.onnx.export import mdf_to_onnx
+from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
 from mdf_loops.backends.onnxruntime.ort_safe import make_safe
 
@@ -86,12 +86,13 @@ def compile_model(
         if depth > limits.max_depth:  # before exporting: deep nesting is costly to export
             raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
     try:
-        exported = mdf_to_onnx(model, graph=graph, example_inputs=example_inputs)
+        result = export_model(model, graph=graph, example_inputs=example_inputs)
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
     except (RecursionError, ValueError, TypeError) as exc:  # protobuf's nesting limit, odd values
         raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
     try:
+        exported = result.model
         runnable = make_safe(exported)  # inputs that would make onnxruntime kill the process
     except ModelError as exc:
         raise CompileError(f"cannot run on onnxruntime: {exc}") from exc
@@ -101,7 +102,7 @@ def compile_model(
         depth = nesting_depth(exported.graph)
         if depth > limits.max_depth:
             raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
-        runnable, flags = guard_model(runnable, limits)
+        runnable, flags = guard_model(runnable, limits, result.labels)
     options = ort.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads

@@ -20,12 +20,13 @@ limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel` turns it i
 
 from __future__ import annotations
 
-import itertools
+from collections.abc import Mapping
 
 import onnx
 from onnx import TensorProto, helper
 
-from mdf_loops.onnx.builder import value_names
+from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
+from mdf_loops.onnx.builder import NameAllocator
 from mdf_loops.ops.common import Limits
 
 __all__ = ["guard_model", "LIMIT_OUTPUT", "nesting_depth"]
@@ -43,17 +44,19 @@ def nesting_depth(graph: onnx.GraphProto) -> int:
     return depth
 
 
-def guard_model(model: onnx.ModelProto, limits: Limits) -> tuple[onnx.ModelProto, dict[str, str]]:
+def guard_model(model: onnx.ModelProto, limits: Limits, labels: Mapping[str, str] | None = None
+                ) -> tuple[onnx.ModelProto, dict[str, str]]:
     """A copy of ``model`` whose loops stop at the limits, and its flag outputs.
 
     Each top-level loop node gets a boolean output ``<LIMIT_OUTPUT>_<k>``, true
     when it (or a loop nested in it) passed a limit; the dict maps each such
-    output to the loop's label (the MDF node the exporter recorded, else the
-    ONNX node name).
+    output to the loop's label: ``labels[node name]`` (the exporter's
+    :attr:`~mdf_loops.onnx.export.ExportResult.labels`: the MDF node id), else
+    the ONNX node name.
     """
     guarded = onnx.ModelProto()
     guarded.CopyFrom(model)
-    rewriter = _Rewriter(limits, value_names(guarded.graph))
+    rewriter = _Rewriter(limits, NameAllocator.of_graph(guarded.graph), labels or {})
     flags = rewriter.loop_flags(guarded.graph)
     for k, (flag, _) in enumerate(flags):
         name = f"{LIMIT_OUTPUT}_{k}"
@@ -63,17 +66,13 @@ def guard_model(model: onnx.ModelProto, limits: Limits) -> tuple[onnx.ModelProto
 
 
 class _Rewriter:
-    def __init__(self, limits: Limits, taken: set[str]):
+    def __init__(self, limits: Limits, names: NameAllocator, labels: Mapping[str, str]):
         self.limits = limits
-        self.taken = taken
-        self.counter = itertools.count()
+        self.labels = labels
+        self.names = names
 
     def name(self, hint: str) -> str:
-        while True:
-            candidate = f"mdf_loops_{hint}_{next(self.counter)}"
-            if candidate not in self.taken:
-                self.taken.add(candidate)
-                return candidate
+        return self.names.fresh(f"mdf_loops_{hint}")
 
     def emit(self, nodes, op: str, inputs: list[str], **attrs) -> str:
         out = self.name(op.lower())
@@ -120,8 +119,7 @@ class _Rewriter:
             if node.op_type in rewrite and node.domain in ("", "ai.onnx"):
                 flag = rewrite[node.op_type](node, nodes)
                 if flag:
-                    label = node.doc_string[len("MDF node "):] if node.doc_string.startswith(
-                        "MDF node ") else (node.name or node.op_type)
+                    label = self.labels.get(node.name) or node.name or node.op_type
                     flags.append((flag, label))
             else:
                 nodes.append(node)
@@ -136,11 +134,13 @@ class _Rewriter:
         value (the same name twice: no operator per iteration), so after the loop
         its last value says whether the loop would have continued.
         """
+        signature = LoopSignature.from_onnx(node)
         body = _graph_attribute(node, "body")
         inner = self.graph(body)
         limit = self.limits.max_iterations
         inputs = list(node.input) + [""] * (2 - len(node.input))
-        trip, cond, carried = inputs[0], inputs[1], inputs[2:]
+        trip, cond = inputs[signature.TRIP_COUNT], inputs[signature.CONDITION]
+        carried = inputs[signature.node_carried]
         cap = self.const_int(nodes, limit)
         if trip:
             wants_more = self.emit(nodes, "Greater", [trip, cap])
@@ -149,17 +149,19 @@ class _Rewriter:
             wants_more = self.const_bool(nodes, True)
             trip = cap
 
-        n = len(carried)
         outputs = list(body.output)
-        cond_out, carried_out, scans_out = outputs[0], outputs[1:1 + n], outputs[1 + n:]
+        cond_out = outputs[signature.CONDITION_OUTPUT]
+        carried_out = outputs[signature.body_carried_outputs]
+        scans_out = outputs[signature.body_scan_outputs]
         b: list = list(body.node)
         stops = [inner] if inner else []
-        for given, value in zip(body.input[2:2 + n], carried_out):
+        for given, value in zip(body.input[signature.body_carried], carried_out):
             if value.type.HasField("tensor_type") and not _same_static_shape(given, value):
                 stops.append(self.over_size(b, value.name))
         for value in scans_out:
             if value.type.HasField("tensor_type") and not _static(value):
-                iterations = self.emit(b, "Add", [body.input[0].name, self.const_int(nodes, 1)])
+                iteration = body.input[signature.ITERATION].name
+                iterations = self.emit(b, "Add", [iteration, self.const_int(nodes, 1)])
                 stops.append(self.over_size(b, value.name, iterations))
         stop = self.any_of(b, stops)
         # the body's condition output stops the loop in every mode, also without a
@@ -177,33 +179,34 @@ class _Rewriter:
             initial.append(self.const_bool(nodes, False))
         keep_in = self.name("keep_in")
         keep_info = helper.make_tensor_value_info(keep, TensorProto.BOOL, [])
+        # the kept condition (and the limit flag) become loop-carried values after the others
         body.input.extend([helper.make_tensor_value_info(keep_in, TensorProto.BOOL, [])] + extra_in)
         del body.node[:]
         body.node.extend(b)
         del body.output[:]
         body.output.extend([keep_info] + carried_out + [keep_info] + extra_out + scans_out)
 
-        outs = list(node.output) + [""] * (n + len(scans_out) - len(node.output))
+        outs = list(node.output) + [""] * (signature.num_node_outputs - len(node.output))
         keep_final = self.name("keep")
         hit_final = [self.name("hit")] if stop else []
         new = _with_inputs(node, [trip, cond] + carried + [cond] + initial)
         del new.output[:]
-        new.output.extend(outs[:n] + [keep_final] + hit_final + outs[n:])
+        new.output.extend(outs[signature.node_carried_outputs] + [keep_final] + hit_final
+                          + outs[signature.node_scan_outputs])
         nodes.append(new)
         over = self.emit(nodes, "And", [keep_final, wants_more])
         return self.emit(nodes, "Or", [over, hit_final[0]]) if stop else over
 
     def scan(self, node: onnx.NodeProto, nodes: list) -> str:
+        signature = ScanSignature.from_onnx(node)  # opset 8's when it passes sequence_lens
         body = _graph_attribute(node, "body")
         inner = self.graph(body)
         attrs = {a.name: a for a in node.attribute}
-        m = attrs["num_scan_inputs"].i
-        batched = len(node.input) > 0 and len(body.input) == len(node.input) - 1  # opset 8
-        values = list(node.input[1:]) if batched else list(node.input)
-        n = len(values) - m
+        m = signature.num_scan_inputs
         axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * m
-        axis = 1 if batched else axes[0]
-        shape = self.emit(nodes, "Shape", [values[n]])
+        axis = 1 if signature.sequence_lens else axes[0]  # opset 8: axis 0 is the batch
+        first_sequence = node.input[signature.node_scan_inputs][0]
+        shape = self.emit(nodes, "Shape", [first_sequence])
         length = self.emit(nodes, "Gather", [shape, self.const_int(nodes, axis)], axis=0)
         # compared as doubles: Greater takes no integers before opset 9
         length = self.emit(nodes, "Cast", [length], to=TensorProto.DOUBLE)
@@ -217,37 +220,40 @@ class _Rewriter:
         hit_in = self.name("hit_in")
         inputs = list(body.input)
         del body.input[:]
-        body.input.extend(inputs[:n] + [helper.make_tensor_value_info(hit_in, TensorProto.BOOL, [])]
-                          + inputs[n:])
+        body.input.extend(inputs[signature.body_states]
+                          + [helper.make_tensor_value_info(hit_in, TensorProto.BOOL, [])]
+                          + inputs[signature.body_scan_inputs])
         b = list(body.node)
         hit_out = self.emit(b, "Or", [hit_in, inner])
         del body.node[:]
         body.node.extend(b)
         outputs = list(body.output)
         del body.output[:]
-        body.output.extend(outputs[:n] + [helper.make_tensor_value_info(hit_out, TensorProto.BOOL, [])]
-                           + outputs[n:])
+        body.output.extend(outputs[signature.body_state_outputs]
+                           + [helper.make_tensor_value_info(hit_out, TensorProto.BOOL, [])]
+                           + outputs[signature.body_scan_outputs])
         hit0 = self.const_bool(nodes, False)
         hit_final = self.name("hit")
         new = onnx.NodeProto()
         new.CopyFrom(node)
-        head = [node.input[0]] if batched else []
+        inputs = list(node.input)
         del new.input[:]
-        new.input.extend(head + values[:n] + [hit0] + values[n:])
+        new.input.extend(inputs[:signature.node_states.stop] + [hit0]
+                         + inputs[signature.node_scan_inputs])
         outs = list(node.output)
         del new.output[:]
-        new.output.extend(outs[:n] + [hit_final] + outs[n:])
+        new.output.extend(outs[signature.node_state_outputs] + [hit_final]
+                          + outs[signature.node_scan_outputs])
         nodes.append(new)
         return self.emit(nodes, "Or", [too_long, hit_final])
 
     def if_(self, node: onnx.NodeProto, nodes: list) -> str | None:
-        then_branch = _graph_attribute(node, "then_branch")
-        else_branch = _graph_attribute(node, "else_branch")
-        flags = [self.graph(then_branch), self.graph(else_branch)]
+        branches = [_graph_attribute(node, name) for name in IfSignature.BRANCHES]
+        flags = [self.graph(branch) for branch in branches]
         if flags == [None, None]:
             nodes.append(node)
             return None
-        for branch, flag in zip((then_branch, else_branch), flags):
+        for branch, flag in zip(branches, flags):
             b = list(branch.node)
             value = flag if flag else self.const_bool(b, False)
             out = self.emit(b, "Identity", [value])

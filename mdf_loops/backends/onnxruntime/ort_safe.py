@@ -37,6 +37,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.signatures import ScanSignature
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
 from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
 
@@ -131,34 +132,36 @@ class _Rewriter:
         if "num_scan_inputs" not in attrs or "body" not in attrs:
             return [node]  # opset 8's Scan has no axes
         body = attrs["body"].g
-        n_states = len(node.input) - attrs["num_scan_inputs"].i
+        signature = ScanSignature.from_onnx(node, opset=9)  # scan axes exist from opset 9
         where = node.name or f"the Scan producing {list(node.output)}"
         before, after = [], []
         if "scan_input_axes" in attrs:
             for k, axis in enumerate(attrs["scan_input_axes"].ints):
                 if axis == 0:
                     continue
-                name = node.input[n_states + k]
+                position = signature.node_scan_inputs.start + k
+                name = node.input[position]
                 rank = _rank(known.get(name), f"scan input {k} ('{name}') of {where}")
                 axis %= rank
                 moved = self.names.fresh(f"{name}_axis0")
                 before.append(helper.make_node(
                     "Transpose", [name], [moved], perm=[axis] + [d for d in range(rank) if d != axis]))
-                node.input[n_states + k] = moved
+                node.input[position] = moved
         if "scan_output_axes" in attrs:
             in_body = _tensors(body)
             for j, axis in enumerate(attrs["scan_output_axes"].ints):
                 if axis == 0:
                     continue
-                element = body.output[n_states + j].name
+                element = body.output[signature.body_scan_outputs.start + j].name
                 rank = 1 + _rank(in_body.get(element), f"scan output {j} ('{element}') of {where}")
                 axis %= rank
-                name = node.output[n_states + j]
+                position = signature.node_scan_outputs.start + j
+                name = node.output[position]
                 stacked = self.names.fresh(f"{name}_axis0")
                 after.append(helper.make_node(
                     "Transpose", [stacked], [name],
                     perm=list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))))
-                node.output[n_states + j] = stacked
+                node.output[position] = stacked
         for name in ("scan_input_axes", "scan_output_axes"):
             if name in attrs:
                 count = len(attrs[name].ints)

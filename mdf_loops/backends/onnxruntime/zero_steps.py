@@ -33,6 +33,13 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from mdf_loops.errors import ModelError
+from mdf_loops.model.signatures import (
+    IfSignature,
+    LoopSignature,
+    ScanSignature,
+    onnx_signature,
+)
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
 
 __all__ = ["probe_zero_steps"]
@@ -80,10 +87,18 @@ def _static_values(graph: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
             if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")}
 
 
-def _never_empty(node: onnx.NodeProto, n_states: int, axes: list[int],
+def _signature(node: onnx.NodeProto) -> ScanSignature | LoopSignature | IfSignature | None:
+    """The node's layout, None when its counts do not fit one (onnxruntime then says why)."""
+    try:
+        return onnx_signature(node)
+    except ModelError:
+        return None
+
+
+def _never_empty(node: onnx.NodeProto, first_sequence: int, axes: list[int],
                  known: dict[str, onnx.ValueInfoProto]) -> bool:
     """True when a Scan's first scan input is declared with a positive length."""
-    value = known.get(node.input[n_states])
+    value = known.get(node.input[first_sequence])
     if value is None:
         return False
     dims = value.type.tensor_type.shape.dim
@@ -99,22 +114,20 @@ def _plan(node: onnx.NodeProto, known: dict[str, onnx.ValueInfoProto]) -> bool:
     if node.domain not in _DEFAULT_DOMAINS or node.op_type not in ("Scan", "Loop") \
             or not all(node.output):
         return False
-    attrs = _attrs(node)
-    if "body" not in attrs:
+    signature = _signature(node)
+    if signature is None:
         return False
+    attrs = _attrs(node)
     body = attrs["body"].g
-    if node.op_type == "Scan":
-        n_scan = attrs["num_scan_inputs"].i if "num_scan_inputs" in attrs else 0
-        n_states = len(node.input) - n_scan
-        if n_scan == 0 or len(body.input) != len(node.input):
+    if isinstance(signature, ScanSignature):
+        if signature.sequence_lens:  # opset 8's batched Scan
             return False
-        inputs_ok = all(_elem_and_rank(v)[1] is not None for v in body.input[n_states:])
+        inputs_ok = all(_elem_and_rank(v)[1] is not None for v in body.input[signature.body_scan_inputs])
         axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
         return (inputs_ok and all(_elem_and_rank(v)[0] for v in body.output)
-                and not _never_empty(node, n_states, axes, known))
-    n_states = len(body.input) - 2
-    scan_outputs = body.output[1 + n_states:]
-    bounded = any(name for name in node.input[:2])
+                and not _never_empty(node, signature.node_scan_inputs.start, axes, known))
+    scan_outputs = body.output[signature.body_scan_outputs]
+    bounded = any(name for name in node.input[:signature.node_carried.start])  # M or cond
     return (bounded and len(scan_outputs) > 0 and not all(_static(v) for v in scan_outputs)
             and all(_elem_and_rank(v)[0] for v in body.output))
 
@@ -142,18 +155,19 @@ class _Rewriter:
     def wrap(self, node: onnx.NodeProto) -> list[onnx.NodeProto]:
         self.wrapped += 1
         body = _attrs(node)["body"].g
-        if node.op_type == "Scan":
-            n_states = len(node.input) - _attrs(node)["num_scan_inputs"].i
-            before, condition = self.scan_is_empty(node, n_states)
-            probe = self.scan_probe(node, n_states)
+        signature = _signature(node)
+        if isinstance(signature, ScanSignature):
+            before, condition = self.scan_is_empty(node, signature)
+            probe = self.scan_probe(node, signature)
+            first_output = signature.body_state_outputs.start
         else:
-            n_states = len(body.input) - 2
+            assert isinstance(signature, LoopSignature)  # _plan took only Scan and Loop
             before, condition = self.loop_is_empty(node)
-            probe = self.loop_probe(node)
-        first = 1 if node.op_type == "Loop" else 0
-        element_types = body.output[first:]
-        then_branch = self.branch(probe, node, n_states, element_types, empty=True)
-        else_branch = self.branch([node], node, n_states, element_types, empty=False)
+            probe = self.loop_probe(node, signature)
+            first_output = signature.body_carried_outputs.start
+        element_types = body.output[first_output:]
+        then_branch = self.branch(probe, node, signature, element_types, empty=True)
+        else_branch = self.branch([node], node, signature, element_types, empty=False)
         wrapper = helper.make_node("If", [condition], list(node.output),
                                    name=self.names.fresh(f"{node.name or node.op_type}_zero_steps"),
                                    then_branch=then_branch, else_branch=else_branch)
@@ -161,24 +175,26 @@ class _Rewriter:
 
     # -- the conditions
 
-    def scan_is_empty(self, node, n_states) -> tuple[list, str]:
+    def scan_is_empty(self, node, signature: ScanSignature) -> tuple[list, str]:
         attrs = _attrs(node)
         axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
         body = attrs["body"].g
-        rank = _elem_and_rank(body.input[n_states])[1] + 1
+        rank = _elem_and_rank(body.input[signature.body_scan_inputs.start])[1] + 1
         axis = (axes[0] if axes else 0) % rank
         shape, length, zero, empty = (self.names.fresh(h) for h in (
             "scan_input_shape", "scan_length", "zero", "scan_is_empty"))
         index, index_node = self.const(np.array([axis], np.int64), "scan_axis")
         zero_name, zero_node = self.const(np.array([0], np.int64), zero)
-        return [helper.make_node("Shape", [node.input[n_states]], [shape]), index_node,
+        first_sequence = node.input[signature.node_scan_inputs.start]
+        return [helper.make_node("Shape", [first_sequence], [shape]), index_node,
                 helper.make_node("Gather", [shape, index], [length], axis=0), zero_node,
                 helper.make_node("Equal", [length, zero_name], [empty + "_1"]),
                 helper.make_node("Squeeze", [empty + "_1"], [empty])], empty
 
     def loop_is_empty(self, node) -> tuple[list, str]:
         nodes, tests = [], []
-        trip, cond = node.input[0], node.input[1] if len(node.input) > 1 else ""
+        trip = node.input[LoopSignature.TRIP_COUNT]
+        cond = node.input[LoopSignature.CONDITION] if len(node.input) > 1 else ""
         if trip:
             one, one_node = self.const(np.array(1, np.int64), "one")
             test = self.names.fresh("no_trips")
@@ -199,13 +215,14 @@ class _Rewriter:
 
     # -- the probes: one step on the initial states
 
-    def scan_probe(self, node, n_states) -> list[onnx.NodeProto]:
+    def scan_probe(self, node, signature: ScanSignature) -> list[onnx.NodeProto]:
         attrs = _attrs(node)
         axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
         body = attrs["body"].g
-        nodes, inputs = [], list(node.input[:n_states])
-        for k, name in enumerate(node.input[n_states:]):
-            elem, element_rank = _elem_and_rank(body.input[n_states + k])
+        nodes, inputs = [], list(node.input[signature.node_states])
+        elements = body.input[signature.body_scan_inputs]
+        for k, (name, element) in enumerate(zip(node.input[signature.node_scan_inputs], elements)):
+            elem, element_rank = _elem_and_rank(element)
             rank = element_rank + 1
             axis = (axes[k] if k < len(axes) else 0) % rank
             one_hot = np.zeros(rank, np.int64)
@@ -220,10 +237,13 @@ class _Rewriter:
             inputs.append(probe)
         return nodes + [self.copy_node(node, inputs)]
 
-    def loop_probe(self, node) -> list[onnx.NodeProto]:
+    def loop_probe(self, node, signature: LoopSignature) -> list[onnx.NodeProto]:
         one, one_node = self.const(np.array(1, np.int64), "one_trip")
         true, true_node = self.const(np.array(True), "start")
-        inputs = [one, true if len(node.input) > 1 and node.input[1] else ""] + list(node.input[2:])
+        inputs = [""] * signature.num_node_inputs
+        inputs[signature.TRIP_COUNT] = one
+        inputs[signature.CONDITION] = true if len(node.input) > 1 and node.input[1] else ""
+        inputs[signature.node_carried] = node.input[signature.node_carried]
         return [one_node, true_node, self.copy_node(node, inputs)]
 
     def copy_node(self, node, inputs) -> onnx.NodeProto:
@@ -238,15 +258,17 @@ class _Rewriter:
 
     # -- the branches
 
-    def branch(self, nodes: list[onnx.NodeProto], node: onnx.NodeProto, n_states: int,
-               element_types, empty: bool) -> onnx.GraphProto:
+    def branch(self, nodes: list[onnx.NodeProto], node: onnx.NodeProto,
+               signature: ScanSignature | LoopSignature, element_types, empty: bool) -> onnx.GraphProto:
         """A branch returning the states and the scan outputs of its loop node."""
         loop = nodes[-1]
         if not empty:  # the original node, its outputs renamed inside the branch
             loop = self.copy_node(node, list(node.input))
             nodes = [loop]
-        is_scan = node.op_type == "Scan"
-        state_inputs = list(node.input[:n_states] if is_scan else node.input[2:])
+        is_scan = isinstance(signature, ScanSignature)
+        states = signature.node_states if is_scan else signature.node_carried
+        state_inputs = list(node.input[states])
+        n_states = len(state_inputs)  # states come out first, then the scan outputs
         attrs = _attrs(node)
         out_axes = list(attrs["scan_output_axes"].ints) if is_scan and "scan_output_axes" in attrs \
             else []

@@ -17,6 +17,7 @@ from mdf_loops.backends.scheduler.body import BodyRunner
 from mdf_loops.ops.common import IterationGuard, check_elements, element_count, loop_scope
 from mdf_loops.errors import LoopError, ModelError, pop_frame, push_frame
 from mdf_loops.model.convention import BODY_ATTRIBUTES, body_graph
+from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
 
 __all__ = ["run_control_flow"]
 
@@ -43,19 +44,20 @@ def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
     bodies = {attr: _runner(owner, owner_name, attr, attributes) for attr in BODY_ATTRIBUTES[op_type]}
     guard = IterationGuard(kind=op_type)
     if op_type == "If":
-        if not inputs or inputs[0] is None:
+        if not inputs or inputs[IfSignature.CONDITION] is None:
             raise LoopError("If needs its 'cond' input")
         return ops.if_(
-            inputs[0],
+            inputs[IfSignature.CONDITION],
             _as_body(bodies["then_branch"], scope, "then_branch"),
             _as_body(bodies["else_branch"], scope, "else_branch"),
         )
     body = bodies["body"]
     if op_type == "Loop":
-        trip_count = inputs[0] if len(inputs) > 0 else None
-        condition = inputs[1] if len(inputs) > 1 else None
-        carried = list(inputs[2:])
-        if body.num_inputs != 2 + len(carried):
+        values = list(inputs) + [None] * (2 - len(inputs))
+        loop = LoopSignature(num_carried=len(values) - 2, num_scan_outputs=0)
+        trip_count, condition = values[loop.TRIP_COUNT], values[loop.CONDITION]
+        carried = values[loop.node_carried]
+        if body.num_inputs != loop.num_body_inputs:
             raise LoopError(
                 f"Loop body '{body.graph.id}' has {body.num_inputs} formal inputs; it needs "
                 f"2 + {len(carried)} (iteration number, condition, loop-carried values)"
@@ -63,7 +65,7 @@ def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
         # a body returning its condition input unchanged runs exactly M times: refuse now
         if trip_count is not None and condition is None and _passes_condition_through(body):
             guard.check_planned(int(np.asarray(trip_count).reshape(())))
-        step = _as_body(body, scope, "iteration", first_scan_output=1 + len(carried))
+        step = _as_body(body, scope, "iteration", first_scan_output=loop.body_scan_outputs.start)
         return ops.loop(_with_declared_probe(step, body), trip_count, condition, carried, guard)
     # Scan
     scan_attributes = ops.ScanAttributes(
@@ -75,18 +77,19 @@ def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
         scan_output_axes=_ints(attributes, "scan_output_axes"),
         scan_output_directions=_ints(attributes, "scan_output_directions"),
     )
-    if opset < 9:
-        sequence_lens, values = (inputs[0] if inputs else None), list(inputs[1:])
-    else:
-        sequence_lens, values = None, list(inputs)
+    legacy = opset < 9  # opset 8: the first input is sequence_lens
+    values = list(inputs[1:] if legacy else inputs)
     if body.num_inputs != len(values):
         raise LoopError(
             f"Scan body '{body.graph.id}' has {body.num_inputs} formal inputs but the node "
             f"passes {len(values)} (states then scan inputs)"
         )
-    states = len(values) - scan_attributes.num_scan_inputs
-    step = _as_body(body, scope, "iteration", first_scan_output=states)
-    if opset < 9:
+    # the count of scan outputs does not matter here; ops.scan checks num_scan_inputs
+    scan = ScanSignature(len(values) - scan_attributes.num_scan_inputs,
+                         scan_attributes.num_scan_inputs, 0, legacy)
+    step = _as_body(body, scope, "iteration", first_scan_output=scan.body_scan_outputs.start)
+    if legacy:
+        sequence_lens = inputs[0] if inputs else None
         return ops.scan_batched(step, sequence_lens, values, scan_attributes, guard)
     return ops.scan(step, values, scan_attributes, guard)
 
@@ -97,8 +100,8 @@ def _passes_condition_through(runner: BodyRunner) -> bool:
     signature = runner.signature
     if len(signature.formal_inputs) < 2 or not signature.formal_outputs:
         return False
-    cond_in = signature.formal_inputs[1]
-    node_id, port_id = signature.formal_outputs[0]
+    cond_in = signature.formal_inputs[LoopSignature.BODY_CONDITION]
+    node_id, port_id = signature.formal_outputs[LoopSignature.CONDITION_OUTPUT]
     node = next(n for n in runner.graph.nodes if n.id == node_id)
     if all(p.id != cond_in for p in node.input_ports):
         return False
