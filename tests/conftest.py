@@ -17,6 +17,7 @@ from onnx import AttributeProto, TensorProto
 from onnx import helper as oh
 
 import mdf_loops
+from mdf_loops.model.compat import INPUT_DEFAULTS, set_input_default
 
 #: tests that draw pictures need Graphviz's dot; CI sets MDF_LOOPS_REQUIRE_DOT=1, and
 #: there a missing dot fails instead of skipping
@@ -24,6 +25,20 @@ needs_dot = pytest.mark.skipif(
     shutil.which("dot") is None and not os.environ.get("MDF_LOOPS_REQUIRE_DOT"),
     reason="Graphviz's dot program is not installed (apt-get install graphviz)",
 )
+
+#: tests of what needs InputPort.default_value and reduce as fields (modeci-mdf >= 0.4.14):
+#: time loops, and files written by a script (0.4.13 writes defaults as port metadata)
+needs_input_port_fields = pytest.mark.skipif(
+    not INPUT_DEFAULTS, reason="modeci-mdf < 0.4.14: InputPort has no default_value/reduce")
+
+
+def input_port(port_id: str, default: Any = None, **fields: Any) -> InputPort:
+    """An InputPort with a default value, on every supported modeci-mdf (model/compat.py)."""
+    port = InputPort(id=port_id, **fields)
+    if default is not None:
+        set_input_default(port, default)
+    return port
+
 
 FLOAT = TensorProto.FLOAT
 INT64 = TensorProto.INT64

@@ -24,6 +24,7 @@ from modeci_mdf.utils import load_mdf
 
 import mdf_loops
 from mdf_loops.onnx.export import mdf_to_onnx
+from conftest import needs_input_port_fields
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -218,6 +219,7 @@ def test_onnx_export_passes_checker_and_matches_numpy_in_onnxruntime(index):
     _check(dict(zip(names, session.run(None, feeds))), expected)
 
 
+@needs_input_port_fields  # the scripts write defaults as fields
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_files_are_what_the_script_writes(name):
     written = json.loads(_example(name).build_model().to_json())

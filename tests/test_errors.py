@@ -21,6 +21,7 @@ from conftest import (
     run_imported,
     run_mdf,
     value_info,
+    input_port,
 )
 
 
@@ -398,7 +399,7 @@ def _counting_loop(typed: bool):
     body = mdf_body("count", [step], ("i", "c", "total"), ("step.cond_out", "step.total_next"))
     node = Node(id="counter")
     node.input_ports += [InputPort(id="n", metadata=mdf_loops.port_type(dtype="int64") if typed else None),
-                         InputPort(id="go", default_value=True), InputPort(id="zero", default_value=0.0)]
+                         input_port("go", True), input_port("zero", 0.0)]
     node.parameters += [Parameter(id="body", value=mdf_loops.wrap_body(body)),
                         Parameter(id="counter", function="onnx::Loop",
                                   args={"M": "n", "cond": "go", "v_initial": "[zero]"})]

@@ -21,6 +21,7 @@ from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.utils import load_mdf
 
 import mdf_loops
+from conftest import needs_input_port_fields
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = [
@@ -76,6 +77,7 @@ def _sigmoid(z):
 # ---------------------------------------------------------------- the committed files
 
 
+@needs_input_port_fields  # the scripts write defaults as fields
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_files_are_what_the_script_writes(name):
     written = json.loads(_example(name).build_model().to_json())

@@ -14,7 +14,8 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Node, OutputPort
 from modeci_mdf.utils import load_mdf
 
 import mdf_loops
-from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model, run_mdf
+from conftest import (control_flow_cases, expression_node, input_port, loop_node, mdf_body,
+                      mdf_model, needs_input_port_fields, run_mdf)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "schemas" / "loop-node.schema.json").read_text())
@@ -25,7 +26,7 @@ def _two_node_body() -> Graph:
     """``a`` feeds ``b`` by an edge; formal inputs in non-alphabetical order; ``b.scale`` has a default."""
     a = expression_node("a", ["z_in", "m_in"], {"diff": "z_in - m_in"})
     b = expression_node("b", ["diff", "w"], {"scaled": "diff * w * scale"})
-    b.input_ports.append(InputPort(id="scale", default_value=2.0))
+    b.input_ports.append(input_port("scale", 2.0))
     edge = Edge(id="a_b", sender="a", sender_port="diff", receiver="b", receiver_port="diff")
     return mdf_body("pair", [a, b], ["z_in", "m_in"], ["b.scaled", "a.diff", "b.scaled"],
                     outer_scope_inputs=["w"], edges=[edge])
@@ -110,6 +111,7 @@ def _pair_model():
     return mdf_model(node)
 
 
+@needs_input_port_fields  # the file keeps a port default as a field
 @pytest.mark.parametrize("suffix", ["json", "yaml"])
 def test_signature_round_trips_through_files(suffix, tmp_path):
     path = tmp_path / f"pair.{suffix}"

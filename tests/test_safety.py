@@ -10,7 +10,7 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 
 import mdf_loops
 from mdf_loops.errors import SizeLimitError
-from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model
+from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model, input_port
 from mdf_loops.safety.allowlist import (
     expression_numpy,
     expression_refusal,
@@ -171,7 +171,7 @@ def test_function_arguments_are_bound_in_the_call():
 def test_every_expression_field_is_checked():
     attack = "__import__('os')"
     node = Node(
-        id="n", input_ports=[InputPort(id="x", default_value=attack)],
+        id="n", input_ports=[input_port("x", attack)],
         parameters=[
             Parameter(id="a", value=attack),
             Parameter(id="b", function=attack),  # not an MDF function: evaluated as code

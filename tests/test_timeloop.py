@@ -20,6 +20,9 @@ from modeci_mdf.utils import load_mdf
 
 import mdf_loops
 from mdf_loops.timeloop.convert import LOOP_NODE
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "timeloops"

@@ -2,6 +2,9 @@
 
 import importlib.util
 from pathlib import Path
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "timeloops.py"
 

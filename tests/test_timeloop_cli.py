@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 
 from mdf_loops.cli.commands import main
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "timeloops"
 FHN = str(EXAMPLES / "fitzhugh_nagumo.json")

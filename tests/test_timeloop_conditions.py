@@ -13,6 +13,9 @@ from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.conditions import ConditionError
 
 from test_timeloop import stock_traces
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
 ES = "TimeScale.ENVIRONMENT_SEQUENCE"
 

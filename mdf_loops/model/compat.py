@@ -48,15 +48,22 @@ def keep_input_defaults(model: Model, document: Any) -> None:
     if INPUT_DEFAULTS or not isinstance(document, dict):
         return
     content = next(iter(document.values()), None)
-    graphs = content.get("graphs") if isinstance(content, dict) else None
-    for graph in model.graphs:
-        nodes = ((graphs or {}).get(graph.id) or {}).get("nodes") or {}
-        for node in graph.nodes:
-            ports = (nodes.get(node.id) or {}).get("input_ports") or {}
-            for port in node.input_ports:
-                stored = ports.get(port.id) if isinstance(ports, dict) else None
+    graphs = _mapping(content, "graphs")
+    for graph in getattr(model, "graphs", None) or ():
+        nodes = _mapping(graphs.get(getattr(graph, "id", None)), "nodes")
+        for node in getattr(graph, "nodes", None) or ():
+            ports = _mapping(nodes.get(getattr(node, "id", None)), "input_ports")
+            for port in getattr(node, "input_ports", None) or ():
+                stored = ports.get(getattr(port, "id", None))
                 if isinstance(stored, dict) and stored.get(_KEY) is not None:
                     set_input_default(port, stored[_KEY])
+
+
+def _mapping(owner: Any, key: str) -> dict:
+    """``owner[key]`` when both are mappings, else an empty one (malformed files load as
+    far as modeci-mdf takes them; the checks report the rest)."""
+    value = owner.get(key) if isinstance(owner, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 def require_input_defaults(what: str) -> None:
