@@ -1,4 +1,4 @@
-"""onnxscript functions for tests/test_exporter_corpus.py (onnxscript compiles a function
+"""onnxscript functions for tests/onnx/test_exporter_corpus.py (onnxscript compiles a function
 from its module's source, so they live at module level here; import only with onnxscript)."""
 
 from __future__ import annotations

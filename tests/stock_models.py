@@ -1,4 +1,4 @@
-"""Loop-free MDF models covering what stock modeci-mdf does, for tests/test_stock_equivalence.py.
+"""Loop-free MDF models covering what stock modeci-mdf does, for tests/backends/scheduler/test_stock_equivalence.py.
 
 Each case builds a model with modeci-mdf's classes alone (this module must not
 import mdf_loops: it also runs in a process without it) and says how to run it

@@ -11,7 +11,7 @@ import pytest
 import mdf_loops
 from mdf_loops.workloads import while_loop
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 import rescorla_wagner  # noqa: E402
 
 

@@ -18,7 +18,7 @@ from mdf_loops.safety.allowlist import (
 )
 from mdf_loops.safety.checks import UnsafeExpressionError, check_model, check_structure, find_unsafe
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAMES = frozenset({"x", "y", "w", "h_prev", "f"})
 
 ALLOWED = [

@@ -19,7 +19,7 @@ import mdf_loops
 from mdf_loops.sweep import SweepError
 from mdf_loops.sweep.parameters import find_parameter, lift_parameters
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def example_inputs(name: str) -> dict:

@@ -15,7 +15,7 @@ from mdf_loops.run import BACKENDS
 from mdf_loops.sweep import SweepError
 from mdf_loops.sweep.worker import SweepTask, run_settings
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_parse_values():

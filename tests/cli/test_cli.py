@@ -34,7 +34,7 @@ from conftest import assert_same, control_flow_cases, needs_dot
 from mdf_loops import ops
 from mdf_loops.cli import commands as cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 LEAKY = EXAMPLES / "leaky_integrator.json"
 

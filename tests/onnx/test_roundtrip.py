@@ -35,7 +35,7 @@ from conftest import (
 )
 from mdf_loops.onnx.export import mdf_to_onnx
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: float32 tolerance
 RTOL, ATOL = 1e-5, 1e-6
 

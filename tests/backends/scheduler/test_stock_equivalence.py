@@ -20,7 +20,7 @@ import pytest
 
 from stock_models import CASES, LONG_RUN_STEPS, SMALL_LIMIT
 
-RUNNER = Path(__file__).resolve().parent / "stock_runner.py"
+RUNNER = Path(__file__).resolve().parents[2] / "stock_runner.py"
 
 
 def _run(mode: str, tmp_path: Path, cases: list[str] = ()) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +14,7 @@ from mdf_loops.backends.onnxruntime.compiled import CompileError, compile_model
 from mdf_loops.workloads import elman_rnn, running_sum, while_loop
 from conftest import control_flow_cases, onnxruntime_runs_case
 
-HERE = os.path.dirname(__file__)
-EXAMPLES = os.path.join(HERE, "..", "examples")
+EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
 
 
 CASES = sorted(control_flow_cases().values(), key=lambda c: c.name)

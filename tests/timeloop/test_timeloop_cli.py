@@ -13,7 +13,7 @@ from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "timeloops"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "timeloops"
 FHN = str(EXAMPLES / "fitzhugh_nagumo.json")
 
 

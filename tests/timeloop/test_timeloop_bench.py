@@ -6,7 +6,7 @@ from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "timeloops.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "timeloops.py"
 
 
 def test_the_benchmark_reports_every_runner(tmp_path):

@@ -41,7 +41,7 @@ from mdf_loops.errors import DepthLimitError, IterationLimitError, SizeLimitErro
 from mdf_loops.safety.checks import UnsafeExpressionError
 from mdf_loops.model.compat import INPUT_DEFAULTS
 
-_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SECONDS = 30  # far above what any test here needs; a guard that fails to stop ends here
 HEADROOM = 3 * 2**30  # bytes of address space a test may add
 

@@ -26,7 +26,7 @@ import mdf_loops
 from mdf_loops.onnx.export import mdf_to_onnx
 from conftest import needs_input_port_fields
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _example(name: str) -> ModuleType:

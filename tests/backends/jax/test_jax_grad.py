@@ -17,7 +17,7 @@ import jax.numpy as jnp  # noqa: E402
 import mdf_loops  # noqa: E402
 from conftest import BOOL, INT64, body_graph, expression_node, mdf_model, onnx_model, value_info  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 import rescorla_wagner  # noqa: E402
 
 DOUBLE = TensorProto.DOUBLE

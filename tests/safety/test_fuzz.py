@@ -28,7 +28,7 @@ import mdf_loops
 from conftest import control_flow_cases
 from mdf_loops.validation.report import validate
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FUZZ_EXAMPLES = int(os.environ.get("MDF_LOOPS_FUZZ_EXAMPLES", "0")) or 200
 SECONDS_PER_EXAMPLE = 30
 LIMITS = {"max_iterations": 1_000, "max_total_iterations": 10_000, "max_elements": 1_000_000}

@@ -25,7 +25,7 @@ from modeci_mdf.mdf import Model  # noqa: E402
 import mdf_loops  # noqa: E402
 from mdf_loops.sweep import SweepError  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DDM = EXAMPLES / "drift_diffusion.json"
 RNN = EXAMPLES / "elman_rnn.json"
 DT = 0.01

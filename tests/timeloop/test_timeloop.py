@@ -24,7 +24,7 @@ from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "timeloops"
 STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
 

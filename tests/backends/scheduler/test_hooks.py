@@ -25,7 +25,7 @@ from mdf_loops.backends.scheduler.hooks import HOOKS, Hook
 from mdf_loops.model.semantics import MARKER_KEY, onnx_semantics_of
 from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 _SNAPSHOT = r"""
 import importlib, json, sys

@@ -3,6 +3,9 @@ and numpy loops written here."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import helper as oh
@@ -176,17 +179,19 @@ def test_float_inputs_that_set_a_shape_are_constants_too():
         assert_same(mdf_loops.run(mdf, other, backend="jax")["r"], ort_run(model, other)["r"])
 
 
+# the exporter corpus is built by tests/onnx/test_exporter_corpus.py; its cases run here too
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "onnx"))
+
+
 def _corpus_names():
-    try:
-        from test_exporter_corpus import CASES
-    except ImportError:  # pragma: no cover - the corpus module moved
-        return []
+    from test_exporter_corpus import CASES
+
     return sorted(CASES)
 
 
 @pytest.mark.parametrize("name", _corpus_names())
 def test_exporter_corpus_on_jax(name):
-    """Models of real exporters (tests/test_exporter_corpus.py) against onnxruntime."""
+    """Models of real exporters (tests/onnx/test_exporter_corpus.py) against onnxruntime."""
     from test_exporter_corpus import _case, _compare, _imported
 
     case = _case(name)

@@ -24,7 +24,7 @@ from conftest import (
     value_info,
 )
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def _output(engine: EvaluableGraph, node: str, port: str):

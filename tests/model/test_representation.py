@@ -17,7 +17,7 @@ import mdf_loops
 from conftest import (control_flow_cases, expression_node, input_port, loop_node, mdf_body,
                       mdf_model, needs_input_port_fields, run_mdf)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "loop-node.schema.json").read_text())
 EXAMPLE_FILES = sorted((ROOT / "examples").glob("*.json")) + sorted((ROOT / "examples").glob("*.yaml"))
 

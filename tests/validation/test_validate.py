@@ -19,7 +19,7 @@ import mdf_loops
 from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model
 from mdf_loops.validation.report import Problem, read_document, validate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 LEAKY = EXAMPLES / "leaky_integrator.json"
 SCAN = "graphs.main.nodes.integrate"
