@@ -104,8 +104,11 @@ def did_you_mean(name: str, known, what: str = "") -> str:
         if isinstance(candidate, str):
             by_folded.setdefault(candidate.lower(), candidate)
     folded = str(name).lower()
-    close = [folded] if folded in by_folded else \
-        difflib.get_close_matches(folded, list(by_folded), n=3, cutoff=0.6)
+    close = (
+        [folded]
+        if folded in by_folded
+        else difflib.get_close_matches(folded, list(by_folded), n=3, cutoff=0.6)
+    )
     if not close:
         return ""
     names = " or ".join(f"'{by_folded[c]}'" for c in close)

@@ -72,12 +72,15 @@ def lower(
         graph_inputs = [_copy_of_input(s, found) for s in inputs]
         missing = sorted(set(found) - {s.name for s in graph_inputs})
         if missing:
-            raise AuthoringError(f"model '{name}': the outputs need inputs {missing} that "
-                                 "are not in `inputs`")
+            raise AuthoringError(
+                f"model '{name}': the outputs need inputs {missing} that are not in `inputs`"
+            )
     shared: list[SharedOp] = []
     if shared_as_inputs:
-        shared = sorted((op for op in all_operations(roots) if isinstance(op, SharedOp)),
-                        key=lambda op: op.serial)
+        shared = sorted(
+            (op for op in all_operations(roots) if isinstance(op, SharedOp)),
+            key=lambda op: op.serial,
+        )
         graph_inputs += [op.outputs[0] for op in shared]
     return to_onnx(list(zip([n for n, _ in named], roots)), graph_inputs, name), shared
 
@@ -95,7 +98,8 @@ def _named_outputs(outputs: Any) -> list[tuple[str, Symbol]]:
         if symbol.op.scope is not ROOT:
             raise AuthoringError(
                 f"output '{out_name}' is {symbol.describe()}, made inside the fn of "
-                f"{symbol.op.scope.label}; a model output must be made at the top level")
+                f"{symbol.op.scope.label}; a model output must be made at the top level"
+            )
         named.append((out_name, symbol))
     return named
 

@@ -16,8 +16,22 @@ from collections import defaultdict
 
 import numpy as np
 
-from mdf_loops.authoring.canonical import LoopOp, LoopState, SequenceInput, StackedOutput, all_operations
-from mdf_loops.authoring.symbolic import ConstantOp, FormalOp, OnnxOp, Operation, Symbol, apply, tracing
+from mdf_loops.authoring.canonical import (
+    LoopOp,
+    LoopState,
+    SequenceInput,
+    StackedOutput,
+    all_operations,
+)
+from mdf_loops.authoring.symbolic import (
+    ConstantOp,
+    FormalOp,
+    OnnxOp,
+    Operation,
+    Symbol,
+    apply,
+    tracing,
+)
 
 __all__ = ["copy_graph", "keep_only_what_is_used", "shape_empty_stacks", "optimize"]
 
@@ -53,11 +67,15 @@ def copy_graph(roots: list[Symbol]) -> list[Symbol]:
 
 def _copy_loop(op: LoopOp, new: LoopOp, twin) -> None:
     new.sequences = [SequenceInput(twin(s.formal), twin(s.source)) for s in op.sequences]
-    states = {s: LoopState(twin(s.formal), twin(s.initial), twin(s.next), twin(s.final), s.role)
-              for s in op.states}
+    states = {
+        s: LoopState(twin(s.formal), twin(s.initial), twin(s.next), twin(s.final), s.role)
+        for s in op.states
+    }
     new.states = list(states.values())
-    new.stacked = [StackedOutput(twin(o.step_value), states.get(o.state), o.state_is_window,
-                                 twin(o.result)) for o in op.stacked]
+    new.stacked = [
+        StackedOutput(twin(o.step_value), states.get(o.state), o.state_is_window, twin(o.result))
+        for o in op.stacked
+    ]
     new.trip_count = twin(op.trip_count)
     new.until = twin(op.until)
     new.replacements = {twin(k): twin(v) for k, v in op.replacements.items()}
@@ -87,8 +105,11 @@ def _is_last_step(op: Operation, source: Symbol) -> bool:
     if op.attributes.get("axis", 0) != 0:
         return False
     index = op.inputs[1]
-    return (isinstance(index.op, ConstantOp) and index.op.value.shape == ()
-            and int(index.op.value) == -1)
+    return (
+        isinstance(index.op, ConstantOp)
+        and index.op.value.shape == ()
+        and int(index.op.value) == -1
+    )
 
 
 def keep_only_what_is_used(roots: list[Symbol]) -> None:
@@ -127,8 +148,11 @@ def _new_state(loop: LoopOp, out: StackedOutput) -> LoopState | None:
     if not step_type.is_static:
         return None
     with tracing(loop.scope):
-        initial = apply("ConstantOfShape", [np.array(step_type.shape, np.int64)],
-                        {"value": np.zeros(1, step_type.dtype)})
+        initial = apply(
+            "ConstantOfShape",
+            [np.array(step_type.shape, np.int64)],
+            {"value": np.zeros(1, step_type.dtype)},
+        )
     with tracing(loop.body):
         formal = FormalOp(step_type, "newest value of a scan output", "newest").outputs[0]
     state = LoopState(formal, initial, out.step_value, role="last step of an output")
@@ -161,10 +185,18 @@ def shape_empty_stacks(roots: list[Symbol]) -> list[Symbol]:
             with tracing(loop.scope):
                 element = apply("Shape", [out.state.initial])
                 if out.state_is_window:
-                    element = apply("Slice", [element, np.array([1], np.int64),
-                                              np.array([np.iinfo(np.int64).max], np.int64)])
-                rows = apply("Slice", [apply("Shape", [result]), np.array([0], np.int64),
-                                       np.array([1], np.int64)])
+                    element = apply(
+                        "Slice",
+                        [
+                            element,
+                            np.array([1], np.int64),
+                            np.array([np.iinfo(np.int64).max], np.int64),
+                        ],
+                    )
+                rows = apply(
+                    "Slice",
+                    [apply("Shape", [result]), np.array([0], np.int64), np.array([1], np.int64)],
+                )
                 shaped = apply("Reshape", [result, apply("Concat", [rows, element], {"axis": 0})])
             _replace_uses(readers.get(result, []), result, shaped)
             roots = [shaped if r is result else r for r in roots]

@@ -68,17 +68,26 @@ def _checked(value: Any, tensor_type: TensorType, what: str) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype != tensor_type.dtype:
         if not np.can_cast(array.dtype, tensor_type.dtype, "same_kind"):
-            raise AuthoringError(f"{what} is {tensor_type.dtype}; a {array.dtype} value would "
-                                 f"lose information: cast it with .astype('{tensor_type.dtype}')")
+            raise AuthoringError(
+                f"{what} is {tensor_type.dtype}; a {array.dtype} value would "
+                f"lose information: cast it with .astype('{tensor_type.dtype}')"
+            )
         array = array.astype(tensor_type.dtype)
     if array.shape != tensor_type.shape:
-        raise AuthoringError(f"{what} has shape {tensor_type.shape}; got a value of shape "
-                             f"{array.shape} (a shared value keeps its shape here)")
+        raise AuthoringError(
+            f"{what} has shape {tensor_type.shape}; got a value of shape "
+            f"{array.shape} (a shared value keeps its shape here)"
+        )
     return np.array(array, copy=True)
 
 
-def shared(value: Any, name: str | None = None, strict: bool = False,
-           allow_downcast: bool | None = None, **kwargs: Any) -> SharedVariable:
+def shared(
+    value: Any,
+    name: str | None = None,
+    strict: bool = False,
+    allow_downcast: bool | None = None,
+    **kwargs: Any,
+) -> SharedVariable:
     """A shared value, as PyTensor's ``shared`` (``strict`` and ``allow_downcast`` are ignored).
 
     ``fn`` of a scan may update it (``return {value: new}``): the scan's updates

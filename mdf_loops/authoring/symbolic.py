@@ -123,8 +123,14 @@ class Operation:
 class OnnxOp(Operation):
     """A call of the ONNX operator ``op_type`` with the given attributes."""
 
-    def __init__(self, op_type: str, inputs, attributes: Mapping[str, Any],
-                 types: Sequence[TensorType], name: str | None = None):
+    def __init__(
+        self,
+        op_type: str,
+        inputs,
+        attributes: Mapping[str, Any],
+        types: Sequence[TensorType],
+        name: str | None = None,
+    ):
         super().__init__(inputs)
         self.op_type = op_type
         self.attributes = dict(attributes)
@@ -232,41 +238,96 @@ class Symbol:
             yield self[k]
 
     # -- arithmetic
-    def __add__(self, other): return _arithmetic.binary("Add", self, other)
-    def __radd__(self, other): return _arithmetic.binary("Add", other, self)
-    def __sub__(self, other): return _arithmetic.binary("Sub", self, other)
-    def __rsub__(self, other): return _arithmetic.binary("Sub", other, self)
-    def __mul__(self, other): return _arithmetic.binary("Mul", self, other)
-    def __rmul__(self, other): return _arithmetic.binary("Mul", other, self)
-    def __truediv__(self, other): return _arithmetic.binary("Div", self, other, true_division=True)
-    def __rtruediv__(self, other): return _arithmetic.binary("Div", other, self, true_division=True)
-    def __pow__(self, other): return _arithmetic.binary("Pow", self, other)
-    def __rpow__(self, other): return _arithmetic.binary("Pow", other, self)
-    def __matmul__(self, other): return _arithmetic.binary("MatMul", self, other)
-    def __rmatmul__(self, other): return _arithmetic.binary("MatMul", other, self)
-    def __neg__(self): return apply("Neg", [self])
-    def __pos__(self): return self
-    def __abs__(self): return apply("Abs", [self])
+    def __add__(self, other):
+        return _arithmetic.binary("Add", self, other)
 
-    def __floordiv__(self, other): return _arithmetic.floor_divide(self, other)
-    def __rfloordiv__(self, other): return _arithmetic.floor_divide(other, self)
-    def __mod__(self, other): return _arithmetic.modulo(self, other)
-    def __rmod__(self, other): return _arithmetic.modulo(other, self)
+    def __radd__(self, other):
+        return _arithmetic.binary("Add", other, self)
+
+    def __sub__(self, other):
+        return _arithmetic.binary("Sub", self, other)
+
+    def __rsub__(self, other):
+        return _arithmetic.binary("Sub", other, self)
+
+    def __mul__(self, other):
+        return _arithmetic.binary("Mul", self, other)
+
+    def __rmul__(self, other):
+        return _arithmetic.binary("Mul", other, self)
+
+    def __truediv__(self, other):
+        return _arithmetic.binary("Div", self, other, true_division=True)
+
+    def __rtruediv__(self, other):
+        return _arithmetic.binary("Div", other, self, true_division=True)
+
+    def __pow__(self, other):
+        return _arithmetic.binary("Pow", self, other)
+
+    def __rpow__(self, other):
+        return _arithmetic.binary("Pow", other, self)
+
+    def __matmul__(self, other):
+        return _arithmetic.binary("MatMul", self, other)
+
+    def __rmatmul__(self, other):
+        return _arithmetic.binary("MatMul", other, self)
+
+    def __neg__(self):
+        return apply("Neg", [self])
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return apply("Abs", [self])
+
+    def __floordiv__(self, other):
+        return _arithmetic.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return _arithmetic.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return _arithmetic.modulo(self, other)
+
+    def __rmod__(self, other):
+        return _arithmetic.modulo(other, self)
 
     # -- comparisons (== and != stay Python identity, as in Theano: use functions.eq/neq)
-    def __lt__(self, other): return _arithmetic.binary("Less", self, other)
-    def __le__(self, other): return _arithmetic.binary("LessOrEqual", self, other)
-    def __gt__(self, other): return _arithmetic.binary("Greater", self, other)
-    def __ge__(self, other): return _arithmetic.binary("GreaterOrEqual", self, other)
+    def __lt__(self, other):
+        return _arithmetic.binary("Less", self, other)
+
+    def __le__(self, other):
+        return _arithmetic.binary("LessOrEqual", self, other)
+
+    def __gt__(self, other):
+        return _arithmetic.binary("Greater", self, other)
+
+    def __ge__(self, other):
+        return _arithmetic.binary("GreaterOrEqual", self, other)
+
     __hash__ = object.__hash__
 
     # -- logic (booleans) and bitwise operations (integers)
-    def __and__(self, other): return _arithmetic.logical("And", "BitwiseAnd", self, other)
-    def __rand__(self, other): return _arithmetic.logical("And", "BitwiseAnd", other, self)
-    def __or__(self, other): return _arithmetic.logical("Or", "BitwiseOr", self, other)
-    def __ror__(self, other): return _arithmetic.logical("Or", "BitwiseOr", other, self)
-    def __xor__(self, other): return _arithmetic.logical("Xor", "BitwiseXor", self, other)
-    def __rxor__(self, other): return _arithmetic.logical("Xor", "BitwiseXor", other, self)
+    def __and__(self, other):
+        return _arithmetic.logical("And", "BitwiseAnd", self, other)
+
+    def __rand__(self, other):
+        return _arithmetic.logical("And", "BitwiseAnd", other, self)
+
+    def __or__(self, other):
+        return _arithmetic.logical("Or", "BitwiseOr", self, other)
+
+    def __ror__(self, other):
+        return _arithmetic.logical("Or", "BitwiseOr", other, self)
+
+    def __xor__(self, other):
+        return _arithmetic.logical("Xor", "BitwiseXor", self, other)
+
+    def __rxor__(self, other):
+        return _arithmetic.logical("Xor", "BitwiseXor", other, self)
 
     def __invert__(self):
         return apply("Not" if self.dtype == np.bool_ else "BitwiseNot", [self])

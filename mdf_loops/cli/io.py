@@ -32,9 +32,14 @@ from mdf_loops.errors import MdfLoopsError
 from mdf_loops.model.inputs import DeclaredInput, InputError, fit_input, graph_input_types
 from mdf_loops.model.interface import graph_interface
 
-__all__ = ["InputError", "read_inputs", "format_outputs", "encode_outputs", "outputs_to_npz",
-           "OUTPUT_FORMATS"]
-
+__all__ = [
+    "InputError",
+    "read_inputs",
+    "format_outputs",
+    "encode_outputs",
+    "outputs_to_npz",
+    "OUTPUT_FORMATS",
+]
 
 
 def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
@@ -148,12 +153,13 @@ def _format_value(name: str, value: Any, full: bool, indent: str = "") -> str:
         return f"{indent}{name}: empty optional"
     if isinstance(value, list):
         lines = [f"{indent}{name}: sequence of {len(value)}"]
-        lines += [_format_value(f"[{k}]", item, full, indent + "  ") for k, item in enumerate(value)]
+        lines += [
+            _format_value(f"[{k}]", item, full, indent + "  ") for k, item in enumerate(value)
+        ]
         return "\n".join(lines)
     array = np.asarray(value)
     if full:
-        text = np.array2string(array, threshold=sys.maxsize, floatmode="unique",
-                               max_line_width=88)
+        text = np.array2string(array, threshold=sys.maxsize, floatmode="unique", max_line_width=88)
     else:
         text = np.array2string(array, threshold=24, edgeitems=3, precision=6, max_line_width=88)
     body = "\n".join(f"{indent}  {line}" for line in text.splitlines())
@@ -207,8 +213,10 @@ def _flat_arrays(outputs: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], lis
 def _npy(arrays: dict[str, np.ndarray], left_out: list[str]) -> bytes:
     if len(arrays) != 1 or left_out:
         names = ", ".join(map(repr, [*arrays, *left_out]))
-        raise MdfLoopsError(f"an .npy file holds one array; the model has {len(arrays) + len(left_out)} "
-                            f"outputs ({names}): write -o OUT.npz, OUT.json or OUT.csv")
+        raise MdfLoopsError(
+            f"an .npy file holds one array; the model has {len(arrays) + len(left_out)} "
+            f"outputs ({names}): write -o OUT.npz, OUT.json or OUT.csv"
+        )
     buffer = io.BytesIO()
     np.save(buffer, next(iter(arrays.values())), allow_pickle=False)
     return buffer.getvalue()
@@ -239,8 +247,9 @@ def _finite(data: Any) -> Any:
 
 def _json(outputs: Mapping[str, Any]) -> bytes:
     """``{name: {"dtype", "shape", "values"}}``; a sequence a list of those, an empty optional null."""
-    lines = [f" {json.dumps(name)}: {json.dumps(_json_value(value))}"
-             for name, value in outputs.items()]
+    lines = [
+        f" {json.dumps(name)}: {json.dumps(_json_value(value))}" for name, value in outputs.items()
+    ]
     return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
 
 

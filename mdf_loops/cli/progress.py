@@ -10,6 +10,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, TextIO
 
+
 def shows_progress(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
@@ -23,8 +24,9 @@ def progress(stream: TextIO) -> Iterator[None]:
 
     display = ProgressLine(stream)
     stop = threading.Event()
-    clock = threading.Thread(target=_tick, args=(display, stop), daemon=True,
-                             name="mdf-loops progress")
+    clock = threading.Thread(
+        target=_tick, args=(display, stop), daemon=True, name="mdf-loops progress"
+    )
     clock.start()
     observe: Callable | None = getattr(ops, "observe_iterations", None)
     try:
@@ -90,7 +92,7 @@ class ProgressLine:
 
     def show(self, text: str) -> None:
         width = _terminal_width(self.stream) - 1
-        text = text if len(text) <= width else "..." + text[-(width - 3):]
+        text = text if len(text) <= width else "..." + text[-(width - 3) :]
         with self.lock:
             self.stream.write("\r" + text.ljust(self.width))
             self.stream.flush()
@@ -114,4 +116,3 @@ def _terminal_width(stream: TextIO) -> int:
     except (OSError, ValueError, AttributeError):
         columns = 0
     return columns if columns >= 20 else 80
-

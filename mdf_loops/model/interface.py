@@ -11,7 +11,13 @@ from modeci_mdf.mdf import Graph, Model
 from mdf_loops.errors import MdfLoopsError, ModelError
 from mdf_loops.model.compat import keep_input_defaults, set_input_default
 
-__all__ = ["GraphInterface", "graph_interface", "load_model", "set_input_defaults", "stock_evaluate"]
+__all__ = [
+    "GraphInterface",
+    "graph_interface",
+    "load_model",
+    "set_input_defaults",
+    "stock_evaluate",
+]
 
 
 @dataclass(frozen=True)
@@ -39,16 +45,20 @@ def graph_interface(graph: Graph) -> GraphInterface:
     meta = graph.metadata or {}
     names = meta.get("onnx_names") or {}
     if not isinstance(names, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
-        raise ModelError(f"graph '{graph.id}': metadata 'onnx_names' must map ids to ONNX "
-                         f"names (strings), found {names!r:.80}")
+        isinstance(k, str) and isinstance(v, str) for k, v in names.items()
+    ):
+        raise ModelError(
+            f"graph '{graph.id}': metadata 'onnx_names' must map ids to ONNX "
+            f"names (strings), found {names!r:.80}"
+        )
     if "formal_inputs" in meta and "formal_outputs" in meta:
         inputs = {names.get(p, p): p for p in _strings(meta, "formal_inputs", graph.id)}
         outputs = {}
         for ref in _strings(meta, "formal_outputs", graph.id):
             if ref.count(".") != 1:
-                raise ModelError(f"graph '{graph.id}': formal output {ref!r} must be "
-                                 "'node_id.port_id'")
+                raise ModelError(
+                    f"graph '{graph.id}': formal output {ref!r} must be 'node_id.port_id'"
+                )
             node, port = ref.split(".")
             outputs[names.get(ref, ref)] = (node, port)
         return GraphInterface(inputs, outputs)
@@ -71,8 +81,9 @@ def graph_interface(graph: Graph) -> GraphInterface:
 def _strings(meta: dict, key: str, graph_id: str) -> list[str]:
     values = meta[key]
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise ModelError(f"graph '{graph_id}': metadata '{key}' must be a list of ids, "
-                         f"found {values!r:.60}")
+        raise ModelError(
+            f"graph '{graph_id}': metadata '{key}' must be a list of ids, found {values!r:.60}"
+        )
     return values
 
 
@@ -87,8 +98,9 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     if isinstance(model_or_path, Model):
         return model_or_path
     if not isinstance(model_or_path, (str, os.PathLike)):
-        raise ModelError("expected an MDF Model or a file path, got "
-                         f"{type(model_or_path).__name__}")
+        raise ModelError(
+            f"expected an MDF Model or a file path, got {type(model_or_path).__name__}"
+        )
     path = os.fspath(model_or_path)
     if path.endswith(".onnx"):
         return _load_onnx(path)
@@ -108,10 +120,15 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     except RecursionError:
         raise ModelError(f"{path}: nested too deeply to read") from None
     check_document(document, path)
-    if not (isinstance(document, dict) and len(document) == 1
-            and isinstance(next(iter(document.values())), dict)):
-        raise ModelError(f"{path}: an MDF file holds one model, {{model_id: {{...}}}}; "
-                         f"found {type(document).__name__}")
+    if not (
+        isinstance(document, dict)
+        and len(document) == 1
+        and isinstance(next(iter(document.values())), dict)
+    ):
+        raise ModelError(
+            f"{path}: an MDF file holds one model, {{model_id: {{...}}}}; "
+            f"found {type(document).__name__}"
+        )
     try:
         model = load_mdf(path)
     except Exception as exc:  # json/yaml/cattrs errors of many kinds
@@ -169,8 +186,10 @@ def stock_evaluate(graph: Graph, inputs: "Mapping[str, Any]") -> "dict[str, Any]
     interface = graph_interface(graph)
     engine = EvaluableGraph(graph)
     engine.evaluate(initializer={interface.inputs[name]: value for name, value in inputs.items()})
-    return {name: engine.enodes[node].evaluable_outputs[port].curr_value
-            for name, (node, port) in interface.outputs.items()}
+    return {
+        name: engine.enodes[node].evaluable_outputs[port].curr_value
+        for name, (node, port) in interface.outputs.items()
+    }
 
 
 def set_input_defaults(graph: Graph, values: "Mapping[str, Any]") -> None:
@@ -186,8 +205,9 @@ def set_input_defaults(graph: Graph, values: "Mapping[str, Any]") -> None:
     interface = graph_interface(graph)
     unknown = sorted(set(values) - set(interface.inputs))
     if unknown:
-        raise ModelError(f"graph '{graph.id}': no inputs {unknown}; it takes "
-                         f"{sorted(interface.inputs)}")
+        raise ModelError(
+            f"graph '{graph.id}': no inputs {unknown}; it takes {sorted(interface.inputs)}"
+        )
     received = {(e.receiver, e.receiver_port) for e in graph.edges}
     for name, value in values.items():
         port_id = interface.inputs[name]

@@ -55,7 +55,9 @@ def load_onnx(model_or_path) -> onnx.ModelProto:
     except FileNotFoundError:
         raise ModelError(f"{path}: no such file") from None
     except Exception as exc:  # protobuf DecodeError and friends
-        raise ModelError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
+        raise ModelError(
+            f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})"
+        ) from exc
     return checked_onnx(model, path)  # external data and sizes: docs/safety.md
 
 
@@ -158,8 +160,11 @@ class _Converter:
             t.values.name for t in g.sparse_initializer
         }
         # old-style models list initializers among the inputs: those are constants
-        defaulted = {} if is_body or not getattr(self, "input_defaults", False) else {
-            t.name: t for t in g.initializer if t.name in input_names}
+        defaulted = (
+            {}
+            if is_body or not getattr(self, "input_defaults", False)
+            else {t.name: t for t in g.initializer if t.name in input_names}
+        )
         formal = [n for n in input_names if n not in initializer_names or is_body or n in defaulted]
         scope.bound.update(formal)
         for name in formal:
@@ -258,7 +263,9 @@ class _Converter:
                 args[formal.name] = self._read(mdf, scope, node, inputs[position])
 
         for attr in onnx_node.attribute:
-            node.parameters.append(Parameter(id=attr.name, value=self._attribute(attr, mdf, scope, node)))
+            node.parameters.append(
+                Parameter(id=attr.name, value=self._attribute(attr, mdf, scope, node))
+            )
         if (
             onnx_node.op_type == "Split"
             and not any(a.name in ("split", "num_outputs") for a in onnx_node.attribute)
@@ -275,7 +282,9 @@ class _Converter:
             if not out:
                 continue
             port = self.value_id(out)
-            node.output_ports.append(OutputPort(id=port, value=node.id if single else f"{node.id}[{k}]"))
+            node.output_ports.append(
+                OutputPort(id=port, value=node.id if single else f"{node.id}[{k}]")
+            )
             scope.producers[out] = (node.id, port)
         mdf.nodes.append(node)
 
@@ -318,7 +327,9 @@ class _Converter:
         # a graph output that is a graph input or an outer value: pass it through
         node = Node(id=self.fresh(f"{name}_passthrough"))
         port = self._read(mdf, scope, node, name)
-        node.parameters.append(Parameter(id=node.id, function="onnx::Identity", args={"input": port}))
+        node.parameters.append(
+            Parameter(id=node.id, function="onnx::Identity", args={"input": port})
+        )
         out = self.fresh(f"{name}_out")
         node.output_ports.append(OutputPort(id=out, value=node.id))
         mdf.nodes.append(node)

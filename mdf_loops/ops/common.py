@@ -10,11 +10,27 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from mdf_loops.errors import DepthLimitError, IterationLimitError, LoopError, SizeLimitError, current_location
+from mdf_loops.errors import (
+    DepthLimitError,
+    IterationLimitError,
+    LoopError,
+    SizeLimitError,
+    current_location,
+)
 
-__all__ = ["Limits", "limits", "current_limits", "iteration_budget", "loop_scope",
-           "IterationGuard", "element_count", "check_elements", "how_to_raise",
-           "normalize_axis", "check_same_type"]
+__all__ = [
+    "Limits",
+    "limits",
+    "current_limits",
+    "iteration_budget",
+    "loop_scope",
+    "IterationGuard",
+    "element_count",
+    "check_elements",
+    "how_to_raise",
+    "normalize_axis",
+    "check_same_type",
+]
 
 
 @dataclass(frozen=True)
@@ -119,8 +135,11 @@ def loop_scope(kind: str) -> Iterator[int]:
             f"if the model is meant to nest this deep, {how_to_raise('max_depth')}"
         )
     depth_token = _DEPTH.set(depth)
-    budget_token = _BUDGET.set(_Budget(current_limits().max_total_iterations)) \
-        if _BUDGET.get() is None else None
+    budget_token = (
+        _BUDGET.set(_Budget(current_limits().max_total_iterations))
+        if _BUDGET.get() is None
+        else None
+    )
     try:
         yield depth
     finally:

@@ -60,9 +60,7 @@ class ScanOutputs:
         self.count += 1
 
     def _grow(self) -> None:
-        self._buffers = [
-            np.concatenate([b, np.empty_like(b)]) for b in self._buffers
-        ]
+        self._buffers = [np.concatenate([b, np.empty_like(b)]) for b in self._buffers]
 
     def arrays(self) -> list[np.ndarray]:
         """The stacked outputs, ``count`` long."""

@@ -141,8 +141,13 @@ def _document_size(document: Any, where: str) -> tuple[int, int]:
     while stack:
         item, done = stack.pop()
         key = id(item)
-        children = list(item.values()) if isinstance(item, Mapping) else \
-            item if isinstance(item, list) else None
+        children = (
+            list(item.values())
+            if isinstance(item, Mapping)
+            else item
+            if isinstance(item, list)
+            else None
+        )
         if children is None:
             continue
         if done:

@@ -109,8 +109,9 @@ def compile_model(
         options.inter_op_num_threads = 1
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(runnable.SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            runnable.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/NotImplemented
         raise CompileError(f"onnxruntime refuses the exported model: {exc}") from exc
     return CompiledModel(
@@ -144,7 +145,8 @@ def _check_feedable(graph: onnx.GraphProto) -> None:
             if name is not None:
                 raise CompileError(
                     f"graph {kind} '{value.name}' is {name}, which onnxruntime's Python "
-                    "binding cannot pass; run it with backend='scheduler'")
+                    "binding cannot pass; run it with backend='scheduler'"
+                )
 
 
 def _mdf_depth(model: Model) -> int:
@@ -156,7 +158,11 @@ def _mdf_depth(model: Model) -> int:
         for node in graph.nodes:
             for p in node.parameters:
                 value = p.value
-                if isinstance(value, dict) and len(value) == 1 and str(next(iter(value))).startswith("graph_"):
+                if (
+                    isinstance(value, dict)
+                    and len(value) == 1
+                    and str(next(iter(value))).startswith("graph_")
+                ):
                     try:
                         deepest = max(deepest, 1 + depth(body_graph(value)))
                     except MdfLoopsError:
@@ -188,8 +194,13 @@ _CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def cached_compile(model: Model, inputs: Mapping[str, Any], graph: str | None = None,
-                   threads: int | None = None, limits: Limits | None = None) -> CompiledModel:
+def cached_compile(
+    model: Model,
+    inputs: Mapping[str, Any],
+    graph: str | None = None,
+    threads: int | None = None,
+    limits: Limits | None = None,
+) -> CompiledModel:
     """:func:`compile_model`, cached per ``Model`` object and input types/ranks.
 
     A model changed in place after its first compiled run keeps the old

@@ -43,8 +43,9 @@ class BodyRunner:
             for port_id, evaluable_input in enode.evaluable_inputs.items():
                 ports.setdefault(port_id, []).append(evaluable_input)
         self._formal_slots = [ports.get(name, []) for name in self.signature.formal_inputs]
-        self._outer_slots = [(name, ports.get(name, []))
-                             for name in self.signature.outer_scope_inputs]
+        self._outer_slots = [
+            (name, ports.get(name, [])) for name in self.signature.outer_scope_inputs
+        ]
         self._outputs = [
             self._engine.enodes[node].evaluable_outputs[port]
             for node, port in self.signature.formal_outputs

@@ -81,8 +81,10 @@ def schema_for(op_type: str, version: int, domain: str = "") -> OpSchema:
     except onnx.defs.SchemaError as exc:
         if domain == "":
             raise ModelError(f"onnx::{op_type} does not exist in ONNX opset {version}") from exc
-        raise ModelError(f"{_DOMAIN_BY_NAME[domain].function(op_type)} does not exist in opset "
-                         f"{version} of domain '{domain}'") from exc
+        raise ModelError(
+            f"{_DOMAIN_BY_NAME[domain].function(op_type)} does not exist in opset "
+            f"{version} of domain '{domain}'"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,9 @@ def call_onnx_function(
     return tuple(results)
 
 
-def _bind_inputs(operator: _Operator, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> list:
+def _bind_inputs(
+    operator: _Operator, base: Mapping[str, Any], evaluated: Mapping[str, Any]
+) -> list:
     values: list = []
     bound = 0  # values up to here were given by the node; trailing absent inputs are dropped
     for name, variadic in operator.inputs:
@@ -172,7 +176,7 @@ def _constant_value(attributes: Mapping[str, Any]) -> Any:
     given = {k: v for k, v in attributes.items() if v is not None}
     if len(given) != 1:
         raise ModelError(f"onnx::Constant needs exactly one value attribute, got {sorted(given)}")
-    (name, value), = given.items()
+    ((name, value),) = given.items()
     if name in ("value", "sparse_value"):
         return decode_tensor(value) if is_encoded_tensor(value) else np.asarray(value)
     if name == "value_float":
@@ -264,8 +268,14 @@ _KERNEL_LOADERS = {DEFAULT.name: _load_default, "ai.onnx.ml": _load_ml}
 
 
 @functools.lru_cache(maxsize=4096)
-def _kernel(op_type: str, version: int, frozen_attrs: tuple, present: tuple, n_outputs: int,
-            domain: str = ""):
+def _kernel(
+    op_type: str,
+    version: int,
+    frozen_attrs: tuple,
+    present: tuple,
+    n_outputs: int,
+    domain: str = "",
+):
     attrs = {name: _thaw(value) for name, value in frozen_attrs}
     node = onnx.helper.make_node(
         op_type,
