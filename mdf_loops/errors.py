@@ -9,8 +9,8 @@ to the node (and loop iteration) that failed, e.g.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = [
     "MdfLoopsError",
@@ -48,7 +48,10 @@ class LoopError(EvaluationError):
 
 
 class LimitError(LoopError):
-    """A run hit one of its work limits (:class:`mdf_loops.Limits`); the message says how to raise it."""
+    """A run hit one of its work limits (:class:`mdf_loops.Limits`).
+
+    The message says how to raise it.
+    """
 
 
 class IterationLimitError(LimitError):

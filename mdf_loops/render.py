@@ -38,6 +38,7 @@ from mdf_loops.model.convention import (
     variadic_items,
 )
 from mdf_loops.model.interface import graph_interface, load_model
+from mdf_loops.model.signatures import LoopSignature, ScanSignature
 from mdf_loops.render_labels import (
     constant_values,
     describe_argument,
@@ -49,7 +50,6 @@ from mdf_loops.render_labels import (
     short_value,
     text,
 )
-from mdf_loops.model.signatures import LoopSignature, ScanSignature
 
 __all__ = ["to_graphviz", "render", "FORMATS"]
 

@@ -6,28 +6,29 @@ import difflib
 import logging
 import os
 from collections import OrderedDict
+from collections.abc import Mapping
 from contextlib import ExitStack
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops
+from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
+from mdf_loops.backends.scheduler.onnx_functions import opset
+from mdf_loops.backends.scheduler.registry import register
+from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
+from mdf_loops.model.compat import input_default
+from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
+from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
+from mdf_loops.model.values import OnnxSequence, to_engine, to_user
+from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
-from mdf_loops.safety.onnx_files import onnx_file_access
 from mdf_loops.safety.checks import check_model, check_structure, current_limits_key, model_digest
-from mdf_loops.backends.scheduler.onnx_functions import opset
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
-from mdf_loops.backends.scheduler.registry import register
-from mdf_loops.onnx.domains import other_opsets
-from mdf_loops.model.values import OnnxSequence, to_engine, to_user
-from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
-from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
-from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
-from mdf_loops.model.compat import input_default
+from mdf_loops.safety.onnx_files import onnx_file_access
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
@@ -76,8 +77,8 @@ def run(
             (lowered to one ``jax.jit``-compiled function; needs ``mdf-loops[jax]``,
             docs/jax.md). All enforce ``max_iterations``,
             ``max_elements`` and ``max_depth`` (onnxruntime through
-            :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``); ``max_total_iterations``
-            is counted by the scheduler only.
+            :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``);
+            ``max_total_iterations`` is counted by the scheduler only.
         threads: onnxruntime intra-op threads of the compiled mode (loops of small
             operations run fastest on one).
         external_data_dir: the folder an ONNX file's external tensor data may be read
@@ -118,7 +119,7 @@ def run(
         return _run_checked(model, inputs, graph, backend, threads, limits)
 
 
-_VERIFIED: "OrderedDict[tuple, set]" = OrderedDict()  # content key -> checks passed
+_VERIFIED: OrderedDict[tuple, set] = OrderedDict()  # content key -> checks passed
 
 
 def _verify(model: Model, trusted: bool) -> None:

@@ -7,8 +7,8 @@ inputs by name, and a plain numpy loop computing the same outputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import onnx

@@ -23,8 +23,8 @@ Semantics, with ``step(t)`` the body evaluated on the values of step ``t``::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from mdf_loops.authoring.symbolic import ConstantOp, Operation, Scope, Symbol
 
@@ -49,7 +49,10 @@ class SequenceInput:
 
 @dataclass(eq=False)
 class LoopState:
-    """A value carried across steps: ``formal`` in the body, ``next`` its value for the next step."""
+    """A value carried across steps.
+
+    ``formal`` is its name in the body, ``next`` its value for the next step.
+    """
 
     formal: Symbol
     initial: Symbol

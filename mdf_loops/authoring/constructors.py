@@ -11,7 +11,8 @@ made without a name gets a fresh one (``input_0``, ...).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

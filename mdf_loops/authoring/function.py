@@ -12,16 +12,16 @@ state persists between calls::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.authoring.canonical import all_operations
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.model import lower
 from mdf_loops.authoring.shared import SharedOp, SharedVariable
-from mdf_loops.authoring.canonical import all_operations
 from mdf_loops.authoring.symbolic import ROOT, InputOp, Symbol, as_symbol
 
 __all__ = ["function", "Function"]

@@ -6,13 +6,14 @@ may be symbols, numpy arrays or Python numbers.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from mdf_loops.authoring.arithmetic import binary, promote
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.indexing import inc_subtensor, set_subtensor
-from mdf_loops.authoring.arithmetic import binary, promote
 from mdf_loops.authoring.symbolic import Symbol, apply, as_symbol, constant
 from mdf_loops.authoring.types import onnx_elem_type
 

@@ -10,7 +10,7 @@ scope); the keys of a scan's updates are read as the state that replaces them.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import onnx
@@ -42,7 +42,7 @@ IR_VERSION = 10
 class _Graph:
     """One ONNX graph being written; ``parent`` resolves names of enclosing graphs."""
 
-    def __init__(self, writer: "_Writer", scope: Scope, parent: "_Graph | None"):
+    def __init__(self, writer: _Writer, scope: Scope, parent: _Graph | None):
         self.writer = writer
         self.scope = scope
         self.parent = parent

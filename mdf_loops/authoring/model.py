@@ -10,18 +10,19 @@ nodes, and ``onnx::Scan`` / ``onnx::Loop`` nodes with body graphs. The graph's
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import onnx
 from modeci_mdf.mdf import Model
 
-from mdf_loops.onnx.import_ import onnx_to_mdf
+from mdf_loops.authoring.canonical import all_operations
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.lowering import to_onnx
 from mdf_loops.authoring.rewrite import optimize
-from mdf_loops.authoring.canonical import all_operations
 from mdf_loops.authoring.shared import SharedOp
 from mdf_loops.authoring.symbolic import ROOT, InputOp, Symbol, as_symbol
+from mdf_loops.onnx.import_ import onnx_to_mdf
 
 __all__ = ["build_model", "build_onnx", "lower"]
 

@@ -155,7 +155,10 @@ def roll(x: Any, shift: Any, axis: int | None = None) -> Symbol:
 
 
 def round(x: Any, mode: str = "half_to_even") -> Symbol:
-    """``x`` rounded to integers: half to even (numpy's and PyTensor's default) or half away from zero."""
+    """``x`` rounded to integers.
+
+    Half to even (numpy's and PyTensor's default) or half away from zero.
+    """
     x = as_symbol(x)
     if x.dtype.kind in "iub":
         return x

@@ -40,7 +40,10 @@ _MINSTD = 2**31 - 1
 
 
 class RandomStreams:
-    """Theano's ``shared_randomstreams.RandomStreams(seed)``: ``uniform``, ``binomial``, ``normal``."""
+    """Theano's ``shared_randomstreams.RandomStreams(seed)``.
+
+    Draws ``uniform``, ``binomial`` and ``normal`` values.
+    """
 
     def __init__(self, seed: int = 0):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):

@@ -23,7 +23,8 @@ steps back, the first steps reading the initial state (``(k,) + shape`` when
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,11 +49,11 @@ from mdf_loops.authoring.symbolic import (
     FormalOp,
     Scope,
     Symbol,
-    user_location,
     apply,
     as_symbol,
     current_scope,
     tracing,
+    user_location,
 )
 from mdf_loops.authoring.types import onnx_elem_type
 

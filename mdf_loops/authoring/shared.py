@@ -31,7 +31,10 @@ class _Storage:
 
 
 class SharedOp(Operation):
-    """A shared value (always at the top level); its value is read when the model is built or run."""
+    """A shared value (always at the top level).
+
+    Its value is read when the model is built or run.
+    """
 
     def __init__(self, value: np.ndarray, name: str | None):
         super().__init__((), ROOT)

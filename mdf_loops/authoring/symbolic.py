@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextvars
 import itertools
 import sys
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ __all__ = [
 class Scope:
     """Where operations are recorded: the top level, or one ``scan`` body (nested)."""
 
-    def __init__(self, parent: "Scope | None", label: str):
+    def __init__(self, parent: Scope | None, label: str):
         self.parent = parent
         self.label = label
         #: updates made implicitly in this scope (a random stream's next state):
@@ -55,7 +56,7 @@ class Scope:
         #: of the top level unless told not to
         self.default_updates: dict[Symbol, Symbol] = {}
 
-    def within(self, other: "Scope") -> bool:
+    def within(self, other: Scope) -> bool:
         """True when this scope is ``other`` or nested inside it."""
         scope: Scope | None = self
         while scope is not None:
@@ -103,7 +104,7 @@ def user_location() -> str:
 class Operation:
     """One recorded operation: its inputs, its output symbols and the scope it belongs to."""
 
-    def __init__(self, inputs: Sequence["Symbol | None"], scope: Scope | None = None):
+    def __init__(self, inputs: Sequence[Symbol | None], scope: Scope | None = None):
         self.inputs: tuple[Symbol | None, ...] = tuple(inputs)
         self.scope = scope or current_scope()
         self.origin = user_location()
@@ -112,7 +113,7 @@ class Operation:
     def _add_outputs(self, types: Sequence[TensorType], names: Sequence[str | None]) -> None:
         self.outputs = [Symbol(self, k, t, n) for k, (t, n) in enumerate(zip(types, names))]
 
-    def dependencies(self) -> list["Symbol"]:
+    def dependencies(self) -> list[Symbol]:
         """The symbols that must exist before this operation runs."""
         return [s for s in self.inputs if s is not None]
 
@@ -210,7 +211,7 @@ class Symbol:
         return self.type.shape
 
     @property
-    def shape(self) -> "Symbol":
+    def shape(self) -> Symbol:
         """The shape as a symbolic int64 vector (as in Theano)."""
         return apply("Shape", [self])
 
@@ -339,46 +340,46 @@ class Symbol:
         return get_item(self, key)
 
     @property
-    def T(self) -> "Symbol":
+    def T(self) -> Symbol:
         return apply("Transpose", [self])
 
-    def transpose(self, *perm: int) -> "Symbol":
+    def transpose(self, *perm: int) -> Symbol:
         return apply("Transpose", [self], {"perm": list(perm)} if perm else {})
 
-    def astype(self, dtype) -> "Symbol":
+    def astype(self, dtype) -> Symbol:
         from mdf_loops.authoring.functions import cast
 
         return cast(self, dtype)
 
-    def reshape(self, *shape) -> "Symbol":
+    def reshape(self, *shape) -> Symbol:
         from mdf_loops.authoring.functions import reshape
 
         return reshape(self, shape[0] if len(shape) == 1 else shape)
 
-    def dot(self, other) -> "Symbol":
+    def dot(self, other) -> Symbol:
         return _arithmetic.binary("MatMul", self, other)
 
-    def sum(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def sum(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import sum as sum_
 
         return sum_(self, axis, keepdims)
 
-    def mean(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def mean(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import mean
 
         return mean(self, axis, keepdims)
 
-    def max(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def max(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import max as max_
 
         return max_(self, axis, keepdims)
 
-    def min(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def min(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import min as min_
 
         return min_(self, axis, keepdims)
 
-    def prod(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def prod(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import prod
 
         return prod(self, axis, keepdims)

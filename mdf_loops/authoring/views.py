@@ -6,7 +6,8 @@ lowers it to a loop that carries states and stacks nothing.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mdf_loops.authoring.errors import ScanError
 from mdf_loops.authoring.scan import scan

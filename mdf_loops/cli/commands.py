@@ -17,8 +17,8 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
 
 from mdf_loops import __version__
 from mdf_loops.cli import convert, render, run, validate

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from mdf_loops.errors import MdfLoopsError, ModelError
 from mdf_loops.files import refuse_overwriting

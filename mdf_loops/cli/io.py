@@ -1,4 +1,6 @@
-"""Values on the ``mdf-loops`` command line: reading ``--input`` options, showing and saving outputs.
+"""Values on the ``mdf-loops`` command line.
+
+Reading ``--input`` options, showing and saving outputs.
 
 An ``--input`` option is one of
 
@@ -22,8 +24,9 @@ import io
 import json
 import sys
 import zipfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Graph
@@ -87,7 +90,8 @@ def _read_option(option: str) -> list[tuple[str, Any]]:
         archive = _load_archive(text)
         if name not in archive:
             raise InputError(
-                f"input '{name}': {text} holds no array '{name}' (it holds {', '.join(sorted(archive))})"
+                f"input '{name}': {text} holds no array '{name}' "
+                f"(it holds {', '.join(sorted(archive))})"
             )
         return [(name, archive[name])]
     try:
@@ -246,7 +250,10 @@ def _finite(data: Any) -> Any:
 
 
 def _json(outputs: Mapping[str, Any]) -> bytes:
-    """``{name: {"dtype", "shape", "values"}}``; a sequence a list of those, an empty optional null."""
+    """``{name: {"dtype", "shape", "values"}}``.
+
+    A sequence is a list of those, an empty optional is null.
+    """
     lines = [
         f" {json.dumps(name)}: {json.dumps(_json_value(value))}" for name, value in outputs.items()
     ]

@@ -7,8 +7,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, TextIO
+from typing import TextIO
 
 
 def shows_progress(args: argparse.Namespace) -> bool:
@@ -41,7 +42,7 @@ def progress(stream: TextIO) -> Iterator[None]:
         display.clear()
 
 
-def _tick(display: "ProgressLine", stop: threading.Event) -> None:
+def _tick(display: ProgressLine, stop: threading.Event) -> None:
     while not stop.wait(0.25):
         display.elapsed()
 

@@ -19,6 +19,8 @@ def add_sweep(subparsers, common) -> None:
     """Declare ``mdf-loops sweep`` and its options."""
     from mdf_loops.cli.common import (
         add_input_option as _add_input_option,
+    )
+    from mdf_loops.cli.common import (
         positive_int as _positive_int,
     )
 
@@ -110,11 +112,15 @@ def _param(text: str) -> tuple[str, list]:
 def _sweep(args: argparse.Namespace) -> int:
     from mdf_loops.cli.common import (
         graph_of as _graph_of,
+    )
+    from mdf_loops.cli.common import (
         load_valid_model as _load_valid_model,
+    )
+    from mdf_loops.cli.common import (
         note as _note,
     )
-    from mdf_loops.cli.progress import shows_progress as _shows_progress
     from mdf_loops.cli.io import read_inputs
+    from mdf_loops.cli.progress import shows_progress as _shows_progress
     from mdf_loops.sweep import SweepError, sweep
     from mdf_loops.sweep.results import check_output_path
 

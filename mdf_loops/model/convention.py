@@ -23,8 +23,9 @@ signature, because ONNX binds body inputs and outputs by position:
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from modeci_mdf.mdf import Graph, Node, Parameter
 
@@ -248,7 +249,9 @@ def output_index(expression: Any, call_id: str) -> int | None:
 
 
 def port_type(*dims: int | str, dtype: str = "float64") -> dict:
-    """Port metadata declaring an ONNX tensor type: ``InputPort(id="x", metadata=port_type("steps", 3))``.
+    """Port metadata declaring an ONNX tensor type.
+
+    ``InputPort(id="x", metadata=port_type("steps", 3))``.
 
     A str dimension is a free size. modeci-mdf's own ``shape`` field reads a
     missing shape as ``()``, so it cannot say "unknown"; the exporter and

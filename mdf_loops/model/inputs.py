@@ -21,8 +21,9 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Graph, InputPort

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from modeci_mdf.mdf import Graph, Model
 
@@ -175,7 +176,7 @@ def _format_hint(path: str) -> str:
     return f"; its content looks like {found}: is it a {extension} file?"
 
 
-def stock_evaluate(graph: Graph, inputs: "Mapping[str, Any]") -> "dict[str, Any]":
+def stock_evaluate(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Evaluate ``graph`` with modeci-mdf's own ``EvaluableGraph``; outputs by name.
 
     The inputs go in through ``EvaluableGraph.evaluate(initializer=...)``, the
@@ -192,7 +193,7 @@ def stock_evaluate(graph: Graph, inputs: "Mapping[str, Any]") -> "dict[str, Any]
     }
 
 
-def set_input_defaults(graph: Graph, values: "Mapping[str, Any]") -> None:
+def set_input_defaults(graph: Graph, values: Mapping[str, Any]) -> None:
     """Give inputs of ``graph`` default values, by input name (see :func:`graph_interface`).
 
     Each value is stored as MDF's ``default_value`` (nested lists) on every input

@@ -50,9 +50,9 @@ class OnnxSequence(list):
 class _EmptyOptional:
     """The value of an optional that holds nothing."""
 
-    _instance: "_EmptyOptional | None" = None
+    _instance: _EmptyOptional | None = None
 
-    def __new__(cls) -> "_EmptyOptional":
+    def __new__(cls) -> _EmptyOptional:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

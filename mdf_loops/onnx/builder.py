@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import onnx
@@ -66,7 +67,7 @@ class NameAllocator:
         return name
 
     @classmethod
-    def of_graph(cls, graph: onnx.GraphProto) -> "NameAllocator":
+    def of_graph(cls, graph: onnx.GraphProto) -> NameAllocator:
         """An allocator with every value name of ``graph`` (subgraphs included) taken."""
         return cls(value_names(graph))
 
@@ -174,7 +175,7 @@ class GraphBuilder:
         self.constants[name] = tensor
         return name
 
-    def strong(self, operand: "str | Weak", like: str | None = None) -> str:
+    def strong(self, operand: str | Weak, like: str | None = None) -> str:
         """An ONNX value for ``operand``; a weak value takes the element type of ``like``."""
         if isinstance(operand, str):
             return operand

@@ -10,8 +10,9 @@ A model's opsets of other domains than the default one are kept in its graph's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import onnx
 

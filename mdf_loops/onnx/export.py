@@ -25,8 +25,9 @@ This module is the entry point; the work is split by job:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import onnx
 from modeci_mdf.mdf import Model

@@ -19,6 +19,7 @@ from onnx import TypeProto, helper, numpy_helper
 
 from mdf_loops.backends.scheduler.onnx_functions import attribute_value
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import (
     BODY_ATTRIBUTES,
     body_signature,
@@ -47,7 +48,6 @@ from mdf_loops.onnx.types import (
     declared_type,
     required_elem_type,
 )
-from mdf_loops.model.compat import input_default
 
 __all__ = ["Exporter", "UntypedInputError"]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 

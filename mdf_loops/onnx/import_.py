@@ -31,14 +31,14 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 from onnx import AttributeProto, numpy_helper
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import set_input_default
+from mdf_loops.model.convention import set_body_signature, wrap_body
+from mdf_loops.model.semantics import mark_onnx_semantics
+from mdf_loops.model.values import encode_tensor
 from mdf_loops.onnx.builder import NameAllocator, all_nodes
 from mdf_loops.onnx.domains import DEFAULT, OTHER_OPSETS_KEY, OperatorDomain, domain_of_node
 from mdf_loops.onnx.functions import inline_functions
-from mdf_loops.model.convention import set_body_signature, wrap_body
-from mdf_loops.model.values import encode_tensor
-from mdf_loops.model.semantics import mark_onnx_semantics
 from mdf_loops.safety.onnx_files import checked_onnx
-from mdf_loops.model.compat import set_input_default
 
 __all__ = ["onnx_to_mdf", "load_onnx"]
 

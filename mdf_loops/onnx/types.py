@@ -17,11 +17,11 @@ from modeci_mdf.mdf import Graph
 from onnx import TensorProto, TypeProto, helper
 
 from mdf_loops.errors import ModelError
-from mdf_loops.onnx.expressions import onnx_dtype
-from mdf_loops.onnx.builder import GraphBuilder, elem_dtype
 from mdf_loops.model.convention import body_signature
 from mdf_loops.model.signatures import IfSignature, LoopSignature, Signature
 from mdf_loops.model.values import dtype_from_name
+from mdf_loops.onnx.builder import GraphBuilder, elem_dtype
+from mdf_loops.onnx.expressions import onnx_dtype
 
 __all__ = [
     "declared_type",

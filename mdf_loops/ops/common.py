@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextvars
 import operator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class _Budget:
         self.limit = limit
 
 
-_BUDGET: contextvars.ContextVar["_Budget | None"] = contextvars.ContextVar(
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
     "mdf_loops_iteration_budget", default=None
 )
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("mdf_loops_loop_depth", default=0)
@@ -149,13 +150,13 @@ def loop_scope(kind: str) -> Iterator[int]:
 
 
 #: called as ``observer(location, iteration, total or None)`` at each iteration's start
-_OBSERVER: contextvars.ContextVar[Callable[[str, int, "int | None"], None] | None] = (
+_OBSERVER: contextvars.ContextVar[Callable[[str, int, int | None], None] | None] = (
     contextvars.ContextVar("mdf_loops_iteration_observer", default=None)
 )
 
 
 @contextmanager
-def observe_iterations(observer: Callable[[str, int, "int | None"], None]) -> Iterator[None]:
+def observe_iterations(observer: Callable[[str, int, int | None], None]) -> Iterator[None]:
     """Call ``observer(location, iteration, total)`` as each loop iteration starts.
 
     ``location`` names the loop (as in error messages), ``total`` is the number of

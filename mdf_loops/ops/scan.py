@@ -17,8 +17,8 @@ States and scan-output elements must keep one shape over all iterations.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from mdf_loops.errors import did_you_mean
-from mdf_loops.ops.common import check_elements, current_limits
+from mdf_loops.ops.common import current_limits
 
 __all__ = [
     "expression_refusal",

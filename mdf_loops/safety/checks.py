@@ -16,29 +16,28 @@ body that contains itself, text edge weights, unknown scheduler conditions).
 from __future__ import annotations
 
 import ast
-
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
-from functools import lru_cache
 from modeci_mdf.mdf import Condition, Graph, Model, Node
 
-from mdf_loops.errors import MdfLoopsError, ModelError
-from mdf_loops.errors import did_you_mean
-from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
-from mdf_loops.safety.evaluation import function_refusal
-from mdf_loops.ops.common import current_limits
+from mdf_loops.errors import MdfLoopsError, ModelError, did_you_mean
+from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph
 from mdf_loops.onnx.domains import DOMAINS, domain_of_function
-from mdf_loops.validation.report import Problem, format_path
+from mdf_loops.ops.common import current_limits
+from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
 from mdf_loops.safety.documents import (  # noqa: F401 - part of this module's interface
     check_aliases,
     check_document,
     current_limits_key,
     model_digest,
 )
-from mdf_loops.model.compat import input_default
+from mdf_loops.safety.evaluation import function_refusal
+from mdf_loops.validation.report import Problem, format_path
 
 __all__ = [
     "UnsafeExpressionError",
@@ -100,8 +99,8 @@ def _known_function(name: str) -> bool:
 
 
 def _function_names() -> list[str]:
-    from modeci_mdf.functions.standard import mdf_functions
     import onnx.defs
+    from modeci_mdf.functions.standard import mdf_functions
 
     return list(mdf_functions) + [
         domain.function(s.name)
@@ -158,7 +157,7 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _walked(model: Model) -> "_ModelWalker":
+def _walked(model: Model) -> _ModelWalker:
     walker = _ModelWalker()
     try:
         walker.model(model)

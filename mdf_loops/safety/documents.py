@@ -9,7 +9,8 @@ remembers that a model's content passed the checks of :mod:`mdf_loops.safety.che
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from mdf_loops.safety.allowlist import expressions_untrusted
 
 __all__ = ["engine_expression", "function_refusal", "guarded_evaluate_expr", "DISPATCH_MARKERS"]

@@ -21,9 +21,9 @@ from __future__ import annotations
 import contextvars
 import math
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 import onnx
 from onnx import AttributeProto, TensorProto

@@ -14,7 +14,8 @@ function; malformed inputs are left to the kernel, which reports them.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

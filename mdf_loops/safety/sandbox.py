@@ -24,7 +24,8 @@ import resource
 import select
 import signal
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -240,7 +241,7 @@ def _encode(value: Any) -> bytes:
                 manifest.append([name, "none", 0])
             elif isinstance(item, list):
                 manifest.append([name, "sequence", len(item)])
-                for k, element in enumerate(item):
+                for element in item:
                     arrays[f"a{len(arrays)}"] = _plain_array(element)
             else:
                 manifest.append([name, "array", 1])

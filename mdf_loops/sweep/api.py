@@ -14,15 +14,21 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from modeci_mdf.mdf import Model
 
 from mdf_loops.sweep.errors import SweepError
-from mdf_loops.sweep.results import ResultTable, check_output_path, fingerprint_attrs
-from mdf_loops.sweep.results import load_dataset, save_dataset
+from mdf_loops.sweep.results import (
+    ResultTable,
+    check_output_path,
+    fingerprint_attrs,
+    load_dataset,
+    save_dataset,
+)
 from mdf_loops.sweep.space import SweepSpace, grid_space, sample_space
 from mdf_loops.sweep.worker import SweepTask, run_settings
 
@@ -52,7 +58,7 @@ def sweep(
     progress: Progress | None = None,
     checkpoint_seconds: float = 30.0,
     **run_options: Any,
-) -> "xarray.Dataset":
+) -> xarray.Dataset:
     """Run ``model`` once per setting of ``grid`` or ``samples`` and gather the outputs.
 
     Args:
@@ -182,7 +188,7 @@ def _execute(
     client: Any,
     batch_size: int | None,
     progress: Progress | None,
-    saver: "_Checkpoints",
+    saver: _Checkpoints,
 ) -> None:
     from dask.distributed import as_completed
 

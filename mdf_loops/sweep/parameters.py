@@ -19,8 +19,13 @@ from dataclasses import dataclass
 
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, Parameter
 
-from mdf_loops.model.convention import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS, function_parameter
-from mdf_loops.model.convention import body_graph, wrap_body
+from mdf_loops.model.convention import (
+    BODY_ATTRIBUTES,
+    CONTROL_FLOW_FUNCTIONS,
+    body_graph,
+    function_parameter,
+    wrap_body,
+)
 from mdf_loops.sweep.errors import SweepError
 
 __all__ = ["ParameterSite", "find_parameter", "lift_parameters"]

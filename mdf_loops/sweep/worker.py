@@ -47,7 +47,7 @@ class SettingResult:
 
 
 #: models loaded in this process, by the hash of their JSON text (a few, most recent last)
-_MODELS: "OrderedDict[str, Model]" = OrderedDict()
+_MODELS: OrderedDict[str, Model] = OrderedDict()
 _MODELS_KEPT = 4
 _LOCK = threading.Lock()
 

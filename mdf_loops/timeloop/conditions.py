@@ -22,8 +22,9 @@ Termination conditions of the ``ENVIRONMENT_SEQUENCE`` scale (the same ones, plu
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import graph_scheduler.condition as gs
 from graph_scheduler import TimeScale
@@ -61,7 +62,10 @@ class SchedulePlan:
 
     @property
     def masked(self) -> set[str]:
-        """Nodes that may skip a step: a node condition, or a termination that can end a pass early."""
+        """Nodes that may skip a step.
+
+        Those with a node condition, or a termination that can end a pass early.
+        """
         gated = set()
         if self.termination is not None and len(self.sets) > 1:
             gated = {n for s in self.sets[1:] for n in s}
@@ -80,7 +84,7 @@ class Counts:
     calls_trial: Callable[[str], str]  # calls within this trial/pass
     passes: str  # ENVIRONMENT_SEQUENCE passes
     useable: Callable[[str, str], str]
-    threshold: Callable[["ThresholdRead"], str]
+    threshold: Callable[[ThresholdRead], str]
 
 
 def plan_schedule(engine: Any, graph_id: str) -> SchedulePlan:
@@ -167,8 +171,9 @@ def _collect(condition, plan: SchedulePlan, owner, set_of, graph_id, termination
         if owner is not None and set_of.get(dependency) == set_of.get(owner):
             if not isinstance(condition, gs.AfterNCalls) or dependency == owner:
                 raise ConditionError(
-                    f"{where}: {_name(condition)} depends on '{dependency}', which runs in the same "
-                    "consideration set; graph-scheduler's order there is not defined, so only "
+                    f"{where}: {_name(condition)} depends on '{dependency}', "
+                    "which runs in the same consideration set; graph-scheduler's order there "
+                    "is not defined, so only "
                     "AfterNCalls (which holds whichever runs first) is supported there"
                 )
             plan.same_set.setdefault(owner, set()).add(dependency)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import ast
 import copy
 import os
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import require_input_defaults
 from mdf_loops.model.convention import port_type, set_body_signature, wrap_body
 from mdf_loops.model.interface import load_model
 from mdf_loops.timeloop.conditions import SchedulePlan, plan_schedule
@@ -24,7 +26,6 @@ from mdf_loops.timeloop.schedule import (
     termination_expression,
 )
 from mdf_loops.timeloop.step import FIRST, FRESH, RUNS, carried_port, step_node, value_port
-from mdf_loops.model.compat import require_input_defaults
 
 __all__ = ["to_time_loop", "TimeLoopSpec", "time_loop_spec", "LOOP_NODE", "METADATA_KEY"]
 
@@ -406,7 +407,7 @@ def _loop_model(
             )
         )
     init_names = []
-    for k, (name, value) in enumerate(initial):
+    for name, value in initial:
         init_names.append(f"init__{name}")
         loop.parameters.append(Parameter(id=f"init__{name}", value=value))
     loop.parameters += [

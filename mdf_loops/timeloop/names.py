@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mdf_loops.errors import ModelError
 

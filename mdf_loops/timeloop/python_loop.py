@@ -14,19 +14,20 @@ from __future__ import annotations
 import ast
 import copy
 import logging
-from array import array
-from dataclasses import dataclass
-from typing import Any, Callable
-
 import math
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 from modeci_mdf.mdf import Graph, Model, Node
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.timeloop.convert import _LOOP_FUNCTION, LOOP_NODE
 from mdf_loops.timeloop.python_types import python_type, specialize
-from mdf_loops.model.compat import input_default
 
 __all__ = ["NotCompilable", "compile_time_loop"]
 

@@ -10,7 +10,7 @@ Unknown types keep the call.
 from __future__ import annotations
 
 import ast
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["specialize", "python_type"]
 

@@ -6,13 +6,15 @@ import csv
 import logging
 import os
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import input_default
 from mdf_loops.model.interface import load_model
 from mdf_loops.timeloop.convert import (
     _LOOP_FUNCTION,
@@ -21,7 +23,6 @@ from mdf_loops.timeloop.convert import (
     time_loop_spec,
     to_time_loop,
 )
-from mdf_loops.model.compat import input_default
 
 __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 
@@ -49,7 +50,10 @@ class Trajectories:
         return len(self.time)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write ``.npz`` (``time`` and one array per value) or ``.csv`` (one column per element)."""
+        """Write ``.npz`` or ``.csv``.
+
+        ``.npz`` holds ``time`` and one array per value, ``.csv`` one column per element.
+        """
         path = os.fspath(path)
         if path.endswith(".npz"):
             np.savez(path, time=self.time, **self.values)
@@ -167,7 +171,7 @@ def _run(model: Model, inputs: dict, backend: str, trusted: bool) -> Trajectorie
     return Trajectories(time, values, chosen)
 
 
-_COMPILED: "weakref.WeakKeyDictionary[Model, Any]" = weakref.WeakKeyDictionary()
+_COMPILED: weakref.WeakKeyDictionary[Model, Any] = weakref.WeakKeyDictionary()
 
 
 def _run_python(model: Model, inputs: dict, spec, trusted: bool) -> Trajectories:

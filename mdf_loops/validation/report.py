@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import os
 import reprlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import jsonschema
 import yaml
@@ -129,7 +130,11 @@ def _within(path: str, outer: str) -> bool:
 
 
 def format_path(parts: Iterable[Any]) -> str:
-    """``('graphs', 'main', 'metadata', 'formal_outputs', 1)`` -> ``graphs.main.metadata.formal_outputs[1]``."""
+    """A path as text.
+
+    ``('graphs', 'main', 'metadata', 'formal_outputs', 1)`` becomes
+    ``graphs.main.metadata.formal_outputs[1]``.
+    """
     text = ""
     for part in parts:
         if isinstance(part, int):

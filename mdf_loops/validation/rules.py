@@ -8,8 +8,9 @@ at the path of the element it concerns.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from mdf_loops.errors import did_you_mean
 from mdf_loops.model.convention import (

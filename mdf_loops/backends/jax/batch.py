@@ -6,14 +6,15 @@ others, a loop of :func:`mdf_loops.run` calls on the same (rewritten) model.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
-from mdf_loops.errors import IterationLimitError, ModelError
 from mdf_loops.backends.jax.grad import lift, prepare
 from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED
+from mdf_loops.errors import IterationLimitError, ModelError
 
 __all__ = ["run_batch"]
 
@@ -127,6 +128,7 @@ def _run_jax(model, inputs, batch, size, graph, trusted, max_iterations) -> dict
 
 def _batched_function(lowered, static, rows, shared):
     import jax
+
     from mdf_loops.backends.jax.compiled import _flatten, _key
 
     key = (

@@ -18,17 +18,14 @@ import contextlib
 import logging
 import threading
 import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import onnx
 from modeci_mdf.mdf import Model
 
-from mdf_loops.errors import IterationLimitError, ModelError
-from mdf_loops.onnx.export import mdf_to_onnx
-from mdf_loops.ops.common import Limits
-from mdf_loops.backends.onnxruntime.compiled import CompileError
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
@@ -39,6 +36,10 @@ from mdf_loops.backends.jax.values import (
     is_concrete,
     np_dtype,
 )
+from mdf_loops.backends.onnxruntime.compiled import CompileError
+from mdf_loops.errors import IterationLimitError, ModelError
+from mdf_loops.onnx.export import mdf_to_onnx
+from mdf_loops.ops.common import Limits
 
 __all__ = ["JaxModel", "compile", "cached_compile", "clear_compiled", "x64"]
 
@@ -328,7 +329,7 @@ def _rebuild(spec, flat: list) -> Any:
 
 # ---------------------------------------------------------------- cache
 
-_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 

@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
 from mdf_loops.errors import IterationLimitError, ModelError
 from mdf_loops.ops.common import Limits
-from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
 
 __all__ = ["value_and_grad", "grad", "prepare", "lift"]
 
 Objective = "str | Callable[[Mapping[str, Any]], Any]"
 
-_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
@@ -60,9 +61,9 @@ def lift(
     (``"node.parameter"`` or a parameter id found once) and become inputs holding
     their model values unless ``inputs`` gives them. The rewritten model is cached.
     """
-    from mdf_loops.run import _select_graph, _verify, load_model
-    from mdf_loops.model.interface import graph_interface
     from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
+    from mdf_loops.model.interface import graph_interface
+    from mdf_loops.run import _select_graph, _verify, load_model
 
     model = load_model(model)
     _verify(model, trusted)
@@ -184,6 +185,7 @@ def grad(
 
 def _gradient_function(lowered, static, dynamic, of, wrt: tuple) -> Callable:
     import jax
+
     from mdf_loops.backends.jax.compiled import _key
 
     key = (

@@ -8,17 +8,18 @@ Run under ``jax.jit``, the walk happens once, while tracing.
 from __future__ import annotations
 
 from collections import ChainMap
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from mdf_loops.errors import IterationLimitError, MdfLoopsError
-from mdf_loops.ops.common import Limits
+from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
 from mdf_loops.backends.jax.registry import OPS, NodeCall
 from mdf_loops.backends.jax.values import LoweringError, NeedsStatic, Ragged, label
-from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
+from mdf_loops.errors import IterationLimitError, MdfLoopsError
+from mdf_loops.ops.common import Limits
 
 __all__ = ["Evaluator"]
 

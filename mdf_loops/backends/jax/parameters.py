@@ -10,8 +10,9 @@ The model is copied; the original is left as it was.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Graph, InputPort, Model, Parameter

@@ -12,19 +12,20 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
-from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
 from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
+from mdf_loops.backends.onnxruntime.ort_safe import make_safe
+from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
@@ -190,7 +191,7 @@ def _signature(inputs: Mapping[str, Any]) -> tuple:
     return tuple(items)
 
 
-_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 

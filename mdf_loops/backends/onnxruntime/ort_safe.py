@@ -24,7 +24,8 @@ two places a valid model can reach with ordinary inputs:
 
 :func:`make_safe` applies both, at every depth of subgraphs; the values are
 unchanged. It then applies :mod:`mdf_loops.backends.onnxruntime.zero_steps`, so
-that loops running zero times give the reference answer instead of failing. Moving an axis needs the rank of the value, and guarding a division
+that loops running zero times give the reference answer instead of failing.
+Moving an axis needs the rank of the value, and guarding a division
 its element type: ONNX shape inference supplies both.
 """
 
@@ -36,10 +37,10 @@ from dataclasses import dataclass
 import onnx
 from onnx import TensorProto, helper
 
+from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
 from mdf_loops.errors import ModelError
 from mdf_loops.model.signatures import ScanSignature
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
-from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
 
 __all__ = ["make_safe", "scan_axes_to_zero"]
 

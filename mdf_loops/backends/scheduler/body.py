@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
-from mdf_loops.errors import LoopError, MdfLoopsError, ModelError
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.backends.scheduler.lean_schedule import forget_finished_updates, schedule_simply
+from mdf_loops.backends.scheduler.semantics import onnx_semantics
+from mdf_loops.errors import LoopError, MdfLoopsError, ModelError
 from mdf_loops.model.convention import BodySignature, body_signature
 from mdf_loops.model.values import to_engine, to_kernel
 

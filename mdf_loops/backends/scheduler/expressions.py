@@ -18,7 +18,8 @@ modelspec itself.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from modelspec.utils import evaluate as _stock_evaluate

@@ -16,9 +16,10 @@ mirrors :data:`HOOKS`; a test compares the modules before and after
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Callable
+from typing import Any
 
 import modeci_mdf.execution_engine as _engine
 
@@ -227,7 +228,10 @@ def _version_tuple(text: str) -> tuple:
 
 
 def check_versions() -> None:
-    """Raise :class:`MdfLoopsError` when an installed version is outside :data:`SUPPORTED_VERSIONS`."""
+    """Raise :class:`MdfLoopsError` when an installed version is not supported.
+
+    The supported ranges are :data:`SUPPORTED_VERSIONS`.
+    """
     for name, (low, high) in SUPPORTED_VERSIONS.items():
         try:
             version = metadata.version(name)

@@ -21,7 +21,8 @@ runs once per pass, in dependency order, as under the default conditions.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from graph_scheduler import Scheduler, TimeScale
 from graph_scheduler.condition import Condition
@@ -91,7 +92,7 @@ _FIELDS = tuple(_time_scale_to_attr_str(ts) for ts in sorted(TimeScale, key=lamb
 class CountingTime(Time):
     """A :class:`~graph_scheduler.time.Time` without absolute time, cheap to copy and increment."""
 
-    def __copy__(self) -> "CountingTime":
+    def __copy__(self) -> CountingTime:
         copy = CountingTime.__new__(CountingTime)
         copy.__dict__.update(self.__dict__)
         return copy

@@ -7,17 +7,18 @@ Turns the node's evaluated inputs and attribute parameters into the arguments of
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 
 from mdf_loops import ops
 from mdf_loops.backends.scheduler.body import BodyRunner
-from mdf_loops.ops.common import IterationGuard, check_elements, element_count, loop_scope
 from mdf_loops.errors import LoopError, ModelError, pop_frame, push_frame
 from mdf_loops.model.convention import BODY_ATTRIBUTES, body_graph
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
+from mdf_loops.ops.common import IterationGuard, check_elements, element_count, loop_scope
 
 __all__ = ["run_control_flow"]
 

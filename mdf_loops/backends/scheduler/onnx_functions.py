@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextvars
 import functools
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import onnx
@@ -27,12 +29,12 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.ops import load_op
 from onnx.reference.ops.aionnxml import load_op as load_ml_op
 
-from mdf_loops.errors import EvaluationError, ModelError
 from mdf_loops.backends.scheduler.loop_nodes import run_control_flow
-from mdf_loops.ops.common import check_elements, current_limits, element_count
+from mdf_loops.errors import EvaluationError, ModelError
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
 from mdf_loops.onnx.domains import DEFAULT, DOMAINS
+from mdf_loops.ops.common import check_elements, current_limits, element_count
 from mdf_loops.safety.operator_sizes import check_planned_size
 
 __all__ = ["call_onnx_function", "current_opset", "opset", "LATEST_OPSET"]
@@ -44,7 +46,7 @@ _OPSET: contextvars.ContextVar[int] = contextvars.ContextVar(
 )
 #: opsets of the other domains (``{"ai.onnx.ml": 3}``); a domain not listed: its newest
 _OTHER_OPSETS: contextvars.ContextVar[Mapping[str, int]] = contextvars.ContextVar(
-    "mdf_loops_other_opsets", default={}
+    "mdf_loops_other_opsets", default=MappingProxyType({})
 )
 _DOMAIN_BY_NAME = {d.name: d for d in DOMAINS}
 
@@ -74,7 +76,7 @@ def _version(domain: str) -> int:
     return version if version is not None else _DOMAIN_BY_NAME[domain].latest_version()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema_for(op_type: str, version: int, domain: str = "") -> OpSchema:
     try:
         return onnx.defs.get_schema(op_type, version, domain)
@@ -97,7 +99,7 @@ class _Operator:
     output_count: int | None  # None when the last output is variadic
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _operator(op_type: str, version: int, domain: str = "") -> _Operator:
     schema = schema_for(op_type, version, domain)
     variadic = OpSchema.FormalParameterOption.Variadic

@@ -12,9 +12,10 @@ import builtins
 import contextvars
 import functools
 import logging
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import modeci_mdf.execution_engine as _engine
 from modeci_mdf.mdf import MdfBase as _MdfBase
@@ -128,7 +129,7 @@ def evaluate_parameter(
     time_increment: Any = None,
     array_format: str = _engine.FORMAT_DEFAULT,
 ) -> Any:
-    """``EvaluableParameter.evaluate``, going straight to the ONNX evaluator for our ``onnx::`` calls.
+    """``EvaluableParameter.evaluate``, calling the ONNX evaluator directly for ``onnx::`` calls.
 
     The stock method finds a parameter's function by comparing its name with
     every registered function, then rewrites the expression and tests its text,
