@@ -210,8 +210,8 @@ class _Drawing:
         with self.dot.subgraph() as row:
             row.attr(rank="sink")
             for name, (node_id, port_id) in interface.outputs.items():
-                source = ports[node_id].outputs.get(port_id) if node_id in ports else None
-                if source is not None:
+                output = ports[node_id].outputs.get(port_id) if node_id in ports else None
+                if output is not None:
                     sink = f"{graph.id}/output/{name}"
                     label = names.get(f"{node_id}.{port_id}", name)
                     row.node(
@@ -221,7 +221,7 @@ class _Drawing:
                         style="filled",
                         fillcolor="#ddf2dd",
                     )
-                    self.edge(source, sink)
+                    self.edge(output, sink)
 
     def graph(
         self, container, graph: Graph, prefix: str, bindings: dict[str, tuple[str, str]], depth: int
@@ -297,7 +297,9 @@ class _Drawing:
                 for port in node.input_ports:
                     ports.inputs[port.id] = f"{name}#in#{port.id}"
                     shown = (
-                        port.id if port.id not in (reads or {}) else f"{port.id} = {reads[port.id]}"
+                        f"{port.id} = {reads[port.id]}"
+                        if reads is not None and port.id in reads
+                        else port.id
                     )
                     row.node(ports.inputs[port.id], html_label(text(shown)), **_PORT)
                 _in_order(row, list(ports.inputs.values()))

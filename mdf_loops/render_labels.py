@@ -137,7 +137,7 @@ def _constant_output(node: Node | None, port_id: str) -> str | None:
 
 def parameters_read_by_bodies(node: Node, call: Parameter) -> list[Parameter]:
     """The loop node's parameters its bodies read as outer-scope values."""
-    read = set()
+    read: set[str] = set()
     for body in loop_bodies(node).values():
         read.update(str(x) for x in (body.metadata or {}).get("outer_scope_inputs") or [])
     ports = {p.id for p in node.input_ports}

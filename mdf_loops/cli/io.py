@@ -184,7 +184,7 @@ def encode_outputs(outputs: Mapping[str, Any], path: str) -> tuple[bytes, list[s
     if path.lower().endswith(".csv"):
         return _csv(arrays), left_out
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
     return buffer.getvalue(), left_out
 
 

@@ -242,7 +242,7 @@ def output_reference(expression: Any) -> tuple[str, int] | None:
     return None
 
 
-def output_index(expression: Any, call_id: str) -> int | None:
+def output_index(expression: Any, call_id: str | None) -> int | None:
     """``i`` for an output-port value ``"<call_id>[i]"``, else None."""
     reference = output_reference(expression)
     return reference[1] if reference is not None and reference[0] == call_id else None

@@ -309,7 +309,8 @@ class _Translator:
 
     def _pair(self, left: Any, right: Any) -> tuple[str, str]:
         """Two ONNX values of one element type (numpy's promotion)."""
-        return tuple(self._common([left, right]))
+        a, c = self._common([left, right])
+        return a, c
 
     def _common(self, operands: list) -> list[str]:
         """ONNX values of one element type for ``operands``, promoted as numpy promotes them.
@@ -361,7 +362,7 @@ class _Translator:
         raise self.fail(node, f"operator ~ on {dtype} values")
 
     def visit_Compare(self, node: ast.Compare) -> Any:
-        results = []
+        results: list[Any] = []
         left = self.visit(node.left)
         for op, comparator in zip(node.ops, node.comparators):
             right = self.visit(comparator)

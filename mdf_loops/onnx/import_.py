@@ -135,6 +135,8 @@ class _Converter:
         self.domains_used: set[OperatorDomain] = set()
         self.names = NameAllocator(normalize=functools.partial(_mdf_id, reserved=reserved))
         self.ids: dict[str, str] = {}  # ONNX value name -> port id, model-wide
+        # whether an initializer named like a graph input is its default (set by onnx_to_mdf)
+        self.input_defaults = False
 
     def version_of(self, domain: OperatorDomain) -> int:
         """The model's opset of ``domain`` (the newest known when the model imports none)."""
@@ -257,7 +259,7 @@ class _Converter:
                 if any(r is None for r in rest):
                     raise ModelError(f"node '{node.id}': empty name inside variadic input")
                 if rest:
-                    args[formal.name] = "[" + ", ".join(rest) + "]"
+                    args[formal.name] = "[" + ", ".join(r for r in rest if r is not None) + "]"
                 break
             if position < len(inputs) and inputs[position]:
                 args[formal.name] = self._read(mdf, scope, node, inputs[position])

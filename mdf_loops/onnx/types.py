@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 from google.protobuf import json_format
 from modeci_mdf.mdf import Graph
+from numpy.typing import DTypeLike
 from onnx import TensorProto, TypeProto, helper
 
 from mdf_loops.errors import ModelError
@@ -51,7 +52,7 @@ def declared_type(port, example: Any) -> TypeProto:
         array = np.asarray(example)
         name = port.id if port is not None else "dim"
         return tensor_type(array.dtype, [f"{name}_{i}" for i in range(array.ndim)])
-    dtype = np.float64
+    dtype: DTypeLike = np.float64
     if port is not None and port.type:
         try:
             dtype = dtype_from_name(port.type)

@@ -238,7 +238,7 @@ def _attribute(node: ast.Attribute, called: bool, is_base: bool) -> str | None:
         return "a dunder attribute"
     owner = _dotted(node.value)
     allowed = _ATTRIBUTES.get(owner) if owner else None
-    if allowed is None:
+    if owner is None or allowed is None:
         return "attribute access other than numpy.<function> or math.<function>"
     if node.attr not in allowed:
         return f"'{'.'.join(owner)}.{node.attr}' is not an allowed function (docs/safety.md)"
@@ -342,7 +342,8 @@ def _sized_count(function: str, node: ast.Call) -> int | None:
         shape = args[0] if args else keywords.get("shape")
         dims = shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
         values = [_literal_int(d) for d in dims if d is not None]
-        return math.prod(abs(v) for v in values) if values and None not in values else None
+        known = [v for v in values if v is not None]
+        return math.prod(abs(v) for v in known) if values and len(known) == len(values) else None
     if function in ("eye", "identity"):
         n = _literal_int(args[0]) if args else None
         m = _literal_int(args[1]) if function == "eye" and len(args) > 1 else n
@@ -351,14 +352,11 @@ def _sized_count(function: str, node: ast.Call) -> int | None:
         num = args[2] if len(args) > 2 else keywords.get("num")
         return 50 if num is None else _literal_int(num)
     numbers = [_literal_number(a) for a in args[:3]]  # arange
-    if not numbers or None in numbers:
+    given = [n for n in numbers if n is not None]
+    if not numbers or len(given) != len(numbers):
         return None
     start, stop, step = (
-        (0, numbers[0], 1)
-        if len(numbers) == 1
-        else (*numbers[:2], 1)
-        if len(numbers) == 2
-        else numbers
+        (0, given[0], 1) if len(given) == 1 else (*given[:2], 1) if len(given) == 2 else given
     )
     return max(math.ceil((stop - start) / step), 0) if step else 0
 
@@ -379,7 +377,8 @@ def _position(node: ast.AST) -> tuple:
     """Source order, inner before outer; pieces without a position (arguments) last."""
     if not hasattr(node, "lineno"):
         return (math.inf,)
-    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+    located: Any = node  # expressions, statements, arguments, keywords: all have the four
+    return (located.lineno, located.col_offset, located.end_lineno, located.end_col_offset)
 
 
 def _is_dunder(name: str) -> bool:

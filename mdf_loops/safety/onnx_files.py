@@ -24,9 +24,10 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import onnx
-from onnx import AttributeProto, TensorProto
+from onnx import AttributeProto, SparseTensorProto, TensorProto
 
 from mdf_loops.errors import ModelError, SizeLimitError
 from mdf_loops.ops.common import current_limits, how_to_raise
@@ -82,7 +83,11 @@ def checked_onnx(model: onnx.ModelProto, path: str | None) -> onnx.ModelProto:
 # ---------------------------------------------------------------- walking tensors
 
 
-def _tensors(model: onnx.ModelProto) -> Iterator[tuple[object, str]]:
+#: a dense or a sparse tensor of a model
+_Tensor = TensorProto | SparseTensorProto
+
+
+def _tensors(model: onnx.ModelProto) -> Iterator[tuple[_Tensor, str]]:
     """Every tensor and sparse tensor of the model, with where it is."""
     graphs = [(model.graph, f"graph '{model.graph.name}'")]
     for function in model.functions:
@@ -103,7 +108,7 @@ def _tensors(model: onnx.ModelProto) -> Iterator[tuple[object, str]]:
                     graphs.append((body, f"{here} (graph '{body.name}')"))
 
 
-def _attribute_tensors(attr: AttributeProto, where: str) -> Iterator[tuple[object, str]]:
+def _attribute_tensors(attr: AttributeProto, where: str) -> Iterator[tuple[_Tensor, str]]:
     if attr.HasField("t"):
         yield attr.t, where
     if attr.HasField("sparse_tensor"):
@@ -112,14 +117,14 @@ def _attribute_tensors(attr: AttributeProto, where: str) -> Iterator[tuple[objec
         yield tensor, where
 
 
-def _is_external(tensor: object) -> bool:
+def _is_external(tensor: _Tensor) -> TypeGuard[TensorProto]:
     return isinstance(tensor, TensorProto) and tensor.data_location == TensorProto.EXTERNAL
 
 
 # ---------------------------------------------------------------- sizes
 
 
-def _check_size(tensor: object, where: str) -> None:
+def _check_size(tensor: _Tensor, where: str) -> None:
     """Refuse a tensor (or sparse tensor, counted dense) larger than ``max_elements``."""
     limit = current_limits().max_elements
     dims = list(tensor.dims)
@@ -167,7 +172,7 @@ def _load_external(tensor: TensorProto, folder: str, where: str) -> None:
     ):
         raise ModelError(f"{where}: external data '{location}' is not a file inside '{folder}'")
     offset, length = (
-        _integer(info.get("offset"), 0, where),
+        _integer(info.get("offset"), 0, where) or 0,
         _integer(info.get("length"), None, where),
     )
     expected = _byte_size(tensor, where)

@@ -148,7 +148,7 @@ def _child(
         os._exit(code)
 
 
-def _out_of_memory(exc: BaseException) -> bool:
+def _out_of_memory(exc: BaseException | None) -> bool:
     """Whether a MemoryError caused ``exc`` (an evaluation error may wrap one)."""
     seen = 0
     while exc is not None and seen < 20:
@@ -166,7 +166,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _read_until(fd: int, pid: int, timeout: float | None) -> tuple[bytes, bool]:
     """Everything the child writes; (data, whether the wall-clock limit ended it)."""
-    chunks = []
+    chunks: list[bytes] = []
     deadline = time.monotonic() + timeout if timeout else None
     while True:
         wait = None if deadline is None else max(deadline - time.monotonic(), 0)
@@ -208,7 +208,8 @@ def _error_from(record: dict, max_memory: int | None, what: str) -> MdfLoopsErro
         )
     known = _our_error_class(str(record.get("module", "")), kind)
     if known is not None:
-        error = MdfLoopsError.__new__(known)
+        # built without __init__ (its own may take other arguments); the fields are set here
+        error: Any = MdfLoopsError.__new__(known)
         Exception.__init__(error, message)
         error.reason, error.location, error.problems = message, "", []
         return error
@@ -235,7 +236,8 @@ def _encode(value: Any) -> bytes:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return b"L" + json.dumps(value).encode("utf-8")
     if isinstance(value, Mapping):
-        manifest, arrays = [], {}
+        manifest: list[list[Any]] = []
+        arrays: dict[str, np.ndarray] = {}
         for name, item in value.items():
             if item is None:
                 manifest.append([name, "none", 0])
@@ -247,7 +249,8 @@ def _encode(value: Any) -> bytes:
                 manifest.append([name, "array", 1])
                 arrays[f"a{len(arrays)}"] = _plain_array(item)
         buffer = io.BytesIO()
-        np.savez(buffer, manifest=np.frombuffer(json.dumps(manifest).encode(), np.uint8), **arrays)
+        manifest_bytes = np.frombuffer(json.dumps(manifest).encode(), np.uint8)
+        np.savez(buffer, manifest=manifest_bytes, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
         return b"A" + buffer.getvalue()
     raise TypeError(f"a limited child can return text or arrays, not {type(value).__name__}")
 

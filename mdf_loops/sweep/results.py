@@ -122,7 +122,8 @@ def _stacked(name: str, values: dict[int, np.ndarray], count: int, shape, dims):
         dtype = np.result_type(dtype, np.float64) if dtype.kind not in "fc" else dtype
     stacked = np.full((count, *largest), np.nan if dtype.kind in "fc" else 0, dtype=dtype)
     for index, array in values.items():
-        stacked[(index, *(slice(0, n) for n in array.shape))] = array
+        region: tuple[int | slice, ...] = (index, *(slice(0, n) for n in array.shape))
+        stacked[region] = array
     own_dims = tuple(f"{name}_dim{k}" for k in range(ndim))
     return dims + own_dims, stacked.reshape(*shape, *largest)
 

@@ -83,7 +83,7 @@ class Counts:
     calls: Callable[[str], str]  # ENVIRONMENT_SEQUENCE calls of a node
     calls_trial: Callable[[str], str]  # calls within this trial/pass
     passes: str  # ENVIRONMENT_SEQUENCE passes
-    useable: Callable[[str, str], str]
+    useable: Callable[[str, str | None], str]
     threshold: Callable[[ThresholdRead], str]
 
 

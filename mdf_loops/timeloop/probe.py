@@ -36,7 +36,7 @@ def build_engine(graph: Graph) -> EvaluableGraph:
         raise ModelError(f"graph '{graph.id}': modeci-mdf cannot build it: {exc}") from exc
 
 
-def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
+def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray | None]) -> Probe:
     """Build the graph with modeci-mdf and run two steps (more until every node has run)."""
     engine = build_engine(graph)
     values: dict[tuple[str, str], list] = {}

@@ -18,7 +18,7 @@ import math
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 from modeci_mdf.mdf import Graph, Model, Node
@@ -81,6 +81,8 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
 
 
 _SCALARS = (float, int, np.float64, np.int64)
+#: ONNX element type -> array typecode, for one-dimensional float64 and int64 series
+_ARRAY_CODES: dict[Any, str] = {1: "d", 11: "d", 7: "q"}
 
 
 def _where(condition: Any, a: Any, b: Any) -> Any:
@@ -137,7 +139,7 @@ def _scan_kinds(loop: Node, n_scan: int) -> list[str]:
             else {}
         )
         dims = (tensor.get("shape") or {}).get("dim") or []
-        code = {1: "d", 11: "d", 7: "q"}.get(tensor.get("elemType")) if len(dims) == 1 else None
+        code = _ARRAY_CODES.get(tensor.get("elemType")) if len(dims) == 1 else None
         kinds.append("[]" if code is None or tensor.get("elemType") == 1 else f"_array({code!r})")
     return kinds
 
@@ -356,8 +358,12 @@ def _simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]
     used: set[str] = set()
     result = []
     for statement in reversed(kept):
-        target = statement.targets[0] if isinstance(statement, ast.Assign) else None
-        if isinstance(target, ast.Name) and target.id.startswith("v_") and target.id not in used:
+        assigned = statement.targets[0] if isinstance(statement, ast.Assign) else None
+        if (
+            isinstance(assigned, ast.Name)
+            and assigned.id.startswith("v_")
+            and assigned.id not in used
+        ):
             continue
         used |= {
             n.id
@@ -376,7 +382,7 @@ def _is_atom(node: ast.AST) -> bool:
     return isinstance(node, (ast.Name, ast.Constant))
 
 
-def _is_where(node: ast.AST) -> bool:
+def _is_where(node: ast.AST) -> TypeGuard[ast.Call]:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -411,7 +417,8 @@ def _literal(value: Any, node_id: str, name: str) -> str:
 def _topological(graph: Graph) -> list[Node]:
     nodes = {n.id: n for n in graph.nodes}
     deps = {n.id: {e.sender for e in graph.edges if e.receiver == n.id} for n in graph.nodes}
-    order, done = [], set()
+    order: list[str] = []
+    done: set[str] = set()
     while len(order) < len(nodes):
         ready = [i for i in nodes if i not in done and deps[i] <= done]
         if not ready:

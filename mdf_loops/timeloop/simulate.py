@@ -56,7 +56,7 @@ class Trajectories:
         """
         path = os.fspath(path)
         if path.endswith(".npz"):
-            np.savez(path, time=self.time, **self.values)
+            np.savez(path, time=self.time, **self.values)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
         elif path.endswith(".csv"):
             columns = {"time": self.time}
             for ref, values in self.values.items():

@@ -114,7 +114,7 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
             OutputPort(id=port.id, value=value, shape=port.shape, type=port.type)
         )
     taken = {p.id for p in source.output_ports}
-    for name in sorted(set(carried) | (exposed & set(index)), key=index.get):
+    for name in sorted(set(carried) | (exposed & set(index)), key=index.__getitem__):
         if value_port(name) in taken:
             raise ModelError(
                 f"{where}: output port '{value_port(name)}' clashes with a name the "

@@ -81,6 +81,7 @@ def _problems(model_or_path: Any, expressions: bool) -> list[Problem]:
         from mdf_loops.onnx.import_ import onnx_to_mdf
 
         model = onnx_to_mdf(model)
+    document: Mapping[str, Any]
     if isinstance(model, Model):
         problems += _repeated_ids_in_model(model)
         document = _model_document(model)

@@ -186,7 +186,7 @@ class _RuleChecker:
                 continue
             value = parameters[attribute].get("value")
             key, graph = _stored_body(value)
-            if graph is None:
+            if graph is None or key is None:
                 self.report(
                     path + ("parameters", attribute),
                     "expected a body graph as value: {'graph_<id>': graph}",

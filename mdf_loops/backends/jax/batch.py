@@ -59,7 +59,7 @@ def run_batch(
 
 
 def _run_loop(model, inputs, batch, size, backend, graph, trusted, max_iterations) -> dict:
-    import mdf_loops
+    from mdf_loops.run import run
 
     rewritten, feed, renamed, graph_id = lift(
         model, inputs, list(batch), graph=graph, trusted=trusted
@@ -68,7 +68,7 @@ def _run_loop(model, inputs, batch, size, backend, graph, trusted, max_iteration
     for k in range(size):
         row = {**feed, **{renamed[n]: values[k] for n, values in batch.items()}}
         runs.append(
-            mdf_loops.run(
+            run(
                 rewritten,
                 row,
                 graph=graph_id,

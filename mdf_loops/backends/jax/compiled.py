@@ -18,7 +18,7 @@ import contextlib
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,7 +166,8 @@ class JaxModel:
         """``(static, dynamic)`` inputs at this model's level."""
         if self.level == 0:
             return {}, dict(feed)
-        static, dynamic = {}, {}
+        static: dict[str, Any] = {}
+        dynamic: dict[str, Any] = {}
         for name, value in feed.items():
             constant = self.level == 2 or (self.level == 1 and _is_discrete(value))
             (static if constant else dynamic)[name] = value
@@ -219,13 +220,18 @@ def compile(
             )
         except LoweringError as exc:
             raise CompileError(str(exc)) from exc
+    assert reason is not None, "every level failed with NeedsStatic"
     raise CompileError(
         f"{reason.where}: {reason.what}, and it depends on values computed "
         "inside a loop; run it with backend='onnxruntime' or 'scheduler'"
     )
 
 
-_REGISTERED = []
+_REGISTERED: list[bool] = []
+
+
+def _unflatten_optional(empty: bool, children: Sequence[Any]) -> Opt:
+    return Opt(None if empty else children[0])
 
 
 def _register_pytrees() -> None:
@@ -237,7 +243,7 @@ def _register_pytrees() -> None:
     jax.tree_util.register_pytree_node(
         Opt,
         lambda o: ((() if o.value is None else (o.value,)), o.value is None),
-        lambda empty, children: Opt(None if empty else children[0]),
+        _unflatten_optional,
     )
     _REGISTERED.append(True)
 
@@ -334,7 +340,7 @@ _LOCK = threading.Lock()
 
 
 def _signature(inputs: Mapping[str, Any]) -> tuple:
-    items = []
+    items: list[tuple[Any, ...]] = []
     for name in sorted(inputs):
         value = inputs[name]
         if isinstance(value, list):

@@ -19,6 +19,8 @@ only chooses how JAX runs them:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx
 
@@ -193,7 +195,8 @@ def with_flags(primitive, step, init, xs, **kwargs):
 
 def _scan_python(call, states, sequences, length):
     ev, body, n = call.evaluator, call.attrs["body"], len(states)
-    values, columns = list(states), None
+    values = list(states)
+    columns: list[list[Any]] | None = None
     for t in range(length):
         outputs = ev.graph(body, values + [x[t] for x in sequences], call.scope)
         values = outputs[:n]
@@ -259,7 +262,8 @@ def _loop_python(call, trip, cond, carried) -> list:
     ev, body, n = call.evaluator, call.attrs["body"], len(carried)
     trips = None if trip is None else int(np.asarray(trip).reshape(()))
     keep = True if cond is None else bool(np.asarray(cond).reshape(()))
-    values, columns, i = list(carried), None, 0
+    values, i = list(carried), 0
+    columns: list[list[Any]] | None = None
     while (trips is None or i < trips) and keep:
         if i >= ev.max_iterations:
             ev.check_trips(i + 1, call.where)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 from modeci_mdf.mdf import Model
@@ -24,7 +24,7 @@ from mdf_loops.ops.common import Limits
 
 __all__ = ["value_and_grad", "grad", "prepare", "lift"]
 
-Objective = "str | Callable[[Mapping[str, Any]], Any]"
+Objective: TypeAlias = "str | Callable[[Mapping[str, Any]], Any]"
 
 _CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()

@@ -84,7 +84,8 @@ class Evaluator:
     ) -> list:
         """The outputs of ``graph`` on ``inputs`` (formal inputs in order), reading ``outer``."""
         local: dict[str, Any] = {}
-        scope = ChainMap(local, outer)
+        # typeshed asks every map of a ChainMap to be mutable; only the first is written
+        scope = ChainMap(local, outer)  # type: ignore[arg-type]
         for init in graph.initializer:
             local[init.name] = numpy_helper.to_array(init)
         for formal, value in zip(graph.input, inputs):
@@ -126,6 +127,7 @@ class Evaluator:
                     where, "it reads a Loop scan output whose length is only known at run time"
                 )
             ragged = args[0]  # computed on the whole buffer: its rows past the count stay unread
+            assert isinstance(ragged, Ragged)
             value = lower(NodeCall(node, where, self, scope), ragged.buffer)
             scope.maps[0][node.output[0]] = Ragged(value, ragged.count)
             return

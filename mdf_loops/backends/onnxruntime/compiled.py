@@ -57,6 +57,7 @@ class CompiledModel:
         results = dict(zip(self.output_names, self.session.run(None, feed)))
         over = [label for name, label in self.limit_flags.items() if bool(results.pop(name))]
         if over:
+            assert self.limits is not None, "limit flags are compiled in only with limits"
             raise IterationLimitError(
                 f"node '{over[0]}' (or a loop in its body) passed max_iterations="
                 f"{self.limits.max_iterations} or max_elements={self.limits.max_elements} "
@@ -180,7 +181,7 @@ def _feed_value(value: Any) -> Any:
 
 
 def _signature(inputs: Mapping[str, Any]) -> tuple:
-    items = []
+    items: list[tuple[Any, ...]] = []
     for name in sorted(inputs):
         value = inputs[name]
         if isinstance(value, list):

@@ -76,6 +76,12 @@ def _elem_and_rank(value: onnx.ValueInfoProto) -> tuple[int, int | None]:
     return tensor.elem_type, len(tensor.shape.dim) if tensor.HasField("shape") else None
 
 
+def _known_rank(value: onnx.ValueInfoProto) -> int:
+    rank = _elem_and_rank(value)[1]
+    assert rank is not None, f"'{value.name}': a planned rewrite knows every input's rank"
+    return rank
+
+
 def _static(value: onnx.ValueInfoProto) -> bool:
     tensor = value.type.tensor_type
     return tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim)
@@ -141,6 +147,8 @@ def _plan(node: onnx.NodeProto, known: dict[str, onnx.ValueInfoProto]) -> bool:
             and all(_elem_and_rank(v)[0] for v in body.output)
             and not _never_empty(node, signature.node_scan_inputs.start, axes, known)
         )
+    if not isinstance(signature, LoopSignature):  # not reached: the op_type is Scan or Loop
+        return False
     scan_outputs = body.output[signature.body_scan_outputs]
     bounded = any(name for name in node.input[: signature.node_carried.start])  # M or cond
     return (
@@ -157,7 +165,7 @@ class _Rewriter:
         self.wrapped = 0
 
     def graph(self, graph: onnx.GraphProto) -> None:
-        nodes = []
+        nodes: list[onnx.NodeProto] = []
         known = _static_values(graph)
         for node in graph.node:
             for g in subgraphs(node):
@@ -202,7 +210,7 @@ class _Rewriter:
         attrs = _attrs(node)
         axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
         body = attrs["body"].g
-        rank = _elem_and_rank(body.input[signature.body_scan_inputs.start])[1] + 1
+        rank = _known_rank(body.input[signature.body_scan_inputs.start]) + 1
         axis = (axes[0] if axes else 0) % rank
         shape, length, zero, empty = (
             self.names.fresh(h)
@@ -251,8 +259,8 @@ class _Rewriter:
         nodes, inputs = [], list(node.input[signature.node_states])
         elements = body.input[signature.body_scan_inputs]
         for k, (name, element) in enumerate(zip(node.input[signature.node_scan_inputs], elements)):
-            elem, element_rank = _elem_and_rank(element)
-            rank = element_rank + 1
+            elem = _elem_and_rank(element)[0]
+            rank = _known_rank(element) + 1
             axis = (axes[k] if k < len(axes) else 0) % rank
             one_hot = np.zeros(rank, np.int64)
             one_hot[axis] = 1
@@ -306,7 +314,11 @@ class _Rewriter:
             loop = self.copy_node(node, list(node.input))
             nodes = [loop]
         is_scan = isinstance(signature, ScanSignature)
-        states = signature.node_states if is_scan else signature.node_carried
+        states = (
+            signature.node_states
+            if isinstance(signature, ScanSignature)
+            else signature.node_carried
+        )
         state_inputs = list(node.input[states])
         n_states = len(state_inputs)  # states come out first, then the scan outputs
         attrs = _attrs(node)

@@ -98,7 +98,7 @@ class CountingTime(Time):
         return copy
 
     def _increment_by_time_scale(self, time_scale: TimeScale) -> None:
-        fields = vars(self)
+        fields = self.__dict__
         level = time_scale.value
         fields[_FIELDS[level]] += 1
         for finer in _FIELDS[:level]:

@@ -94,7 +94,7 @@ class _Operator:
     """What a call needs from an operator's schema, read once (schema fields are slow to read)."""
 
     inputs: tuple[tuple[str, bool], ...]  # (name, variadic) of each formal input
-    attribute_types: Mapping[str, int]
+    attribute_types: Mapping[str, OpSchema.AttrType]
     single_output: bool
     output_count: int | None  # None when the last output is variadic
 
