@@ -248,8 +248,9 @@ def prepare_sequences(
                     f"fewer than n_steps = {steps_static}"
                 )
         return PreparedSequences(_cut(slices, steps, steps_static), steps, steps_static)
-    if None not in lengths:
-        shortest = min(lengths)
+    known = [n for n in lengths if n is not None]
+    if len(known) == len(lengths):
+        shortest = min(known)
         return PreparedSequences(
             _cut(slices, constant(np.array(shortest, np.int64)), shortest),
             constant(np.array(shortest, np.int64)),

@@ -151,14 +151,22 @@ def function(
 def _default_updates(roots: list[Any], given: set) -> list[tuple[SharedVariable, Symbol]]:
     """The top level's implicit updates (random streams) of the shared values ``roots`` read."""
     symbols = [as_symbol(r) for r in roots]
-    found = [op.outputs[0] for op in all_operations(symbols) if isinstance(op, SharedOp)]
-    by_storage = {id(key.op.storage): (key, value) for key, value in ROOT.default_updates.items()}
+    found = [op for op in all_operations(symbols) if isinstance(op, SharedOp)]
+    by_storage = {
+        id(shared.op.storage): (shared, value)
+        for shared, value in ((_shared_key(k), v) for k, v in ROOT.default_updates.items())
+    }
     pairs = []
-    for symbol in found:
-        pair = by_storage.get(id(symbol.op.storage))
+    for op in found:
+        pair = by_storage.get(id(op.storage))
         if pair is not None and pair[0] not in given:
             pairs.append(pair)
     return pairs
+
+
+def _shared_key(symbol: Symbol) -> SharedVariable:
+    assert isinstance(symbol, SharedVariable), "top-level default updates key shared values"
+    return symbol
 
 
 def _update_pairs(updates: Any) -> list[tuple[SharedVariable, Symbol]]:
@@ -172,7 +180,7 @@ def _update_pairs(updates: Any) -> list[tuple[SharedVariable, Symbol]]:
                 f"function(): updates must be a dict or (shared, value) pairs, got {item!r}"
             )
         key, value = item
-        if not isinstance(key, Symbol) or not isinstance(key.op, SharedOp):
+        if not isinstance(key, SharedVariable) or not isinstance(key.op, SharedOp):
             raise AuthoringError(f"function(): an updates key must be a shared value, got {key!r}")
         value = as_symbol(value)
         if value.dtype != key.dtype:

@@ -84,8 +84,8 @@ def get_item(x: Symbol, key: Any) -> Symbol:
 
 def _check_bounds(x: Symbol, axis: int, index: int) -> None:
     shape = x.static_shape
-    if shape is not None and axis < len(shape) and shape[axis] is not None:
-        size = shape[axis]
+    size = shape[axis] if shape is not None and axis < len(shape) else None
+    if size is not None:
         if not -size <= index < size:
             raise AuthoringError(
                 f"index {index} is out of bounds for axis {axis} of size {size} ({x.describe()})"

@@ -10,7 +10,7 @@ scope); the keys of a scan's updates are read as the state that replaces them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 import numpy as np
 import onnx
@@ -79,7 +79,7 @@ class _Graph:
         return name
 
     def bind_input(
-        self, symbol: Symbol, hint: str | None = None, dim_names: Iterable[str | None] | None = None
+        self, symbol: Symbol, hint: str | None = None, dim_names: Sequence[str | None] | None = None
     ) -> str:
         name = self.writer.names.fresh(hint or symbol.name or "input")
         self.bound[symbol] = name
@@ -97,7 +97,7 @@ class _Graph:
         inputs: list[str],
         hint: str,
         n_outputs: int = 1,
-        output_names: list[str | None] | None = None,
+        output_names: Sequence[str | None] | None = None,
         **attributes,
     ) -> list[str]:
         given = output_names or [None] * n_outputs
@@ -157,8 +157,8 @@ class _Writer:
         #: names reserved for symbols that are outputs of the model
         self.preferred: dict[Symbol, str] = {}
 
-    def output_names(self, symbols: list[Symbol]) -> list[str | None]:
-        return [self.preferred.pop(s, None) for s in symbols]
+    def output_names(self, symbols: Sequence[Symbol | None]) -> list[str | None]:
+        return [None if s is None else self.preferred.pop(s, None) for s in symbols]
 
     def emit(self, op: Operation, graph: _Graph) -> None:
         if isinstance(op, OnnxOp):
@@ -170,7 +170,7 @@ class _Writer:
         else:
             raise AuthoringError(f"internal: cannot lower {op.describe()} here")
 
-    def _constant(self, op: ConstantOp, graph: _Graph) -> None:
+    def _constant(self, op: ConstantOp | SharedOp, graph: _Graph) -> None:
         """A Constant node, or the name of an equal constant this graph can already read."""
         symbol = op.outputs[0]
         preferred = self.output_names([symbol])[0]
@@ -232,6 +232,7 @@ class _Writer:
         )
         results = [s.final for s in op.states] + [o.result for o in op.stacked]
         for symbol, name in zip(results, outputs):
+            assert symbol is not None, "LoopOp sets every final value and stacked result"
             graph.bound[symbol] = name
 
     def _bind_states(self, op: LoopOp, body: _Graph) -> None:
@@ -337,9 +338,11 @@ def to_onnx(outputs: list[tuple[str, Symbol]], inputs: list[Symbol], name: str) 
         if isinstance(symbol.op, SharedOp):  # fed by a function: any free name will do
             graph.bind_input(symbol, symbol.name or "shared", symbol.op.dim_names)
             continue
-        if writer.names.taken(symbol.name):
+        if symbol.name is not None and writer.names.taken(symbol.name):
             raise AuthoringError(f"the input name '{symbol.name}' is also an output name")
-        graph.bind_input(symbol, symbol.name, symbol.op.dim_names)
+        op = symbol.op
+        assert isinstance(op, InputOp), "a graph input is an input() or a shared value"
+        graph.bind_input(symbol, symbol.name, op.dim_names)
     graph.compute([s for _, s in outputs])
     for out_name, symbol in outputs:
         graph.output(symbol, symbol.type, out_name)

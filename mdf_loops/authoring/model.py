@@ -68,7 +68,7 @@ def lower(
     roots = optimize([symbol for _, symbol in named])
     found = _inputs_of(roots)
     if inputs is None:
-        graph_inputs = sorted(found.values(), key=lambda s: s.op.serial)
+        graph_inputs = sorted(found.values(), key=_serial)
     else:
         graph_inputs = [_copy_of_input(s, found) for s in inputs]
         missing = sorted(set(found) - {s.name for s in graph_inputs})
@@ -105,13 +105,19 @@ def _named_outputs(outputs: Any) -> list[tuple[str, Symbol]]:
     return named
 
 
+def _serial(symbol: Symbol) -> int:
+    op = symbol.op
+    assert isinstance(op, InputOp), "found inputs are input() symbols"
+    return op.serial
+
+
 def _inputs_of(roots: list[Symbol]) -> dict[str, Symbol]:
     """The graph inputs the (copied) roots depend on, by name; two inputs may not share one."""
     found: dict[str, Symbol] = {}
     for op in all_operations(roots):
         if isinstance(op, InputOp):
             symbol = op.outputs[0]
-            if found.setdefault(symbol.name, symbol) is not symbol:
+            if found.setdefault(op.name, symbol) is not symbol:
                 raise AuthoringError(f"two different inputs are named '{symbol.name}'")
     return found
 
@@ -119,4 +125,4 @@ def _inputs_of(roots: list[Symbol]) -> dict[str, Symbol]:
 def _copy_of_input(symbol: Symbol, found: Mapping[str, Symbol]) -> Symbol:
     if not isinstance(symbol, Symbol) or not isinstance(symbol.op, InputOp):
         raise AuthoringError(f"`inputs` must hold symbols made by input(), got {symbol!r}")
-    return found.get(symbol.name, symbol)
+    return found.get(symbol.op.name, symbol)

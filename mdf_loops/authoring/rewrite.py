@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
+from typing import TypeGuard
 
 import numpy as np
 
@@ -60,14 +61,14 @@ def copy_graph(roots: list[Symbol]) -> list[Symbol]:
             twins[old] = Symbol(new, old.index, old.type, old.name)
             new.outputs.append(twins[old])
         new.inputs = tuple(twin(s) for s in op.inputs)
-        if isinstance(op, LoopOp):
+        if isinstance(op, LoopOp) and isinstance(new, LoopOp):
             _copy_loop(op, new, twin)
     return [twins[r] for r in roots]
 
 
 def _copy_loop(op: LoopOp, new: LoopOp, twin) -> None:
     new.sequences = [SequenceInput(twin(s.formal), twin(s.source)) for s in op.sequences]
-    states = {
+    states: dict[LoopState | None, LoopState] = {
         s: LoopState(twin(s.formal), twin(s.initial), twin(s.next), twin(s.final), s.role)
         for s in op.states
     }
@@ -98,7 +99,7 @@ def _consumers(roots: list[Symbol]) -> tuple[dict[Symbol, list[Operation]], list
     return readers, loops
 
 
-def _is_last_step(op: Operation, source: Symbol) -> bool:
+def _is_last_step(op: Operation, source: Symbol) -> TypeGuard[OnnxOp]:
     """True for ``source[-1]``: a Gather of index -1 along axis 0."""
     if not isinstance(op, OnnxOp) or op.op_type != "Gather" or op.inputs[0] is not source:
         return False
@@ -106,7 +107,8 @@ def _is_last_step(op: Operation, source: Symbol) -> bool:
         return False
     index = op.inputs[1]
     return (
-        isinstance(index.op, ConstantOp)
+        index is not None
+        and isinstance(index.op, ConstantOp)
         and index.op.value.shape == ()
         and int(index.op.value) == -1
     )
@@ -122,14 +124,16 @@ def keep_only_what_is_used(roots: list[Symbol]) -> None:
     outputs = set(roots)
     for loop in loops:
         for out in list(loop.stacked):
-            uses = readers.get(out.result, [])
-            last = [op for op in uses if _is_last_step(op, out.result)]
-            if out.result not in outputs and not uses:
+            result = out.result
+            assert result is not None, "LoopOp sets every stacked output's result"
+            uses = readers.get(result, [])
+            last = [op for op in uses if _is_last_step(op, result)]
+            if result not in outputs and not uses:
                 loop.stacked.remove(out)
                 continue
             if not last:
                 continue
-            only_last = out.result not in outputs and len(last) == len(uses)
+            only_last = result not in outputs and len(last) == len(uses)
             state = out.state or (_new_state(loop, out) if only_last else None)
             if state is None:
                 continue
@@ -182,6 +186,7 @@ def shape_empty_stacks(roots: list[Symbol]) -> list[Symbol]:
             if out.state is None or out.step_value.type.is_static:
                 continue
             result = out.result
+            assert result is not None, "LoopOp sets every stacked output's result"
             with tracing(loop.scope):
                 element = apply("Shape", [out.state.initial])
                 if out.state_is_window:

@@ -162,7 +162,9 @@ def scan(
     )
     if current_scope() is not ROOT:  # an enclosing scan advances the stream too (at the top
         for key in body.default_updates:  # level only function(updates=...) does, as in Theano)
-            current_scope().default_updates[key] = final_updates[key]
+            final = final_updates[key]
+            assert final is not None, "LoopOp sets every state's final value"
+            current_scope().default_updates[key] = final
     return _returned(
         [out.result for out in stacked], final_updates, return_list, return_updates, label
     )
@@ -202,19 +204,19 @@ def _output_formals(args: list[OutputArg]) -> tuple[list[Symbol], list[Symbol | 
         if not arg.taps:
             carried.append(None)
             continue
-        base = arg.initial.name or f"output{i}"
+        initial = arg.initial
+        assert initial is not None, "taps need an initial state (checked when parsed)"
+        base = initial.name or f"output{i}"
         if arg.depth == 1:
-            state = _formal(arg.initial.type, f"output {i} at t-1", tap_hint(base, -1))
+            state = _formal(initial.type, f"output {i} at t-1", tap_hint(base, -1))
             tap_args.extend(state for _ in arg.taps)
         else:
-            if arg.initial.ndim == 0:
+            if initial.ndim == 0:
                 raise ScanError(
                     f"{arg.where}: taps {list(arg.taps)} need an initial state of "
                     f"shape ({arg.depth},) + the output's shape, got a scalar"
                 )
-            state = _formal(
-                arg.initial.type, f"output {i}, steps t-{arg.depth}..t-1", f"{base}_window"
-            )
+            state = _formal(initial.type, f"output {i}, steps t-{arg.depth}..t-1", f"{base}_window")
             for tap in arg.taps:
                 row = apply(
                     "Gather",
@@ -270,26 +272,28 @@ def _recurrent_states(
         if state is None:
             stacked.append(StackedOutput(out))
             continue
+        initial = arg.initial
+        assert initial is not None, "taps need an initial state (checked when parsed)"
         if arg.depth == 1:
-            if not arg.initial.type.compatible(out.type):
+            if not initial.type.compatible(out.type):
                 raise ScanError(
-                    f"{arg.where} is {arg.initial.type} but fn returns {out.type} for output "
+                    f"{arg.where} is {initial.type} but fn returns {out.type} for output "
                     f"{i}; the initial state must have the output's type and shape (scan "
                     "does not cast it)"
                 )
-            loop_state = LoopState(state, arg.initial, out, role=f"output {i}")
+            loop_state = LoopState(state, initial, out, role=f"output {i}")
             stacked.append(StackedOutput(out, loop_state))
         else:
             expected = out.type.stacked(arg.depth)
-            if not arg.initial.type.compatible(expected):
+            if not initial.type.compatible(expected):
                 raise ScanError(
                     f"{arg.where}: for taps {list(arg.taps)} the initial state must be "
-                    f"{expected} ((depth,) + output {i}'s type), got {arg.initial.type}"
+                    f"{expected} ((depth,) + output {i}'s type), got {initial.type}"
                 )
             older = slice_rows(state, 1, INT64_MAX)
             newest = apply("Unsqueeze", [out, np.array([0], np.int64)])
             window = apply("Concat", [older, newest], {"axis": 0})
-            loop_state = LoopState(state, arg.initial, window, role=f"output {i}")
+            loop_state = LoopState(state, initial, window, role=f"output {i}")
             stacked.append(StackedOutput(out, loop_state, state_is_window=True))
         states.append(loop_state)
     return states, stacked

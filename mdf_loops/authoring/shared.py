@@ -56,6 +56,7 @@ class SharedVariable(Symbol):
     """The symbol of a shared value, with PyTensor's ``get_value`` and ``set_value``."""
 
     __slots__ = ()
+    op: SharedOp
 
     def get_value(self, borrow: bool = False, return_internal_type: bool = False) -> np.ndarray:
         """A copy of the current value (the value itself with ``borrow=True``)."""
@@ -104,4 +105,6 @@ def shared(
     array = np.array(value)
     if array.dtype == object or array.dtype.kind in "USV":
         raise AuthoringError(f"shared(): cannot make a numeric value from {value!r}")
-    return SharedOp(array, name).outputs[0]
+    variable = SharedOp(array, name).outputs[0]
+    assert isinstance(variable, SharedVariable)
+    return variable

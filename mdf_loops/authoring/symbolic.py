@@ -19,6 +19,7 @@ import itertools
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,7 @@ def tracing(scope: Scope) -> Iterator[Scope]:
 
 def user_location() -> str:
     """``file:line`` of the innermost caller outside this package."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").startswith("mdf_loops."):
         frame = frame.f_back
     if frame is None:
