@@ -34,33 +34,50 @@ __version__ = "0.1.0"
 _LAZY = {
     "authoring": "mdf_loops.authoring",
     "pt": "mdf_loops.authoring.tensor",  # the PyTensor-style namespace
-    "foldl": "mdf_loops.authoring", "foldr": "mdf_loops.authoring", "map": "mdf_loops.authoring",
-    "reduce": "mdf_loops.authoring", "scan": "mdf_loops.authoring", "until": "mdf_loops.authoring",
+    "foldl": "mdf_loops.authoring",
+    "foldr": "mdf_loops.authoring",
+    "map": "mdf_loops.authoring",
+    "reduce": "mdf_loops.authoring",
+    "scan": "mdf_loops.authoring",
+    "until": "mdf_loops.authoring",
     "CompiledModel": "mdf_loops.backends.onnxruntime.compiled",
     "CompileError": "mdf_loops.backends.onnxruntime.compiled",
     "clear_compiled": "mdf_loops.backends.onnxruntime.compiled",
     "compile_model": "mdf_loops.backends.onnxruntime.compiled",
-    "Limits": "mdf_loops.ops", "limits": "mdf_loops.ops",
-    "mdf_to_onnx": "mdf_loops.onnx.export", "save_onnx": "mdf_loops.onnx.export",
+    "Limits": "mdf_loops.ops",
+    "limits": "mdf_loops.ops",
+    "mdf_to_onnx": "mdf_loops.onnx.export",
+    "save_onnx": "mdf_loops.onnx.export",
     "onnx_to_mdf": "mdf_loops.onnx.import_",
     "register": "mdf_loops.backends.scheduler.registry",
     "unregister": "mdf_loops.backends.scheduler.registry",
-    "BodySignature": "mdf_loops.model.convention", "body_graph": "mdf_loops.model.convention",
-    "body_signature": "mdf_loops.model.convention", "port_type": "mdf_loops.model.convention",
-    "set_body_signature": "mdf_loops.model.convention", "wrap_body": "mdf_loops.model.convention",
-    "render": "mdf_loops.render", "to_graphviz": "mdf_loops.render",
+    "BodySignature": "mdf_loops.model.convention",
+    "body_graph": "mdf_loops.model.convention",
+    "body_signature": "mdf_loops.model.convention",
+    "port_type": "mdf_loops.model.convention",
+    "set_body_signature": "mdf_loops.model.convention",
+    "wrap_body": "mdf_loops.model.convention",
+    "render": "mdf_loops.render",
+    "to_graphviz": "mdf_loops.render",
     "set_input_defaults": "mdf_loops.model.interface",
     "stock_evaluate": "mdf_loops.model.interface",
-    "graph_interface": "mdf_loops.run", "load_model": "mdf_loops.run", "run": "mdf_loops.run",
+    "graph_interface": "mdf_loops.run",
+    "load_model": "mdf_loops.run",
+    "run": "mdf_loops.run",
     "UnsafeExpressionError": "mdf_loops.safety.checks",
-    "Problem": "mdf_loops.validation.report", "validate": "mdf_loops.validation.report",
+    "Problem": "mdf_loops.validation.report",
+    "validate": "mdf_loops.validation.report",
     "mark_onnx_semantics": "mdf_loops.model.semantics",
     "onnx_file_access": "mdf_loops.safety.onnx_files",
-    "run_limited": "mdf_loops.safety.sandbox", "ResourceLimitError": "mdf_loops.safety.sandbox",
-    "sweep": "mdf_loops.sweep", "SweepError": "mdf_loops.sweep",
-    "grad": "mdf_loops.backends.jax.grad", "value_and_grad": "mdf_loops.backends.jax.grad",
+    "run_limited": "mdf_loops.safety.sandbox",
+    "ResourceLimitError": "mdf_loops.safety.sandbox",
+    "sweep": "mdf_loops.sweep",
+    "SweepError": "mdf_loops.sweep",
+    "grad": "mdf_loops.backends.jax.grad",
+    "value_and_grad": "mdf_loops.backends.jax.grad",
     "run_batch": "mdf_loops.backends.jax.batch",
-    "to_time_loop": "mdf_loops.timeloop", "simulate": "mdf_loops.timeloop",
+    "to_time_loop": "mdf_loops.timeloop",
+    "simulate": "mdf_loops.timeloop",
     "Trajectories": "mdf_loops.timeloop",
 }
 
@@ -133,8 +150,11 @@ def _register_when_ready(just_imported: str) -> None:
     if _RegisterWithTheEngine.engine not in _sys.modules or not _finder_installed():
         return
     for name, module in list(_sys.modules.items()):
-        if name.startswith(f"{__name__}.") and name != just_imported and \
-                getattr(getattr(module, "__spec__", None), "_initializing", False):
+        if (
+            name.startswith(f"{__name__}.")
+            and name != just_imported
+            and getattr(getattr(module, "__spec__", None), "_initializing", False)
+        ):
             return  # a module of ours is half-imported: register when it is done
     _remove_finder()
     _import_module("mdf_loops.backends.scheduler.registry").register()

@@ -9,8 +9,8 @@ to the node (and loop iteration) that failed, e.g.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = [
     "MdfLoopsError",
@@ -48,7 +48,10 @@ class LoopError(EvaluationError):
 
 
 class LimitError(LoopError):
-    """A run hit one of its work limits (:class:`mdf_loops.Limits`); the message says how to raise it."""
+    """A run hit one of its work limits (:class:`mdf_loops.Limits`).
+
+    The message says how to raise it.
+    """
 
 
 class IterationLimitError(LimitError):
@@ -104,8 +107,11 @@ def did_you_mean(name: str, known, what: str = "") -> str:
         if isinstance(candidate, str):
             by_folded.setdefault(candidate.lower(), candidate)
     folded = str(name).lower()
-    close = [folded] if folded in by_folded else \
-        difflib.get_close_matches(folded, list(by_folded), n=3, cutoff=0.6)
+    close = (
+        [folded]
+        if folded in by_folded
+        else difflib.get_close_matches(folded, list(by_folded), n=3, cutoff=0.6)
+    )
     if not close:
         return ""
     names = " or ".join(f"'{by_folded[c]}'" for c in close)

@@ -36,8 +36,9 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
         try:
             _write_all(handle, payload)
             os.fsync(handle)
-            os.fchmod(handle, target.stat().st_mode & 0o777 if target.exists()
-                      else 0o666 & ~_umask())
+            os.fchmod(
+                handle, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
+            )
         finally:
             os.close(handle)
         os.replace(temporary, target)
@@ -55,7 +56,7 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
 def _write_all(handle: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
-        view = view[os.write(handle, view[: 1 << 24]):]
+        view = view[os.write(handle, view[: 1 << 24]) :]
 
 
 def _remove_stale_temporaries(target: Path) -> None:
@@ -68,7 +69,7 @@ def _remove_stale_temporaries(target: Path) -> None:
     except OSError:
         return
     for name in names:
-        pid = name[len(prefix):].split(".", 1)[0]
+        pid = name[len(prefix) :].split(".", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             try:
                 os.unlink(folder / name)
@@ -95,7 +96,9 @@ def refuse_overwriting(output: str | os.PathLike, *inputs: str | os.PathLike) ->
         if not same and out.exists() and source.exists():
             same = os.path.samefile(out, source)
         if same:
-            raise MdfLoopsError(f"{out}: refusing to overwrite the input file; choose another output")
+            raise MdfLoopsError(
+                f"{out}: refusing to overwrite the input file; choose another output"
+            )
 
 
 def _umask() -> int:

@@ -38,6 +38,7 @@ from mdf_loops.model.convention import (
     variadic_items,
 )
 from mdf_loops.model.interface import graph_interface, load_model
+from mdf_loops.model.signatures import LoopSignature, ScanSignature
 from mdf_loops.render_labels import (
     constant_values,
     describe_argument,
@@ -49,7 +50,6 @@ from mdf_loops.render_labels import (
     short_value,
     text,
 )
-from mdf_loops.model.signatures import LoopSignature, ScanSignature
 
 __all__ = ["to_graphviz", "render", "FORMATS"]
 
@@ -60,8 +60,13 @@ _LOOP_FILL = ("#e8f0fb", "#d5e3f6", "#c3d6f0")  # by nesting depth
 _BODY_FILL = ("#ffffff", "#f7f9fc")
 _BINDING = {"style": "dashed", "color": "#4a74b4", "fontcolor": "#4a74b4"}
 _NEXT = {"style": "dashed", "color": "#999999", "arrowhead": "none"}
-_PORT = {"shape": "oval", "style": "filled", "fillcolor": "#ffffff", "fontsize": "10",
-         "height": "0.3"}
+_PORT = {
+    "shape": "oval",
+    "style": "filled",
+    "fillcolor": "#ffffff",
+    "fontsize": "10",
+    "height": "0.3",
+}
 
 
 def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> graphviz.Digraph:
@@ -74,12 +79,19 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
     model = load_model(model)
     if not model.graphs:
         raise MdfLoopsError(f"model '{model.id}' has no graph to draw")
-    target = model.graphs[0] if graph is None else next((g for g in model.graphs if g.id == graph), None)
+    target = (
+        model.graphs[0] if graph is None else next((g for g in model.graphs if g.id == graph), None)
+    )
     if target is None:
         raise MdfLoopsError(f"model '{model.id}' has no graph '{graph}'")
     dot = graphviz.Digraph(name=model.id)
-    dot.attr(label=html_label(f"<b>{text(model.id)}</b>: graph {text(target.id)}"), labelloc="t",
-             fontname="Helvetica", fontsize="16", newrank="true")
+    dot.attr(
+        label=html_label(f"<b>{text(model.id)}</b>: graph {text(target.id)}"),
+        labelloc="t",
+        fontname="Helvetica",
+        fontsize="16",
+        newrank="true",
+    )
     dot.attr("node", fontname="Helvetica", fontsize="11")
     dot.attr("edge", fontname="Helvetica", fontsize="9", color="#555555")
     drawing = _Drawing(dot)
@@ -88,7 +100,9 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
     return dot
 
 
-def render(model: Model | str | os.PathLike, path: str | os.PathLike, graph: str | None = None) -> Path:
+def render(
+    model: Model | str | os.PathLike, path: str | os.PathLike, graph: str | None = None
+) -> Path:
     """Draw ``model`` into ``path``: PNG, SVG or PDF by its extension. Returns the path.
 
     Needs Graphviz's ``dot`` program (Debian/Ubuntu: ``apt-get install graphviz``).
@@ -97,7 +111,9 @@ def render(model: Model | str | os.PathLike, path: str | os.PathLike, graph: str
     path = Path(path)
     image_format = FORMATS.get(path.suffix.lower())
     if image_format is None:
-        raise MdfLoopsError(f"{path}: cannot tell the picture format; use one of {', '.join(FORMATS)}")
+        raise MdfLoopsError(
+            f"{path}: cannot tell the picture format; use one of {', '.join(FORMATS)}"
+        )
     dot = to_graphviz(model, graph)
     try:
         image = dot.pipe(format=image_format, quiet=True)
@@ -125,9 +141,15 @@ class _Wiring:
     """How a body connects to its loop node, by position in the body's signature."""
 
     roles: list[str]  # role of each formal input
-    feeds: dict[int, tuple[str, str]] = field(default_factory=dict)  # formal input -> (loop value, label)
-    results: dict[int, tuple[int, str]] = field(default_factory=dict)  # formal output -> (loop output, label)
-    carries: dict[int, int] = field(default_factory=dict)  # formal output -> formal input it returns to
+    feeds: dict[int, tuple[str, str]] = field(
+        default_factory=dict
+    )  # formal input -> (loop value, label)
+    results: dict[int, tuple[int, str]] = field(
+        default_factory=dict
+    )  # formal output -> (loop output, label)
+    carries: dict[int, int] = field(
+        default_factory=dict
+    )  # formal output -> formal input it returns to
 
 
 class _Drawing:
@@ -151,7 +173,9 @@ class _Drawing:
             key = (tail, head, style)
             if key in merged and attributes.get("label"):
                 known = merged[key].get("label", "")
-                merged[key]["label"] = f"{known}, {attributes['label']}" if known else attributes["label"]
+                merged[key]["label"] = (
+                    f"{known}, {attributes['label']}" if known else attributes["label"]
+                )
             else:
                 merged.setdefault(key, dict(attributes))
         for (tail, head, _), attributes in merged.items():
@@ -172,8 +196,13 @@ class _Drawing:
                     if (node.id, port.id) in received or port.id not in free_ports:
                         continue
                     source = f"{graph.id}/input/{port.id}"
-                    row.node(source, html_label(f"<b>{text(free_ports[port.id])}</b>"), shape="oval",
-                             style="filled", fillcolor="#fff4cc")
+                    row.node(
+                        source,
+                        html_label(f"<b>{text(free_ports[port.id])}</b>"),
+                        shape="oval",
+                        style="filled",
+                        fillcolor="#fff4cc",
+                    )
                     self.edge(source, ports[node.id].inputs[port.id])
                     sources.append(source)
             declared = [f"{graph.id}/input/{port}" for port in interface.inputs.values()]
@@ -181,16 +210,22 @@ class _Drawing:
         with self.dot.subgraph() as row:
             row.attr(rank="sink")
             for name, (node_id, port_id) in interface.outputs.items():
-                source = ports[node_id].outputs.get(port_id) if node_id in ports else None
-                if source is not None:
+                output = ports[node_id].outputs.get(port_id) if node_id in ports else None
+                if output is not None:
                     sink = f"{graph.id}/output/{name}"
                     label = names.get(f"{node_id}.{port_id}", name)
-                    row.node(sink, html_label(f"<b>{text(label)}</b>"), shape="oval", style="filled",
-                             fillcolor="#ddf2dd")
-                    self.edge(source, sink)
+                    row.node(
+                        sink,
+                        html_label(f"<b>{text(label)}</b>"),
+                        shape="oval",
+                        style="filled",
+                        fillcolor="#ddf2dd",
+                    )
+                    self.edge(output, sink)
 
-    def graph(self, container, graph: Graph, prefix: str, bindings: dict[str, tuple[str, str]],
-              depth: int) -> dict[str, _Ports]:
+    def graph(
+        self, container, graph: Graph, prefix: str, bindings: dict[str, tuple[str, str]], depth: int
+    ) -> dict[str, _Ports]:
         """Draw the nodes and edges of ``graph``; ``bindings`` maps a port id to (source, edge
         style) for ports bound from outside the graph (a body's formal and outer-scope inputs)."""
         ports: dict[str, _Ports] = {}
@@ -199,18 +234,28 @@ class _Drawing:
         for node in graph.nodes:
             name = f"{prefix}/{node.id}"
             call = function_parameter(node)
-            if node.id in folded and all((e.receiver, e.receiver_port) in constants
-                                         for e in graph.edges if e.sender == node.id):
+            if node.id in folded and all(
+                (e.receiver, e.receiver_port) in constants
+                for e in graph.edges
+                if e.sender == node.id
+            ):
                 continue  # drawn as a line of each node that reads it
-            reads = {port: value for (receiver, port), value in constants.items()
-                     if receiver == node.id}
+            reads = {
+                port: value for (receiver, port), value in constants.items() if receiver == node.id
+            }
             if call is not None and call.function in CONTROL_FLOW_FUNCTIONS:
                 ports[node.id] = self.loop(container, node, call, name, depth, reads)
             else:
-                container.node(name, node_label(node, call, reads), shape="box",
-                               style="rounded,filled", fillcolor="#ffffff")
-                ports[node.id] = _Ports({p.id: name for p in node.input_ports},
-                                        {p.id: name for p in node.output_ports})
+                container.node(
+                    name,
+                    node_label(node, call, reads),
+                    shape="box",
+                    style="rounded,filled",
+                    fillcolor="#ffffff",
+                )
+                ports[node.id] = _Ports(
+                    {p.id: name for p in node.input_ports}, {p.id: name for p in node.output_ports}
+                )
         received = set(constants)
         for edge in graph.edges:
             source = ports.get(edge.sender, _Ports()).outputs.get(edge.sender_port)
@@ -226,27 +271,48 @@ class _Drawing:
         return ports
 
     # -- loop nodes
-    def loop(self, container, node: Node, call: Parameter, name: str, depth: int,
-             reads: dict[str, str] | None = None) -> _Ports:
+    def loop(
+        self,
+        container,
+        node: Node,
+        call: Parameter,
+        name: str,
+        depth: int,
+        reads: dict[str, str] | None = None,
+    ) -> _Ports:
         op = CONTROL_FLOW_FUNCTIONS[call.function]
         bodies = loop_bodies(node)
         with container.subgraph(name=f"cluster_{name}") as cluster:
-            cluster.attr(label=html_label(loop_label(node, op, call)), style="rounded,filled",
-                         fillcolor=_LOOP_FILL[min(depth, len(_LOOP_FILL) - 1)], color="#4a74b4",
-                         labeljust="l", penwidth="1.5")
+            cluster.attr(
+                label=html_label(loop_label(node, op, call)),
+                style="rounded,filled",
+                fillcolor=_LOOP_FILL[min(depth, len(_LOOP_FILL) - 1)],
+                color="#4a74b4",
+                labeljust="l",
+                penwidth="1.5",
+            )
             ports = _Ports()
             with cluster.subgraph() as row:
                 row.attr(rank="same")
                 for port in node.input_ports:
                     ports.inputs[port.id] = f"{name}#in#{port.id}"
-                    shown = port.id if port.id not in (reads or {}) else f"{port.id} = {reads[port.id]}"
+                    shown = (
+                        f"{port.id} = {reads[port.id]}"
+                        if reads is not None and port.id in reads
+                        else port.id
+                    )
                     row.node(ports.inputs[port.id], html_label(text(shown)), **_PORT)
                 _in_order(row, list(ports.inputs.values()))
             for parameter in parameters_read_by_bodies(node, call):
                 ports.inputs[parameter.id] = f"{name}#parameter#{parameter.id}"
-                cluster.node(ports.inputs[parameter.id],
-                             html_label(text(f"{parameter.id} = {short_value(parameter.value)}")),
-                             shape="note", style="filled", fillcolor="#ffffff", fontsize="10")
+                cluster.node(
+                    ports.inputs[parameter.id],
+                    html_label(text(f"{parameter.id} = {short_value(parameter.value)}")),
+                    shape="note",
+                    style="filled",
+                    fillcolor="#ffffff",
+                    fontsize="10",
+                )
             for port in node.output_ports:
                 ports.outputs[port.id] = f"{name}#out#{port.id}"
                 cluster.node(ports.outputs[port.id], html_label(text(port.id)), **_PORT)
@@ -260,9 +326,16 @@ class _Drawing:
                 if index is not None:
                     results[index] = ports.outputs[port.id]
             for attribute, body in bodies.items():
-                self.body(cluster, f"{name}/{attribute}", attribute, body,
-                          _wiring(op, node, arguments, body),
-                          _Ports({**ports.inputs, **parameter_nodes}, ports.outputs), results, depth)
+                self.body(
+                    cluster,
+                    f"{name}/{attribute}",
+                    attribute,
+                    body,
+                    _wiring(op, node, arguments, body),
+                    _Ports({**ports.inputs, **parameter_nodes}, ports.outputs),
+                    results,
+                    depth,
+                )
         return ports
 
     def arguments(self, cluster, node: Node, call: Parameter, name: str) -> dict[str, list[str]]:
@@ -280,43 +353,82 @@ class _Drawing:
                     arguments[formal].append(f"{name}#in#{item}")
                     continue
                 holder = f"{name}#arg#{formal}#{k}"
-                cluster.node(holder, html_label(text(describe_argument(node, item))), shape="plain",
-                             fontsize="10")
+                cluster.node(
+                    holder,
+                    html_label(text(describe_argument(node, item))),
+                    shape="plain",
+                    fontsize="10",
+                )
                 arguments[formal].append(holder)
         return arguments
 
-    def body(self, cluster, prefix: str, attribute: str, body: Graph, wiring: _Wiring,
-             ports: _Ports, results: dict[int, str], depth: int) -> None:
+    def body(
+        self,
+        cluster,
+        prefix: str,
+        attribute: str,
+        body: Graph,
+        wiring: _Wiring,
+        ports: _Ports,
+        results: dict[int, str],
+        depth: int,
+    ) -> None:
         meta = body.metadata or {}
         formal_inputs = [str(x) for x in meta.get("formal_inputs") or []]
         formal_outputs = [str(r).partition(".") for r in meta.get("formal_outputs") or []]
         formal_names = [f"{prefix}#formal#{k}" for k in range(len(formal_inputs))]
         top = f"{prefix}#top"  # an invisible point above the body's nodes, below the loop's inputs
         with cluster.subgraph(name=f"cluster_{prefix}") as inner:
-            inner.attr(label=html_label(f"<b>{text(attribute)}</b>: graph {text(body.id)}"),
-                       style="rounded,filled", fillcolor=_BODY_FILL[depth % 2], color="#8c8c8c",
-                       penwidth="1")
+            inner.attr(
+                label=html_label(f"<b>{text(attribute)}</b>: graph {text(body.id)}"),
+                style="rounded,filled",
+                fillcolor=_BODY_FILL[depth % 2],
+                color="#8c8c8c",
+                penwidth="1",
+            )
             bindings = {}
             with inner.subgraph() as row:
                 row.attr(rank="same")
                 row.node(top, "", shape="point", style="invis", width="0")
                 for k, (port_id, formal_name) in enumerate(zip(formal_inputs, formal_names)):
-                    role = f"<br/><font point-size='9'>{wiring.roles[k]}</font>" if wiring.roles[k] else ""
-                    row.node(formal_name, html_label(f"<b>{text(port_id)}</b>{role}"), shape="house",
-                             style="filled", fillcolor="#fff4cc", margin="0.15,0.1")
+                    role = (
+                        f"<br/><font point-size='9'>{wiring.roles[k]}</font>"
+                        if wiring.roles[k]
+                        else ""
+                    )
+                    row.node(
+                        formal_name,
+                        html_label(f"<b>{text(port_id)}</b>{role}"),
+                        shape="house",
+                        style="filled",
+                        fillcolor="#fff4cc",
+                        margin="0.15,0.1",
+                    )
                     bindings[port_id] = (formal_name, "solid")
                 _in_order(row, formal_names)
-            nexts = {j: f"{prefix}#next#{j}" for j, k in wiring.carries.items()
-                     if k < len(formal_inputs) and j < len(formal_outputs)}
+            nexts = {
+                j: f"{prefix}#next#{j}"
+                for j, k in wiring.carries.items()
+                if k < len(formal_inputs) and j < len(formal_outputs)
+            }
             if nexts:
                 with inner.subgraph() as row:
                     row.attr(rank="max")
                     for j, marker in nexts.items():
                         k = wiring.carries[j]
-                        row.node(marker, html_label(f"next <b>{text(formal_inputs[k])}</b>"
-                                               f"<br/><font point-size='9'>{wiring.roles[k]}</font>"),
-                                 shape="invhouse", style="filled,dashed", fillcolor="#fffaf0",
-                                 color="#999999", fontsize="10", margin="0.1,0.05")
+                        row.node(
+                            marker,
+                            html_label(
+                                f"next <b>{text(formal_inputs[k])}</b>"
+                                f"<br/><font point-size='9'>{wiring.roles[k]}</font>"
+                            ),
+                            shape="invhouse",
+                            style="filled,dashed",
+                            fillcolor="#fffaf0",
+                            color="#999999",
+                            fontsize="10",
+                            margin="0.1,0.05",
+                        )
                     _in_order(row, list(nexts.values()))
             for port_id in meta.get("outer_scope_inputs") or []:
                 if port_id in ports.inputs:
@@ -359,9 +471,13 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
         scan = ScanSignature(n, m, max(n_out - n, 0))
         states, outputs = scan.body_states, scan.body_state_outputs
         return _Wiring(
-            roles=[f"state {k}" if k < states.stop else f"scan element {k - states.stop}"
-                   for k in range(n_in)],
-            feeds={k: (v, "initial" if k < states.stop else "slices") for k, v in enumerate(values)},
+            roles=[
+                f"state {k}" if k < states.stop else f"scan element {k - states.stop}"
+                for k in range(n_in)
+            ],
+            feeds={
+                k: (v, "initial" if k < states.stop else "slices") for k, v in enumerate(values)
+            },
             results={j: (j, "final" if j < outputs.stop else "stacked") for j in range(n_out)},
             carries={j: j for j in range(min(outputs.stop, n_out))},
         )
@@ -378,8 +494,10 @@ def _wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Graph) -
         return _Wiring(
             roles=[named.get(k, f"carried {k - first_in}") for k in range(n_in)],
             feeds=feeds,
-            results={j: (j - first_out, "final" if j < loop.body_carried_outputs.stop else "stacked")
-                     for j in range(first_out, n_out)},
+            results={
+                j: (j - first_out, "final" if j < loop.body_carried_outputs.stop else "stacked")
+                for j in range(first_out, n_out)
+            },
             carries={j: k for j, k in carries.items() if j < n_out},
         )
     return _Wiring(roles=[""] * n_in, results={j: (j, "") for j in range(n_out)})  # If

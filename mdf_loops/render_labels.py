@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Graph, Node, Parameter
 
-from mdf_loops.model.convention import BODY_ATTRIBUTES, function_parameter, loop_bodies, output_index, variadic_items
+from mdf_loops.model.convention import (
+    BODY_ATTRIBUTES,
+    function_parameter,
+    loop_bodies,
+    output_index,
+    variadic_items,
+)
 from mdf_loops.model.values import is_encoded_tensor
 
 _LINE = 48  # longest label line, in characters
@@ -21,7 +27,9 @@ def loop_label(node: Node, op: str, call: Parameter) -> str:
     if op == "Loop":
         trip, condition = args.get("M"), args.get("cond")
         lines.append(f"trip count: {text(describe_argument(node, trip)) if trip else 'none'}")
-        lines.append(f"condition: {text(describe_argument(node, condition)) if condition else 'none'}")
+        lines.append(
+            f"condition: {text(describe_argument(node, condition)) if condition else 'none'}"
+        )
         if not trip and not condition:
             lines.append("runs until the iteration limit")
     elif op == "If":
@@ -65,7 +73,9 @@ def node_label(node: Node, call: Parameter | None, reads: dict[str, str] | None 
         lines.append(small.format(text(f"{function.id} = {function.function or function.value}")))
     for parameter in node.parameters:
         if parameter is not call and not parameter.function:
-            lines.append(small.format(f"{text(parameter.id)} = {text(short_value(parameter.value))}"))
+            lines.append(
+                small.format(f"{text(parameter.id)} = {text(short_value(parameter.value))}")
+            )
     for port_id, value in (reads or {}).items():
         lines.append(small.format(_wrapped(f"{port_id} = {value}")))
     for port in node.output_ports:
@@ -114,20 +124,28 @@ def _constant_output(node: Node | None, port_id: str) -> str | None:
         held = [p for p in node.parameters if p is not call and p.value is not None]
         return short_value(held[0].value) if len(held) == 1 else None
     parameter = parameters.get(port.value) if isinstance(port.value, str) else None
-    if parameter is not None and parameter.value is not None and parameter.function is None \
-            and not isinstance(parameter.value, str) and not parameter.default_initial_value:
+    if (
+        parameter is not None
+        and parameter.value is not None
+        and parameter.function is None
+        and not isinstance(parameter.value, str)
+        and not parameter.default_initial_value
+    ):
         return short_value(parameter.value)
     return None
 
 
 def parameters_read_by_bodies(node: Node, call: Parameter) -> list[Parameter]:
     """The loop node's parameters its bodies read as outer-scope values."""
-    read = set()
+    read: set[str] = set()
     for body in loop_bodies(node).values():
         read.update(str(x) for x in (body.metadata or {}).get("outer_scope_inputs") or [])
     ports = {p.id for p in node.input_ports}
-    return [p for p in node.parameters
-            if p.id in read and p.id not in ports and p is not call and not p.function]
+    return [
+        p
+        for p in node.parameters
+        if p.id in read and p.id not in ports and p is not call and not p.function
+    ]
 
 
 def short_value(value: Any) -> str:

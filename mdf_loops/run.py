@@ -6,28 +6,29 @@ import difflib
 import logging
 import os
 from collections import OrderedDict
+from collections.abc import Mapping
 from contextlib import ExitStack
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops
+from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
+from mdf_loops.backends.scheduler.onnx_functions import opset
+from mdf_loops.backends.scheduler.registry import register
+from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
+from mdf_loops.model.compat import input_default
+from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
+from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
+from mdf_loops.model.values import OnnxSequence, to_engine, to_user
+from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
-from mdf_loops.safety.onnx_files import onnx_file_access
 from mdf_loops.safety.checks import check_model, check_structure, current_limits_key, model_digest
-from mdf_loops.backends.scheduler.onnx_functions import opset
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
-from mdf_loops.backends.scheduler.registry import register
-from mdf_loops.onnx.domains import other_opsets
-from mdf_loops.model.values import OnnxSequence, to_engine, to_user
-from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
-from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
-from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
-from mdf_loops.model.compat import input_default
+from mdf_loops.safety.onnx_files import onnx_file_access
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
@@ -76,8 +77,8 @@ def run(
             (lowered to one ``jax.jit``-compiled function; needs ``mdf-loops[jax]``,
             docs/jax.md). All enforce ``max_iterations``,
             ``max_elements`` and ``max_depth`` (onnxruntime through
-            :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``); ``max_total_iterations``
-            is counted by the scheduler only.
+            :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``);
+            ``max_total_iterations`` is counted by the scheduler only.
         threads: onnxruntime intra-op threads of the compiled mode (loops of small
             operations run fastest on one).
         external_data_dir: the folder an ONNX file's external tensor data may be read
@@ -91,9 +92,16 @@ def run(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     register()
-    changed = {name: value for name, value in (
-        ("max_iterations", max_iterations), ("max_total_iterations", max_total_iterations),
-        ("max_depth", max_depth), ("max_elements", max_elements)) if value is not None}
+    changed = {
+        name: value
+        for name, value in (
+            ("max_iterations", max_iterations),
+            ("max_total_iterations", max_total_iterations),
+            ("max_depth", max_depth),
+            ("max_elements", max_elements),
+        )
+        if value is not None
+    }
     if backend in ("onnxruntime", "jax") and "max_total_iterations" in changed:
         raise ValueError("max_total_iterations applies to the scheduler backend only")
     with ExitStack() as stack:
@@ -111,7 +119,7 @@ def run(
         return _run_checked(model, inputs, graph, backend, threads, limits)
 
 
-_VERIFIED: "OrderedDict[tuple, set]" = OrderedDict()  # content key -> checks passed
+_VERIFIED: OrderedDict[tuple, set] = OrderedDict()  # content key -> checks passed
 
 
 def _verify(model: Model, trusted: bool) -> None:
@@ -136,8 +144,10 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
     except MdfLoopsError:
         raise
     except Exception as exc:  # metadata of the wrong form
-        raise ModelError(f"model '{model.id}': cannot read its graph's inputs and outputs: "
-                         f"{type(exc).__name__}: {exc}") from exc
+        raise ModelError(
+            f"model '{model.id}': cannot read its graph's inputs and outputs: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     ports = _input_ports(target)
     inputs = _typed_inputs(target, interface, dict(inputs or {}), ports)
 
@@ -147,13 +157,15 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
         return run_jax(model, inputs, target.id, limits)
     if backend != "scheduler":
         try:
-            compiled = cached_compile(model, inputs, graph=target.id, threads=threads,
-                                      limits=limits)
+            compiled = cached_compile(
+                model, inputs, graph=target.id, threads=threads, limits=limits
+            )
         except CompileError as exc:
             if backend == "onnxruntime":
                 raise
-            log.warning("model '%s' runs on the scheduler, not onnxruntime (slower): %s",
-                        model.id, exc)
+            log.warning(
+                "model '%s' runs on the scheduler, not onnxruntime (slower): %s", model.id, exc
+            )
         else:
             try:
                 outputs = compiled.run(inputs)
@@ -162,7 +174,8 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
             except Exception as exc:  # onnxruntime's errors name no model element
                 raise EvaluationError(
                     f"graph '{target.id}' (onnxruntime backend): {exc}; run with "
-                    "backend='scheduler' (--backend scheduler) to find the failing node") from exc
+                    "backend='scheduler' (--backend scheduler) to find the failing node"
+                ) from exc
             return {name: to_user(value) for name, value in outputs.items()}
     return _run_scheduler(model, target, interface, inputs, ports)
 
@@ -175,7 +188,8 @@ def _typed_inputs(target: Graph, interface: GraphInterface, inputs: dict, ports:
         hints = "".join(_nearest(name, interface.inputs) for name in unknown)
         raise ModelError(
             f"graph '{target.id}': unknown inputs {unknown}; it takes "
-            f"{sorted(interface.inputs)}{hints}")
+            f"{sorted(interface.inputs)}{hints}"
+        )
     types = graph_input_types(target, interface.inputs)
     typed, missing = {}, []
     for name, port_id in interface.inputs.items():
@@ -185,12 +199,13 @@ def _typed_inputs(target: Graph, interface: GraphInterface, inputs: dict, ports:
         has_default, value = default_input(ports.get(port_id, []))
         if has_default:
             typed[name] = fit_input(name, value, types[name])
-        elif ports.get(port_id) and not any(input_default(p) is not None
-                                            for p in ports[port_id]):
+        elif ports.get(port_id) and not any(input_default(p) is not None for p in ports[port_id]):
             missing.append(name)
     if missing:
-        raise ModelError(f"graph '{target.id}': missing inputs {sorted(missing)}; give a value "
-                         "for each, or a default_value on its input port")
+        raise ModelError(
+            f"graph '{target.id}': missing inputs {sorted(missing)}; give a value "
+            "for each, or a default_value on its input port"
+        )
     return typed
 
 
@@ -258,8 +273,9 @@ def _opset_of(model: Model) -> int | None:
     try:
         return int(version) if version not in (None, "") else None
     except (TypeError, ValueError):
-        raise ModelError(f"model '{model.id}': onnx_opset_version {version!r} is not a number") \
-            from None
+        raise ModelError(
+            f"model '{model.id}': onnx_opset_version {version!r} is not a number"
+        ) from None
 
 
 def _engine_input(value: Any, ports: list) -> Any:

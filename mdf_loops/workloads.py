@@ -7,8 +7,8 @@ inputs by name, and a plain numpy loop computing the same outputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import onnx
@@ -17,7 +17,6 @@ from onnx import TensorProto, helper, numpy_helper
 from mdf_loops.onnx.domains import DEFAULT_OPSET
 
 __all__ = ["Workload", "elman_rnn", "running_sum", "while_loop", "WORKLOADS"]
-
 
 
 @dataclass(frozen=True)
@@ -51,23 +50,36 @@ def elman_rnn(steps: int = 1000, inputs: int = 32, hidden: int = 64, seed: int =
             helper.make_node("Identity", ["h_next"], ["h_out"]),
         ],
         "rnn_step",
-        [helper.make_tensor_value_info("h_prev", TensorProto.FLOAT, [hidden]),
-         helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [inputs])],
-        [helper.make_tensor_value_info("h_next", TensorProto.FLOAT, [hidden]),
-         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [hidden])],
+        [
+            helper.make_tensor_value_info("h_prev", TensorProto.FLOAT, [hidden]),
+            helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [inputs]),
+        ],
+        [
+            helper.make_tensor_value_info("h_next", TensorProto.FLOAT, [hidden]),
+            helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [hidden]),
+        ],
     )
     graph = helper.make_graph(
         [helper.make_node("Scan", ["h0", "X"], ["h_last", "H"], body=body, num_scan_inputs=1)],
         "elman_rnn",
-        [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [hidden]),
-         helper.make_tensor_value_info("X", TensorProto.FLOAT, ["T", inputs])],
-        [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [hidden]),
-         helper.make_tensor_value_info("H", TensorProto.FLOAT, ["T", hidden])],
-        initializer=[numpy_helper.from_array(wx, "Wx"), numpy_helper.from_array(wh, "Wh"),
-                     numpy_helper.from_array(b, "b")],
+        [
+            helper.make_tensor_value_info("h0", TensorProto.FLOAT, [hidden]),
+            helper.make_tensor_value_info("X", TensorProto.FLOAT, ["T", inputs]),
+        ],
+        [
+            helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [hidden]),
+            helper.make_tensor_value_info("H", TensorProto.FLOAT, ["T", hidden]),
+        ],
+        initializer=[
+            numpy_helper.from_array(wx, "Wx"),
+            numpy_helper.from_array(wh, "Wh"),
+            numpy_helper.from_array(b, "b"),
+        ],
     )
-    values = {"h0": np.zeros(hidden, np.float32),
-              "X": rng.standard_normal((steps, inputs)).astype(np.float32)}
+    values = {
+        "h0": np.zeros(hidden, np.float32),
+        "X": rng.standard_normal((steps, inputs)).astype(np.float32),
+    }
 
     def numpy_loop(v: dict) -> list:
         h = v["h0"]
@@ -83,21 +95,31 @@ def elman_rnn(steps: int = 1000, inputs: int = 32, hidden: int = 64, seed: int =
 def running_sum(steps: int = 20_000, seed: int = 0) -> Workload:
     """s_t = s_{t-1} + x_t over scalars: per-iteration overhead."""
     body = helper.make_graph(
-        [helper.make_node("Add", ["s_prev", "x_t"], ["s_next"]),
-         helper.make_node("Identity", ["s_next"], ["s_out"])],
+        [
+            helper.make_node("Add", ["s_prev", "x_t"], ["s_next"]),
+            helper.make_node("Identity", ["s_next"], ["s_out"]),
+        ],
         "sum_step",
-        [helper.make_tensor_value_info("s_prev", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [])],
-        [helper.make_tensor_value_info("s_next", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [])],
+        [
+            helper.make_tensor_value_info("s_prev", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("x_t", TensorProto.FLOAT, []),
+        ],
+        [
+            helper.make_tensor_value_info("s_next", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("s_out", TensorProto.FLOAT, []),
+        ],
     )
     graph = helper.make_graph(
         [helper.make_node("Scan", ["s0", "x"], ["total", "partial"], body=body, num_scan_inputs=1)],
         "running_sum",
-        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
-        [helper.make_tensor_value_info("total", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("partial", TensorProto.FLOAT, ["N"])],
+        [
+            helper.make_tensor_value_info("s0", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"]),
+        ],
+        [
+            helper.make_tensor_value_info("total", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("partial", TensorProto.FLOAT, ["N"]),
+        ],
     )
     rng = np.random.default_rng(seed)
     values = {"s0": np.array(0.0, np.float32), "x": rng.random(steps).astype(np.float32)}
@@ -116,26 +138,37 @@ def running_sum(steps: int = 20_000, seed: int = 0) -> Workload:
 def while_loop(iterations: int = 5000) -> Workload:
     """A Loop with a condition and no trip count: x <- x + 1 while x + 1 < limit."""
     body = helper.make_graph(
-        [helper.make_node("Add", ["x_in", "one"], ["x_out"]),
-         helper.make_node("Less", ["x_out", "limit"], ["keep_going"])],
+        [
+            helper.make_node("Add", ["x_in", "one"], ["x_out"]),
+            helper.make_node("Less", ["x_out", "limit"], ["keep_going"]),
+        ],
         "while_step",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [])],
-        [helper.make_tensor_value_info("keep_going", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [])],
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x_in", TensorProto.FLOAT, []),
+        ],
+        [
+            helper.make_tensor_value_info("keep_going", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x_out", TensorProto.FLOAT, []),
+        ],
     )
     graph = helper.make_graph(
         [helper.make_node("Loop", ["", "go", "x0"], ["x_final"], body=body)],
         "while_loop",
-        [helper.make_tensor_value_info("go", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x0", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("limit", TensorProto.FLOAT, [])],
+        [
+            helper.make_tensor_value_info("go", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x0", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("limit", TensorProto.FLOAT, []),
+        ],
         [helper.make_tensor_value_info("x_final", TensorProto.FLOAT, [])],
         initializer=[numpy_helper.from_array(np.array(1.0, np.float32), "one")],
     )
-    values = {"go": np.array(True), "x0": np.array(0.0, np.float32),
-              "limit": np.array(float(iterations), np.float32)}
+    values = {
+        "go": np.array(True),
+        "x0": np.array(0.0, np.float32),
+        "limit": np.array(float(iterations), np.float32),
+    }
 
     def numpy_loop(v: dict) -> list:
         x = v["x0"]

@@ -17,29 +17,50 @@ whose loops are ``onnx::Scan`` / ``onnx::Loop`` nodes::
 
 from types import SimpleNamespace as _SimpleNamespace
 
-from mdf_loops.authoring import functions
+from mdf_loops.authoring import functions, tensor
+from mdf_loops.authoring.config import config
 from mdf_loops.authoring.errors import AuthoringError, ScanError
+from mdf_loops.authoring.function import Function, function
 from mdf_loops.authoring.functions import *  # noqa: F401,F403  (tanh, dot, arange, set_subtensor, ...)
 from mdf_loops.authoring.functions import __all__ as _function_names
 from mdf_loops.authoring.model import build_model, build_onnx
+from mdf_loops.authoring.pytensor_functions import *  # noqa: F401,F403  (sqr, cumsum, ...)
+from mdf_loops.authoring.pytensor_functions import __all__ as _pytensor_names
 from mdf_loops.authoring.scan import Until, scan, until
 from mdf_loops.authoring.shared import SharedVariable, shared
 from mdf_loops.authoring.symbolic import Symbol, constant, input
+from mdf_loops.authoring.tensor import as_tensor_variable
 from mdf_loops.authoring.types import OPSET
 from mdf_loops.authoring.views import foldl, foldr, map, reduce
-from mdf_loops.authoring.config import config
-from mdf_loops.authoring.function import Function, function
-from mdf_loops.authoring import tensor
-from mdf_loops.authoring.tensor import as_tensor_variable
-from mdf_loops.authoring.pytensor_functions import *  # noqa: F401,F403  (sqr, cumsum, ...)
-from mdf_loops.authoring.pytensor_functions import __all__ as _pytensor_names
 
 #: Theano's ``theano.scan_module.until``
 scan_module = _SimpleNamespace(until=until)
 
 __all__ = [
-    "input", "constant", "shared", "Symbol", "scan", "until", "Until", "map", "reduce",
-    "foldl", "foldr", "build_model", "build_onnx", "functions", "AuthoringError", "ScanError",
-    "OPSET", *_function_names, *_pytensor_names, "SharedVariable", "config", "function",
-    "Function", "tensor", "as_tensor_variable", "scan_module",
+    "input",
+    "constant",
+    "shared",
+    "Symbol",
+    "scan",
+    "until",
+    "Until",
+    "map",
+    "reduce",
+    "foldl",
+    "foldr",
+    "build_model",
+    "build_onnx",
+    "functions",
+    "AuthoringError",
+    "ScanError",
+    "OPSET",
+    *_function_names,
+    *_pytensor_names,
+    "SharedVariable",
+    "config",
+    "function",
+    "Function",
+    "tensor",
+    "as_tensor_variable",
+    "scan_module",
 ]

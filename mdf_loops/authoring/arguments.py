@@ -19,9 +19,21 @@ from mdf_loops.authoring.errors import ScanError
 from mdf_loops.authoring.symbolic import ConstantOp, Symbol, apply, as_symbol, constant
 from mdf_loops.authoring.types import onnx_elem_type
 
-__all__ = ["SequenceArg", "OutputArg", "SequenceSlice", "PreparedSequences", "as_list",
-           "sequence_args", "output_args", "n_steps_arg", "prepare_sequences", "slice_rows",
-           "tap_hint", "INT64_MAX", "check_no_effect_options"]
+__all__ = [
+    "SequenceArg",
+    "OutputArg",
+    "SequenceSlice",
+    "PreparedSequences",
+    "as_list",
+    "sequence_args",
+    "output_args",
+    "n_steps_arg",
+    "prepare_sequences",
+    "slice_rows",
+    "tap_hint",
+    "INT64_MAX",
+    "check_no_effect_options",
+]
 
 INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
@@ -56,8 +68,9 @@ def as_list(value: Any) -> list:
 
 def _taps(value: Any, where: str) -> tuple[int, ...]:
     taps = [value] if isinstance(value, (int, np.integer)) else list(value)
-    if not taps or not all(isinstance(t, (int, np.integer)) and not isinstance(t, bool)
-                           for t in taps):
+    if not taps or not all(
+        isinstance(t, (int, np.integer)) and not isinstance(t, bool) for t in taps
+    ):
         raise ScanError(f"{where}: taps must be a non-empty list of integers, got {value!r}")
     return tuple(int(t) for t in taps)
 
@@ -69,15 +82,19 @@ def sequence_args(sequences: Any, label: str) -> list[SequenceArg]:
         if isinstance(item, dict):
             unknown = set(item) - {"input", "taps"}
             if unknown or "input" not in item:
-                raise ScanError(f"{where} must be a value or dict(input=..., taps=[...]); "
-                                f"got keys {sorted(item)}")
+                raise ScanError(
+                    f"{where} must be a value or dict(input=..., taps=[...]); "
+                    f"got keys {sorted(item)}"
+                )
             symbol = as_symbol(item["input"])
             taps = _taps(item.get("taps") if item.get("taps") is not None else [0], where)
         else:
             symbol, taps = as_symbol(item), (0,)
         if symbol.ndim == 0:
-            raise ScanError(f"{where} is a scalar ({symbol.describe()}); scan iterates over "
-                            "the first axis of each sequence")
+            raise ScanError(
+                f"{where} is a scalar ({symbol.describe()}); scan iterates over "
+                "the first axis of each sequence"
+            )
         args.append(SequenceArg(symbol, taps, f"sequences[{i}]", where))
     return args
 
@@ -94,13 +111,17 @@ def output_args(outputs_info: Any, label: str) -> list[OutputArg]:
             continue
         unknown = set(item) - {"initial", "taps", "inplace"}  # inplace: PyTensor's, no effect
         if unknown:
-            raise ScanError(f"{where}: unknown keys {sorted(unknown)}; a dict takes 'initial' "
-                            "and 'taps' (and 'inplace', which has no effect)")
+            raise ScanError(
+                f"{where}: unknown keys {sorted(unknown)}; a dict takes 'initial' "
+                "and 'taps' (and 'inplace', which has no effect)"
+            )
         initial = item.get("initial")
         if initial is None:
             if item.get("taps") is not None:
-                raise ScanError(f"{where}: taps {item['taps']} need an initial state "
-                                "('initial') to read before the first steps")
+                raise ScanError(
+                    f"{where}: taps {item['taps']} need an initial state "
+                    "('initial') to read before the first steps"
+                )
             args.append(OutputArg(None, (), where))
             continue
         if "taps" in item and item["taps"] is None:
@@ -108,14 +129,14 @@ def output_args(outputs_info: Any, label: str) -> list[OutputArg]:
             continue
         taps = _taps(item.get("taps", [-1]), where)
         if any(t >= 0 for t in taps):
-            raise ScanError(f"{where}: output taps must be negative (steps back), got "
-                            f"{list(taps)}")
+            raise ScanError(f"{where}: output taps must be negative (steps back), got {list(taps)}")
         args.append(OutputArg(as_symbol(initial), taps, where))
     return args
 
 
-def check_no_effect_options(label: str, *, truncate_gradient: Any = -1, profile: Any = False,
-                            allow_gc: Any = None) -> None:
+def check_no_effect_options(
+    label: str, *, truncate_gradient: Any = -1, profile: Any = False, allow_gc: Any = None
+) -> None:
     """PyTensor's compilation options: accepted when they ask for nothing this package lacks.
 
     ``mode``, ``profile`` and ``allow_gc`` change how PyTensor compiles and runs
@@ -128,7 +149,8 @@ def check_no_effect_options(label: str, *, truncate_gradient: Any = -1, profile:
             f"{label}: truncate_gradient={truncate_gradient!r}; only -1 (no truncation) is "
             "supported, because MDF models compute no gradients. Drop the argument (note "
             "that PyTensor's 6th positional parameter of scan, 4th of map, is "
-            "truncate_gradient, not go_backwards)")
+            "truncate_gradient, not go_backwards)"
+        )
     if not isinstance(profile, (bool, str)) and profile is not None:
         raise ScanError(f"{label}: profile must be a bool or a name, got {profile!r}")
     if allow_gc not in (None, True, False):
@@ -140,8 +162,7 @@ def n_steps_arg(n_steps: Any, label: str) -> tuple[Symbol | None, int | None]:
         return None, None
     if isinstance(n_steps, Symbol):
         if n_steps.dtype.kind not in "iu" or n_steps.ndim not in (0, None):
-            raise ScanError(f"{label}: n_steps must be an integer scalar, got "
-                            f"{n_steps.describe()}")
+            raise ScanError(f"{label}: n_steps must be an integer scalar, got {n_steps.describe()}")
         static = None
         if isinstance(n_steps.op, ConstantOp):
             static = _check_steps(int(n_steps.op.value), label)
@@ -151,21 +172,26 @@ def n_steps_arg(n_steps: Any, label: str) -> tuple[Symbol | None, int | None]:
     if isinstance(n_steps, (int, np.integer)) and not isinstance(n_steps, bool):
         count = _check_steps(int(n_steps), label)
         return constant(np.array(count, np.int64)), count
-    raise ScanError(f"{label}: n_steps must be an integer or an integer scalar symbol, "
-                    f"got {n_steps!r}")
+    raise ScanError(
+        f"{label}: n_steps must be an integer or an integer scalar symbol, got {n_steps!r}"
+    )
 
 
 def _check_steps(count: int, label: str) -> int:
     if count < 0:
-        raise ScanError(f"{label}: n_steps = {count}; negative n_steps are not supported "
-                        "(use go_backwards=True to run backwards)")
+        raise ScanError(
+            f"{label}: n_steps = {count}; negative n_steps are not supported "
+            "(use go_backwards=True to run backwards)"
+        )
     return count
 
 
 def slice_rows(x: Symbol, start: int, stop: Any, step: int = 1) -> Symbol:
     stop = stop if isinstance(stop, Symbol) else np.array([stop], np.int64)
-    return apply("Slice", [x, np.array([start], np.int64), stop,
-                           np.array([0], np.int64), np.array([step], np.int64)])
+    return apply(
+        "Slice",
+        [x, np.array([start], np.int64), stop, np.array([0], np.int64), np.array([step], np.int64)],
+    )
 
 
 def _head(x: Symbol, count: Symbol) -> Symbol:
@@ -196,8 +222,9 @@ class PreparedSequences:
     steps_known: int | None
 
 
-def prepare_sequences(args: list[SequenceArg], steps: Symbol | None, steps_static: int | None,
-                      go_backwards: bool) -> PreparedSequences:
+def prepare_sequences(
+    args: list[SequenceArg], steps: Symbol | None, steps_static: int | None, go_backwards: bool
+) -> PreparedSequences:
     """One slice per tap, shifted so that step ``i`` reads its row ``i``, then truncated.
 
     Tap ``k`` of a sequence ``u`` whose taps span ``[low, high]`` (0 always
@@ -211,17 +238,28 @@ def prepare_sequences(args: list[SequenceArg], steps: Symbol | None, steps_stati
     lengths = [piece.length for piece in slices]
     if steps is not None:
         for arg, piece in zip(_per_slice(args), slices):
-            if piece.length is not None and steps_static is not None and piece.length < steps_static:
-                raise ScanError(f"{arg.where} gives {piece.length} steps (after its taps), "
-                                f"fewer than n_steps = {steps_static}")
+            if (
+                piece.length is not None
+                and steps_static is not None
+                and piece.length < steps_static
+            ):
+                raise ScanError(
+                    f"{arg.where} gives {piece.length} steps (after its taps), "
+                    f"fewer than n_steps = {steps_static}"
+                )
         return PreparedSequences(_cut(slices, steps, steps_static), steps, steps_static)
-    if None not in lengths:
-        shortest = min(lengths)
-        return PreparedSequences(_cut(slices, constant(np.array(shortest, np.int64)), shortest),
-                                 constant(np.array(shortest, np.int64)), shortest)
+    known = [n for n in lengths if n is not None]
+    if len(known) == len(lengths):
+        shortest = min(known)
+        return PreparedSequences(
+            _cut(slices, constant(np.array(shortest, np.int64)), shortest),
+            constant(np.array(shortest, np.int64)),
+            shortest,
+        )
     firsts = {id(arg): piece.rows for arg, piece in zip(_per_slice(args), slices)}
-    sizes = [apply("Gather", [apply("Shape", [rows]), np.array(0, np.int64)])
-             for rows in firsts.values()]
+    sizes = [
+        apply("Gather", [apply("Shape", [rows]), np.array(0, np.int64)]) for rows in firsts.values()
+    ]
     if len(sizes) == 1:  # the taps of one sequence have equal lengths by construction
         return PreparedSequences(slices, sizes[0], None)
     count = apply("Min", sizes)
@@ -234,18 +272,22 @@ def _tap_slices(index: int, arg: SequenceArg, go_backwards: bool) -> list[Sequen
     span = high - low
     size = u.static_shape[0] if u.static_shape else None
     if size is not None and span > 0 and size <= span:
-        raise ScanError(f"{arg.where} has {size} entries, but its taps {list(arg.taps)} reach "
-                        f"{span} steps apart, so it needs more than {span}")
+        raise ScanError(
+            f"{arg.where} has {size} entries, but its taps {list(arg.taps)} reach "
+            f"{span} steps apart, so it needs more than {span}"
+        )
     base = u.name or f"seq{index}"
     pieces = []
     for tap in arg.taps:
-        rows = u if span == 0 else slice_rows(
-            u, tap - low, -(high - tap) if high > tap else INT64_MAX)
+        rows = (
+            u if span == 0 else slice_rows(u, tap - low, -(high - tap) if high > tap else INT64_MAX)
+        )
         if go_backwards:
             rows = slice_rows(rows, -1, _INT64_MIN, -1)
         role = f"{arg.argument} at t{tap:+d}" if tap else f"{arg.argument} at t"
-        pieces.append(SequenceSlice(rows, role, tap_hint(base, tap),
-                                    None if size is None else size - span))
+        pieces.append(
+            SequenceSlice(rows, role, tap_hint(base, tap), None if size is None else size - span)
+        )
     return pieces
 
 
@@ -255,6 +297,9 @@ def _per_slice(args: list[SequenceArg]) -> list[SequenceArg]:
 
 def _cut(slices: list[SequenceSlice], count: Symbol, known: int | None) -> list[SequenceSlice]:
     """The slices cut to their first ``count`` rows (left alone when they have just as many)."""
-    return [piece if known is not None and piece.length == known else
-            SequenceSlice(_head(piece.rows, count), piece.role, piece.hint, known)
-            for piece in slices]
+    return [
+        piece
+        if known is not None and piece.length == known
+        else SequenceSlice(_head(piece.rows, count), piece.role, piece.hint, known)
+        for piece in slices
+    ]

@@ -26,8 +26,10 @@ def promote(*values: Any, true_division: bool = False) -> list[Symbol]:
     for v in values:
         if not isinstance(v, (Symbol, bool, int, float, np.generic, np.ndarray, list, tuple)):
             raise AuthoringError(f"cannot use {type(v).__name__} {v!r} as a symbolic value")
-    kinds = [v.dtype if isinstance(v, Symbol) else (v if is_weak_scalar(v) else np.asarray(v).dtype)
-             for v in values]
+    kinds = [
+        v.dtype if isinstance(v, Symbol) else (v if is_weak_scalar(v) else np.asarray(v).dtype)
+        for v in values
+    ]
     dtype = promoted_dtype(*kinds)
     if true_division and dtype.kind in "iub":
         dtype = np.dtype(np.float64)

@@ -23,13 +23,20 @@ Semantics, with ``step(t)`` the body evaluated on the values of step ``t``::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from mdf_loops.authoring.symbolic import ConstantOp, Operation, Scope, Symbol
 
-__all__ = ["SequenceInput", "LoopState", "StackedOutput", "LoopOp", "walk_scope",
-           "all_operations", "post_order"]
+__all__ = [
+    "SequenceInput",
+    "LoopState",
+    "StackedOutput",
+    "LoopOp",
+    "walk_scope",
+    "all_operations",
+    "post_order",
+]
 
 
 @dataclass(eq=False)
@@ -42,7 +49,10 @@ class SequenceInput:
 
 @dataclass(eq=False)
 class LoopState:
-    """A value carried across steps: ``formal`` in the body, ``next`` its value for the next step."""
+    """A value carried across steps.
+
+    ``formal`` is its name in the body, ``next`` its value for the next step.
+    """
 
     formal: Symbol
     initial: Symbol
@@ -157,8 +167,11 @@ def walk_scope(scope: Scope, roots: list[Symbol]) -> Iterator[Symbol]:
             stack.extend(reversed(symbol.op.dependencies()))
 
 
-def post_order(roots: list[Symbol], reads: Callable[[Operation], list[Symbol]],
-               wanted: Callable[[Symbol], bool] = lambda symbol: True) -> list[Operation]:
+def post_order(
+    roots: list[Symbol],
+    reads: Callable[[Operation], list[Symbol]],
+    wanted: Callable[[Symbol], bool] = lambda symbol: True,
+) -> list[Operation]:
     """The operations of the wanted ``roots`` and what they ``reads``, each after what it reads."""
     order: list[Operation] = []
     seen: set[Operation] = set()
@@ -178,5 +191,6 @@ def post_order(roots: list[Symbol], reads: Callable[[Operation], list[Symbol]],
 
 def all_operations(roots: list[Symbol]) -> list[Operation]:
     """Every operation ``roots`` need, loop bodies included, each after what it reads."""
-    return post_order(roots, lambda op: op.referenced() if isinstance(op, LoopOp)
-                      else op.dependencies())
+    return post_order(
+        roots, lambda op: op.referenced() if isinstance(op, LoopOp) else op.dependencies()
+    )

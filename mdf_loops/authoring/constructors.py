@@ -11,7 +11,8 @@ made without a name gets a fresh one (``input_0``, ...).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,8 +22,16 @@ from mdf_loops.authoring.symbolic import Symbol, input
 
 __all__ = ["tensor", "scalar", "vector", "matrix", "tensor3", "tensor4"]
 
-_PREFIXES = {"b": "int8", "w": "int16", "i": "int32", "l": "int64", "f": "float32",
-             "d": "float64", "c": "complex64", "z": "complex128"}
+_PREFIXES = {
+    "b": "int8",
+    "w": "int16",
+    "i": "int32",
+    "l": "int64",
+    "f": "float32",
+    "d": "float64",
+    "c": "complex64",
+    "z": "complex128",
+}
 _RANKS = {"scalar": 0, "vector": 1, "matrix": 2, "tensor3": 3, "tensor4": 4}
 _UNNAMED = itertools.count()
 
@@ -35,16 +44,36 @@ def _fresh_name(name: str | None) -> str:
     return name
 
 
-_DTYPE_NAMES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "float16", "float32", "float64", "complex64", "complex128", "floatX"}
+_DTYPE_NAMES = {
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "floatX",
+}
 
 
 def _looks_like_dtype(value: Any) -> bool:
     return isinstance(value, np.dtype) or (isinstance(value, str) and value in _DTYPE_NAMES)
 
 
-def tensor(name: str | None = None, *, dtype: Any = None,
-           shape: Sequence[int | None] | None = None, broadcastable: Any = None) -> Symbol:
+def tensor(
+    name: str | None = None,
+    *,
+    dtype: Any = None,
+    shape: Sequence[int | None] | None = None,
+    broadcastable: Any = None,
+) -> Symbol:
     """A graph input of element type ``dtype`` (default ``config.floatX``) and ``shape``.
 
     ``shape`` entries are sizes or ``None`` (known when the model runs). As in
@@ -55,8 +84,9 @@ def tensor(name: str | None = None, *, dtype: Any = None,
     if shape is None and broadcastable is not None:
         shape = [1 if b else None for b in broadcastable]
     if shape is None:
-        raise AuthoringError("tensor(): give its shape, e.g. shape=(None, 3) (None: known "
-                             "when the model runs)")
+        raise AuthoringError(
+            "tensor(): give its shape, e.g. shape=(None, 3) (None: known when the model runs)"
+        )
     dims = tuple(shape)
     if not all(d is None or (isinstance(d, (int, np.integer)) and d >= 0) for d in dims):
         raise AuthoringError(f"tensor(): shape entries must be sizes or None, got {tuple(shape)}")
@@ -73,8 +103,10 @@ def _constructor(kind: str, rank: int, dtype: str | None):
         return tensor(name, dtype=dtype or config.floatX, shape=dims)
 
     make.__name__ = kind
-    make.__doc__ = (f"A graph input of rank {rank} ({dtype or 'config.floatX'}), its sizes "
-                    "known when the model runs.")
+    make.__doc__ = (
+        f"A graph input of rank {rank} ({dtype or 'config.floatX'}), its sizes "
+        "known when the model runs."
+    )
     return make
 
 

@@ -12,16 +12,16 @@ state persists between calls::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.authoring.canonical import all_operations
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.model import lower
 from mdf_loops.authoring.shared import SharedOp, SharedVariable
-from mdf_loops.authoring.canonical import all_operations
 from mdf_loops.authoring.symbolic import ROOT, InputOp, Symbol, as_symbol
 
 __all__ = ["function", "Function"]
@@ -30,10 +30,18 @@ __all__ = ["function", "Function"]
 class Function:
     """A compiled PyTensor-style function: call it with values for its inputs."""
 
-    def __init__(self, model: Model, inputs: list[Symbol], input_names: list[str],
-                 output_names: list[str], single: bool, shared: list[tuple[str, SharedOp]],
-                 updates: list[tuple[str, SharedVariable]], backend: str,
-                 allow_input_downcast: bool):
+    def __init__(
+        self,
+        model: Model,
+        inputs: list[Symbol],
+        input_names: list[str],
+        output_names: list[str],
+        single: bool,
+        shared: list[tuple[str, SharedOp]],
+        updates: list[tuple[str, SharedVariable]],
+        backend: str,
+        allow_input_downcast: bool,
+    ):
         self.model = model
         self.inputs = inputs
         self._input_names = input_names
@@ -46,8 +54,9 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if len(args) > len(self.inputs):
-            raise AuthoringError(f"{self.model.id}: called with {len(args)} arguments, it takes "
-                                 f"{len(self.inputs)}")
+            raise AuthoringError(
+                f"{self.model.id}: called with {len(args)} arguments, it takes {len(self.inputs)}"
+            )
         values = dict(zip(self._input_names, args))
         by_name = {symbol.name: name for symbol, name in zip(self.inputs, self._input_names)}
         for key, value in kwargs.items():
@@ -57,8 +66,10 @@ class Function:
         missing = [s.name for s, n in zip(self.inputs, self._input_names) if n not in values]
         if missing:
             raise AuthoringError(f"{self.model.id}: missing values for inputs {missing}")
-        feeds = {name: _as_input(values[name], symbol, self._downcast)
-                 for symbol, name in zip(self.inputs, self._input_names)}
+        feeds = {
+            name: _as_input(values[name], symbol, self._downcast)
+            for symbol, name in zip(self.inputs, self._input_names)
+        }
         feeds.update({name: op.storage.value for name, op in self._shared})
         from mdf_loops.run import run
 
@@ -95,20 +106,25 @@ def function(
     ``function``).
     """
     if givens:
-        raise AuthoringError("function(): givens is not supported; build the outputs from "
-                             "the replacement values instead")
+        raise AuthoringError(
+            "function(): givens is not supported; build the outputs from "
+            "the replacement values instead"
+        )
     inputs = list(inputs)
     for k, symbol in enumerate(inputs):
         if not isinstance(symbol, Symbol) or not isinstance(symbol.op, InputOp):
-            raise AuthoringError(f"function(): inputs[{k}] must be made by vector(), matrix(), "
-                                 f"input(), ... (got {symbol!r}); shared values are found "
-                                 "on their own")
+            raise AuthoringError(
+                f"function(): inputs[{k}] must be made by vector(), matrix(), "
+                f"input(), ... (got {symbol!r}); shared values are found "
+                "on their own"
+            )
     single = outputs is not None and not isinstance(outputs, (list, tuple))
     out_list = [] if outputs is None else [outputs] if single else list(outputs)
     pairs = _update_pairs(updates)
     if not no_default_updates:
-        pairs += _default_updates(out_list + [value for _, value in pairs],
-                                  {key for key, _ in pairs})
+        pairs += _default_updates(
+            out_list + [value for _, value in pairs], {key for key, _ in pairs}
+        )
     named = {f"output_{k}": as_symbol(o) for k, o in enumerate(out_list)}
     named.update({f"update_{k}": value for k, (_, value) in enumerate(pairs)})
     model_name = name if name and name.isidentifier() else "function"
@@ -117,23 +133,40 @@ def function(
 
     model = onnx_to_mdf(onnx_model, model_id=model_name)
     graph_names = [i.name for i in onnx_model.graph.input]
-    shared = list(zip(graph_names[len(inputs):], shared_ops))
+    shared = list(zip(graph_names[len(inputs) :], shared_ops))
     update_targets = [(f"update_{k}", key) for k, (key, _) in enumerate(pairs)]
-    return Function(model, inputs, graph_names[:len(inputs)], list(named)[:len(out_list)],
-                    single, shared, update_targets, backend, bool(allow_input_downcast))
+    return Function(
+        model,
+        inputs,
+        graph_names[: len(inputs)],
+        list(named)[: len(out_list)],
+        single,
+        shared,
+        update_targets,
+        backend,
+        bool(allow_input_downcast),
+    )
 
 
 def _default_updates(roots: list[Any], given: set) -> list[tuple[SharedVariable, Symbol]]:
     """The top level's implicit updates (random streams) of the shared values ``roots`` read."""
     symbols = [as_symbol(r) for r in roots]
-    found = [op.outputs[0] for op in all_operations(symbols) if isinstance(op, SharedOp)]
-    by_storage = {id(key.op.storage): (key, value) for key, value in ROOT.default_updates.items()}
+    found = [op for op in all_operations(symbols) if isinstance(op, SharedOp)]
+    by_storage = {
+        id(shared.op.storage): (shared, value)
+        for shared, value in ((_shared_key(k), v) for k, v in ROOT.default_updates.items())
+    }
     pairs = []
-    for symbol in found:
-        pair = by_storage.get(id(symbol.op.storage))
+    for op in found:
+        pair = by_storage.get(id(op.storage))
         if pair is not None and pair[0] not in given:
             pairs.append(pair)
     return pairs
+
+
+def _shared_key(symbol: Symbol) -> SharedVariable:
+    assert isinstance(symbol, SharedVariable), "top-level default updates key shared values"
+    return symbol
 
 
 def _update_pairs(updates: Any) -> list[tuple[SharedVariable, Symbol]]:
@@ -143,15 +176,18 @@ def _update_pairs(updates: Any) -> list[tuple[SharedVariable, Symbol]]:
     pairs = []
     for item in items:
         if not (isinstance(item, tuple) and len(item) == 2):
-            raise AuthoringError(f"function(): updates must be a dict or (shared, value) pairs, "
-                                 f"got {item!r}")
+            raise AuthoringError(
+                f"function(): updates must be a dict or (shared, value) pairs, got {item!r}"
+            )
         key, value = item
-        if not isinstance(key, Symbol) or not isinstance(key.op, SharedOp):
+        if not isinstance(key, SharedVariable) or not isinstance(key.op, SharedOp):
             raise AuthoringError(f"function(): an updates key must be a shared value, got {key!r}")
         value = as_symbol(value)
         if value.dtype != key.dtype:
-            raise AuthoringError(f"function(): the update of {key.describe()} is {value.type}; "
-                                 f"it must keep the type {key.type}")
+            raise AuthoringError(
+                f"function(): the update of {key.describe()} is {value.type}; "
+                f"it must keep the type {key.type}"
+            )
         pairs.append((key, value))
     return pairs
 
@@ -161,15 +197,21 @@ def _as_input(value: Any, symbol: Symbol, allow_downcast: bool) -> np.ndarray:
     dtype = symbol.dtype
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         array = np.asarray(value)
-        if array.dtype != dtype and not allow_downcast \
-                and not np.can_cast(array.dtype, dtype, "safe"):
+        if (
+            array.dtype != dtype
+            and not allow_downcast
+            and not np.can_cast(array.dtype, dtype, "safe")
+        ):
             raise AuthoringError(
                 f"input '{symbol.name}' is {dtype}; a {array.dtype} array would lose precision: "
-                f"cast it (.astype('{dtype}')) or pass allow_input_downcast=True to function()")
+                f"cast it (.astype('{dtype}')) or pass allow_input_downcast=True to function()"
+            )
         array = array.astype(dtype, copy=False)
     else:  # Python numbers and lists, as PyTensor, convert to the input's type
         array = np.asarray(value, dtype=dtype)
     if symbol.ndim is not None and array.ndim != symbol.ndim:
-        raise AuthoringError(f"input '{symbol.name}' has {symbol.ndim} dimensions "
-                             f"({symbol.type}); got a value of shape {array.shape}")
+        raise AuthoringError(
+            f"input '{symbol.name}' has {symbol.ndim} dimensions "
+            f"({symbol.type}); got a value of shape {array.shape}"
+        )
     return array

@@ -6,23 +6,68 @@ may be symbols, numpy arrays or Python numbers.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from mdf_loops.authoring.arithmetic import binary, promote
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.indexing import inc_subtensor, set_subtensor
-from mdf_loops.authoring.arithmetic import binary, promote
 from mdf_loops.authoring.symbolic import Symbol, apply, as_symbol, constant
 from mdf_loops.authoring.types import onnx_elem_type
 
 __all__ = [
-    "tanh", "exp", "log", "sqrt", "abs", "sigmoid", "sin", "cos", "floor", "ceil", "sign",
-    "relu", "softmax", "dot", "outer", "maximum", "minimum", "clip", "where", "switch",
-    "eq", "neq", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
-    "sum", "mean", "max", "min", "prod", "zeros_like", "ones_like", "full_like",
-    "zeros", "ones", "arange", "concatenate", "stack", "reshape", "transpose",
-    "squeeze", "expand_dims", "cast", "shape", "set_subtensor", "inc_subtensor",
+    "tanh",
+    "exp",
+    "log",
+    "sqrt",
+    "abs",
+    "sigmoid",
+    "sin",
+    "cos",
+    "floor",
+    "ceil",
+    "sign",
+    "relu",
+    "softmax",
+    "dot",
+    "outer",
+    "maximum",
+    "minimum",
+    "clip",
+    "where",
+    "switch",
+    "eq",
+    "neq",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "zeros",
+    "ones",
+    "arange",
+    "concatenate",
+    "stack",
+    "reshape",
+    "transpose",
+    "squeeze",
+    "expand_dims",
+    "cast",
+    "shape",
+    "set_subtensor",
+    "inc_subtensor",
 ]
 
 
@@ -33,18 +78,52 @@ def _unary(op_type: str, x: Any, float_only: bool = True) -> Symbol:
     return apply(op_type, [x])
 
 
-def tanh(x): return _unary("Tanh", x)
-def exp(x): return _unary("Exp", x)
-def log(x): return _unary("Log", x)
-def sqrt(x): return _unary("Sqrt", x)
-def sigmoid(x): return _unary("Sigmoid", x)
-def sin(x): return _unary("Sin", x)
-def cos(x): return _unary("Cos", x)
-def floor(x): return _unary("Floor", x)
-def ceil(x): return _unary("Ceil", x)
-def abs(x): return _unary("Abs", x, float_only=False)
-def sign(x): return _unary("Sign", x, float_only=False)
-def relu(x): return _unary("Relu", x, float_only=False)
+def tanh(x):
+    return _unary("Tanh", x)
+
+
+def exp(x):
+    return _unary("Exp", x)
+
+
+def log(x):
+    return _unary("Log", x)
+
+
+def sqrt(x):
+    return _unary("Sqrt", x)
+
+
+def sigmoid(x):
+    return _unary("Sigmoid", x)
+
+
+def sin(x):
+    return _unary("Sin", x)
+
+
+def cos(x):
+    return _unary("Cos", x)
+
+
+def floor(x):
+    return _unary("Floor", x)
+
+
+def ceil(x):
+    return _unary("Ceil", x)
+
+
+def abs(x):
+    return _unary("Abs", x, float_only=False)
+
+
+def sign(x):
+    return _unary("Sign", x, float_only=False)
+
+
+def relu(x):
+    return _unary("Relu", x, float_only=False)
 
 
 def softmax(x: Any, axis: int = -1) -> Symbol:
@@ -91,21 +170,44 @@ def where(condition: Any, a: Any, b: Any) -> Symbol:
 switch = where
 
 
-def eq(a, b): return binary("Equal", a, b)
-def neq(a, b): return apply("Not", [binary("Equal", a, b)])
-def lt(a, b): return binary("Less", a, b)
-def le(a, b): return binary("LessOrEqual", a, b)
-def gt(a, b): return binary("Greater", a, b)
-def ge(a, b): return binary("GreaterOrEqual", a, b)
+def eq(a, b):
+    return binary("Equal", a, b)
+
+
+def neq(a, b):
+    return apply("Not", [binary("Equal", a, b)])
+
+
+def lt(a, b):
+    return binary("Less", a, b)
+
+
+def le(a, b):
+    return binary("LessOrEqual", a, b)
+
+
+def gt(a, b):
+    return binary("Greater", a, b)
+
+
+def ge(a, b):
+    return binary("GreaterOrEqual", a, b)
 
 
 def _bools(*values: Any) -> list[Symbol]:
     return [v if v.dtype == np.bool_ else cast(v, np.bool_) for v in map(as_symbol, values)]
 
 
-def logical_and(a, b): return apply("And", _bools(a, b))
-def logical_or(a, b): return apply("Or", _bools(a, b))
-def logical_not(a): return apply("Not", _bools(a))
+def logical_and(a, b):
+    return apply("And", _bools(a, b))
+
+
+def logical_or(a, b):
+    return apply("Or", _bools(a, b))
+
+
+def logical_not(a):
+    return apply("Not", _bools(a))
 
 
 # ---------------------------------------------------------------- reductions
@@ -190,8 +292,7 @@ def stack(values: Sequence[Any], axis: int = 0) -> Symbol:
 
 def reshape(x: Any, shape: Any) -> Symbol:
     if not isinstance(shape, Symbol):
-        shape = np.array([shape] if isinstance(shape, (int, np.integer)) else list(shape),
-                         np.int64)
+        shape = np.array([shape] if isinstance(shape, (int, np.integer)) else list(shape), np.int64)
     return apply("Reshape", [as_symbol(x), shape])
 
 
@@ -223,4 +324,3 @@ def cast(x: Any, dtype: Any) -> Symbol:
 def shape(x: Any) -> Symbol:
     """The shape of ``x`` as a symbolic int64 vector."""
     return apply("Shape", [as_symbol(x)])
-

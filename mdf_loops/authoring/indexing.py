@@ -34,11 +34,9 @@ def _expand_ellipsis(x: Symbol, items: tuple) -> tuple:
         if x.ndim is None:
             raise AuthoringError(f"{x.describe()}: '...' needs a value of known rank")
         at = items.index(Ellipsis)
-        items = items[:at] + (slice(None),) * (x.ndim - consuming) + items[at + 1:]
+        items = items[:at] + (slice(None),) * (x.ndim - consuming) + items[at + 1 :]
     elif x.ndim is not None and consuming > x.ndim:
-        raise AuthoringError(
-            f"too many indices ({consuming}) for {x.describe()} of rank {x.ndim}"
-        )
+        raise AuthoringError(f"too many indices ({consuming}) for {x.describe()} of rank {x.ndim}")
     return items
 
 
@@ -86,12 +84,11 @@ def get_item(x: Symbol, key: Any) -> Symbol:
 
 def _check_bounds(x: Symbol, axis: int, index: int) -> None:
     shape = x.static_shape
-    if shape is not None and axis < len(shape) and shape[axis] is not None:
-        size = shape[axis]
+    size = shape[axis] if shape is not None and axis < len(shape) else None
+    if size is not None:
         if not -size <= index < size:
             raise AuthoringError(
-                f"index {index} is out of bounds for axis {axis} of size {size} "
-                f"({x.describe()})"
+                f"index {index} is out of bounds for axis {axis} of size {size} ({x.describe()})"
             )
 
 
@@ -101,8 +98,11 @@ def _slice_bound(value: Any, default: int, what: str) -> Symbol:
     if _is_int(value):
         return constant(np.array([int(value)], np.int64))
     if isinstance(value, Symbol) and value.ndim == 0 and value.dtype.kind in "iu":
-        as_int64 = value if value.dtype == np.int64 else apply(
-            "Cast", [value], {"to": onnx_elem_type(np.dtype(np.int64))})
+        as_int64 = (
+            value
+            if value.dtype == np.int64
+            else apply("Cast", [value], {"to": onnx_elem_type(np.dtype(np.int64))})
+        )
         return apply("Unsqueeze", [as_int64, np.array([0], np.int64)])
     raise AuthoringError(f"slice {what} must be an integer or an integer scalar, got {value!r}")
 
@@ -186,8 +186,11 @@ def _index_values(x: Symbol, axis: int, item: Any) -> Symbol:
             return constant(np.array(item % size if size else item, np.int64))
         return _wrap_negative(constant(np.array(item, np.int64)), x, axis)
     if isinstance(item, Symbol):
-        as_int64 = item if item.dtype == np.int64 else apply(
-            "Cast", [item], {"to": onnx_elem_type(np.dtype(np.int64))})
+        as_int64 = (
+            item
+            if item.dtype == np.int64
+            else apply("Cast", [item], {"to": onnx_elem_type(np.dtype(np.int64))})
+        )
         return _wrap_negative(as_int64, x, axis)
     if item == slice(None):
         if size is not None:

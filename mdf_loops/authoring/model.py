@@ -10,18 +10,19 @@ nodes, and ``onnx::Scan`` / ``onnx::Loop`` nodes with body graphs. The graph's
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import onnx
 from modeci_mdf.mdf import Model
 
-from mdf_loops.onnx.import_ import onnx_to_mdf
+from mdf_loops.authoring.canonical import all_operations
 from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.lowering import to_onnx
 from mdf_loops.authoring.rewrite import optimize
-from mdf_loops.authoring.canonical import all_operations
 from mdf_loops.authoring.shared import SharedOp
 from mdf_loops.authoring.symbolic import ROOT, InputOp, Symbol, as_symbol
+from mdf_loops.onnx.import_ import onnx_to_mdf
 
 __all__ = ["build_model", "build_onnx", "lower"]
 
@@ -67,17 +68,20 @@ def lower(
     roots = optimize([symbol for _, symbol in named])
     found = _inputs_of(roots)
     if inputs is None:
-        graph_inputs = sorted(found.values(), key=lambda s: s.op.serial)
+        graph_inputs = sorted(found.values(), key=_serial)
     else:
         graph_inputs = [_copy_of_input(s, found) for s in inputs]
         missing = sorted(set(found) - {s.name for s in graph_inputs})
         if missing:
-            raise AuthoringError(f"model '{name}': the outputs need inputs {missing} that "
-                                 "are not in `inputs`")
+            raise AuthoringError(
+                f"model '{name}': the outputs need inputs {missing} that are not in `inputs`"
+            )
     shared: list[SharedOp] = []
     if shared_as_inputs:
-        shared = sorted((op for op in all_operations(roots) if isinstance(op, SharedOp)),
-                        key=lambda op: op.serial)
+        shared = sorted(
+            (op for op in all_operations(roots) if isinstance(op, SharedOp)),
+            key=lambda op: op.serial,
+        )
         graph_inputs += [op.outputs[0] for op in shared]
     return to_onnx(list(zip([n for n, _ in named], roots)), graph_inputs, name), shared
 
@@ -95,9 +99,16 @@ def _named_outputs(outputs: Any) -> list[tuple[str, Symbol]]:
         if symbol.op.scope is not ROOT:
             raise AuthoringError(
                 f"output '{out_name}' is {symbol.describe()}, made inside the fn of "
-                f"{symbol.op.scope.label}; a model output must be made at the top level")
+                f"{symbol.op.scope.label}; a model output must be made at the top level"
+            )
         named.append((out_name, symbol))
     return named
+
+
+def _serial(symbol: Symbol) -> int:
+    op = symbol.op
+    assert isinstance(op, InputOp), "found inputs are input() symbols"
+    return op.serial
 
 
 def _inputs_of(roots: list[Symbol]) -> dict[str, Symbol]:
@@ -106,7 +117,7 @@ def _inputs_of(roots: list[Symbol]) -> dict[str, Symbol]:
     for op in all_operations(roots):
         if isinstance(op, InputOp):
             symbol = op.outputs[0]
-            if found.setdefault(symbol.name, symbol) is not symbol:
+            if found.setdefault(op.name, symbol) is not symbol:
                 raise AuthoringError(f"two different inputs are named '{symbol.name}'")
     return found
 
@@ -114,4 +125,4 @@ def _inputs_of(roots: list[Symbol]) -> dict[str, Symbol]:
 def _copy_of_input(symbol: Symbol, found: Mapping[str, Symbol]) -> Symbol:
     if not isinstance(symbol, Symbol) or not isinstance(symbol.op, InputOp):
         raise AuthoringError(f"`inputs` must hold symbols made by input(), got {symbol!r}")
-    return found.get(symbol.name, symbol)
+    return found.get(symbol.op.name, symbol)

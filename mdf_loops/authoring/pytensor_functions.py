@@ -18,8 +18,19 @@ from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.functions import cast, floor, ones_like, reshape, sign
 from mdf_loops.authoring.symbolic import Symbol, apply, as_symbol
 
-__all__ = ["sqr", "alloc", "shape_padleft", "argmax", "cumsum", "cumprod", "and_", "or_",
-           "flatten", "roll", "round"]
+__all__ = [
+    "sqr",
+    "alloc",
+    "shape_padleft",
+    "argmax",
+    "cumsum",
+    "cumprod",
+    "and_",
+    "or_",
+    "flatten",
+    "roll",
+    "round",
+]
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -35,8 +46,12 @@ def _int64_vector(items: Any) -> Any:
     items = list(items)
     if all(isinstance(d, (int, np.integer)) for d in items):
         return np.array(items, np.int64)
-    parts = [apply("Unsqueeze", [cast(as_symbol(d), np.int64), np.array([0], np.int64)])
-             if isinstance(d, Symbol) else np.array([d], np.int64) for d in items]
+    parts = [
+        apply("Unsqueeze", [cast(as_symbol(d), np.int64), np.array([0], np.int64)])
+        if isinstance(d, Symbol)
+        else np.array([d], np.int64)
+        for d in items
+    ]
     return apply("Concat", parts, {"axis": 0})
 
 
@@ -59,8 +74,9 @@ def flatten(x: Any, ndim: int = 1) -> Symbol:
         raise AuthoringError(f"flatten: ndim must be 1 or more, got {ndim}")
     if ndim == 1:
         return reshape(x, [-1])
-    leading = apply("Slice", [apply("Shape", [x]), np.array([0], np.int64),
-                              np.array([ndim - 1], np.int64)])
+    leading = apply(
+        "Slice", [apply("Shape", [x]), np.array([0], np.int64), np.array([ndim - 1], np.int64)]
+    )
     return apply("Reshape", [x, apply("Concat", [leading, np.array([-1], np.int64)], {"axis": 0})])
 
 
@@ -72,7 +88,9 @@ def _along(x: Any, axis: int | None) -> tuple[Symbol, int]:
 def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Symbol:
     """Index of the largest entry (the first of equal ones), of the flattened ``x`` by default."""
     values, along = _along(x, axis)
-    return apply("ArgMax", [values], {"axis": along, "keepdims": int(keepdims and axis is not None)})
+    return apply(
+        "ArgMax", [values], {"axis": along, "keepdims": int(keepdims and axis is not None)}
+    )
 
 
 def cumsum(x: Any, axis: int | None = None) -> Symbol:
@@ -96,8 +114,9 @@ def cumprod(x: Any, axis: int | None = None) -> Symbol:
     along %= max(rank, 1)
     perm = [along] + [d for d in range(rank) if d != along]
     rows = values if along == 0 else apply("Transpose", [values], {"perm": perm})
-    products, _ = scan(lambda row, acc: acc * row, sequences=rows,
-                       outputs_info=ones_like(rows[0]), name="cumprod")
+    products, _ = scan(
+        lambda row, acc: acc * row, sequences=rows, outputs_info=ones_like(rows[0]), name="cumprod"
+    )
     if along == 0:
         return products
     return apply("Transpose", [products], {"perm": list(np.argsort(perm))})
@@ -120,8 +139,13 @@ def roll(x: Any, shift: Any, axis: int | None = None) -> Symbol:
     length = apply("Gather", [apply("Shape", [values]), np.array([along], np.int64)])
     shift = cast(as_symbol(shift), np.int64)
     # shift mod max(length, 1): an empty axis must not divide by zero
-    offset = apply("Mod", [apply("Unsqueeze", [shift, np.array([0], np.int64)]) if shift.ndim == 0
-                           else shift, apply("Max", [length, np.array([1], np.int64)])])
+    offset = apply(
+        "Mod",
+        [
+            apply("Unsqueeze", [shift, np.array([0], np.int64)]) if shift.ndim == 0 else shift,
+            apply("Max", [length, np.array([1], np.int64)]),
+        ],
+    )
     split = apply("Sub", [length, offset])
     axes = np.array([along], np.int64)
     tail = apply("Slice", [values, split, np.array([_INT64_MAX], np.int64), axes])
@@ -131,7 +155,10 @@ def roll(x: Any, shift: Any, axis: int | None = None) -> Symbol:
 
 
 def round(x: Any, mode: str = "half_to_even") -> Symbol:
-    """``x`` rounded to integers: half to even (numpy's and PyTensor's default) or half away from zero."""
+    """``x`` rounded to integers.
+
+    Half to even (numpy's and PyTensor's default) or half away from zero.
+    """
     x = as_symbol(x)
     if x.dtype.kind in "iub":
         return x
@@ -139,4 +166,6 @@ def round(x: Any, mode: str = "half_to_even") -> Symbol:
         return apply("Round", [x])
     if mode == "half_away_from_zero":
         return sign(x) * floor(abs(x) + 0.5)
-    raise AuthoringError(f"round: mode must be 'half_to_even' or 'half_away_from_zero', not {mode!r}")
+    raise AuthoringError(
+        f"round: mode must be 'half_to_even' or 'half_away_from_zero', not {mode!r}"
+    )

@@ -35,12 +35,15 @@ from mdf_loops.authoring.symbolic import Symbol, apply, as_symbol, current_scope
 
 __all__ = ["RandomStreams"]
 
-_MODULUS = 2 ** 31
-_MINSTD = 2 ** 31 - 1
+_MODULUS = 2**31
+_MINSTD = 2**31 - 1
 
 
 class RandomStreams:
-    """Theano's ``shared_randomstreams.RandomStreams(seed)``: ``uniform``, ``binomial``, ``normal``."""
+    """Theano's ``shared_randomstreams.RandomStreams(seed)``.
+
+    Draws ``uniform``, ``binomial`` and ``normal`` values.
+    """
 
     def __init__(self, seed: int = 0):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
@@ -59,8 +62,9 @@ class RandomStreams:
         """``copies`` stacked draws of uniforms in [0, 1) of ``shape``; advances the stream."""
         state = self._state()
         count = apply("Unsqueeze", [prod(shape) * copies, np.array([0], np.int64)])
-        index = apply("Range", [np.array(0, np.int64), apply("Squeeze", [count]),
-                                np.array(1, np.int64)])
+        index = apply(
+            "Range", [np.array(0, np.int64), apply("Squeeze", [count]), np.array(1, np.int64)]
+        )
         x = (state * 1103515245 + index * 2654435761 % _MODULUS) % _MODULUS
         for _ in range(3):
             x = (x * 1103515245 + 12345) % _MODULUS
@@ -69,16 +73,18 @@ class RandomStreams:
         full = concatenate([np.array([copies], np.int64), shape]) if copies > 1 else shape
         return apply("Reshape", [cast(x, np.float64) / float(_MODULUS), full])
 
-    def uniform(self, size: Any = None, low: Any = 0.0, high: Any = 1.0, ndim: Any = None,
-                dtype: Any = None) -> Symbol:
+    def uniform(
+        self, size: Any = None, low: Any = 0.0, high: Any = 1.0, ndim: Any = None, dtype: Any = None
+    ) -> Symbol:
         """Uniform numbers in ``[low, high)`` of shape ``size`` (default: that of low/high)."""
         shape = _shape(size, [low, high])
         low, high = as_symbol(low), as_symbol(high)
         values = low + (high - low) * self._uniform01(shape)
         return cast(values, dtype or config.floatX)
 
-    def binomial(self, size: Any = None, n: int = 1, p: Any = 0.5, ndim: Any = None,
-                 dtype: Any = "int64") -> Symbol:
+    def binomial(
+        self, size: Any = None, n: int = 1, p: Any = 0.5, ndim: Any = None, dtype: Any = "int64"
+    ) -> Symbol:
         """Counts of successes in ``n`` trials of probability ``p``, of shape ``size``."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise AuthoringError(f"RandomStreams.binomial: n must be a positive int, got {n!r}")
@@ -87,8 +93,9 @@ class RandomStreams:
         counts = successes.sum(axis=0) if n > 1 else successes
         return cast(counts, dtype)
 
-    def normal(self, size: Any = None, avg: Any = 0.0, std: Any = 1.0, ndim: Any = None,
-               dtype: Any = None) -> Symbol:
+    def normal(
+        self, size: Any = None, avg: Any = 0.0, std: Any = 1.0, ndim: Any = None, dtype: Any = None
+    ) -> Symbol:
         """Normal numbers of mean ``avg`` and deviation ``std`` (Box-Muller), of shape ``size``."""
         shape = _shape(size, [avg, std])
         pair = self._uniform01(shape, 2)
@@ -111,6 +118,7 @@ def _shape(size: Any, parameters: list[Any]) -> Symbol:
     items = [size] if isinstance(size, (int, np.integer)) else list(size)
     if all(isinstance(d, (int, np.integer)) for d in items):
         return as_symbol(np.array(items, np.int64))
-    parts = [apply("Unsqueeze", [cast(as_symbol(d), np.int64), np.array([0], np.int64)])
-             for d in items]
+    parts = [
+        apply("Unsqueeze", [cast(as_symbol(d), np.int64), np.array([0], np.int64)]) for d in items
+    ]
     return concatenate(parts)

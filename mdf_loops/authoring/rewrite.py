@@ -13,11 +13,26 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
+from typing import TypeGuard
 
 import numpy as np
 
-from mdf_loops.authoring.canonical import LoopOp, LoopState, SequenceInput, StackedOutput, all_operations
-from mdf_loops.authoring.symbolic import ConstantOp, FormalOp, OnnxOp, Operation, Symbol, apply, tracing
+from mdf_loops.authoring.canonical import (
+    LoopOp,
+    LoopState,
+    SequenceInput,
+    StackedOutput,
+    all_operations,
+)
+from mdf_loops.authoring.symbolic import (
+    ConstantOp,
+    FormalOp,
+    OnnxOp,
+    Operation,
+    Symbol,
+    apply,
+    tracing,
+)
 
 __all__ = ["copy_graph", "keep_only_what_is_used", "shape_empty_stacks", "optimize"]
 
@@ -46,18 +61,22 @@ def copy_graph(roots: list[Symbol]) -> list[Symbol]:
             twins[old] = Symbol(new, old.index, old.type, old.name)
             new.outputs.append(twins[old])
         new.inputs = tuple(twin(s) for s in op.inputs)
-        if isinstance(op, LoopOp):
+        if isinstance(op, LoopOp) and isinstance(new, LoopOp):
             _copy_loop(op, new, twin)
     return [twins[r] for r in roots]
 
 
 def _copy_loop(op: LoopOp, new: LoopOp, twin) -> None:
     new.sequences = [SequenceInput(twin(s.formal), twin(s.source)) for s in op.sequences]
-    states = {s: LoopState(twin(s.formal), twin(s.initial), twin(s.next), twin(s.final), s.role)
-              for s in op.states}
+    states: dict[LoopState | None, LoopState] = {
+        s: LoopState(twin(s.formal), twin(s.initial), twin(s.next), twin(s.final), s.role)
+        for s in op.states
+    }
     new.states = list(states.values())
-    new.stacked = [StackedOutput(twin(o.step_value), states.get(o.state), o.state_is_window,
-                                 twin(o.result)) for o in op.stacked]
+    new.stacked = [
+        StackedOutput(twin(o.step_value), states.get(o.state), o.state_is_window, twin(o.result))
+        for o in op.stacked
+    ]
     new.trip_count = twin(op.trip_count)
     new.until = twin(op.until)
     new.replacements = {twin(k): twin(v) for k, v in op.replacements.items()}
@@ -80,15 +99,19 @@ def _consumers(roots: list[Symbol]) -> tuple[dict[Symbol, list[Operation]], list
     return readers, loops
 
 
-def _is_last_step(op: Operation, source: Symbol) -> bool:
+def _is_last_step(op: Operation, source: Symbol) -> TypeGuard[OnnxOp]:
     """True for ``source[-1]``: a Gather of index -1 along axis 0."""
     if not isinstance(op, OnnxOp) or op.op_type != "Gather" or op.inputs[0] is not source:
         return False
     if op.attributes.get("axis", 0) != 0:
         return False
     index = op.inputs[1]
-    return (isinstance(index.op, ConstantOp) and index.op.value.shape == ()
-            and int(index.op.value) == -1)
+    return (
+        index is not None
+        and isinstance(index.op, ConstantOp)
+        and index.op.value.shape == ()
+        and int(index.op.value) == -1
+    )
 
 
 def keep_only_what_is_used(roots: list[Symbol]) -> None:
@@ -101,14 +124,16 @@ def keep_only_what_is_used(roots: list[Symbol]) -> None:
     outputs = set(roots)
     for loop in loops:
         for out in list(loop.stacked):
-            uses = readers.get(out.result, [])
-            last = [op for op in uses if _is_last_step(op, out.result)]
-            if out.result not in outputs and not uses:
+            result = out.result
+            assert result is not None, "LoopOp sets every stacked output's result"
+            uses = readers.get(result, [])
+            last = [op for op in uses if _is_last_step(op, result)]
+            if result not in outputs and not uses:
                 loop.stacked.remove(out)
                 continue
             if not last:
                 continue
-            only_last = out.result not in outputs and len(last) == len(uses)
+            only_last = result not in outputs and len(last) == len(uses)
             state = out.state or (_new_state(loop, out) if only_last else None)
             if state is None:
                 continue
@@ -127,8 +152,11 @@ def _new_state(loop: LoopOp, out: StackedOutput) -> LoopState | None:
     if not step_type.is_static:
         return None
     with tracing(loop.scope):
-        initial = apply("ConstantOfShape", [np.array(step_type.shape, np.int64)],
-                        {"value": np.zeros(1, step_type.dtype)})
+        initial = apply(
+            "ConstantOfShape",
+            [np.array(step_type.shape, np.int64)],
+            {"value": np.zeros(1, step_type.dtype)},
+        )
     with tracing(loop.body):
         formal = FormalOp(step_type, "newest value of a scan output", "newest").outputs[0]
     state = LoopState(formal, initial, out.step_value, role="last step of an output")
@@ -158,13 +186,22 @@ def shape_empty_stacks(roots: list[Symbol]) -> list[Symbol]:
             if out.state is None or out.step_value.type.is_static:
                 continue
             result = out.result
+            assert result is not None, "LoopOp sets every stacked output's result"
             with tracing(loop.scope):
                 element = apply("Shape", [out.state.initial])
                 if out.state_is_window:
-                    element = apply("Slice", [element, np.array([1], np.int64),
-                                              np.array([np.iinfo(np.int64).max], np.int64)])
-                rows = apply("Slice", [apply("Shape", [result]), np.array([0], np.int64),
-                                       np.array([1], np.int64)])
+                    element = apply(
+                        "Slice",
+                        [
+                            element,
+                            np.array([1], np.int64),
+                            np.array([np.iinfo(np.int64).max], np.int64),
+                        ],
+                    )
+                rows = apply(
+                    "Slice",
+                    [apply("Shape", [result]), np.array([0], np.int64), np.array([1], np.int64)],
+                )
                 shaped = apply("Reshape", [result, apply("Concat", [rows, element], {"axis": 0})])
             _replace_uses(readers.get(result, []), result, shaped)
             roots = [shaped if r is result else r for r in roots]

@@ -23,18 +23,38 @@ steps back, the first steps reading the initial state (``(k,) + shape`` when
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from mdf_loops.authoring.arguments import (INT64_MAX, OutputArg, SequenceArg, as_list,
-                                          check_no_effect_options, n_steps_arg, output_args,
-                                          prepare_sequences, sequence_args, slice_rows, tap_hint)
+from mdf_loops.authoring.arguments import (
+    INT64_MAX,
+    OutputArg,
+    SequenceArg,
+    as_list,
+    check_no_effect_options,
+    n_steps_arg,
+    output_args,
+    prepare_sequences,
+    sequence_args,
+    slice_rows,
+    tap_hint,
+)
 from mdf_loops.authoring.canonical import LoopOp, LoopState, SequenceInput, StackedOutput
 from mdf_loops.authoring.errors import ScanError
 from mdf_loops.authoring.shared import SharedOp
-from mdf_loops.authoring.symbolic import (ROOT, FormalOp, Scope, Symbol, user_location, apply, as_symbol,
-                                         current_scope, tracing)
+from mdf_loops.authoring.symbolic import (
+    ROOT,
+    FormalOp,
+    Scope,
+    Symbol,
+    apply,
+    as_symbol,
+    current_scope,
+    tracing,
+    user_location,
+)
 from mdf_loops.authoring.types import onnx_elem_type
 
 __all__ = ["scan", "until", "Until"]
@@ -85,8 +105,9 @@ def scan(
     there are no gradients and no compilation modes here.
     """
     label = f"scan '{name}'" if name else f"the scan at {user_location()}"
-    check_no_effect_options(label, truncate_gradient=truncate_gradient, profile=profile,
-                            allow_gc=allow_gc)
+    check_no_effect_options(
+        label, truncate_gradient=truncate_gradient, profile=profile, allow_gc=allow_gc
+    )
     seq_args = sequence_args(sequences, label)
     out_args = output_args(outputs_info, label)
     non_seqs = [as_symbol(v) for v in as_list(non_sequences)]
@@ -95,8 +116,10 @@ def scan(
 
     body = Scope(current_scope(), label)
     with tracing(body):
-        seq_inputs = [SequenceInput(_formal(s.rows.type.element(), s.role, s.hint), s.rows)
-                      for s in prepared.slices]
+        seq_inputs = [
+            SequenceInput(_formal(s.rows.type.element(), s.role, s.hint), s.rows)
+            for s in prepared.slices
+        ]
         tap_args, carried = _output_formals(out_args)
         returned = fn(*[s.formal for s in seq_inputs], *tap_args, *non_seqs)
         outputs, updates, condition = _split_return(returned, label)
@@ -116,24 +139,40 @@ def scan(
         until_condition = _condition(condition, label)
 
     if not seq_args and steps is None and until_condition is None:
-        raise ScanError(f"{label}: with no sequences, n_steps (or an until condition) is "
-                        "needed to know how many steps to run")
-    loop = LoopOp(name or "scan", body, seq_inputs, states + update_states, stacked,
-                  prepared.trip_count, prepared.steps_known, until_condition, replacements,
-                  steps_may_be_zero=steps is not None and not steps_static)
+        raise ScanError(
+            f"{label}: with no sequences, n_steps (or an until condition) is "
+            "needed to know how many steps to run"
+        )
+    loop = LoopOp(
+        name or "scan",
+        body,
+        seq_inputs,
+        states + update_states,
+        stacked,
+        prepared.trip_count,
+        prepared.steps_known,
+        until_condition,
+        replacements,
+        steps_may_be_zero=steps is not None and not steps_static,
+    )
     if strict:
         _check_strict(loop, non_seqs, seq_args, label)
-    final_updates = OrderedDict((key, state.final) for key, state in
-                                zip(replacements, update_states))
+    final_updates = OrderedDict(
+        (key, state.final) for key, state in zip(replacements, update_states)
+    )
     if current_scope() is not ROOT:  # an enclosing scan advances the stream too (at the top
         for key in body.default_updates:  # level only function(updates=...) does, as in Theano)
-            current_scope().default_updates[key] = final_updates[key]
-    return _returned([out.result for out in stacked], final_updates, return_list,
-                     return_updates, label)
+            final = final_updates[key]
+            assert final is not None, "LoopOp sets every state's final value"
+            current_scope().default_updates[key] = final
+    return _returned(
+        [out.result for out in stacked], final_updates, return_list, return_updates, label
+    )
 
 
-def _returned(results: list[Symbol], updates: OrderedDict, return_list: bool,
-              return_updates: bool, label: str) -> Any:
+def _returned(
+    results: list[Symbol], updates: OrderedDict, return_list: bool, return_updates: bool, label: str
+) -> Any:
     """scan's answer: the outputs (one, or a list), with the updates unless return_updates=False."""
     if return_list or len(results) > 1:
         outputs: Any = results
@@ -145,7 +184,8 @@ def _returned(results: list[Symbol], updates: OrderedDict, return_list: bool,
         raise ScanError(
             f"{label}: return_updates=False, but fn updates "
             f"{[key.name or key.describe() for key in updates]}; carry that state "
-            "in outputs_info instead, or use return_updates=True")
+            "in outputs_info instead, or use return_updates=True"
+        )
     return outputs
 
 
@@ -164,19 +204,26 @@ def _output_formals(args: list[OutputArg]) -> tuple[list[Symbol], list[Symbol | 
         if not arg.taps:
             carried.append(None)
             continue
-        base = arg.initial.name or f"output{i}"
+        initial = arg.initial
+        assert initial is not None, "taps need an initial state (checked when parsed)"
+        base = initial.name or f"output{i}"
         if arg.depth == 1:
-            state = _formal(arg.initial.type, f"output {i} at t-1", tap_hint(base, -1))
+            state = _formal(initial.type, f"output {i} at t-1", tap_hint(base, -1))
             tap_args.extend(state for _ in arg.taps)
         else:
-            if arg.initial.ndim == 0:
-                raise ScanError(f"{arg.where}: taps {list(arg.taps)} need an initial state of "
-                                f"shape ({arg.depth},) + the output's shape, got a scalar")
-            state = _formal(arg.initial.type, f"output {i}, steps t-{arg.depth}..t-1",
-                            f"{base}_window")
+            if initial.ndim == 0:
+                raise ScanError(
+                    f"{arg.where}: taps {list(arg.taps)} need an initial state of "
+                    f"shape ({arg.depth},) + the output's shape, got a scalar"
+                )
+            state = _formal(initial.type, f"output {i}, steps t-{arg.depth}..t-1", f"{base}_window")
             for tap in arg.taps:
-                row = apply("Gather", [state, np.array(arg.depth + tap, np.int64)], {"axis": 0},
-                            name=tap_hint(base, tap))
+                row = apply(
+                    "Gather",
+                    [state, np.array(arg.depth + tap, np.int64)],
+                    {"axis": 0},
+                    name=tap_hint(base, tap),
+                )
                 tap_args.append(row)
         carried.append(state)
     return tap_args, carried
@@ -184,8 +231,11 @@ def _output_formals(args: list[OutputArg]) -> tuple[list[Symbol], list[Symbol | 
 
 def _split_return(returned: Any, label: str) -> tuple[list, dict, Any]:
     """fn's outputs, updates and stop condition, in whatever order fn returned them."""
-    items = list(returned) if isinstance(returned, (list, tuple)) and not _is_pairs(returned) \
+    items = (
+        list(returned)
+        if isinstance(returned, (list, tuple)) and not _is_pairs(returned)
         else [returned]
+    )
     outputs: list = []
     updates: dict = {}
     condition = None
@@ -206,36 +256,44 @@ def _split_return(returned: Any, label: str) -> tuple[list, dict, Any]:
 
 
 def _is_pairs(value: Any) -> bool:
-    return (isinstance(value, (list, tuple)) and len(value) > 0 and all(
-        isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], Symbol) for v in value))
+    return (
+        isinstance(value, (list, tuple))
+        and len(value) > 0
+        and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], Symbol) for v in value)
+    )
 
 
-def _recurrent_states(outputs: list[Symbol], args: list[OutputArg],
-                      carried: list[Symbol | None], label: str):
+def _recurrent_states(
+    outputs: list[Symbol], args: list[OutputArg], carried: list[Symbol | None], label: str
+):
     states: list[LoopState] = []
     stacked: list[StackedOutput] = []
     for i, (out, arg, state) in enumerate(zip(outputs, args, carried)):
         if state is None:
             stacked.append(StackedOutput(out))
             continue
+        initial = arg.initial
+        assert initial is not None, "taps need an initial state (checked when parsed)"
         if arg.depth == 1:
-            if not arg.initial.type.compatible(out.type):
+            if not initial.type.compatible(out.type):
                 raise ScanError(
-                    f"{arg.where} is {arg.initial.type} but fn returns {out.type} for output "
+                    f"{arg.where} is {initial.type} but fn returns {out.type} for output "
                     f"{i}; the initial state must have the output's type and shape (scan "
-                    "does not cast it)")
-            loop_state = LoopState(state, arg.initial, out, role=f"output {i}")
+                    "does not cast it)"
+                )
+            loop_state = LoopState(state, initial, out, role=f"output {i}")
             stacked.append(StackedOutput(out, loop_state))
         else:
             expected = out.type.stacked(arg.depth)
-            if not arg.initial.type.compatible(expected):
+            if not initial.type.compatible(expected):
                 raise ScanError(
                     f"{arg.where}: for taps {list(arg.taps)} the initial state must be "
-                    f"{expected} ((depth,) + output {i}'s type), got {arg.initial.type}")
+                    f"{expected} ((depth,) + output {i}'s type), got {initial.type}"
+                )
             older = slice_rows(state, 1, INT64_MAX)
             newest = apply("Unsqueeze", [out, np.array([0], np.int64)])
             window = apply("Concat", [older, newest], {"axis": 0})
-            loop_state = LoopState(state, arg.initial, window, role=f"output {i}")
+            loop_state = LoopState(state, initial, window, role=f"output {i}")
             stacked.append(StackedOutput(out, loop_state, state_is_window=True))
         states.append(loop_state)
     return states, stacked
@@ -247,14 +305,21 @@ def _update_states(updates: dict, label: str) -> tuple[dict[Symbol, Symbol], lis
     body = current_scope()
     for key, value in updates.items():
         if not isinstance(key, Symbol) or key.op.scope is body or not body.within(key.op.scope):
-            raise ScanError(f"{label}: an updates key must be a value made outside fn (e.g. "
-                            f"shared(...)); got {key!r}")
+            raise ScanError(
+                f"{label}: an updates key must be a value made outside fn (e.g. "
+                f"shared(...)); got {key!r}"
+            )
         value = as_symbol(value)
         if not key.type.compatible(value.type):
-            raise ScanError(f"{label}: the update of {key.describe()} is {value.type}; it must "
-                            "keep the value's type and shape")
-        formal = _formal(key.type, f"current value of {key.name or 'an updated value'}",
-                         f"{key.name or 'updated'}_state")
+            raise ScanError(
+                f"{label}: the update of {key.describe()} is {value.type}; it must "
+                "keep the value's type and shape"
+            )
+        formal = _formal(
+            key.type,
+            f"current value of {key.name or 'an updated value'}",
+            f"{key.name or 'updated'}_state",
+        )
         replacements[key] = formal
         states.append(LoopState(formal, key, value, role=f"update of {key.name or 'a value'}"))
     return replacements, states
@@ -274,12 +339,15 @@ def _condition(condition: Any, label: str) -> Symbol | None:
     return condition
 
 
-def _check_strict(loop: LoopOp, non_seqs: Sequence[Symbol], sequences: list[SequenceArg],
-                  label: str) -> None:
+def _check_strict(
+    loop: LoopOp, non_seqs: Sequence[Symbol], sequences: list[SequenceArg], label: str
+) -> None:
     """PyTensor's strict: every shared value ``fn`` reads is passed in ``non_sequences``."""
     allowed = set(non_seqs) | {arg.symbol for arg in sequences}
     for value in loop.free_variables():
         if value in allowed or not isinstance(value.op, SharedOp):
             continue
-        raise ScanError(f"{label}: strict=True, but fn uses {value.describe()}, which is not "
-                        "passed in non_sequences; add it to non_sequences")
+        raise ScanError(
+            f"{label}: strict=True, but fn uses {value.describe()}, which is not "
+            "passed in non_sequences; add it to non_sequences"
+        )

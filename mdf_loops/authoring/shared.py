@@ -31,7 +31,10 @@ class _Storage:
 
 
 class SharedOp(Operation):
-    """A shared value (always at the top level); its value is read when the model is built or run."""
+    """A shared value (always at the top level).
+
+    Its value is read when the model is built or run.
+    """
 
     def __init__(self, value: np.ndarray, name: str | None):
         super().__init__((), ROOT)
@@ -53,6 +56,7 @@ class SharedVariable(Symbol):
     """The symbol of a shared value, with PyTensor's ``get_value`` and ``set_value``."""
 
     __slots__ = ()
+    op: SharedOp
 
     def get_value(self, borrow: bool = False, return_internal_type: bool = False) -> np.ndarray:
         """A copy of the current value (the value itself with ``borrow=True``)."""
@@ -68,17 +72,26 @@ def _checked(value: Any, tensor_type: TensorType, what: str) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype != tensor_type.dtype:
         if not np.can_cast(array.dtype, tensor_type.dtype, "same_kind"):
-            raise AuthoringError(f"{what} is {tensor_type.dtype}; a {array.dtype} value would "
-                                 f"lose information: cast it with .astype('{tensor_type.dtype}')")
+            raise AuthoringError(
+                f"{what} is {tensor_type.dtype}; a {array.dtype} value would "
+                f"lose information: cast it with .astype('{tensor_type.dtype}')"
+            )
         array = array.astype(tensor_type.dtype)
     if array.shape != tensor_type.shape:
-        raise AuthoringError(f"{what} has shape {tensor_type.shape}; got a value of shape "
-                             f"{array.shape} (a shared value keeps its shape here)")
+        raise AuthoringError(
+            f"{what} has shape {tensor_type.shape}; got a value of shape "
+            f"{array.shape} (a shared value keeps its shape here)"
+        )
     return np.array(array, copy=True)
 
 
-def shared(value: Any, name: str | None = None, strict: bool = False,
-           allow_downcast: bool | None = None, **kwargs: Any) -> SharedVariable:
+def shared(
+    value: Any,
+    name: str | None = None,
+    strict: bool = False,
+    allow_downcast: bool | None = None,
+    **kwargs: Any,
+) -> SharedVariable:
     """A shared value, as PyTensor's ``shared`` (``strict`` and ``allow_downcast`` are ignored).
 
     ``fn`` of a scan may update it (``return {value: new}``): the scan's updates
@@ -92,4 +105,6 @@ def shared(value: Any, name: str | None = None, strict: bool = False,
     array = np.array(value)
     if array.dtype == object or array.dtype.kind in "USV":
         raise AuthoringError(f"shared(): cannot make a numeric value from {value!r}")
-    return SharedOp(array, name).outputs[0]
+    variable = SharedOp(array, name).outputs[0]
+    assert isinstance(variable, SharedVariable)
+    return variable

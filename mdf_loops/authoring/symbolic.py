@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextvars
 import itertools
 import sys
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Sequence
+from types import FrameType
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +49,7 @@ __all__ = [
 class Scope:
     """Where operations are recorded: the top level, or one ``scan`` body (nested)."""
 
-    def __init__(self, parent: "Scope | None", label: str):
+    def __init__(self, parent: Scope | None, label: str):
         self.parent = parent
         self.label = label
         #: updates made implicitly in this scope (a random stream's next state):
@@ -55,7 +57,7 @@ class Scope:
         #: of the top level unless told not to
         self.default_updates: dict[Symbol, Symbol] = {}
 
-    def within(self, other: "Scope") -> bool:
+    def within(self, other: Scope) -> bool:
         """True when this scope is ``other`` or nested inside it."""
         scope: Scope | None = self
         while scope is not None:
@@ -92,7 +94,7 @@ def tracing(scope: Scope) -> Iterator[Scope]:
 
 def user_location() -> str:
     """``file:line`` of the innermost caller outside this package."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").startswith("mdf_loops."):
         frame = frame.f_back
     if frame is None:
@@ -103,7 +105,7 @@ def user_location() -> str:
 class Operation:
     """One recorded operation: its inputs, its output symbols and the scope it belongs to."""
 
-    def __init__(self, inputs: Sequence["Symbol | None"], scope: Scope | None = None):
+    def __init__(self, inputs: Sequence[Symbol | None], scope: Scope | None = None):
         self.inputs: tuple[Symbol | None, ...] = tuple(inputs)
         self.scope = scope or current_scope()
         self.origin = user_location()
@@ -112,7 +114,7 @@ class Operation:
     def _add_outputs(self, types: Sequence[TensorType], names: Sequence[str | None]) -> None:
         self.outputs = [Symbol(self, k, t, n) for k, (t, n) in enumerate(zip(types, names))]
 
-    def dependencies(self) -> list["Symbol"]:
+    def dependencies(self) -> list[Symbol]:
         """The symbols that must exist before this operation runs."""
         return [s for s in self.inputs if s is not None]
 
@@ -123,8 +125,14 @@ class Operation:
 class OnnxOp(Operation):
     """A call of the ONNX operator ``op_type`` with the given attributes."""
 
-    def __init__(self, op_type: str, inputs, attributes: Mapping[str, Any],
-                 types: Sequence[TensorType], name: str | None = None):
+    def __init__(
+        self,
+        op_type: str,
+        inputs,
+        attributes: Mapping[str, Any],
+        types: Sequence[TensorType],
+        name: str | None = None,
+    ):
         super().__init__(inputs)
         self.op_type = op_type
         self.attributes = dict(attributes)
@@ -204,7 +212,7 @@ class Symbol:
         return self.type.shape
 
     @property
-    def shape(self) -> "Symbol":
+    def shape(self) -> Symbol:
         """The shape as a symbolic int64 vector (as in Theano)."""
         return apply("Shape", [self])
 
@@ -232,41 +240,96 @@ class Symbol:
             yield self[k]
 
     # -- arithmetic
-    def __add__(self, other): return _arithmetic.binary("Add", self, other)
-    def __radd__(self, other): return _arithmetic.binary("Add", other, self)
-    def __sub__(self, other): return _arithmetic.binary("Sub", self, other)
-    def __rsub__(self, other): return _arithmetic.binary("Sub", other, self)
-    def __mul__(self, other): return _arithmetic.binary("Mul", self, other)
-    def __rmul__(self, other): return _arithmetic.binary("Mul", other, self)
-    def __truediv__(self, other): return _arithmetic.binary("Div", self, other, true_division=True)
-    def __rtruediv__(self, other): return _arithmetic.binary("Div", other, self, true_division=True)
-    def __pow__(self, other): return _arithmetic.binary("Pow", self, other)
-    def __rpow__(self, other): return _arithmetic.binary("Pow", other, self)
-    def __matmul__(self, other): return _arithmetic.binary("MatMul", self, other)
-    def __rmatmul__(self, other): return _arithmetic.binary("MatMul", other, self)
-    def __neg__(self): return apply("Neg", [self])
-    def __pos__(self): return self
-    def __abs__(self): return apply("Abs", [self])
+    def __add__(self, other):
+        return _arithmetic.binary("Add", self, other)
 
-    def __floordiv__(self, other): return _arithmetic.floor_divide(self, other)
-    def __rfloordiv__(self, other): return _arithmetic.floor_divide(other, self)
-    def __mod__(self, other): return _arithmetic.modulo(self, other)
-    def __rmod__(self, other): return _arithmetic.modulo(other, self)
+    def __radd__(self, other):
+        return _arithmetic.binary("Add", other, self)
+
+    def __sub__(self, other):
+        return _arithmetic.binary("Sub", self, other)
+
+    def __rsub__(self, other):
+        return _arithmetic.binary("Sub", other, self)
+
+    def __mul__(self, other):
+        return _arithmetic.binary("Mul", self, other)
+
+    def __rmul__(self, other):
+        return _arithmetic.binary("Mul", other, self)
+
+    def __truediv__(self, other):
+        return _arithmetic.binary("Div", self, other, true_division=True)
+
+    def __rtruediv__(self, other):
+        return _arithmetic.binary("Div", other, self, true_division=True)
+
+    def __pow__(self, other):
+        return _arithmetic.binary("Pow", self, other)
+
+    def __rpow__(self, other):
+        return _arithmetic.binary("Pow", other, self)
+
+    def __matmul__(self, other):
+        return _arithmetic.binary("MatMul", self, other)
+
+    def __rmatmul__(self, other):
+        return _arithmetic.binary("MatMul", other, self)
+
+    def __neg__(self):
+        return apply("Neg", [self])
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return apply("Abs", [self])
+
+    def __floordiv__(self, other):
+        return _arithmetic.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return _arithmetic.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return _arithmetic.modulo(self, other)
+
+    def __rmod__(self, other):
+        return _arithmetic.modulo(other, self)
 
     # -- comparisons (== and != stay Python identity, as in Theano: use functions.eq/neq)
-    def __lt__(self, other): return _arithmetic.binary("Less", self, other)
-    def __le__(self, other): return _arithmetic.binary("LessOrEqual", self, other)
-    def __gt__(self, other): return _arithmetic.binary("Greater", self, other)
-    def __ge__(self, other): return _arithmetic.binary("GreaterOrEqual", self, other)
+    def __lt__(self, other):
+        return _arithmetic.binary("Less", self, other)
+
+    def __le__(self, other):
+        return _arithmetic.binary("LessOrEqual", self, other)
+
+    def __gt__(self, other):
+        return _arithmetic.binary("Greater", self, other)
+
+    def __ge__(self, other):
+        return _arithmetic.binary("GreaterOrEqual", self, other)
+
     __hash__ = object.__hash__
 
     # -- logic (booleans) and bitwise operations (integers)
-    def __and__(self, other): return _arithmetic.logical("And", "BitwiseAnd", self, other)
-    def __rand__(self, other): return _arithmetic.logical("And", "BitwiseAnd", other, self)
-    def __or__(self, other): return _arithmetic.logical("Or", "BitwiseOr", self, other)
-    def __ror__(self, other): return _arithmetic.logical("Or", "BitwiseOr", other, self)
-    def __xor__(self, other): return _arithmetic.logical("Xor", "BitwiseXor", self, other)
-    def __rxor__(self, other): return _arithmetic.logical("Xor", "BitwiseXor", other, self)
+    def __and__(self, other):
+        return _arithmetic.logical("And", "BitwiseAnd", self, other)
+
+    def __rand__(self, other):
+        return _arithmetic.logical("And", "BitwiseAnd", other, self)
+
+    def __or__(self, other):
+        return _arithmetic.logical("Or", "BitwiseOr", self, other)
+
+    def __ror__(self, other):
+        return _arithmetic.logical("Or", "BitwiseOr", other, self)
+
+    def __xor__(self, other):
+        return _arithmetic.logical("Xor", "BitwiseXor", self, other)
+
+    def __rxor__(self, other):
+        return _arithmetic.logical("Xor", "BitwiseXor", other, self)
 
     def __invert__(self):
         return apply("Not" if self.dtype == np.bool_ else "BitwiseNot", [self])
@@ -278,46 +341,46 @@ class Symbol:
         return get_item(self, key)
 
     @property
-    def T(self) -> "Symbol":
+    def T(self) -> Symbol:
         return apply("Transpose", [self])
 
-    def transpose(self, *perm: int) -> "Symbol":
+    def transpose(self, *perm: int) -> Symbol:
         return apply("Transpose", [self], {"perm": list(perm)} if perm else {})
 
-    def astype(self, dtype) -> "Symbol":
+    def astype(self, dtype) -> Symbol:
         from mdf_loops.authoring.functions import cast
 
         return cast(self, dtype)
 
-    def reshape(self, *shape) -> "Symbol":
+    def reshape(self, *shape) -> Symbol:
         from mdf_loops.authoring.functions import reshape
 
         return reshape(self, shape[0] if len(shape) == 1 else shape)
 
-    def dot(self, other) -> "Symbol":
+    def dot(self, other) -> Symbol:
         return _arithmetic.binary("MatMul", self, other)
 
-    def sum(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def sum(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import sum as sum_
 
         return sum_(self, axis, keepdims)
 
-    def mean(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def mean(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import mean
 
         return mean(self, axis, keepdims)
 
-    def max(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def max(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import max as max_
 
         return max_(self, axis, keepdims)
 
-    def min(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def min(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import min as min_
 
         return min_(self, axis, keepdims)
 
-    def prod(self, axis=None, keepdims: bool = False) -> "Symbol":
+    def prod(self, axis=None, keepdims: bool = False) -> Symbol:
         from mdf_loops.authoring.functions import prod
 
         return prod(self, axis, keepdims)

@@ -41,9 +41,26 @@ from mdf_loops.authoring.shared import shared
 from mdf_loops.authoring.symbolic import Symbol, constant
 from mdf_loops.authoring.views import foldl, foldr, map, reduce
 
-__all__ = [*_constructor_names, *_function_names, *_pytensor_names, "as_tensor_variable",
-           "as_tensor", "constant", "shared", "function", "scan", "map", "reduce", "foldl",
-           "foldr", "until", "config", "nnet", "shared_randomstreams", "RandomStreams"]
+__all__ = [
+    *_constructor_names,
+    *_function_names,
+    *_pytensor_names,
+    "as_tensor_variable",
+    "as_tensor",
+    "constant",
+    "shared",
+    "function",
+    "scan",
+    "map",
+    "reduce",
+    "foldl",
+    "foldr",
+    "until",
+    "config",
+    "nnet",
+    "shared_randomstreams",
+    "RandomStreams",
+]
 
 #: Theano's ``tensor.nnet`` names
 nnet = SimpleNamespace(sigmoid=sigmoid, softmax=softmax, relu=relu)
@@ -60,8 +77,9 @@ def as_tensor_variable(x: Any, name: str | None = None, ndim: int | None = None)
     if ndim is not None and symbol.ndim is not None and symbol.ndim != ndim:
         from mdf_loops.authoring.errors import AuthoringError
 
-        raise AuthoringError(f"as_tensor_variable: {symbol.describe()} does not have "
-                             f"{ndim} dimensions")
+        raise AuthoringError(
+            f"as_tensor_variable: {symbol.describe()} does not have {ndim} dimensions"
+        )
     return symbol
 
 

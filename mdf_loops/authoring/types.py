@@ -9,8 +9,9 @@ are known), which also rejects ill-typed calls at the line that makes them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -49,7 +50,7 @@ class TensorType:
         """True when every dimension is known."""
         return self.shape is not None and all(d is not None for d in self.shape)
 
-    def element(self) -> "TensorType":
+    def element(self) -> TensorType:
         """The type of one entry along the first axis."""
         if self.shape is None:
             return TensorType(self.dtype, None)
@@ -57,11 +58,11 @@ class TensorType:
             raise AuthoringError(f"a scalar ({self}) has no first axis to iterate over")
         return TensorType(self.dtype, self.shape[1:])
 
-    def stacked(self, length: int | None) -> "TensorType":
+    def stacked(self, length: int | None) -> TensorType:
         """The type of ``length`` values of this type stacked along a new first axis."""
         return TensorType(self.dtype, None if self.shape is None else (length,) + self.shape)
 
-    def compatible(self, other: "TensorType") -> bool:
+    def compatible(self, other: TensorType) -> bool:
         """Same element type, and no dimension known on both sides that differs."""
         if self.dtype != other.dtype:
             return False
@@ -81,7 +82,7 @@ class TensorType:
         return helper.make_tensor_type_proto(onnx_elem_type(self.dtype), dims)
 
     @classmethod
-    def from_onnx(cls, type_proto: TypeProto, where: str) -> "TensorType":
+    def from_onnx(cls, type_proto: TypeProto, where: str) -> TensorType:
         if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.elem_type:
             raise AuthoringError(f"{where}: the result is not a tensor of known element type")
         tensor = type_proto.tensor_type

@@ -17,8 +17,8 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
 
 from mdf_loops import __version__
 from mdf_loops.cli import convert, render, run, validate
@@ -42,8 +42,8 @@ def _lazy_add(module: str, function: str, subparsers, common) -> None:
 
     getattr(import_module(f"mdf_loops.cli.{module}"), function)(subparsers, common)
 
-__all__ = ["main", "build_parser"]
 
+__all__ = ["main", "build_parser"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,14 +70,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``mdf-loops`` and its subcommands."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
-                        help="log what happens (-vv: debug detail); show tracebacks of errors")
-    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
-                        help="print only results and errors: no progress, notes or warnings")
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="log what happens (-vv: debug detail); show tracebacks of errors",
+    )
+    common.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print only results and errors: no progress, notes or warnings",
+    )
     parser = argparse.ArgumentParser(
         prog="mdf-loops",
         description="Run, import, export, validate and draw MDF models with ONNX Scan, Loop "
-                    "and If nodes.",
+        "and If nodes.",
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"mdf-loops {__version__}")
@@ -124,7 +134,6 @@ def _logging_to_stderr(verbosity: int, quiet: bool) -> Iterator[None]:
 def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-
 
 
 if __name__ == "__main__":

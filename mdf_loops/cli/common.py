@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from mdf_loops.errors import MdfLoopsError, ModelError
 from mdf_loops.files import refuse_overwriting
@@ -15,11 +16,16 @@ MODEL_FILES = (".json", ".yaml", ".yml", ".onnx")
 
 
 def add_input_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-i", "--input", action="append", default=[], metavar="NAME=VALUE",
-                   help="an input: NAME=FILE.npy, NAME=FILE.npz (the array stored as NAME), "
-                        "NAME=JSON (e.g. 'x=[1, 2, 3]'), or FILE.npz for all its arrays; "
-                        "repeat for several inputs")
-
+    p.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an input: NAME=FILE.npy, NAME=FILE.npz (the array stored as NAME), "
+        "NAME=JSON (e.g. 'x=[1, 2, 3]'), or FILE.npz for all its arrays; "
+        "repeat for several inputs",
+    )
 
 
 def positive_int(text: str) -> int:
@@ -32,16 +38,26 @@ def positive_int(text: str) -> int:
     return value
 
 
-
 def add_limit_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="stop after this many seconds of wall clock or CPU time: loading, "
-                        "checking and running happen in a child process the kernel stops")
-    p.add_argument("--max-memory", type=_memory_size, metavar="SIZE",
-                   help="cap the memory of that child process (e.g. 2G, 800M)")
-    p.add_argument("--external-data-dir", metavar="DIR",
-                   help="read an ONNX file's external tensor data from files inside DIR "
-                        "(otherwise only with --trusted, from the model's folder)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop after this many seconds of wall clock or CPU time: loading, "
+        "checking and running happen in a child process the kernel stops",
+    )
+    p.add_argument(
+        "--max-memory",
+        type=_memory_size,
+        metavar="SIZE",
+        help="cap the memory of that child process (e.g. 2G, 800M)",
+    )
+    p.add_argument(
+        "--external-data-dir",
+        metavar="DIR",
+        help="read an ONNX file's external tensor data from files inside DIR "
+        "(otherwise only with --trusted, from the model's folder)",
+    )
 
 
 def _memory_size(text: str) -> int:
@@ -59,8 +75,9 @@ def limited(args: argparse.Namespace, work: Callable[[], Any], what: str) -> Any
     from mdf_loops.safety.onnx_files import onnx_file_access
 
     def accessed() -> Any:
-        with onnx_file_access(trusted=getattr(args, "trusted", False),
-                              external_data_dir=args.external_data_dir):
+        with onnx_file_access(
+            trusted=getattr(args, "trusted", False), external_data_dir=args.external_data_dir
+        ):
             return work()
 
     if not (args.timeout or args.max_memory):
@@ -68,7 +85,6 @@ def limited(args: argparse.Namespace, work: Callable[[], Any], what: str) -> Any
     from mdf_loops.safety.sandbox import call_limited
 
     return call_limited(accessed, timeout=args.timeout, max_memory=args.max_memory, what=what)
-
 
 
 def check_model_path(path: str) -> None:
@@ -99,8 +115,11 @@ def load_valid_model(path: str, trusted: bool = False):
     if not path.endswith(".onnx"):
         problems = validate(path, expressions=not trusted)
         if problems:
-            more = f" (and {len(problems) - 1} more; see `mdf-loops validate {path}`)" \
-                if len(problems) > 1 else ""
+            more = (
+                f" (and {len(problems) - 1} more; see `mdf-loops validate {path}`)"
+                if len(problems) > 1
+                else ""
+            )
             raise ModelError(f"{path} is not a valid model: {problems[0]}{more}")
     return load_model(path)
 
@@ -109,8 +128,10 @@ def graph_of(model, graph_id: str | None):
     for graph in model.graphs:
         if graph_id in (None, graph.id):
             return graph
-    raise ModelError(f"model '{model.id}' has no graph '{graph_id}'"
-                     f" (it has {', '.join(g.id for g in model.graphs)})")
+    raise ModelError(
+        f"model '{model.id}' has no graph '{graph_id}'"
+        f" (it has {', '.join(g.id for g in model.graphs)})"
+    )
 
 
 def note(args: argparse.Namespace, message: str, stream: TextIO | None = None) -> None:
@@ -121,5 +142,3 @@ def note(args: argparse.Namespace, message: str, stream: TextIO | None = None) -
 
 def count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-

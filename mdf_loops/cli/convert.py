@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import argparse
 
-from mdf_loops.cli.common import (MdfLoopsError, add_input_option, add_limit_options, check_output,
-                                  graph_of, limited, load_valid_model, note)
+from mdf_loops.cli.common import (
+    MdfLoopsError,
+    add_input_option,
+    add_limit_options,
+    check_output,
+    graph_of,
+    limited,
+    load_valid_model,
+    note,
+)
 from mdf_loops.files import write_atomically
 
 
 def add_import(subparsers, common) -> None:
     p = subparsers.add_parser(
-        "import", parents=[common], help="convert an ONNX model to MDF JSON or YAML",
+        "import",
+        parents=[common],
+        help="convert an ONNX model to MDF JSON or YAML",
         description="Convert an ONNX model (with Scan, Loop and If at any depth) to an MDF "
-                    "model in JSON or YAML, chosen by the output file's extension.")
+        "model in JSON or YAML, chosen by the output file's extension.",
+    )
     p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.json|OUT.yaml",
-                   help="the MDF file to write")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT.json|OUT.yaml", help="the MDF file to write"
+    )
     add_limit_options(p)
     p.set_defaults(command=_import)
 
@@ -38,18 +50,26 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def add_export(subparsers, common) -> None:
     p = subparsers.add_parser(
-        "export", parents=[common], help="convert an MDF model to ONNX",
+        "export",
+        parents=[common],
+        help="convert an MDF model to ONNX",
         description="Convert an MDF model (JSON/YAML) with loop nodes to an ONNX model. Inputs "
-                    "given with --input serve as examples: their element types and shapes type "
-                    "the ONNX inputs the model does not declare.")
+        "given with --input serve as examples: their element types and shapes type "
+        "the ONNX inputs the model does not declare.",
+    )
     p.add_argument("model", metavar="MODEL", help="MDF JSON/YAML file")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.onnx", help="the ONNX file to write")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT.onnx", help="the ONNX file to write"
+    )
     add_input_option(p)
-    p.add_argument("--opset", type=int, metavar="N",
-                   help="ONNX opset to declare (default: the model's, else a recent one)")
+    p.add_argument(
+        "--opset",
+        type=int,
+        metavar="N",
+        help="ONNX opset to declare (default: the model's, else a recent one)",
+    )
     p.add_argument("--graph", metavar="ID", help="the graph to export (default: the first)")
     p.set_defaults(command=_export)
 
@@ -64,10 +84,9 @@ def _export(args: argparse.Namespace) -> int:
     try:
         exported = mdf_to_onnx(model, graph=args.graph, example_inputs=inputs, opset=args.opset)
     except UntypedInputError as exc:  # name the command line's way to give an example
-        raise UntypedInputError(exc.graph_id, exc.name,
-                                f"give an example value with -i {exc.name}=VALUE") from None
+        raise UntypedInputError(
+            exc.graph_id, exc.name, f"give an example value with -i {exc.name}=VALUE"
+        ) from None
     write_atomically(args.output, exported.SerializeToString())
     note(args, f"wrote {args.output}")
     return 0
-
-

@@ -1,4 +1,6 @@
-"""Values on the ``mdf-loops`` command line: reading ``--input`` options, showing and saving outputs.
+"""Values on the ``mdf-loops`` command line.
+
+Reading ``--input`` options, showing and saving outputs.
 
 An ``--input`` option is one of
 
@@ -22,8 +24,9 @@ import io
 import json
 import sys
 import zipfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Graph
@@ -32,9 +35,14 @@ from mdf_loops.errors import MdfLoopsError
 from mdf_loops.model.inputs import DeclaredInput, InputError, fit_input, graph_input_types
 from mdf_loops.model.interface import graph_interface
 
-__all__ = ["InputError", "read_inputs", "format_outputs", "encode_outputs", "outputs_to_npz",
-           "OUTPUT_FORMATS"]
-
+__all__ = [
+    "InputError",
+    "read_inputs",
+    "format_outputs",
+    "encode_outputs",
+    "outputs_to_npz",
+    "OUTPUT_FORMATS",
+]
 
 
 def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
@@ -82,7 +90,8 @@ def _read_option(option: str) -> list[tuple[str, Any]]:
         archive = _load_archive(text)
         if name not in archive:
             raise InputError(
-                f"input '{name}': {text} holds no array '{name}' (it holds {', '.join(sorted(archive))})"
+                f"input '{name}': {text} holds no array '{name}' "
+                f"(it holds {', '.join(sorted(archive))})"
             )
         return [(name, archive[name])]
     try:
@@ -148,12 +157,13 @@ def _format_value(name: str, value: Any, full: bool, indent: str = "") -> str:
         return f"{indent}{name}: empty optional"
     if isinstance(value, list):
         lines = [f"{indent}{name}: sequence of {len(value)}"]
-        lines += [_format_value(f"[{k}]", item, full, indent + "  ") for k, item in enumerate(value)]
+        lines += [
+            _format_value(f"[{k}]", item, full, indent + "  ") for k, item in enumerate(value)
+        ]
         return "\n".join(lines)
     array = np.asarray(value)
     if full:
-        text = np.array2string(array, threshold=sys.maxsize, floatmode="unique",
-                               max_line_width=88)
+        text = np.array2string(array, threshold=sys.maxsize, floatmode="unique", max_line_width=88)
     else:
         text = np.array2string(array, threshold=24, edgeitems=3, precision=6, max_line_width=88)
     body = "\n".join(f"{indent}  {line}" for line in text.splitlines())
@@ -174,7 +184,7 @@ def encode_outputs(outputs: Mapping[str, Any], path: str) -> tuple[bytes, list[s
     if path.lower().endswith(".csv"):
         return _csv(arrays), left_out
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
     return buffer.getvalue(), left_out
 
 
@@ -207,8 +217,10 @@ def _flat_arrays(outputs: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], lis
 def _npy(arrays: dict[str, np.ndarray], left_out: list[str]) -> bytes:
     if len(arrays) != 1 or left_out:
         names = ", ".join(map(repr, [*arrays, *left_out]))
-        raise MdfLoopsError(f"an .npy file holds one array; the model has {len(arrays) + len(left_out)} "
-                            f"outputs ({names}): write -o OUT.npz, OUT.json or OUT.csv")
+        raise MdfLoopsError(
+            f"an .npy file holds one array; the model has {len(arrays) + len(left_out)} "
+            f"outputs ({names}): write -o OUT.npz, OUT.json or OUT.csv"
+        )
     buffer = io.BytesIO()
     np.save(buffer, next(iter(arrays.values())), allow_pickle=False)
     return buffer.getvalue()
@@ -238,9 +250,13 @@ def _finite(data: Any) -> Any:
 
 
 def _json(outputs: Mapping[str, Any]) -> bytes:
-    """``{name: {"dtype", "shape", "values"}}``; a sequence a list of those, an empty optional null."""
-    lines = [f" {json.dumps(name)}: {json.dumps(_json_value(value))}"
-             for name, value in outputs.items()]
+    """``{name: {"dtype", "shape", "values"}}``.
+
+    A sequence is a list of those, an empty optional is null.
+    """
+    lines = [
+        f" {json.dumps(name)}: {json.dumps(_json_value(value))}" for name, value in outputs.items()
+    ]
     return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
 
 

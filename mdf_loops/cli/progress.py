@@ -7,8 +7,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, TextIO
+from typing import TextIO
+
 
 def shows_progress(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False) and sys.stderr.isatty()
@@ -23,8 +25,9 @@ def progress(stream: TextIO) -> Iterator[None]:
 
     display = ProgressLine(stream)
     stop = threading.Event()
-    clock = threading.Thread(target=_tick, args=(display, stop), daemon=True,
-                             name="mdf-loops progress")
+    clock = threading.Thread(
+        target=_tick, args=(display, stop), daemon=True, name="mdf-loops progress"
+    )
     clock.start()
     observe: Callable | None = getattr(ops, "observe_iterations", None)
     try:
@@ -39,7 +42,7 @@ def progress(stream: TextIO) -> Iterator[None]:
         display.clear()
 
 
-def _tick(display: "ProgressLine", stop: threading.Event) -> None:
+def _tick(display: ProgressLine, stop: threading.Event) -> None:
     while not stop.wait(0.25):
         display.elapsed()
 
@@ -90,7 +93,7 @@ class ProgressLine:
 
     def show(self, text: str) -> None:
         width = _terminal_width(self.stream) - 1
-        text = text if len(text) <= width else "..." + text[-(width - 3):]
+        text = text if len(text) <= width else "..." + text[-(width - 3) :]
         with self.lock:
             self.stream.write("\r" + text.ljust(self.width))
             self.stream.flush()
@@ -114,4 +117,3 @@ def _terminal_width(stream: TextIO) -> int:
     except (OSError, ValueError, AttributeError):
         columns = 0
     return columns if columns >= 20 else 80
-

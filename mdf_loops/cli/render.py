@@ -9,12 +9,16 @@ from mdf_loops.cli.common import check_model_path, check_output, note
 
 def add(subparsers, common) -> None:
     p = subparsers.add_parser(
-        "render", parents=[common], help="draw a model, loops open, as PNG, SVG or PDF",
+        "render",
+        parents=[common],
+        help="draw a model, loops open, as PNG, SVG or PDF",
         description="Draw a model with Graphviz: each loop node a cluster holding its body, "
-                    "nested loops nested clusters. The format follows the output's extension.")
+        "nested loops nested clusters. The format follows the output's extension.",
+    )
     p.add_argument("model", metavar="MODEL", help="MDF JSON/YAML or ONNX file")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.png|svg|pdf",
-                   help="the picture to write")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="FILE.png|svg|pdf", help="the picture to write"
+    )
     p.add_argument("--graph", metavar="ID", help="the graph to draw (default: the first)")
     p.set_defaults(command=_render)
 
@@ -28,5 +32,3 @@ def _render(args: argparse.Namespace) -> int:
     render(load_model(args.model), args.output, graph=args.graph)
     note(args, f"wrote {args.output}")
     return 0
-
-

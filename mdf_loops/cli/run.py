@@ -10,8 +10,18 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from mdf_loops.cli.common import (MdfLoopsError, add_input_option, add_limit_options, check_output,
-                                  count, graph_of, limited, load_valid_model, note, positive_int)
+from mdf_loops.cli.common import (
+    MdfLoopsError,
+    add_input_option,
+    add_limit_options,
+    check_output,
+    count,
+    graph_of,
+    limited,
+    load_valid_model,
+    note,
+    positive_int,
+)
 from mdf_loops.cli.progress import progress, shows_progress
 from mdf_loops.files import write_atomically
 
@@ -20,34 +30,58 @@ _log = logging.getLogger(__name__)
 
 def add(subparsers, common) -> None:
     p = subparsers.add_parser(
-        "run", parents=[common], help="run a model and print or save its outputs",
+        "run",
+        parents=[common],
+        help="run a model and print or save its outputs",
         description="Run an MDF (JSON/YAML) or ONNX model once and print each output's name, "
-                    "element type, shape and values, or save them to an .npz file. Inputs not "
-                    "given take the model's default values.")
+        "element type, shape and values, or save them to an .npz file. Inputs not "
+        "given take the model's default values.",
+    )
     p.add_argument("model", metavar="MODEL", help="MDF JSON/YAML or ONNX file")
     add_input_option(p)
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="save the outputs instead of printing them: FILE.npz (a NumPy archive), "
-                        "FILE.npy (a model with one output), FILE.json or FILE.csv (one row "
-                        "per element)")
-    p.add_argument("--full", action="store_true",
-                   help="print every value to full precision (the default when the output "
-                        "is not a terminal); on a terminal long arrays are abridged")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="save the outputs instead of printing them: FILE.npz (a NumPy archive), "
+        "FILE.npy (a model with one output), FILE.json or FILE.csv (one row "
+        "per element)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="print every value to full precision (the default when the output "
+        "is not a terminal); on a terminal long arrays are abridged",
+    )
     p.add_argument("--graph", metavar="ID", help="the graph to run (default: the first)")
-    p.add_argument("--trusted", action="store_true",
-                   help="skip the expression allow-list: the model's expressions run as any "
-                        "Python (only for models whose author you trust; see docs/safety.md)")
-    for name, default in (("max-iterations", "1,000,000"), ("max-total-iterations", "10,000,000"),
-                          ("max-depth", "24"), ("max-elements", "100,000,000")):
-        p.add_argument(f"--{name}", type=positive_int, metavar="N",
-                       help=f"work limit (default {default}); see docs/safety.md")
+    p.add_argument(
+        "--trusted",
+        action="store_true",
+        help="skip the expression allow-list: the model's expressions run as any "
+        "Python (only for models whose author you trust; see docs/safety.md)",
+    )
+    for name, default in (
+        ("max-iterations", "1,000,000"),
+        ("max-total-iterations", "10,000,000"),
+        ("max-depth", "24"),
+        ("max-elements", "100,000,000"),
+    ):
+        p.add_argument(
+            f"--{name}",
+            type=positive_int,
+            metavar="N",
+            help=f"work limit (default {default}); see docs/safety.md",
+        )
     add_limit_options(p)
-    p.add_argument("--backend", choices=("auto", "scheduler", "onnxruntime", "jax"), default="auto",
-                   help="scheduler: every loop iteration through modeci-mdf's engine (shows "
-                        "progress); onnxruntime: the model compiled to one ONNX model; auto "
-                        "(default): onnxruntime when the model compiles, else the scheduler")
+    p.add_argument(
+        "--backend",
+        choices=("auto", "scheduler", "onnxruntime", "jax"),
+        default="auto",
+        help="scheduler: every loop iteration through modeci-mdf's engine (shows "
+        "progress); onnxruntime: the model compiled to one ONNX model; auto "
+        "(default): onnxruntime when the model compiles, else the scheduler",
+    )
     p.set_defaults(command=_run)
-
 
 
 def _run_keywords(args: argparse.Namespace) -> dict[str, Any]:
@@ -59,7 +93,6 @@ def _run_keywords(args: argparse.Namespace) -> dict[str, Any]:
     return keywords
 
 
-
 def _run(args: argparse.Namespace) -> int:
     from mdf_loops.cli.io import OUTPUT_FORMATS, encode_outputs, format_outputs, read_inputs
     from mdf_loops.model.interface import graph_interface
@@ -67,6 +100,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.output:
         check_output(args.output, OUTPUT_FORMATS, args.model)
+
     def load_and_run() -> dict[str, Any]:
         model = load_valid_model(args.model, args.trusted)
         graph = graph_of(model, args.graph)
@@ -76,7 +110,8 @@ def _run(args: argparse.Namespace) -> int:
                 raise MdfLoopsError(
                     f"{args.output}: an .npy file holds one array, and the model has "
                     f"{len(names)} outputs ({', '.join(names)}); write -o OUT.npz, "
-                    "OUT.json or OUT.csv")
+                    "OUT.json or OUT.csv"
+                )
         inputs = read_inputs(args.input, graph)
         with ExitStack() as stack:
             if shows_progress(args):
@@ -97,5 +132,3 @@ def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_outputs(outputs, full=args.full or not sys.stdout.isatty()))
     return 0
-
-

@@ -17,25 +17,38 @@ _PLOT_FILES = (".png", ".svg", ".pdf")
 def add_simulate(subparsers, common) -> None:
     """Declare ``mdf-loops simulate`` and its options."""
     p = subparsers.add_parser(
-        "simulate", parents=[common],
+        "simulate",
+        parents=[common],
         help="simulate a stateful model over time (its time loop as an onnx::Loop)",
         description="Run the time loop modeci-mdf's scripts write by hand (evaluate(), then "
-                    "evaluate(time_increment=dt) each step) and record values each step.")
+        "evaluate(time_increment=dt) each step) and record values each step.",
+    )
     p.add_argument("model", help="MDF JSON/YAML: a stateful model, or one made by to_time_loop")
     p.add_argument("--dt", type=float, help="time increment (needed unless the model has a loop)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--steps", type=int, help="number of steps")
     group.add_argument("--duration", type=float, help="simulated time: round(duration/dt)+1 steps")
-    p.add_argument("--record", nargs="+", metavar="NODE.NAME",
-                   help="output ports or parameters to record (default: every output port)")
+    p.add_argument(
+        "--record",
+        nargs="+",
+        metavar="NODE.NAME",
+        help="output ports or parameters to record (default: every output port)",
+    )
     p.add_argument("--until", help="stop after the step where this expression of NODE.NAME holds")
-    p.add_argument("--backend", default="auto", choices=["auto", "python", "onnxruntime",
-                                                        "scheduler"])
-    p.add_argument("--trusted", action="store_true",
-                   help="skip the expression allow-list (only for models you trust)")
+    p.add_argument(
+        "--backend", default="auto", choices=["auto", "python", "onnxruntime", "scheduler"]
+    )
+    p.add_argument(
+        "--trusted",
+        action="store_true",
+        help="skip the expression allow-list (only for models you trust)",
+    )
     p.add_argument("-o", "--output", help="write the trajectories to .npz or .csv")
-    p.add_argument("--plot", help="draw one panel per recorded value (.png/.svg/.pdf; needs "
-                                  "matplotlib: pip install 'mdf-loops[plot]')")
+    p.add_argument(
+        "--plot",
+        help="draw one panel per recorded value (.png/.svg/.pdf; needs "
+        "matplotlib: pip install 'mdf-loops[plot]')",
+    )
     p.add_argument("--save-model", help="also write the time-loop model (.json/.yaml)")
     p.set_defaults(command=_simulate)
 
@@ -44,32 +57,44 @@ def _simulate(args: argparse.Namespace) -> int:
     from mdf_loops.files import refuse_overwriting
     from mdf_loops.timeloop import simulate, to_time_loop
 
-    for path, kinds in ((args.output, _TRACE_FILES), (args.plot, _PLOT_FILES),
-                        (args.save_model, (".json", ".yaml", ".yml"))):
+    for path, kinds in (
+        (args.output, _TRACE_FILES),
+        (args.plot, _PLOT_FILES),
+        (args.save_model, (".json", ".yaml", ".yml")),
+    ):
         if path is not None:
             if not path.lower().endswith(kinds):
                 raise MdfLoopsError(f"{path}: the output must end in {' or '.join(kinds)}")
             refuse_overwriting(path, args.model)
     if not Path(args.model).exists():
         raise MdfLoopsError(f"{args.model}: no such file")
-    options = dict(dt=args.dt, steps=args.steps, duration=args.duration, until=args.until,
-                   record=args.record)
+    options = dict(
+        dt=args.dt, steps=args.steps, duration=args.duration, until=args.until, record=args.record
+    )
     model = args.model
     if args.save_model:
-        model = to_time_loop(args.model, trusted=args.trusted,
-                             record=args.record or _every_output(args.model),
-                             **{k: options[k] for k in ("dt", "steps", "duration", "until")})
+        model = to_time_loop(
+            args.model,
+            trusted=args.trusted,
+            record=args.record or _every_output(args.model),
+            **{k: options[k] for k in ("dt", "steps", "duration", "until")},
+        )
         _save_model(model, args.save_model)
         options = {"steps": None}
-    traces = simulate(model, backend=args.backend, trusted=args.trusted,
-                      **{k: v for k, v in options.items() if v is not None or k == "steps"})
+    traces = simulate(
+        model,
+        backend=args.backend,
+        trusted=args.trusted,
+        **{k: v for k, v in options.items() if v is not None or k == "steps"},
+    )
     if args.output:
         traces.save(args.output)
     if args.plot:
         plot(traces, args.plot)
     if not getattr(args, "quiet", False):
-        print(f"{traces.steps} steps to t={traces.time[-1]:.6g} on {traces.backend}",
-              file=sys.stderr)
+        print(
+            f"{traces.steps} steps to t={traces.time[-1]:.6g} on {traces.backend}", file=sys.stderr
+        )
     if not args.output and not args.plot:
         for ref, values in traces.values.items():
             print(f"{ref}: {values[-1].tolist()} at t={traces.time[-1]:.6g}")
@@ -100,8 +125,9 @@ def plot(traces, path: str) -> None:
     import matplotlib.pyplot as plt
 
     refs = list(traces.values)
-    figure, axes = plt.subplots(len(refs), 1, sharex=True, squeeze=False,
-                                figsize=(7, 1.6 + 1.4 * len(refs)))
+    figure, axes = plt.subplots(
+        len(refs), 1, sharex=True, squeeze=False, figsize=(7, 1.6 + 1.4 * len(refs))
+    )
     for ax, ref in zip(axes[:, 0], refs):
         values = traces.values[ref]
         ax.plot(traces.time, values.reshape(len(values), -1), linewidth=1)

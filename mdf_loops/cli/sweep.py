@@ -17,35 +17,64 @@ __all__ = ["add_sweep", "parse_values"]
 
 def add_sweep(subparsers, common) -> None:
     """Declare ``mdf-loops sweep`` and its options."""
-    from mdf_loops.cli.common import add_input_option as _add_input_option, positive_int as _positive_int
+    from mdf_loops.cli.common import (
+        add_input_option as _add_input_option,
+    )
+    from mdf_loops.cli.common import (
+        positive_int as _positive_int,
+    )
 
     p = subparsers.add_parser(
-        "sweep", parents=[common], help="run a model over a grid of parameter values",
+        "sweep",
+        parents=[common],
+        help="run a model over a grid of parameter values",
         description="Run a model once per combination of --param values on a Dask cluster "
-                    "(local, one worker per core, unless --scheduler is given) and save the "
-                    "outputs as an xarray dataset with one dimension per --param. A setting "
-                    "that fails is recorded in the 'error' variable; running the same sweep "
-                    "again with the same output file resumes it.")
+        "(local, one worker per core, unless --scheduler is given) and save the "
+        "outputs as an xarray dataset with one dimension per --param. A setting "
+        "that fails is recorded in the 'error' variable; running the same sweep "
+        "again with the same output file resumes it.",
+    )
     p.add_argument("model", metavar="MODEL", help="MDF JSON/YAML or ONNX file")
-    p.add_argument("--param", action="append", required=True, type=_param,
-                   metavar="NAME=VALUES",
-                   help="a swept parameter 'node.parameter' (or an input name) and its "
-                        "values: START:STOP:COUNT (evenly spaced, both ends included) or "
-                        "V1,V2,...; repeat for a grid over several")
+    p.add_argument(
+        "--param",
+        action="append",
+        required=True,
+        type=_param,
+        metavar="NAME=VALUES",
+        help="a swept parameter 'node.parameter' (or an input name) and its "
+        "values: START:STOP:COUNT (evenly spaced, both ends included) or "
+        "V1,V2,...; repeat for a grid over several",
+    )
     _add_input_option(p)
-    p.add_argument("-o", "--output", required=True, metavar="FILE.nc",
-                   help="results file: netCDF (.nc) or zarr (.zarr); resumed if it exists")
-    p.add_argument("--output-name", action="append", metavar="NAME",
-                   help="an output to keep (default: all); repeat for several")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run on this Dask scheduler, e.g. tcp://host:8786")
-    p.add_argument("--batch-size", type=_positive_int, metavar="N",
-                   help="settings per task (default: about four tasks per worker)")
-    p.add_argument("--backend", default="auto",
-                   help="auto (default), scheduler or onnxruntime, as for 'run'")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE.nc",
+        help="results file: netCDF (.nc) or zarr (.zarr); resumed if it exists",
+    )
+    p.add_argument(
+        "--output-name",
+        action="append",
+        metavar="NAME",
+        help="an output to keep (default: all); repeat for several",
+    )
+    p.add_argument(
+        "--scheduler", metavar="ADDRESS", help="run on this Dask scheduler, e.g. tcp://host:8786"
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        metavar="N",
+        help="settings per task (default: about four tasks per worker)",
+    )
+    p.add_argument(
+        "--backend", default="auto", help="auto (default), scheduler or onnxruntime, as for 'run'"
+    )
     p.add_argument("--graph", metavar="ID", help="the graph to run (default: the first)")
-    p.add_argument("--trusted", action="store_true",
-                   help="skip the expression allow-list (see docs/safety.md)")
+    p.add_argument(
+        "--trusted", action="store_true", help="skip the expression allow-list (see docs/safety.md)"
+    )
     p.set_defaults(command=_sweep)
 
 
@@ -71,8 +100,9 @@ def parse_values(text: str) -> list[float] | list[int]:
 def _param(text: str) -> tuple[str, list]:
     name, sep, values = text.partition("=")
     if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUES, e.g. node.rate=0.1:1.0:10; "
-                                         f"got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUES, e.g. node.rate=0.1:1.0:10; got {text!r}"
+        )
     try:
         return name.strip(), parse_values(values)
     except ValueError as exc:
@@ -80,9 +110,17 @@ def _param(text: str) -> tuple[str, list]:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from mdf_loops.cli.common import graph_of as _graph_of, load_valid_model as _load_valid_model, note as _note
-    from mdf_loops.cli.progress import shows_progress as _shows_progress
+    from mdf_loops.cli.common import (
+        graph_of as _graph_of,
+    )
+    from mdf_loops.cli.common import (
+        load_valid_model as _load_valid_model,
+    )
+    from mdf_loops.cli.common import (
+        note as _note,
+    )
     from mdf_loops.cli.io import read_inputs
+    from mdf_loops.cli.progress import shows_progress as _shows_progress
     from mdf_loops.sweep import SweepError, sweep
     from mdf_loops.sweep.results import check_output_path
 
@@ -97,10 +135,19 @@ def _sweep(args: argparse.Namespace) -> int:
     bar = _ProgressBar(sys.stderr) if _shows_progress(args) else None
     client = _client(args.scheduler)
     try:
-        dataset = sweep(model, grid, inputs=inputs, outputs=args.output_name,
-                        backend=args.backend, client=client, batch_size=args.batch_size,
-                        output=args.output, graph=args.graph, trusted=args.trusted,
-                        progress=bar.update if bar else None)
+        dataset = sweep(
+            model,
+            grid,
+            inputs=inputs,
+            outputs=args.output_name,
+            backend=args.backend,
+            client=client,
+            batch_size=args.batch_size,
+            output=args.output,
+            graph=args.graph,
+            trusted=args.trusted,
+            progress=bar.update if bar else None,
+        )
     finally:
         if bar:
             bar.clear()
@@ -108,8 +155,11 @@ def _sweep(args: argparse.Namespace) -> int:
             client.close()
     failed = int((dataset["error"] != "").sum())
     total = int(dataset["completed"].size)
-    _note(args, f"wrote {total:,} settings to {args.output}"
-                + (f"; {failed:,} failed (see the 'error' variable)" if failed else ""))
+    _note(
+        args,
+        f"wrote {total:,} settings to {args.output}"
+        + (f"; {failed:,} failed (see the 'error' variable)" if failed else ""),
+    )
     return 0
 
 

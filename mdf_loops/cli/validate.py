@@ -10,10 +10,13 @@ from mdf_loops.cli.common import add_limit_options, check_model_path, count, lim
 
 def add(subparsers, common) -> None:
     p = subparsers.add_parser(
-        "validate", parents=[common], help="check a model and list every problem",
+        "validate",
+        parents=[common],
+        help="check a model and list every problem",
         description="Check a model against the JSON Schema of the loop-node convention and its "
-                    "rules (body signatures, axes, ids, edges, references). Prints each problem "
-                    "with its path in the model; exit status 1 when there is any.")
+        "rules (body signatures, axes, ids, edges, references). Prints each problem "
+        "with its path in the model; exit status 1 when there is any.",
+    )
     p.add_argument("model", metavar="MODEL", help="MDF JSON/YAML or ONNX file")
     add_limit_options(p)
     p.set_defaults(command=_validate)
@@ -23,8 +26,9 @@ def _validate(args: argparse.Namespace) -> int:
     from mdf_loops.validation.report import validate
 
     check_model_path(args.model)
-    problems = limited(args, lambda: [str(p) for p in validate(args.model)],
-                       f"validating {args.model}")
+    problems = limited(
+        args, lambda: [str(p) for p in validate(args.model)], f"validating {args.model}"
+    )
     for problem in problems:
         print(problem)
     if problems:
@@ -32,5 +36,3 @@ def _validate(args: argparse.Namespace) -> int:
         return 1
     note(args, f"{args.model}: valid", stream=sys.stdout)
     return 0
-
-

@@ -17,8 +17,13 @@ from modeci_mdf.mdf import InputPort, Model
 
 from mdf_loops.errors import ModelError
 
-__all__ = ["INPUT_DEFAULTS", "input_default", "set_input_default", "keep_input_defaults",
-           "require_input_defaults"]
+__all__ = [
+    "INPUT_DEFAULTS",
+    "input_default",
+    "set_input_default",
+    "keep_input_defaults",
+    "require_input_defaults",
+]
 
 #: whether this modeci-mdf's InputPort has ``default_value`` and ``reduce`` (0.4.14 and later)
 INPUT_DEFAULTS: bool = "default_value" in attrs.fields_dict(InputPort)
@@ -72,4 +77,5 @@ def require_input_defaults(what: str) -> None:
         raise ModelError(
             f"{what} needs modeci-mdf 0.4.14 or later (InputPort.default_value and reduce); "
             f"modeci-mdf {metadata.version('modeci-mdf')} is installed: "
-            "pip install 'modeci-mdf>=0.4.14,<0.4.16'")
+            "pip install 'modeci-mdf>=0.4.14,<0.4.16'"
+        )

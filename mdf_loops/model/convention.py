@@ -23,8 +23,9 @@ signature, because ONNX binds body inputs and outputs by position:
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from modeci_mdf.mdf import Graph, Node, Parameter
 
@@ -55,9 +56,7 @@ BODY_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
 }
 
 #: MDF function names of the control-flow operators.
-CONTROL_FLOW_FUNCTIONS: Mapping[str, str] = {
-    f"onnx::{op}": op for op in BODY_ATTRIBUTES
-}
+CONTROL_FLOW_FUNCTIONS: Mapping[str, str] = {f"onnx::{op}": op for op in BODY_ATTRIBUTES}
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def body_graph(value: Any, where: str = "body") -> Graph:
         return value
     if isinstance(value, Mapping):
         if len(value) == 1:
-            (key, inner), = value.items()
+            ((key, inner),) = value.items()
             if isinstance(key, str) and key.startswith("graph_"):
                 return body_graph(inner, where)
         if "id" in value and ("nodes" in value or "metadata" in value):
@@ -98,8 +97,11 @@ def body_graph(value: Any, where: str = "body") -> Graph:
     missing_id = isinstance(value, Mapping) and "id" not in value and "nodes" in value
     raise ModelError(
         f"{where}: expected a body graph as {{'graph_<id>': Graph}}, "
-        + ("got a graph without 'id' (write \"id\": \"<id>\" in it)" if missing_id
-           else f"got {type(value).__name__}")
+        + (
+            'got a graph without \'id\' (write "id": "<id>" in it)'
+            if missing_id
+            else f"got {type(value).__name__}"
+        )
     )
 
 
@@ -130,9 +132,7 @@ def _split_output_ref(ref: Any, graph_id: str) -> tuple[str, str]:
     if isinstance(ref, str) and ref.count(".") == 1:
         node, port = ref.split(".")
         return node, port
-    raise ModelError(
-        f"graph '{graph_id}': formal output {ref!r} must be 'node_id.port_id'"
-    )
+    raise ModelError(f"graph '{graph_id}': formal output {ref!r} must be 'node_id.port_id'")
 
 
 def body_signature(graph: Graph) -> BodySignature:
@@ -151,8 +151,9 @@ def body_signature(graph: Graph) -> BodySignature:
         )
     for key in ("formal_inputs", "formal_outputs", "outer_scope_inputs"):
         if not isinstance(meta.get(key) or [], (list, tuple)):
-            raise ModelError(f"{where}: metadata '{key}' must be a list, "
-                             f"not {type(meta[key]).__name__}")
+            raise ModelError(
+                f"{where}: metadata '{key}' must be a list, not {type(meta[key]).__name__}"
+            )
     formal_inputs = tuple(str(x) for x in meta["formal_inputs"])
     outer = tuple(str(x) for x in meta.get("outer_scope_inputs") or ())
     outputs = tuple(_split_output_ref(r, graph.id) for r in meta["formal_outputs"])
@@ -160,9 +161,7 @@ def body_signature(graph: Graph) -> BodySignature:
         raise ModelError(f"{where}: formal_inputs repeat a name: {list(formal_inputs)}")
     clash = set(formal_inputs) & set(outer)
     if clash:
-        raise ModelError(
-            f"{where}: {sorted(clash)} listed both as formal and outer-scope inputs"
-        )
+        raise ModelError(f"{where}: {sorted(clash)} listed both as formal and outer-scope inputs")
     nodes = {n.id: n for n in graph.nodes}
     for node_id, port_id in outputs:
         node = nodes.get(node_id)
@@ -233,20 +232,26 @@ def output_reference(expression: Any) -> tuple[str, int] | None:
         tree = ast.parse(expression.strip(), mode="eval").body
     except SyntaxError:
         return None
-    if (isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name)
-            and isinstance(tree.slice, ast.Constant) and type(tree.slice.value) is int):
+    if (
+        isinstance(tree, ast.Subscript)
+        and isinstance(tree.value, ast.Name)
+        and isinstance(tree.slice, ast.Constant)
+        and type(tree.slice.value) is int
+    ):
         return tree.value.id, tree.slice.value
     return None
 
 
-def output_index(expression: Any, call_id: str) -> int | None:
+def output_index(expression: Any, call_id: str | None) -> int | None:
     """``i`` for an output-port value ``"<call_id>[i]"``, else None."""
     reference = output_reference(expression)
     return reference[1] if reference is not None and reference[0] == call_id else None
 
 
 def port_type(*dims: int | str, dtype: str = "float64") -> dict:
-    """Port metadata declaring an ONNX tensor type: ``InputPort(id="x", metadata=port_type("steps", 3))``.
+    """Port metadata declaring an ONNX tensor type.
+
+    ``InputPort(id="x", metadata=port_type("steps", 3))``.
 
     A str dimension is a free size. modeci-mdf's own ``shape`` field reads a
     missing shape as ``()``, so it cannot say "unknown"; the exporter and

@@ -21,8 +21,9 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Graph, InputPort
@@ -30,8 +31,15 @@ from modeci_mdf.mdf import Graph, InputPort
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
 
-__all__ = ["InputError", "DeclaredInput", "declared_input", "graph_input_types", "fit_input",
-           "default_input", "input_ports"]
+__all__ = [
+    "InputError",
+    "DeclaredInput",
+    "declared_input",
+    "graph_input_types",
+    "fit_input",
+    "default_input",
+    "input_ports",
+]
 
 
 class InputError(ModelError):
@@ -67,7 +75,9 @@ def declared_input(ports: Iterable[InputPort]) -> DeclaredInput:
     return DeclaredInput()
 
 
-def graph_input_types(graph: Graph, interface_inputs: Mapping[str, str]) -> dict[str, DeclaredInput]:
+def graph_input_types(
+    graph: Graph, interface_inputs: Mapping[str, str]
+) -> dict[str, DeclaredInput]:
     """Each input's declaration, by input name; undeclared loop controls get their ONNX type."""
     ports = input_ports(graph)
     controls = _loop_controls(graph)
@@ -75,8 +85,9 @@ def graph_input_types(graph: Graph, interface_inputs: Mapping[str, str]) -> dict
     for name, port_id in interface_inputs.items():
         declared = declared_input(ports.get(port_id, []))
         if declared.kind == "unknown" and port_id in controls:
-            declared = DeclaredInput("tensor", np.dtype(controls[port_id][0]), (),
-                                     rule=controls[port_id][1])
+            declared = DeclaredInput(
+                "tensor", np.dtype(controls[port_id][0]), (), rule=controls[port_id][1]
+            )
         types[name] = declared
     return types
 
@@ -90,9 +101,12 @@ def _loop_controls(graph: Graph) -> dict[str, tuple[str, str]]:
                 for arg, dtype in (("M", "int64"), ("cond", "bool")):
                     port = parameter.args.get(arg)
                     if isinstance(port, str):
-                        found[port.strip()] = (dtype, f"the trip count of loop node '{node.id}'"
-                                               if arg == "M" else
-                                               f"the condition of loop node '{node.id}'")
+                        found[port.strip()] = (
+                            dtype,
+                            f"the trip count of loop node '{node.id}'"
+                            if arg == "M"
+                            else f"the condition of loop node '{node.id}'",
+                        )
     return found
 
 
@@ -105,7 +119,8 @@ def _declared(port: InputPort) -> DeclaredInput:
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ModelError(
                 f"input port '{port.id}': metadata 'onnx_type' is not an ONNX type "
-                f"({type(exc).__name__}: {exc}); write it with mdf_loops.port_type(...)") from None
+                f"({type(exc).__name__}: {exc}); write it with mdf_loops.port_type(...)"
+            ) from None
     dtype = _dtype_or_none(port.type)
     dims = tuple(d if isinstance(d, int) else None for d in port.shape) if port.shape else None
     return DeclaredInput("tensor" if dtype is not None or dims else "unknown", dtype, dims)
@@ -128,8 +143,10 @@ def _from_onnx_type(onnx_type: Mapping) -> DeclaredInput:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(tensor["elemType"])))
     dims = None
     if "shape" in tensor:
-        dims = tuple(int(d["dimValue"]) if "dimValue" in d else None
-                     for d in tensor["shape"].get("dim") or [])
+        dims = tuple(
+            int(d["dimValue"]) if "dimValue" in d else None
+            for d in tensor["shape"].get("dim") or []
+        )
     return DeclaredInput("tensor", dtype, dims)
 
 
@@ -151,15 +168,19 @@ def fit_input(name: str, value: Any, declared: DeclaredInput) -> Any:
 
     if value is None:
         if declared.kind != "unknown" and not declared.optional:
-            raise InputError(f"input '{name}': None (an empty optional) for an input the model "
-                             "does not declare optional")
+            raise InputError(
+                f"input '{name}': None (an empty optional) for an input the model "
+                "does not declare optional"
+            )
         return None
     if isinstance(value, OnnxSequence):
         return value
     if declared.kind == "sequence":
         if not isinstance(value, (list, tuple)):
-            raise InputError(f"input '{name}': the model declares a sequence; give a list of "
-                             f"arrays, not {type(value).__name__}")
+            raise InputError(
+                f"input '{name}': the model declares a sequence; give a list of "
+                f"arrays, not {type(value).__name__}"
+            )
         return [_checked(name, _array(name, item), declared.dtype, None) for item in value]
     return _checked(name, _array(name, value), declared.dtype, declared.dims, declared.rule)
 
@@ -171,27 +192,41 @@ def _array(name: str, value: Any) -> np.ndarray:
         raise InputError(f"input '{name}': not a rectangular array of numbers ({exc})") from None
     if array.dtype.kind in "OUSMm":  # objects, text, dates (other kinds include bfloat16)
         shown = f"{value!r:.40}"
-        raise InputError(f"input '{name}': expected numbers or booleans (an array), got "
-                         f"{type(value).__name__} {shown}")
+        raise InputError(
+            f"input '{name}': expected numbers or booleans (an array), got "
+            f"{type(value).__name__} {shown}"
+        )
     return array
 
 
-def _checked(name: str, array: np.ndarray, dtype: np.dtype | None, dims: tuple | None,
-             rule: str = "declared") -> np.ndarray:
+def _checked(
+    name: str, array: np.ndarray, dtype: np.dtype | None, dims: tuple | None, rule: str = "declared"
+) -> np.ndarray:
     if dims is not None:
-        fits = array.ndim == len(dims) and all(d is None or d == s for d, s in zip(dims, array.shape))
+        fits = array.ndim == len(dims) and all(
+            d is None or d == s for d, s in zip(dims, array.shape)
+        )
         if not fits:
             shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
-            raise InputError(f"input '{name}': expected shape {shown} (as the model declares), "
-                             f"got {list(array.shape)}")
+            raise InputError(
+                f"input '{name}': expected shape {shown} (as the model declares), "
+                f"got {list(array.shape)}"
+            )
     if dtype is not None and array.dtype != dtype:
-        if rule != "declared" and array.dtype.kind == "f" and dtype.kind in "iu" \
-                and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+        if (
+            rule != "declared"
+            and array.dtype.kind == "f"
+            and dtype.kind in "iu"
+            and np.all(np.isfinite(array))
+            and np.all(array == np.round(array))
+        ):
             return array.astype(dtype)  # a whole number for a trip count (JSON reads 3 as 3.0)
         if not np.can_cast(array.dtype, dtype, casting="same_kind"):
             why = "the model declares" if rule == "declared" else f"it is {rule}, which is"
-            raise InputError(f"input '{name}': {array.dtype} values for an input {why} {dtype}; "
-                             f"give {dtype} values")
+            raise InputError(
+                f"input '{name}': {array.dtype} values for an input {why} {dtype}; "
+                f"give {dtype} values"
+            )
         array = array.astype(dtype)
     return array
 

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops.errors import MdfLoopsError, ModelError
 from mdf_loops.model.compat import keep_input_defaults, set_input_default
 
-__all__ = ["GraphInterface", "graph_interface", "load_model", "set_input_defaults", "stock_evaluate"]
+__all__ = [
+    "GraphInterface",
+    "graph_interface",
+    "load_model",
+    "set_input_defaults",
+    "stock_evaluate",
+]
 
 
 @dataclass(frozen=True)
@@ -39,16 +46,20 @@ def graph_interface(graph: Graph) -> GraphInterface:
     meta = graph.metadata or {}
     names = meta.get("onnx_names") or {}
     if not isinstance(names, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
-        raise ModelError(f"graph '{graph.id}': metadata 'onnx_names' must map ids to ONNX "
-                         f"names (strings), found {names!r:.80}")
+        isinstance(k, str) and isinstance(v, str) for k, v in names.items()
+    ):
+        raise ModelError(
+            f"graph '{graph.id}': metadata 'onnx_names' must map ids to ONNX "
+            f"names (strings), found {names!r:.80}"
+        )
     if "formal_inputs" in meta and "formal_outputs" in meta:
         inputs = {names.get(p, p): p for p in _strings(meta, "formal_inputs", graph.id)}
         outputs = {}
         for ref in _strings(meta, "formal_outputs", graph.id):
             if ref.count(".") != 1:
-                raise ModelError(f"graph '{graph.id}': formal output {ref!r} must be "
-                                 "'node_id.port_id'")
+                raise ModelError(
+                    f"graph '{graph.id}': formal output {ref!r} must be 'node_id.port_id'"
+                )
             node, port = ref.split(".")
             outputs[names.get(ref, ref)] = (node, port)
         return GraphInterface(inputs, outputs)
@@ -71,8 +82,9 @@ def graph_interface(graph: Graph) -> GraphInterface:
 def _strings(meta: dict, key: str, graph_id: str) -> list[str]:
     values = meta[key]
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise ModelError(f"graph '{graph_id}': metadata '{key}' must be a list of ids, "
-                         f"found {values!r:.60}")
+        raise ModelError(
+            f"graph '{graph_id}': metadata '{key}' must be a list of ids, found {values!r:.60}"
+        )
     return values
 
 
@@ -87,8 +99,9 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     if isinstance(model_or_path, Model):
         return model_or_path
     if not isinstance(model_or_path, (str, os.PathLike)):
-        raise ModelError("expected an MDF Model or a file path, got "
-                         f"{type(model_or_path).__name__}")
+        raise ModelError(
+            f"expected an MDF Model or a file path, got {type(model_or_path).__name__}"
+        )
     path = os.fspath(model_or_path)
     if path.endswith(".onnx"):
         return _load_onnx(path)
@@ -108,10 +121,15 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     except RecursionError:
         raise ModelError(f"{path}: nested too deeply to read") from None
     check_document(document, path)
-    if not (isinstance(document, dict) and len(document) == 1
-            and isinstance(next(iter(document.values())), dict)):
-        raise ModelError(f"{path}: an MDF file holds one model, {{model_id: {{...}}}}; "
-                         f"found {type(document).__name__}")
+    if not (
+        isinstance(document, dict)
+        and len(document) == 1
+        and isinstance(next(iter(document.values())), dict)
+    ):
+        raise ModelError(
+            f"{path}: an MDF file holds one model, {{model_id: {{...}}}}; "
+            f"found {type(document).__name__}"
+        )
     try:
         model = load_mdf(path)
     except Exception as exc:  # json/yaml/cattrs errors of many kinds
@@ -158,7 +176,7 @@ def _format_hint(path: str) -> str:
     return f"; its content looks like {found}: is it a {extension} file?"
 
 
-def stock_evaluate(graph: Graph, inputs: "Mapping[str, Any]") -> "dict[str, Any]":
+def stock_evaluate(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Evaluate ``graph`` with modeci-mdf's own ``EvaluableGraph``; outputs by name.
 
     The inputs go in through ``EvaluableGraph.evaluate(initializer=...)``, the
@@ -169,11 +187,13 @@ def stock_evaluate(graph: Graph, inputs: "Mapping[str, Any]") -> "dict[str, Any]
     interface = graph_interface(graph)
     engine = EvaluableGraph(graph)
     engine.evaluate(initializer={interface.inputs[name]: value for name, value in inputs.items()})
-    return {name: engine.enodes[node].evaluable_outputs[port].curr_value
-            for name, (node, port) in interface.outputs.items()}
+    return {
+        name: engine.enodes[node].evaluable_outputs[port].curr_value
+        for name, (node, port) in interface.outputs.items()
+    }
 
 
-def set_input_defaults(graph: Graph, values: "Mapping[str, Any]") -> None:
+def set_input_defaults(graph: Graph, values: Mapping[str, Any]) -> None:
     """Give inputs of ``graph`` default values, by input name (see :func:`graph_interface`).
 
     Each value is stored as MDF's ``default_value`` (nested lists) on every input
@@ -186,8 +206,9 @@ def set_input_defaults(graph: Graph, values: "Mapping[str, Any]") -> None:
     interface = graph_interface(graph)
     unknown = sorted(set(values) - set(interface.inputs))
     if unknown:
-        raise ModelError(f"graph '{graph.id}': no inputs {unknown}; it takes "
-                         f"{sorted(interface.inputs)}")
+        raise ModelError(
+            f"graph '{graph.id}': no inputs {unknown}; it takes {sorted(interface.inputs)}"
+        )
     received = {(e.receiver, e.receiver_port) for e in graph.edges}
     for name, value in values.items():
         port_id = interface.inputs[name]

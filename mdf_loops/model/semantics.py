@@ -60,10 +60,13 @@ def onnx_semantics_of(graph: Graph) -> OnnxSemantics | None:
         raise ModelError(
             f"graph '{graph.id}': metadata '{MARKER_KEY}' must be "
             f"{{'semantics': 'onnx', 'onnx_opset': <int>}}, not {marker!r}; "
-            "remove it to run the graph with stock modeci-mdf semantics")
+            "remove it to run the graph with stock modeci-mdf semantics"
+        )
     opset = marker.get("onnx_opset")
     try:
         return OnnxSemantics(None if opset in (None, "") else int(opset))
     except (TypeError, ValueError):
-        raise ModelError(f"graph '{graph.id}': metadata '{MARKER_KEY}' has onnx_opset "
-                         f"{opset!r}, which is not a number") from None
+        raise ModelError(
+            f"graph '{graph.id}': metadata '{MARKER_KEY}' has onnx_opset "
+            f"{opset!r}, which is not a number"
+        ) from None

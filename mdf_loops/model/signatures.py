@@ -133,20 +133,28 @@ class ScanSignature:
     num_node_outputs = num_body_outputs
 
     @classmethod
-    def from_counts(cls, num_body_inputs: int, num_body_outputs: int, num_scan_inputs: int,
-                    sequence_lens: bool = False, where: str = "Scan") -> ScanSignature:
+    def from_counts(
+        cls,
+        num_body_inputs: int,
+        num_body_outputs: int,
+        num_scan_inputs: int,
+        sequence_lens: bool = False,
+        where: str = "Scan",
+    ) -> ScanSignature:
         """The layout of a body with these formal input and output counts."""
         if not 1 <= num_scan_inputs <= num_body_inputs:
             raise ModelError(
                 f"{where}: num_scan_inputs is {num_scan_inputs}, but the body has "
                 f"{_count(num_body_inputs, 'formal input')}; expected between 1 and "
-                f"{num_body_inputs} (initial states, then at least one scan input)")
+                f"{num_body_inputs} (initial states, then at least one scan input)"
+            )
         states = num_body_inputs - num_scan_inputs
         if num_body_outputs < states:
             raise ModelError(
                 f"{where}: the body has {_count(num_body_outputs, 'formal output')}, but "
                 f"{_count(states, 'state')} need at least as many (the new states, then "
-                "scan-output elements)")
+                "scan-output elements)"
+            )
         return cls(states, num_scan_inputs, num_body_outputs - states, sequence_lens)
 
     @classmethod
@@ -159,8 +167,9 @@ class ScanSignature:
         if "num_scan_inputs" not in attrs:
             raise ModelError(f"{where}: Scan needs the attribute 'num_scan_inputs'")
         legacy = len(body.input) == len(node.input) - 1 if opset is None else opset < 9
-        signature = cls.from_counts(len(body.input), len(body.output), attrs["num_scan_inputs"].i,
-                                    legacy, where)
+        signature = cls.from_counts(
+            len(body.input), len(body.output), attrs["num_scan_inputs"].i, legacy, where
+        )
         signature.check_node(len(node.input), len(node.output), where)
         return signature
 
@@ -176,26 +185,37 @@ class ScanSignature:
         try:
             m = int(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            raise ModelError(f"{where}: onnx::Scan needs an integer parameter 'num_scan_inputs', "
-                             f"found {value!r}") from None
-        signature = cls.from_counts(len(body.formal_inputs), len(body.formal_outputs), m,
-                                    cls.SEQUENCE_LENS_ARGUMENT in args if opset is None else opset < 9,
-                                    where)
+            raise ModelError(
+                f"{where}: onnx::Scan needs an integer parameter 'num_scan_inputs', found {value!r}"
+            ) from None
+        signature = cls.from_counts(
+            len(body.formal_inputs),
+            len(body.formal_outputs),
+            m,
+            cls.SEQUENCE_LENS_ARGUMENT in args if opset is None else opset < 9,
+            where,
+        )
         values = _variadic(args.get(cls.VALUES_ARGUMENT))
         if values is not None and len(values) != signature.num_body_inputs:
             raise ModelError(
                 f"{where}: the body has {signature.num_body_inputs} formal inputs "
                 f"({_count(signature.num_states, 'state')} + {_count(m, 'scan input')}), "
                 f"but the node passes {len(values)} (initial_state_and_scan_inputs); "
-                "pass one value per formal input")
+                "pass one value per formal input"
+            )
         return signature
 
     def check_node(self, num_inputs: int, num_outputs: int, where: str) -> None:
         """A ModelError when a node's input or output count does not fit this layout."""
-        _check_node_counts(self, num_inputs, num_outputs, where,
-                           f"{'sequence_lens, ' if self.sequence_lens else ''}"
-                           f"{_count(self.num_states, 'state')}, "
-                           f"{_count(self.num_scan_inputs, 'scan input')}")
+        _check_node_counts(
+            self,
+            num_inputs,
+            num_outputs,
+            where,
+            f"{'sequence_lens, ' if self.sequence_lens else ''}"
+            f"{_count(self.num_states, 'state')}, "
+            f"{_count(self.num_scan_inputs, 'scan input')}",
+        )
 
 
 @dataclass(frozen=True)
@@ -254,19 +274,22 @@ class LoopSignature:
         return self.num_carried + self.num_scan_outputs
 
     @classmethod
-    def from_counts(cls, num_body_inputs: int, num_body_outputs: int,
-                    where: str = "Loop") -> LoopSignature:
+    def from_counts(
+        cls, num_body_inputs: int, num_body_outputs: int, where: str = "Loop"
+    ) -> LoopSignature:
         """The layout of a body with these formal input and output counts."""
         if num_body_inputs < 2:
             raise ModelError(
                 f"{where}: the body has {_count(num_body_inputs, 'formal input')}; a Loop body "
-                "takes at least 2 (iteration number, condition, then the loop-carried values)")
+                "takes at least 2 (iteration number, condition, then the loop-carried values)"
+            )
         carried = num_body_inputs - 2
         if num_body_outputs < 1 + carried:
             raise ModelError(
                 f"{where}: the body has {_count(num_body_outputs, 'formal output')}; it needs at "
                 f"least {1 + carried} (condition, {_count(carried, 'loop-carried value')}, then "
-                "scan-output elements)")
+                "scan-output elements)"
+            )
         return cls(carried, num_body_outputs - 1 - carried)
 
     @classmethod
@@ -290,13 +313,19 @@ class LoopSignature:
                 f"{where}: the body has {signature.num_body_inputs} formal inputs (iteration "
                 f"number, condition, {_count(signature.num_carried, 'loop-carried value')}), but "
                 f"the node passes {len(carried)} loop-carried values (v_initial); "
-                "pass one per carried formal input")
+                "pass one per carried formal input"
+            )
         return signature
 
     def check_node(self, num_inputs: int, num_outputs: int, where: str) -> None:
         """A ModelError when a node's input or output count does not fit this layout."""
-        _check_node_counts(self, num_inputs, num_outputs, where,
-                           f"trip count, condition, {_count(self.num_carried, 'loop-carried value')}")
+        _check_node_counts(
+            self,
+            num_inputs,
+            num_outputs,
+            where,
+            f"trip count, condition, {_count(self.num_carried, 'loop-carried value')}",
+        )
 
 
 @dataclass(frozen=True)
@@ -318,18 +347,26 @@ class IfSignature:
     num_node_outputs = num_body_outputs
 
     @classmethod
-    def from_counts(cls, then_inputs: int, then_outputs: int, else_inputs: int, else_outputs: int,
-                    where: str = "If") -> IfSignature:
+    def from_counts(
+        cls,
+        then_inputs: int,
+        then_outputs: int,
+        else_inputs: int,
+        else_outputs: int,
+        where: str = "If",
+    ) -> IfSignature:
         """The layout of branches with these formal input and output counts."""
         for branch, inputs in zip(cls.BRANCHES, (then_inputs, else_inputs)):
             if inputs:
                 raise ModelError(
                     f"{where}: {branch} has {_count(inputs, 'formal input')}; a branch takes "
-                    "none (it reads the enclosing graph through outer_scope_inputs)")
+                    "none (it reads the enclosing graph through outer_scope_inputs)"
+                )
         if then_outputs != else_outputs:
             raise ModelError(
                 f"{where}: else_branch returns {_count(else_outputs, 'value')} but then_branch "
-                f"returns {then_outputs}; both must return the If node's outputs")
+                f"returns {then_outputs}; both must return the If node's outputs"
+            )
         return cls(then_outputs)
 
     @classmethod
@@ -338,11 +375,14 @@ class IfSignature:
         where = _onnx_where(node)
         then = _graph_attribute(node, "then_branch", where)
         other = _graph_attribute(node, "else_branch", where)
-        signature = cls.from_counts(len(then.input), len(then.output), len(other.input),
-                                    len(other.output), where)
+        signature = cls.from_counts(
+            len(then.input), len(then.output), len(other.input), len(other.output), where
+        )
         if len(node.output) > signature.num_outputs:
-            raise ModelError(f"{where}: the node has {_count(len(node.output), 'output')}, the "
-                             f"branches return only {signature.num_outputs}")
+            raise ModelError(
+                f"{where}: the node has {_count(len(node.output), 'output')}, the "
+                f"branches return only {signature.num_outputs}"
+            )
         return signature
 
     @classmethod
@@ -350,14 +390,22 @@ class IfSignature:
         """The layout of an MDF ``onnx::If`` node (its two branch signatures)."""
         bodies = loop_bodies(node)
         then, other = (body_signature(bodies[b]) for b in cls.BRANCHES)
-        return cls.from_counts(len(then.formal_inputs), len(then.formal_outputs),
-                               len(other.formal_inputs), len(other.formal_outputs),
-                               f"node '{node.id}'")
+        return cls.from_counts(
+            len(then.formal_inputs),
+            len(then.formal_outputs),
+            len(other.formal_inputs),
+            len(other.formal_outputs),
+            f"node '{node.id}'",
+        )
 
 
 Signature = ScanSignature | LoopSignature | IfSignature
 
-_BY_OP: dict[str, type[Signature]] = {"Scan": ScanSignature, "Loop": LoopSignature, "If": IfSignature}
+_BY_OP: dict[str, type[Signature]] = {
+    "Scan": ScanSignature,
+    "Loop": LoopSignature,
+    "If": IfSignature,
+}
 
 
 def onnx_signature(node: onnx.NodeProto, opset: int | None = None) -> Signature:
@@ -373,19 +421,30 @@ def mdf_signature(node: Node, opset: int | None = None) -> Signature:
     call = function_parameter(node)
     op = CONTROL_FLOW_FUNCTIONS.get(call.function) if call is not None else None
     if op is None:
-        raise ModelError(f"node '{node.id}': not a loop node (its function is not "
-                         f"{' / '.join(CONTROL_FLOW_FUNCTIONS)})")
+        raise ModelError(
+            f"node '{node.id}': not a loop node (its function is not "
+            f"{' / '.join(CONTROL_FLOW_FUNCTIONS)})"
+        )
     return _BY_OP[op].from_mdf(node, opset)
 
 
-def _check_node_counts(signature: ScanSignature | LoopSignature, num_inputs: int,
-                       num_outputs: int, where: str, inputs: str) -> None:
+def _check_node_counts(
+    signature: ScanSignature | LoopSignature,
+    num_inputs: int,
+    num_outputs: int,
+    where: str,
+    inputs: str,
+) -> None:
     if num_inputs != signature.num_node_inputs:
-        raise ModelError(f"{where}: the node has {_count(num_inputs, 'input')}, the body needs "
-                         f"{signature.num_node_inputs} ({inputs})")
+        raise ModelError(
+            f"{where}: the node has {_count(num_inputs, 'input')}, the body needs "
+            f"{signature.num_node_inputs} ({inputs})"
+        )
     if num_outputs > signature.num_node_outputs:
-        raise ModelError(f"{where}: the node has {_count(num_outputs, 'output')}, the body "
-                         f"returns only {signature.num_node_outputs}")
+        raise ModelError(
+            f"{where}: the node has {_count(num_outputs, 'output')}, the body "
+            f"returns only {signature.num_node_outputs}"
+        )
 
 
 def _call_args(node: Node) -> dict:

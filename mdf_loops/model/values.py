@@ -50,9 +50,9 @@ class OnnxSequence(list):
 class _EmptyOptional:
     """The value of an optional that holds nothing."""
 
-    _instance: "_EmptyOptional | None" = None
+    _instance: _EmptyOptional | None = None
 
-    def __new__(cls) -> "_EmptyOptional":
+    def __new__(cls) -> _EmptyOptional:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -142,7 +142,7 @@ def encode_tensor(array: np.ndarray) -> dict:
     """A JSON/YAML-safe description of ``array`` that keeps dtype and shape."""
     array = np.asarray(array)
     if array.dtype.kind in "fc" or array.dtype in _EXTRA_DTYPES.values():
-        data = array.astype(np.float64).ravel().tolist()
+        data: list[Any] = array.astype(np.float64).ravel().tolist()
         # JSON has no NaN/Inf literals: spell them as strings.
         data = [v if np.isfinite(v) else str(v) for v in data]
     elif array.dtype.kind in "OUS":

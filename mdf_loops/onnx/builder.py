@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TypeProto, helper, numpy_helper, shape_inference
 
-__all__ = ["NameAllocator", "GraphBuilder", "Weak", "elem_dtype", "value_names", "subgraphs",
-           "all_nodes"]
+__all__ = [
+    "NameAllocator",
+    "GraphBuilder",
+    "Weak",
+    "elem_dtype",
+    "value_names",
+    "subgraphs",
+    "all_nodes",
+]
 
 
 @dataclass(frozen=True)
@@ -37,8 +45,9 @@ class NameAllocator:
     lowering and the onnxruntime rewrites all use it.
     """
 
-    def __init__(self, taken: Iterable[str] = (),
-                 normalize: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, taken: Iterable[str] = (), normalize: Callable[[str], str] | None = None
+    ) -> None:
         self._taken: set[str] = set(taken)
         self._normalize = normalize
 
@@ -58,7 +67,7 @@ class NameAllocator:
         return name
 
     @classmethod
-    def of_graph(cls, graph: onnx.GraphProto) -> "NameAllocator":
+    def of_graph(cls, graph: onnx.GraphProto) -> NameAllocator:
         """An allocator with every value name of ``graph`` (subgraphs included) taken."""
         return cls(value_names(graph))
 
@@ -113,15 +122,31 @@ class GraphBuilder:
     #: opsets of the other domains the graph may use (``{"ai.onnx.ml": 3}``)
     domain_opsets: dict[str, int] = field(default_factory=dict)
 
-    def op(self, op_type: str, inputs: list[str], n_outputs: int = 1, hint: str | None = None,
-           output_names: list[str] | None = None, doc_string: str | None = None,
-           domain: str = "", **attributes: Any) -> list[str]:
+    def op(
+        self,
+        op_type: str,
+        inputs: list[str],
+        n_outputs: int = 1,
+        hint: str | None = None,
+        output_names: list[str] | None = None,
+        doc_string: str | None = None,
+        domain: str = "",
+        **attributes: Any,
+    ) -> list[str]:
         """Append ``op_type(inputs)`` (of ``domain``); return its output names."""
         base = hint or op_type.lower()
-        outputs = output_names or [self.names.fresh(base if n_outputs == 1 else f"{base}_{k}")
-                                   for k in range(n_outputs)]
-        node = helper.make_node(op_type, inputs, outputs, name=self.names.fresh(f"{base}_node"),
-                                doc_string=doc_string, domain=domain or None, **attributes)
+        outputs = output_names or [
+            self.names.fresh(base if n_outputs == 1 else f"{base}_{k}") for k in range(n_outputs)
+        ]
+        node = helper.make_node(
+            op_type,
+            inputs,
+            outputs,
+            name=self.names.fresh(f"{base}_node"),
+            doc_string=doc_string,
+            domain=domain or None,
+            **attributes,
+        )
         self.nodes.append(node)
         self._infer(node)
         return outputs
@@ -150,7 +175,7 @@ class GraphBuilder:
         self.constants[name] = tensor
         return name
 
-    def strong(self, operand: "str | Weak", like: str | None = None) -> str:
+    def strong(self, operand: str | Weak, like: str | None = None) -> str:
         """An ONNX value for ``operand``; a weak value takes the element type of ``like``."""
         if isinstance(operand, str):
             return operand
@@ -174,7 +199,10 @@ class GraphBuilder:
                 return
             data = {n: self.constants[n] for n in node.input if n in self.constants}
             inferred = shape_inference.infer_node_outputs(
-                schema, node, input_types, data,
+                schema,
+                node,
+                input_types,
+                data,
                 opset_imports=[helper.make_opsetid("", self.opset)]
                 + [helper.make_opsetid(d, v) for d, v in self.domain_opsets.items()],
             )

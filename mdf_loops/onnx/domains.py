@@ -10,15 +10,25 @@ A model's opsets of other domains than the default one are kept in its graph's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import onnx
 
 from mdf_loops.errors import ModelError
 
-__all__ = ["OperatorDomain", "DOMAINS", "DEFAULT", "ML", "domain_of_node", "domain_of_function",
-           "other_opsets", "OTHER_OPSETS_KEY", "DEFAULT_OPSET"]
+__all__ = [
+    "OperatorDomain",
+    "DOMAINS",
+    "DEFAULT",
+    "ML",
+    "domain_of_node",
+    "domain_of_function",
+    "other_opsets",
+    "OTHER_OPSETS_KEY",
+    "DEFAULT_OPSET",
+]
 
 #: default-domain opset of the ONNX models mdf-loops writes when none is asked for
 #: (export of an MDF model that names none, authored models, benchmark workloads)
@@ -49,8 +59,10 @@ class OperatorDomain:
         try:
             return onnx.defs.get_schema(op_type, version, self.name)
         except onnx.defs.SchemaError:
-            raise ModelError(f"{self.function(op_type)} does not exist in opset {version} of "
-                             f"domain '{self.label}'") from None
+            raise ModelError(
+                f"{self.function(op_type)} does not exist in opset {version} of "
+                f"domain '{self.label}'"
+            ) from None
 
     @property
     def label(self) -> str:
@@ -77,7 +89,8 @@ def domain_of_node(node: onnx.NodeProto, where: str) -> OperatorDomain:
     if domain is None:
         raise ModelError(
             f"{where}: operator '{node.op_type}' of domain '{node.domain}' is not supported; "
-            f"mdf-loops imports operators of the domains {supported()}")
+            f"mdf-loops imports operators of the domains {supported()}"
+        )
     return domain
 
 
@@ -96,5 +109,6 @@ def other_opsets(metadata: Mapping[str, Any] | None) -> dict[str, int]:
     try:
         return {str(domain): int(version) for domain, version in dict(recorded).items()}
     except (TypeError, ValueError):
-        raise ModelError(f"metadata '{OTHER_OPSETS_KEY}' must map domains to opset numbers, "
-                         f"not {recorded!r}") from None
+        raise ModelError(
+            f"metadata '{OTHER_OPSETS_KEY}' must map domains to opset numbers, not {recorded!r}"
+        ) from None

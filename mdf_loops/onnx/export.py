@@ -25,8 +25,9 @@ This module is the entry point; the work is split by job:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import onnx
 from modeci_mdf.mdf import Model
@@ -37,10 +38,14 @@ from mdf_loops.model.interface import load_model
 from mdf_loops.onnx.domains import DEFAULT, DEFAULT_OPSET, other_opsets
 from mdf_loops.onnx.export_graph import Exporter, UntypedInputError
 
-__all__ = ["mdf_to_onnx", "save_onnx", "export_model", "ExportResult", "DEFAULT_OPSET",
-           "UntypedInputError"]
-
-
+__all__ = [
+    "mdf_to_onnx",
+    "save_onnx",
+    "export_model",
+    "ExportResult",
+    "DEFAULT_OPSET",
+    "UntypedInputError",
+]
 
 
 @dataclass(frozen=True)
@@ -103,8 +108,10 @@ def export_model(
     result.ir_version = helper.find_min_ir_version_for(opsets)
     for output in result.graph.output:
         if output.type.HasField("tensor_type") and not output.type.tensor_type.HasField("shape"):
-            raise ModelError(f"graph '{target.id}' output '{output.name}': its rank cannot be "
-                             "inferred; give the inputs shapes (example_inputs)")
+            raise ModelError(
+                f"graph '{target.id}' output '{output.name}': its rank cannot be "
+                "inferred; give the inputs shapes (example_inputs)"
+            )
     _check(result, target.id)
     return ExportResult(result, dict(exporter.labels))
 

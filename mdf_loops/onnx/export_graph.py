@@ -19,6 +19,7 @@ from onnx import TypeProto, helper, numpy_helper
 
 from mdf_loops.backends.scheduler.onnx_functions import attribute_value
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import (
     BODY_ATTRIBUTES,
     body_signature,
@@ -47,10 +48,8 @@ from mdf_loops.onnx.types import (
     declared_type,
     required_elem_type,
 )
-from mdf_loops.model.compat import input_default
 
 __all__ = ["Exporter", "UntypedInputError"]
-
 
 
 class UntypedInputError(ModelError):
@@ -62,7 +61,9 @@ class UntypedInputError(ModelError):
         super().__init__(
             f"graph '{graph_id}' input '{name}': its type and rank are unknown; {how}, or "
             f"declare them on the input port: metadata=mdf_loops.port_type(...) "
-            f"(e.g. port_type('steps', 3, dtype='float64'); docs/representation.md)")
+            f"(e.g. port_type('steps', 3, dtype='float64'); docs/representation.md)"
+        )
+
 
 class Exporter:
     """Exports MDF graphs (a model's graph, or loop bodies) into ONNX graphs, sharing one
@@ -95,11 +96,17 @@ class Exporter:
             port = ports.get(port_id)
             default = None
             if port is not None and input_default(port) is not None:
-                default = translate(input_default(port), {}, builder,
-                                    f"graph '{graph.id}' input '{name}' default_value")
+                default = translate(
+                    input_default(port),
+                    {},
+                    builder,
+                    f"graph '{graph.id}' input '{name}' default_value",
+                )
                 if not isinstance(default, Weak):
-                    raise ModelError(f"graph '{graph.id}' input '{name}': default_value must be "
-                                     "a constant to export")
+                    raise ModelError(
+                        f"graph '{graph.id}' input '{name}': default_value must be "
+                        "a constant to export"
+                    )
             example = examples.get(name, None if default is None else default.array())
             type_proto = declared_type(port, example)
             if type_proto.HasField("tensor_type") and not type_proto.tensor_type.HasField("shape"):
@@ -128,9 +135,14 @@ class Exporter:
         result = helper.make_graph(builder.nodes, graph.id, inputs, outputs, initializer=defaults)
         return complete_output_shapes(result, self.opset, self.domain_opsets)
 
-    def body_graph(self, graph: Graph, input_types: list[TypeProto],
-                   outer: Mapping[str, str | Weak], outer_types: Mapping[str, TypeProto],
-                   owner: str) -> onnx.GraphProto:
+    def body_graph(
+        self,
+        graph: Graph,
+        input_types: list[TypeProto],
+        outer: Mapping[str, str | Weak],
+        outer_types: Mapping[str, TypeProto],
+        owner: str,
+    ) -> onnx.GraphProto:
         signature = body_signature(graph)
         if len(signature.formal_inputs) != len(input_types):
             raise ModelError(
@@ -147,8 +159,10 @@ class Exporter:
             inputs.append(helper.make_value_info(name, type_proto))
         for port_id in signature.outer_scope_inputs:
             if port_id not in outer:
-                raise ModelError(f"{owner}: body '{graph.id}' reads '{port_id}' from the enclosing "
-                                 "scope, which the loop node does not carry")
+                raise ModelError(
+                    f"{owner}: body '{graph.id}' reads '{port_id}' from the enclosing "
+                    "scope, which the loop node does not carry"
+                )
             value = bindings[port_id] = outer[port_id]  # a name, or a weak constant
             if isinstance(value, str) and value in outer_types:
                 builder.types[value] = outer_types[value]
@@ -163,8 +177,9 @@ class Exporter:
             outputs.append(self._value_info(builder, name, graph.id))
         return helper.make_graph(builder.nodes, graph.id, inputs, outputs)
 
-    def _value_info(self, builder: GraphBuilder, name: str, graph_id: str,
-                    port=None) -> onnx.ValueInfoProto:
+    def _value_info(
+        self, builder: GraphBuilder, name: str, graph_id: str, port=None
+    ) -> onnx.ValueInfoProto:
         declared = (port.metadata or {}).get("onnx_type") if port is not None else None
         if declared:
             return helper.make_value_info(name, json_format.ParseDict(declared, TypeProto()))
@@ -177,12 +192,16 @@ class Exporter:
         value = values[ref]
         return builder.strong(value) if isinstance(value, Weak) else value
 
-    def _nodes(self, graph: Graph, builder: GraphBuilder, bindings: Mapping[str, str | Weak]) -> dict:
+    def _nodes(
+        self, graph: Graph, builder: GraphBuilder, bindings: Mapping[str, str | Weak]
+    ) -> dict:
         """Export every node; return {(node id, port id): value} of all output ports."""
         conditions = graph.conditions
         if conditions is not None and (conditions.node_specific or conditions.termination):
-            raise ModelError(f"graph '{graph.id}': scheduling conditions (node_specific / "
-                             "termination) have no ONNX equivalent; they run on the scheduler only")
+            raise ModelError(
+                f"graph '{graph.id}': scheduling conditions (node_specific / "
+                "termination) have no ONNX equivalent; they run on the scheduler only"
+            )
         incoming: dict[tuple[str, str], list] = {}
         for edge in graph.edges:
             incoming.setdefault((edge.receiver, edge.receiver_port), []).append(edge)
@@ -190,7 +209,9 @@ class Exporter:
         for node in topological(graph):
             ports = {}
             for port in node.input_ports:
-                ports[port.id] = self._port_value(graph, node, port, incoming, values, bindings, builder)
+                ports[port.id] = self._port_value(
+                    graph, node, port, incoming, values, bindings, builder
+                )
             for port_id, value in self._node(node, ports, builder).items():
                 values[(node.id, port_id)] = value
         return values
@@ -206,8 +227,12 @@ class Exporter:
             weight = (edge.parameters or {}).get("weight", 1)
             if isinstance(weight, (int, float)) and weight == 1:
                 return value
-            return translate(f"__value * {weight}" if not isinstance(weight, str) else f"__value * ({weight})",
-                             {"__value": value}, builder, f"{where} edge '{edge.id}' weight")
+            return translate(
+                f"__value * {weight}" if not isinstance(weight, str) else f"__value * ({weight})",
+                {"__value": value},
+                builder,
+                f"{where} edge '{edge.id}' weight",
+            )
         if port.id in bindings:
             return bindings[port.id]
         if input_default(port) is not None:
@@ -232,13 +257,16 @@ class Exporter:
                 progressed = True
             if not progressed:
                 missing = {item.id: sorted(dependencies(item, node) - set(env)) for item in pending}
-                raise ModelError(f"node '{node.id}': cannot order parameters/functions; missing {missing}")
+                raise ModelError(
+                    f"node '{node.id}': cannot order parameters/functions; missing {missing}"
+                )
         outputs = {}
         for port in node.output_ports:
             if port.value is None:
                 raise ModelError(f"node '{node.id}' output port '{port.id}' has no value")
-            outputs[port.id] = self._expression(port.value, env, builder,
-                                                f"node '{node.id}' output port '{port.id}'")
+            outputs[port.id] = self._expression(
+                port.value, env, builder, f"node '{node.id}' output port '{port.id}'"
+            )
         return outputs
 
     def _item(self, node: Node, item, env: dict, builder: GraphBuilder) -> Any:
@@ -257,14 +285,18 @@ class Exporter:
             return builder.constant(decode_tensor(value))
         if isinstance(value, dict):
             raise ModelError(f"{where}: a dict value does not export")
-        if isinstance(value, list) and any(isinstance(v, str) for v in np.asarray(value, dtype=object).ravel()):
+        if isinstance(value, list) and any(
+            isinstance(v, str) for v in np.asarray(value, dtype=object).ravel()
+        ):
             return translate("[" + ", ".join(map(str, value)) + "]", env, builder, where)
         reference = output_reference(value)
         if reference is not None and isinstance(env.get(reference[0]), Outputs):
             target, index = reference
             outputs = env[target]
             if index >= len(outputs.names):
-                raise ModelError(f"{where}: {target} has {len(outputs.names)} outputs, not {index + 1}")
+                raise ModelError(
+                    f"{where}: {target} has {len(outputs.names)} outputs, not {index + 1}"
+                )
             return outputs.names[index]
         if isinstance(value, str) and isinstance(env.get(value.strip()), Outputs):
             return env[value.strip()].names[0]
@@ -272,26 +304,36 @@ class Exporter:
 
     def _standard_call(self, node, item_id, function, args, env, builder) -> Any:
         if function not in mdf_functions:
-            raise ModelError(f"node '{node.id}' parameter '{item_id}': unknown function '{function}'")
+            raise ModelError(
+                f"node '{node.id}' parameter '{item_id}': unknown function '{function}'"
+            )
         spec = mdf_functions[function]
         local = dict(env)
         for name, arg in args.items():
-            local[name] = self._expression(arg, env, builder, f"node '{node.id}' parameter '{item_id}' arg '{name}'")
+            local[name] = self._expression(
+                arg, env, builder, f"node '{node.id}' parameter '{item_id}' arg '{name}'"
+            )
         missing = [a for a in spec["arguments"] if a not in local]
         if missing:
             raise ModelError(f"node '{node.id}' parameter '{item_id}': {function} needs {missing}")
-        return translate(spec["expression_string"], local, builder,
-                         f"node '{node.id}' parameter '{item_id}' ({function})")
+        return translate(
+            spec["expression_string"],
+            local,
+            builder,
+            f"node '{node.id}' parameter '{item_id}' ({function})",
+        )
 
-    def _onnx_call(self, node, item_id, op_type, args, env, builder,
-                   domain: OperatorDomain = DEFAULT) -> Any:
+    def _onnx_call(
+        self, node, item_id, op_type, args, env, builder, domain: OperatorDomain = DEFAULT
+    ) -> Any:
         where = f"node '{node.id}' function '{item_id}' ({domain.function(op_type)})"
         version = self.version_of(domain)
         try:
             schema = onnx.defs.get_schema(op_type, version, domain.name)
         except onnx.defs.SchemaError:
-            raise ModelError(f"{where}: no such operator in opset {version} of domain "
-                             f"'{domain.label}'") from None
+            raise ModelError(
+                f"{where}: no such operator in opset {version} of domain '{domain.label}'"
+            ) from None
         self.domains_used.add(domain)
         inputs: list[str] = []
         constraint_of: list[str] = []
@@ -314,8 +356,10 @@ class Exporter:
                 inputs.append(self._expression(expr, env, builder, where))
                 constraint_of.append(formal.type_str)
         inputs = self._strong_inputs(builder, inputs, constraint_of)
-        inputs = [conformed(builder, value, required_elem_type(schema, constraint))
-                  for value, constraint in zip(inputs, constraint_of)]
+        inputs = [
+            conformed(builder, value, required_elem_type(schema, constraint))
+            for value, constraint in zip(inputs, constraint_of)
+        ]
         while len(inputs) > schema.min_input and inputs[-1] == "":  # Loop keeps its cond
             inputs.pop()
 
@@ -330,15 +374,23 @@ class Exporter:
             if isinstance(value, str):
                 weak = translate(value, env, builder, f"node '{node.id}' attribute '{name}'")
                 if not isinstance(weak, Weak):
-                    raise ModelError(f"node '{node.id}': attribute '{name}' must be known at export time")
+                    raise ModelError(
+                        f"node '{node.id}': attribute '{name}' must be known at export time"
+                    )
                 value = weak.value
             attributes[name] = attribute_value(schema.attributes[name].type, value, op_type, name)
 
         if op_type in BODY_ATTRIBUTES and domain is DEFAULT:
             return export_control_flow(self, node, op_type, inputs, attributes, env, builder, where)
         n_outputs = outputs_used(node, item_id, schema)
-        names = builder.op(op_type, inputs, hint=node.id, domain=domain.name, **attributes,
-                           output_names=self._output_names(node, item_id, n_outputs))
+        names = builder.op(
+            op_type,
+            inputs,
+            hint=node.id,
+            domain=domain.name,
+            **attributes,
+            output_names=self._output_names(node, item_id, n_outputs),
+        )
         return names[0] if schema.max_output == 1 else Outputs(tuple(names))
 
     def _output_names(self, node: Node, function_id: str, n_outputs: int) -> list[str]:
@@ -357,8 +409,14 @@ class Exporter:
         result = []
         for value, constraint in zip(inputs, constraints):
             if isinstance(value, Weak):
-                like = next((v for v, c in zip(inputs, constraints)
-                             if isinstance(v, str) and v and c == constraint), None)
+                like = next(
+                    (
+                        v
+                        for v, c in zip(inputs, constraints)
+                        if isinstance(v, str) and v and c == constraint
+                    ),
+                    None,
+                )
                 value = builder.strong(value, like)
             result.append(value)
         return result

@@ -42,8 +42,9 @@ def topological(graph: Graph) -> list[Node]:
     while len(order) < len(nodes):
         ready = [i for i in nodes if i not in done and deps[i] <= done]
         if not ready:
-            raise ModelError(f"graph '{graph.id}': edges form a cycle among "
-                             f"{sorted(set(nodes) - done)}")
+            raise ModelError(
+                f"graph '{graph.id}': edges form a cycle among {sorted(set(nodes) - done)}"
+            )
         for i in ready:
             order.append(nodes[i])
             done.add(i)
@@ -53,21 +54,28 @@ def topological(graph: Graph) -> list[Node]:
 def refuse_state(node: Node, item) -> None:
     """A ModelError for a parameter that keeps state between evaluations of the graph."""
     where = f"node '{node.id}' parameter '{item.id}'"
-    if getattr(item, "time_derivative", None) or getattr(item, "default_initial_value", None) is not None:
-        raise ModelError(f"{where}: a stateful parameter (time_derivative / default_initial_value) "
-                         "keeps state between evaluations, which ONNX cannot express; use a loop node")
+    if (
+        getattr(item, "time_derivative", None)
+        or getattr(item, "default_initial_value", None) is not None
+    ):
+        raise ModelError(
+            f"{where}: a stateful parameter (time_derivative / default_initial_value) "
+            "keeps state between evaluations, which ONNX cannot express; use a loop node"
+        )
     if getattr(item, "conditions", None):
         raise ModelError(f"{where}: parameter conditions do not export")
     value = getattr(item, "value", None)
     if isinstance(value, str) and item.id in names_in(value):
-        raise ModelError(f"{where}: value {value!r} refers to itself (stateful); it does not export")
+        raise ModelError(
+            f"{where}: value {value!r} refers to itself (stateful); it does not export"
+        )
 
 
 def function_of(item) -> tuple[str | None, dict]:
     """(function name, args) of a Parameter or Function, whichever form it uses."""
     function = getattr(item, "function", None)
     if isinstance(function, dict):
-        (name, args), = function.items()
+        ((name, args),) = function.items()
         return name, args or {}
     return function, getattr(item, "args", None) or {}
 

@@ -37,7 +37,9 @@ __all__ = ["export_control_flow"]
 _LOOSENING_ROUNDS = 3
 
 
-def export_control_flow(exporter, node, op_type, inputs, attributes, env, builder, where) -> Outputs:
+def export_control_flow(
+    exporter, node, op_type, inputs, attributes, env, builder, where
+) -> Outputs:
     """Export an ``onnx::Scan``/``Loop``/``If`` call with its bodies; ``exporter`` is the
     :class:`~mdf_loops.onnx.export_graph.Exporter` exporting the enclosing graph."""
     bodies = {}
@@ -54,7 +56,8 @@ def export_control_flow(exporter, node, op_type, inputs, attributes, env, builde
         body_inputs = [tensor_type(np.int64, ())] * signature.num_body_inputs
         body_inputs[signature.BODY_CONDITION] = tensor_type(np.bool_, ())
         body_inputs[signature.body_carried] = [
-            known_type(t, where) for t in types[signature.node_carried]]
+            known_type(t, where) for t in types[signature.node_carried]
+        ]
     else:
         body_inputs = []
     for attr, body in bodies.items():
@@ -63,21 +66,42 @@ def export_control_flow(exporter, node, op_type, inputs, attributes, env, builde
             if port_id in env:
                 outer[port_id] = env[port_id]  # a constant stays weak inside the body
         if isinstance(signature, LoopSignature):
-            exported = _loop_body(exporter, body, signature, body_inputs, outer, builder,
-                                       f"{where} {attr}")
-            check_state_types(exported, body, signature.body_carried,
-                              signature.body_carried_outputs, f"{where} {attr}")
+            exported = _loop_body(
+                exporter, body, signature, body_inputs, outer, builder, f"{where} {attr}"
+            )
+            check_state_types(
+                exported,
+                body,
+                signature.body_carried,
+                signature.body_carried_outputs,
+                f"{where} {attr}",
+            )
         else:
-            exported = exporter.body_graph(body, body_inputs, outer, builder.types, f"{where} {attr}")
+            exported = exporter.body_graph(
+                body, body_inputs, outer, builder.types, f"{where} {attr}"
+            )
         if isinstance(signature, ScanSignature):
-            check_state_types(exported, body, signature.body_states,
-                              signature.body_state_outputs, f"{where} {attr}")
+            check_state_types(
+                exported,
+                body,
+                signature.body_states,
+                signature.body_state_outputs,
+                f"{where} {attr}",
+            )
         attributes[attr] = exported
     body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
-    names = builder.op(op_type, inputs, hint=node.id, doc_string=f"MDF node {node.id}",
-                       **attributes, output_names=exporter._output_names(node, next(
-                           p.id for p in node.parameters if p.function == f"onnx::{op_type}"),
-                           signature.num_node_outputs))
+    names = builder.op(
+        op_type,
+        inputs,
+        hint=node.id,
+        doc_string=f"MDF node {node.id}",
+        **attributes,
+        output_names=exporter._output_names(
+            node,
+            next(p.id for p in node.parameters if p.function == f"onnx::{op_type}"),
+            signature.num_node_outputs,
+        ),
+    )
     exporter.labels[builder.nodes[-1].name] = node.id
     # ONNX's inference cannot see the bodies' outer-scope values and drops the shapes of
     # loop-carried values: complete what it left unknown from the exported bodies
@@ -87,9 +111,16 @@ def export_control_flow(exporter, node, op_type, inputs, attributes, env, builde
             builder.types[name] = t
     return Outputs(tuple(names))
 
-def _loop_body(exporter, body: Graph, signature: LoopSignature, body_inputs: list[TypeProto],
-               outer: Mapping[str, str | Weak], builder: GraphBuilder,
-               owner: str) -> onnx.GraphProto:
+
+def _loop_body(
+    exporter,
+    body: Graph,
+    signature: LoopSignature,
+    body_inputs: list[TypeProto],
+    outer: Mapping[str, str | Weak],
+    builder: GraphBuilder,
+    owner: str,
+) -> onnx.GraphProto:
     """A Loop body whose carried input types admit every iteration's values.
 
     A loop-carried value may change shape from one iteration to the next (a
@@ -110,6 +141,7 @@ def _loop_body(exporter, body: Graph, signature: LoopSignature, body_inputs: lis
     given[carried] = [without_shape(t, owner) for t in given[carried]]
     return exporter.body_graph(body, given, outer, builder.types, owner)
 
+
 def _scan_body_types(signature: ScanSignature, types, attributes, where) -> list[TypeProto]:
     m, legacy = signature.num_scan_inputs, signature.sequence_lens
     values = types[signature.node_values]
@@ -118,8 +150,10 @@ def _scan_body_types(signature: ScanSignature, types, attributes, where) -> list
     result = []
     for k, t in enumerate(values):
         if t is None:
-            raise ModelError(f"{where}: the type of input {k} is unknown; declare the input "
-                             "port's type or pass example_inputs")
+            raise ModelError(
+                f"{where}: the type of input {k} is unknown; declare the input "
+                "port's type or pass example_inputs"
+            )
         if legacy:
             t = drop_axis(t, 0)
         result.append(t if k < n else drop_axis(t, axes[k - n] if not legacy else 0))

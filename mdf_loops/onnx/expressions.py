@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -31,46 +32,139 @@ class ExpressionError(ModelError):
 
 _BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Pow: "Pow", ast.MatMult: "MatMul"}
 _PY_BINARY: dict[type, Callable] = {
-    ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
-    ast.Pow: np.power, ast.MatMult: np.matmul, ast.Mod: np.mod, ast.FloorDiv: np.floor_divide,
-    ast.BitAnd: np.bitwise_and, ast.BitOr: np.bitwise_or, ast.BitXor: np.bitwise_xor,
+    ast.Add: np.add,
+    ast.Sub: np.subtract,
+    ast.Mult: np.multiply,
+    ast.Div: np.true_divide,
+    ast.Pow: np.power,
+    ast.MatMult: np.matmul,
+    ast.Mod: np.mod,
+    ast.FloorDiv: np.floor_divide,
+    ast.BitAnd: np.bitwise_and,
+    ast.BitOr: np.bitwise_or,
+    ast.BitXor: np.bitwise_xor,
 }
 #: ``&``, ``|``, ``^``: logical on booleans, bitwise on integers (numpy's meaning)
-_BITWISE = {ast.BitAnd: ("And", "BitwiseAnd"), ast.BitOr: ("Or", "BitwiseOr"),
-            ast.BitXor: ("Xor", "BitwiseXor")}
-_COMPARE = {ast.Lt: "Less", ast.LtE: "LessOrEqual", ast.Gt: "Greater", ast.GtE: "GreaterOrEqual",
-            ast.Eq: "Equal"}
-_PY_COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
-               ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}
+_BITWISE = {
+    ast.BitAnd: ("And", "BitwiseAnd"),
+    ast.BitOr: ("Or", "BitwiseOr"),
+    ast.BitXor: ("Xor", "BitwiseXor"),
+}
+_COMPARE = {
+    ast.Lt: "Less",
+    ast.LtE: "LessOrEqual",
+    ast.Gt: "Greater",
+    ast.GtE: "GreaterOrEqual",
+    ast.Eq: "Equal",
+}
+_PY_COMPARE = {
+    ast.Lt: np.less,
+    ast.LtE: np.less_equal,
+    ast.Gt: np.greater,
+    ast.GtE: np.greater_equal,
+    ast.Eq: np.equal,
+    ast.NotEq: np.not_equal,
+}
 
 #: numpy/math function name -> ONNX operator, for element-wise functions of one argument
 _UNARY_FUNCTIONS = {
-    "tanh": "Tanh", "exp": "Exp", "log": "Log", "sin": "Sin", "cos": "Cos", "tan": "Tan",
-    "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan", "asin": "Asin", "acos": "Acos",
-    "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh", "sqrt": "Sqrt", "abs": "Abs",
-    "fabs": "Abs", "absolute": "Abs", "negative": "Neg", "floor": "Floor", "ceil": "Ceil",
-    "sign": "Sign", "logical_not": "Not", "round": "Round", "rint": "Round",
-    "reciprocal": "Reciprocal", "erf": "Erf", "isnan": "IsNaN",
+    "tanh": "Tanh",
+    "exp": "Exp",
+    "log": "Log",
+    "sin": "Sin",
+    "cos": "Cos",
+    "tan": "Tan",
+    "arcsin": "Asin",
+    "arccos": "Acos",
+    "arctan": "Atan",
+    "asin": "Asin",
+    "acos": "Acos",
+    "atan": "Atan",
+    "sinh": "Sinh",
+    "cosh": "Cosh",
+    "sqrt": "Sqrt",
+    "abs": "Abs",
+    "fabs": "Abs",
+    "absolute": "Abs",
+    "negative": "Neg",
+    "floor": "Floor",
+    "ceil": "Ceil",
+    "sign": "Sign",
+    "logical_not": "Not",
+    "round": "Round",
+    "rint": "Round",
+    "reciprocal": "Reciprocal",
+    "erf": "Erf",
+    "isnan": "IsNaN",
 }
 #: ONNX operators of one argument that take floating-point tensors only: numpy turns
 #: integers and booleans into float64 first
-_FLOAT_ONLY = {"Tanh", "Exp", "Log", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
-               "Sqrt", "Floor", "Ceil", "Round", "Erf", "IsNaN"}
+_FLOAT_ONLY = {
+    "Tanh",
+    "Exp",
+    "Log",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Sqrt",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Erf",
+    "IsNaN",
+}
 #: numpy function name -> ONNX operator, for element-wise functions of two arguments
 _BINARY_FUNCTIONS = {
-    "maximum": "Max", "minimum": "Min", "power": "Pow", "add": "Add", "subtract": "Sub",
-    "multiply": "Mul", "dot": "MatMul", "matmul": "MatMul", "greater": "Greater", "less": "Less",
-    "equal": "Equal", "greater_equal": "GreaterOrEqual", "less_equal": "LessOrEqual",
-    "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor",
+    "maximum": "Max",
+    "minimum": "Min",
+    "power": "Pow",
+    "add": "Add",
+    "subtract": "Sub",
+    "multiply": "Mul",
+    "dot": "MatMul",
+    "matmul": "MatMul",
+    "greater": "Greater",
+    "less": "Less",
+    "equal": "Equal",
+    "greater_equal": "GreaterOrEqual",
+    "less_equal": "LessOrEqual",
+    "logical_and": "And",
+    "logical_or": "Or",
+    "logical_xor": "Xor",
 }
 #: numpy function name -> the Python operator it computes (so both share one translation)
-_OPERATOR_FUNCTIONS = {"divide": ast.Div, "true_divide": ast.Div, "floor_divide": ast.FloorDiv,
-                       "mod": ast.Mod, "remainder": ast.Mod}
-_REDUCTIONS = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin",
-               "amax": "ReduceMax", "amin": "ReduceMin", "prod": "ReduceProd"}
+_OPERATOR_FUNCTIONS = {
+    "divide": ast.Div,
+    "true_divide": ast.Div,
+    "floor_divide": ast.FloorDiv,
+    "mod": ast.Mod,
+    "remainder": ast.Mod,
+}
+_REDUCTIONS = {
+    "sum": "ReduceSum",
+    "mean": "ReduceMean",
+    "max": "ReduceMax",
+    "min": "ReduceMin",
+    "amax": "ReduceMax",
+    "amin": "ReduceMin",
+    "prod": "ReduceProd",
+}
 #: Python builtins a bare name calls (``sum(x)`` is Python's sum over the first axis)
-_PY_BUILTINS: dict[str, Callable] = {"abs": abs, "round": round, "sum": sum, "max": max,
-                                     "min": min, "float": float, "int": int, "bool": bool}
+_PY_BUILTINS: dict[str, Callable] = {
+    "abs": abs,
+    "round": round,
+    "sum": sum,
+    "max": max,
+    "min": min,
+    "float": float,
+    "int": int,
+    "bool": bool,
+}
 #: float64 forms, from operators onnxruntime has float64 kernels for, of the element-wise
 #: functions it has only float32 kernels for; each is a list of (name, expression) steps over
 #: ``x`` ending in ``y`` (atan: the Cephes library's rational approximation, to 1 ulp)
@@ -81,22 +175,36 @@ _FLOAT64_FORMS = {
     "Asin": [("y", "numpy.arctan(x / numpy.sqrt((1 - x) * (1 + x)))")],
     "Acos": [("y", "2 * numpy.arctan(numpy.sqrt((1 - x) / (1 + x)))")],
     "Atan": [
-        ("a", "numpy.abs(x)"), ("big", "a > 2.414213562373095"), ("mid", "a > 0.66"),
+        ("a", "numpy.abs(x)"),
+        ("big", "a > 2.414213562373095"),
+        ("mid", "a > 0.66"),
         ("r", "numpy.where(big, -1 / a, numpy.where(mid, (a - 1) / (a + 1), a))"),
         ("z", "r * r"),
-        ("p", "(((-0.8750608600031904 * z - 16.157537187333652) * z - 75.00855792314705) * z"
-              " - 122.88666844901361) * z - 64.85021904942025"),
-        ("q", "((((z + 24.858464901423062) * z + 165.02700983169885) * z + 432.88106049129027) * z"
-              " + 485.3903996359137) * z + 194.5506571482614"),
-        ("low", "r * (z * p / q) + r + numpy.where(big, 6.123233995736766e-17,"
-                " numpy.where(mid, 3.061616997868383e-17, 0.0))"),
-        ("y", "numpy.sign(x) * (numpy.where(big, 1.5707963267948966,"
-              " numpy.where(mid, 0.7853981633974483, 0.0)) + low)"),
+        (
+            "p",
+            "(((-0.8750608600031904 * z - 16.157537187333652) * z - 75.00855792314705) * z"
+            " - 122.88666844901361) * z - 64.85021904942025",
+        ),
+        (
+            "q",
+            "((((z + 24.858464901423062) * z + 165.02700983169885) * z + 432.88106049129027) * z"
+            " + 485.3903996359137) * z + 194.5506571482614",
+        ),
+        (
+            "low",
+            "r * (z * p / q) + r + numpy.where(big, 6.123233995736766e-17,"
+            " numpy.where(mid, 3.061616997868383e-17, 0.0))",
+        ),
+        (
+            "y",
+            "numpy.sign(x) * (numpy.where(big, 1.5707963267948966,"
+            " numpy.where(mid, 0.7853981633974483, 0.0)) + low)",
+        ),
     ],
 }
 _CASTS = {"float": np.float64, "int": np.int64, "bool": np.bool_}
 _MODULES = {"numpy", "np", "math"}
-_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def translate(expression: Any, env: Mapping[str, Any], builder: GraphBuilder, where: str) -> Any:
@@ -109,7 +217,9 @@ def translate(expression: Any, env: Mapping[str, Any], builder: GraphBuilder, wh
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ExpressionError(f"{where}: cannot parse expression {expression!r}: {exc.msg}") from None
+        raise ExpressionError(
+            f"{where}: cannot parse expression {expression!r}: {exc.msg}"
+        ) from None
     return _Translator(env, builder, where, expression).visit(tree.body)
 
 
@@ -199,7 +309,8 @@ class _Translator:
 
     def _pair(self, left: Any, right: Any) -> tuple[str, str]:
         """Two ONNX values of one element type (numpy's promotion)."""
-        return tuple(self._common([left, right]))
+        a, c = self._common([left, right])
+        return a, c
 
     def _common(self, operands: list) -> list[str]:
         """ONNX values of one element type for ``operands``, promoted as numpy promotes them.
@@ -219,8 +330,9 @@ class _Translator:
             like = next((t for t, d in zip(tensors, dtypes) if d is not None), tensors[0])
             return [self.b.strong(o, like) for o in operands]
         # a 0-d constant is a Python number (weak); a constant array is strong
-        common = promoted_dtype(*dtypes, *[w.array().item() if not w.array().ndim else w.array().dtype
-                                           for w in weak])
+        common = promoted_dtype(
+            *dtypes, *[w.array().item() if not w.array().ndim else w.array().dtype for w in weak]
+        )
         result = []
         for operand in operands:
             if isinstance(operand, Weak):
@@ -250,7 +362,7 @@ class _Translator:
         raise self.fail(node, f"operator ~ on {dtype} values")
 
     def visit_Compare(self, node: ast.Compare) -> Any:
-        results = []
+        results: list[Any] = []
         left = self.visit(node.left)
         for op, comparator in zip(node.ops, node.comparators):
             right = self.visit(comparator)
@@ -283,8 +395,9 @@ class _Translator:
                 except ValueError:
                     raise self.fail(node, "the truth value of an array") from None
             elif self._is_bool(result) and self._is_bool(value):
-                result = self.b.op("And" if is_and else "Or",
-                                   [self._as_bool(result), self._as_bool(value)])[0]
+                result = self.b.op(
+                    "And" if is_and else "Or", [self._as_bool(result), self._as_bool(value)]
+                )[0]
             else:
                 taken, other = (value, result) if is_and else (result, value)
                 a, c = self._pair(taken, other)
@@ -317,11 +430,14 @@ class _Translator:
         if isinstance(index, ast.Tuple) and not index.elts:  # x[()]: x itself (numpy: a scalar)
             return value
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
-        parts = [self._slice(item) if isinstance(item, ast.Slice) else self.visit(item)
-                 for item in items]
+        parts = [
+            self._slice(item) if isinstance(item, ast.Slice) else self.visit(item) for item in items
+        ]
         computed = [p for p in parts if not isinstance(p, (slice, Weak))]
         if isinstance(value, Weak) and not computed:
-            return Weak(value.array()[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)])
+            return Weak(
+                value.array()[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)]
+            )
         value = self.b.strong(value)
         if computed:
             if len(parts) != 1:
@@ -346,16 +462,27 @@ class _Translator:
                 steps.append(1)
                 squeeze.append(axis)
         const = self.b.constant
-        out = self.b.op("Slice", [value, const(np.array(starts, np.int64)), const(np.array(ends, np.int64)),
-                                  const(np.arange(len(parts), dtype=np.int64)),
-                                  const(np.array(steps, np.int64))])[0]
+        out = self.b.op(
+            "Slice",
+            [
+                value,
+                const(np.array(starts, np.int64)),
+                const(np.array(ends, np.int64)),
+                const(np.arange(len(parts), dtype=np.int64)),
+                const(np.array(steps, np.int64)),
+            ],
+        )[0]
         if squeeze:
             out = self.b.op("Squeeze", [out, const(np.array(squeeze, np.int64))])[0]
         return out
 
     def _slice(self, item: ast.Slice) -> slice:
-        return slice(*(None if part is None else self._int(part) for part in
-                       (item.lower, item.upper, item.step)))
+        return slice(
+            *(
+                None if part is None else self._int(part)
+                for part in (item.lower, item.upper, item.step)
+            )
+        )
 
     def _int(self, node: ast.AST) -> int:
         value = self.visit(node)
@@ -368,7 +495,9 @@ class _Translator:
         name, bare = _function_name(node.func)
         if name is None:
             raise self.fail(node, "call of something that is not a numpy/math function")
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
             raise self.fail(node, "starred arguments")
         args = [self.visit(a) for a in node.args]
         kwargs = {k.arg: self.visit(k.value) for k in node.keywords}
@@ -420,7 +549,8 @@ class _Translator:
             env = {"x": x}
             for name, text in _FLOAT64_FORMS[op_type]:
                 env[name] = _Translator(env, self.b, self.where, text).visit(
-                    ast.parse(text, mode="eval").body)
+                    ast.parse(text, mode="eval").body
+                )
             return env["y"]
         return self.b.op(op_type, [x])[0]
 
@@ -441,11 +571,15 @@ class _Translator:
         Only element-wise functions and reductions fold: a constant call such as
         ``numpy.zeros(10**9)`` from a model file must not allocate at export time.
         """
-        foldable = (set(_UNARY_FUNCTIONS) | set(_BINARY_FUNCTIONS) | set(_REDUCTIONS)
-                    | {"where", "clip"})
+        foldable = (
+            set(_UNARY_FUNCTIONS) | set(_BINARY_FUNCTIONS) | set(_REDUCTIONS) | {"where", "clip"}
+        )
         if name not in foldable and not builtin:
-            raise self.fail(node, f"'{name}' of constants is not computed at export time; "
-                                  "give the value as a literal or a parameter")
+            raise self.fail(
+                node,
+                f"'{name}' of constants is not computed at export time; "
+                "give the value as a literal or a parameter",
+            )
         fn = _PY_BUILTINS[name] if builtin else getattr(np, name, None) or getattr(math, name, None)
         if fn is None:
             raise self.fail(node, f"unknown function '{name}'")
@@ -464,7 +598,9 @@ class _Translator:
             if op_type == "ReduceMean":
                 x = self.b.op("Cast", [x], to=onnx_dtype(np.float64))[0]
             elif dtype.kind == "b" or dtype.itemsize < 8:  # numpy sums small integers in int64
-                x = self.b.op("Cast", [x], to=onnx_dtype(np.int64 if dtype.kind != "u" else np.uint64))[0]
+                x = self.b.op(
+                    "Cast", [x], to=onnx_dtype(np.int64 if dtype.kind != "u" else np.uint64)
+                )[0]
         axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
         keepdims = kwargs.get("keepdims", Weak(False))
         if not isinstance(keepdims, Weak) or (axis is not None and not isinstance(axis, Weak)):
@@ -484,7 +620,11 @@ def _function_name(func: ast.AST) -> tuple[str | None, bool]:
     MDF standard function's numpy name) rather than ``numpy.<name>``/``math.<name>``."""
     if isinstance(func, ast.Name):
         return func.id, True
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in _MODULES:
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in _MODULES
+    ):
         return func.attr, False
     return None, False
 

@@ -43,8 +43,10 @@ def inline_functions(model: onnx.ModelProto) -> onnx.ModelProto:
     functions = {(f.domain, f.name) for f in model.functions}
     left = sorted({(n.domain, n.op_type) for n in all_nodes(inlined.graph)} & functions)
     if left:
-        raise ModelError(f"local functions {[f'{d}::{n}' for d, n in left]} could not be "
-                         "inlined; inline them before importing (onnx.inliner)")
+        raise ModelError(
+            f"local functions {[f'{d}::{n}' for d, n in left]} could not be "
+            "inlined; inline them before importing (onnx.inliner)"
+        )
     del inlined.functions[:]
     used = used_domains(inlined.graph)
     kept = [o for o in inlined.opset_import if o.domain in _DEFAULT or o.domain in used]
@@ -75,8 +77,13 @@ def _align(function: onnx.FunctionProto, version: int) -> None:
     own = _default_version(function.opset_import)
     if own is None or own == version:
         return
-    changed = sorted({node.op_type for node in _function_nodes(function)
-                      if node.domain in _DEFAULT and not _same_schema(node.op_type, own, version)})
+    changed = sorted(
+        {
+            node.op_type
+            for node in _function_nodes(function)
+            if node.domain in _DEFAULT and not _same_schema(node.op_type, own, version)
+        }
+    )
     if changed:
         _convert(function, own, version, changed)
     for opset in function.opset_import:
@@ -86,8 +93,10 @@ def _align(function: onnx.FunctionProto, version: int) -> None:
 
 def _same_schema(op_type: str, old: int, new: int) -> bool:
     try:
-        return (onnx.defs.get_schema(op_type, old, "").since_version
-                == onnx.defs.get_schema(op_type, new, "").since_version)
+        return (
+            onnx.defs.get_schema(op_type, old, "").since_version
+            == onnx.defs.get_schema(op_type, new, "").since_version
+        )
     except onnx.defs.SchemaError:
         return False
 
@@ -95,9 +104,11 @@ def _same_schema(op_type: str, old: int, new: int) -> bool:
 def _convert(function: onnx.FunctionProto, old: int, new: int, changed: list[str]) -> None:
     """Convert the body of ``function`` from opset ``old`` to ``new`` with onnx's converter."""
     graph = helper.make_graph(
-        list(function.node), function.name,
+        list(function.node),
+        function.name,
         [onnx.ValueInfoProto(name=n) for n in function.input],
-        [onnx.ValueInfoProto(name=n) for n in function.output])
+        [onnx.ValueInfoProto(name=n) for n in function.output],
+    )
     wrapper = helper.make_model(graph, opset_imports=list(function.opset_import))
     try:
         converted = onnx.version_converter.convert_version(wrapper, new)
@@ -105,6 +116,7 @@ def _convert(function: onnx.FunctionProto, old: int, new: int, changed: list[str
         raise ModelError(
             f"local function '{function.domain}::{function.name}' imports opset {old}, the model "
             f"opset {new}; its operators {changed} changed between them and onnx's version "
-            f"converter failed ({exc}); export the model with one opset") from exc
+            f"converter failed ({exc}); export the model with one opset"
+        ) from exc
     del function.node[:]
     function.node.extend(converted.graph.node)

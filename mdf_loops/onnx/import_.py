@@ -31,14 +31,14 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 from onnx import AttributeProto, numpy_helper
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import set_input_default
+from mdf_loops.model.convention import set_body_signature, wrap_body
+from mdf_loops.model.semantics import mark_onnx_semantics
+from mdf_loops.model.values import encode_tensor
 from mdf_loops.onnx.builder import NameAllocator, all_nodes
 from mdf_loops.onnx.domains import DEFAULT, OTHER_OPSETS_KEY, OperatorDomain, domain_of_node
 from mdf_loops.onnx.functions import inline_functions
-from mdf_loops.model.convention import set_body_signature, wrap_body
-from mdf_loops.model.values import encode_tensor
-from mdf_loops.model.semantics import mark_onnx_semantics
 from mdf_loops.safety.onnx_files import checked_onnx
-from mdf_loops.model.compat import set_input_default
 
 __all__ = ["onnx_to_mdf", "load_onnx"]
 
@@ -55,7 +55,9 @@ def load_onnx(model_or_path) -> onnx.ModelProto:
     except FileNotFoundError:
         raise ModelError(f"{path}: no such file") from None
     except Exception as exc:  # protobuf DecodeError and friends
-        raise ModelError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
+        raise ModelError(
+            f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})"
+        ) from exc
     return checked_onnx(model, path)  # external data and sizes: docs/safety.md
 
 
@@ -133,6 +135,8 @@ class _Converter:
         self.domains_used: set[OperatorDomain] = set()
         self.names = NameAllocator(normalize=functools.partial(_mdf_id, reserved=reserved))
         self.ids: dict[str, str] = {}  # ONNX value name -> port id, model-wide
+        # whether an initializer named like a graph input is its default (set by onnx_to_mdf)
+        self.input_defaults = False
 
     def version_of(self, domain: OperatorDomain) -> int:
         """The model's opset of ``domain`` (the newest known when the model imports none)."""
@@ -158,8 +162,11 @@ class _Converter:
             t.values.name for t in g.sparse_initializer
         }
         # old-style models list initializers among the inputs: those are constants
-        defaulted = {} if is_body or not getattr(self, "input_defaults", False) else {
-            t.name: t for t in g.initializer if t.name in input_names}
+        defaulted = (
+            {}
+            if is_body or not getattr(self, "input_defaults", False)
+            else {t.name: t for t in g.initializer if t.name in input_names}
+        )
         formal = [n for n in input_names if n not in initializer_names or is_body or n in defaulted]
         scope.bound.update(formal)
         for name in formal:
@@ -252,13 +259,15 @@ class _Converter:
                 if any(r is None for r in rest):
                     raise ModelError(f"node '{node.id}': empty name inside variadic input")
                 if rest:
-                    args[formal.name] = "[" + ", ".join(rest) + "]"
+                    args[formal.name] = "[" + ", ".join(r for r in rest if r is not None) + "]"
                 break
             if position < len(inputs) and inputs[position]:
                 args[formal.name] = self._read(mdf, scope, node, inputs[position])
 
         for attr in onnx_node.attribute:
-            node.parameters.append(Parameter(id=attr.name, value=self._attribute(attr, mdf, scope, node)))
+            node.parameters.append(
+                Parameter(id=attr.name, value=self._attribute(attr, mdf, scope, node))
+            )
         if (
             onnx_node.op_type == "Split"
             and not any(a.name in ("split", "num_outputs") for a in onnx_node.attribute)
@@ -275,7 +284,9 @@ class _Converter:
             if not out:
                 continue
             port = self.value_id(out)
-            node.output_ports.append(OutputPort(id=port, value=node.id if single else f"{node.id}[{k}]"))
+            node.output_ports.append(
+                OutputPort(id=port, value=node.id if single else f"{node.id}[{k}]")
+            )
             scope.producers[out] = (node.id, port)
         mdf.nodes.append(node)
 
@@ -318,7 +329,9 @@ class _Converter:
         # a graph output that is a graph input or an outer value: pass it through
         node = Node(id=self.fresh(f"{name}_passthrough"))
         port = self._read(mdf, scope, node, name)
-        node.parameters.append(Parameter(id=node.id, function="onnx::Identity", args={"input": port}))
+        node.parameters.append(
+            Parameter(id=node.id, function="onnx::Identity", args={"input": port})
+        )
         out = self.fresh(f"{name}_out")
         node.output_ports.append(OutputPort(id=out, value=node.id))
         mdf.nodes.append(node)

@@ -14,14 +14,15 @@ import numpy as np
 import onnx
 from google.protobuf import json_format
 from modeci_mdf.mdf import Graph
+from numpy.typing import DTypeLike
 from onnx import TensorProto, TypeProto, helper
 
 from mdf_loops.errors import ModelError
-from mdf_loops.onnx.expressions import onnx_dtype
-from mdf_loops.onnx.builder import GraphBuilder, elem_dtype
 from mdf_loops.model.convention import body_signature
 from mdf_loops.model.signatures import IfSignature, LoopSignature, Signature
 from mdf_loops.model.values import dtype_from_name
+from mdf_loops.onnx.builder import GraphBuilder, elem_dtype
+from mdf_loops.onnx.expressions import onnx_dtype
 
 __all__ = [
     "declared_type",
@@ -51,7 +52,7 @@ def declared_type(port, example: Any) -> TypeProto:
         array = np.asarray(example)
         name = port.id if port is not None else "dim"
         return tensor_type(array.dtype, [f"{name}_{i}" for i in range(array.ndim)])
-    dtype = np.float64
+    dtype: DTypeLike = np.float64
     if port is not None and port.type:
         try:
             dtype = dtype_from_name(port.type)
@@ -66,9 +67,12 @@ def tensor_type(dtype, shape) -> TypeProto:
     return helper.make_tensor_type_proto(onnx_dtype(dtype), None if shape is None else list(shape))
 
 
-def control_flow_output_types(signature: Signature, body: onnx.GraphProto,
-                               attributes: dict, input_types: list[TypeProto | None]
-                               ) -> list[TypeProto | None]:
+def control_flow_output_types(
+    signature: Signature,
+    body: onnx.GraphProto,
+    attributes: dict,
+    input_types: list[TypeProto | None],
+) -> list[TypeProto | None]:
     """Types of a control-flow node's outputs, from its exported body and its inputs."""
     outputs = [o.type for o in body.output]
     if isinstance(signature, IfSignature):
@@ -94,11 +98,15 @@ def merged(a: TypeProto | None, b: TypeProto) -> TypeProto | None:
         return None
     if a.tensor_type.elem_type != b.tensor_type.elem_type:
         return None
-    if not (has_shape(a) and has_shape(b)) or len(a.tensor_type.shape.dim) != len(b.tensor_type.shape.dim):
+    if not (has_shape(a) and has_shape(b)) or len(a.tensor_type.shape.dim) != len(
+        b.tensor_type.shape.dim
+    ):
         return helper.make_tensor_type_proto(a.tensor_type.elem_type, None)
     dims = []
     for da, db in zip(a.tensor_type.shape.dim, b.tensor_type.shape.dim):
-        dims.append(da.dim_value or da.dim_param if da == db and (da.dim_value or da.dim_param) else None)
+        dims.append(
+            da.dim_value or da.dim_param if da == db and (da.dim_value or da.dim_param) else None
+        )
     return helper.make_tensor_type_proto(a.tensor_type.elem_type, dims)
 
 
@@ -108,20 +116,25 @@ def add_axis(t: TypeProto, axis: int) -> TypeProto | None:
     tensor = t.tensor_type
     if not tensor.HasField("shape"):
         return helper.make_tensor_type_proto(tensor.elem_type, None)
-    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+    dims = [
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim
+    ]
     axis = axis + len(dims) + 1 if axis < 0 else axis
     return helper.make_tensor_type_proto(tensor.elem_type, dims[:axis] + [None] + dims[axis:])
 
 
 def known_type(t: TypeProto | None, where: str) -> TypeProto:
     if t is None:
-        raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
-                         "port's type or pass example_inputs")
+        raise ModelError(
+            f"{where}: the type of a loop-carried input is unknown; declare the input "
+            "port's type or pass example_inputs"
+        )
     return t
 
 
-def check_state_types(exported: onnx.GraphProto, body: Graph, inputs: slice, outputs: slice,
-                       where: str) -> None:
+def check_state_types(
+    exported: onnx.GraphProto, body: Graph, inputs: slice, outputs: slice, where: str
+) -> None:
     """A ModelError when a body returns a state (Scan) or carried value (Loop) of another
     element type than it receives: ONNX needs the same type from one iteration to the next.
     ``inputs`` and ``outputs`` are the positions of the states among the body's formal
@@ -133,9 +146,11 @@ def check_state_types(exported: onnx.GraphProto, body: Graph, inputs: slice, out
         b = elem_dtype(exported.output[j].type)
         if a is not None and b is not None and a != b:
             node_id, port_id = signature.formal_outputs[j]
-            raise ModelError(f"{where}: body '{body.id}' returns '{node_id}.{port_id}' as {b} for "
-                             f"'{signature.formal_inputs[i]}', which comes in as {a}; "
-                             "a state keeps its element type from one iteration to the next")
+            raise ModelError(
+                f"{where}: body '{body.id}' returns '{node_id}.{port_id}' as {b} for "
+                f"'{signature.formal_inputs[i]}', which comes in as {a}; "
+                "a state keeps its element type from one iteration to the next"
+            )
 
 
 def loosened(given: TypeProto, returned: TypeProto) -> TypeProto:
@@ -145,15 +160,22 @@ def loosened(given: TypeProto, returned: TypeProto) -> TypeProto:
     return given
 
 
-def complete_output_shapes(graph: onnx.GraphProto, opset: int,
-                           other_opsets: dict[str, int] | None = None) -> onnx.GraphProto:
+def complete_output_shapes(
+    graph: onnx.GraphProto, opset: int, other_opsets: dict[str, int] | None = None
+) -> onnx.GraphProto:
     """Fill in top-level output shapes left unknown, from whole-model shape inference."""
-    missing = [o for o in graph.output
-               if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
+    missing = [
+        o
+        for o in graph.output
+        if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")
+    ]
     if not missing:
         return graph
-    probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)] + [
-        helper.make_opsetid(d, v) for d, v in (other_opsets or {}).items()])
+    probe = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", opset)]
+        + [helper.make_opsetid(d, v) for d, v in (other_opsets or {}).items()],
+    )
     try:
         inferred = onnx.shape_inference.infer_shapes(probe).graph
     except Exception:
@@ -168,8 +190,10 @@ def complete_output_shapes(graph: onnx.GraphProto, opset: int,
 
 def without_shape(t: TypeProto | None, where: str) -> TypeProto:
     if t is None:
-        raise ModelError(f"{where}: the type of a loop-carried input is unknown; declare the input "
-                         "port's type or pass example_inputs")
+        raise ModelError(
+            f"{where}: the type of a loop-carried input is unknown; declare the input "
+            "port's type or pass example_inputs"
+        )
     if t.HasField("tensor_type"):
         return helper.make_tensor_type_proto(t.tensor_type.elem_type, None)
     return t
@@ -183,8 +207,11 @@ def drop_axis(t: TypeProto, axis: int) -> TypeProto:
         return helper.make_tensor_type_proto(tensor.elem_type, None)
     dims = list(tensor.shape.dim)
     axis = axis + len(dims) if axis < 0 else axis
-    kept = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-            for i, d in enumerate(dims) if i != axis]
+    kept = [
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+        for i, d in enumerate(dims)
+        if i != axis
+    ]
     return helper.make_tensor_type_proto(tensor.elem_type, kept)
 
 
@@ -194,8 +221,14 @@ _TENSOR_TYPES = {f"tensor({name.lower()})": value for name, value in TensorProto
 
 def required_elem_type(schema, type_str: str) -> int | None:
     """The element type an input must have, when its constraint allows exactly one tensor type."""
-    allowed = next((list(c.allowed_type_strs) for c in schema.type_constraints
-                    if c.type_param_str == type_str), [type_str])
+    allowed = next(
+        (
+            list(c.allowed_type_strs)
+            for c in schema.type_constraints
+            if c.type_param_str == type_str
+        ),
+        [type_str],
+    )
     return _TENSOR_TYPES.get(allowed[0]) if len(allowed) == 1 else None
 
 

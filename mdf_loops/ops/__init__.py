@@ -9,5 +9,15 @@ from mdf_loops.ops.if_ import if_
 from mdf_loops.ops.loop import loop
 from mdf_loops.ops.scan import ScanAttributes, scan, scan_batched
 
-__all__ = ["IterationGuard", "Limits", "current_limits", "limits", "observe_iterations", "if_", "loop",
-           "ScanAttributes", "scan", "scan_batched"]
+__all__ = [
+    "IterationGuard",
+    "Limits",
+    "current_limits",
+    "limits",
+    "observe_iterations",
+    "if_",
+    "loop",
+    "ScanAttributes",
+    "scan",
+    "scan_batched",
+]

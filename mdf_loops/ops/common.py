@@ -4,17 +4,34 @@ from __future__ import annotations
 
 import contextvars
 import operator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from mdf_loops.errors import DepthLimitError, IterationLimitError, LoopError, SizeLimitError, current_location
+from mdf_loops.errors import (
+    DepthLimitError,
+    IterationLimitError,
+    LoopError,
+    SizeLimitError,
+    current_location,
+)
 
-__all__ = ["Limits", "limits", "current_limits", "iteration_budget", "loop_scope",
-           "IterationGuard", "element_count", "check_elements", "how_to_raise",
-           "normalize_axis", "check_same_type"]
+__all__ = [
+    "Limits",
+    "limits",
+    "current_limits",
+    "iteration_budget",
+    "loop_scope",
+    "IterationGuard",
+    "element_count",
+    "check_elements",
+    "how_to_raise",
+    "normalize_axis",
+    "check_same_type",
+]
 
 
 @dataclass(frozen=True)
@@ -63,7 +80,7 @@ class _Budget:
         self.limit = limit
 
 
-_BUDGET: contextvars.ContextVar["_Budget | None"] = contextvars.ContextVar(
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
     "mdf_loops_iteration_budget", default=None
 )
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("mdf_loops_loop_depth", default=0)
@@ -119,8 +136,11 @@ def loop_scope(kind: str) -> Iterator[int]:
             f"if the model is meant to nest this deep, {how_to_raise('max_depth')}"
         )
     depth_token = _DEPTH.set(depth)
-    budget_token = _BUDGET.set(_Budget(current_limits().max_total_iterations)) \
-        if _BUDGET.get() is None else None
+    budget_token = (
+        _BUDGET.set(_Budget(current_limits().max_total_iterations))
+        if _BUDGET.get() is None
+        else None
+    )
     try:
         yield depth
     finally:
@@ -130,13 +150,13 @@ def loop_scope(kind: str) -> Iterator[int]:
 
 
 #: called as ``observer(location, iteration, total or None)`` at each iteration's start
-_OBSERVER: contextvars.ContextVar[Callable[[str, int, "int | None"], None] | None] = (
+_OBSERVER: contextvars.ContextVar[Callable[[str, int, int | None], None] | None] = (
     contextvars.ContextVar("mdf_loops_iteration_observer", default=None)
 )
 
 
 @contextmanager
-def observe_iterations(observer: Callable[[str, int, "int | None"], None]) -> Iterator[None]:
+def observe_iterations(observer: Callable[[str, int, int | None], None]) -> Iterator[None]:
     """Call ``observer(location, iteration, total)`` as each loop iteration starts.
 
     ``location`` names the loop (as in error messages), ``total`` is the number of

@@ -9,7 +9,8 @@ Both branches read their inputs from the enclosing scope; they take no formal in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

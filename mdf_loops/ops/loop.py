@@ -26,7 +26,8 @@ must keep one shape.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,17 +59,15 @@ def loop(
     i = 0
     while (max_trips is None or i < max_trips) and keep_going:
         guard.step(i)
-        outs = body(
-            [np.array(i, dtype=np.int64), np.array(keep_going, dtype=np.bool_)] + values, i
-        )
+        outs = body([np.array(i, dtype=np.int64), np.array(keep_going, dtype=np.bool_)] + values, i)
         if len(outs) < 1 + n:
             raise LoopError(
                 f"body returned {len(outs)} outputs; a Loop body returns the condition, "
                 f"then the {n} loop-carried values, then scan outputs"
             )
         keep_going = _truth(outs[0], "body condition output", i)
-        values = list(outs[1:1 + n])
-        produced.append(outs[1 + n:], i)
+        values = list(outs[1 : 1 + n])
+        produced.append(outs[1 + n :], i)
         i += 1
 
     if i == 0:
@@ -82,7 +81,7 @@ def _empty_scan_outputs(body: Body, values: list) -> list:
         probe = body([np.array(0, dtype=np.int64), np.array(True)] + values, None)
     except Exception:  # the body cannot run on the initial values: shape unknown
         return []
-    return [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[1 + len(values):]]
+    return [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[1 + len(values) :]]
 
 
 def _truth(value: Any, what: str, iteration: int | None) -> bool:

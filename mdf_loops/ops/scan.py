@@ -17,8 +17,8 @@ States and scan-output elements must keep one shape over all iterations.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -78,8 +78,11 @@ def scan(
 
     axes = []
     for k, x in enumerate(scan_inputs):
-        axes.append(normalize_axis(attributes.input_axis(k), x.ndim, f"scan_input_axes[{k}]",
-                                   f"scan input {k}"))
+        axes.append(
+            normalize_axis(
+                attributes.input_axis(k), x.ndim, f"scan_input_axes[{k}]", f"scan input {k}"
+            )
+        )
     lengths = [x.shape[a] for x, a in zip(scan_inputs, axes)]
     if len(set(lengths)) > 1:
         raise LoopError(
@@ -111,19 +114,21 @@ def scan(
         produced.append(outs[n:], t)
 
     if length == 0:  # zero iterations: learn the element shapes from one probe run
-        probe = body(states + [np.zeros(_without_axis(x.shape, a), x.dtype)
-                               for x, a in zip(scan_inputs, axes)], None)
+        probe = body(
+            states
+            + [np.zeros(_without_axis(x.shape, a), x.dtype) for x, a in zip(scan_inputs, axes)],
+            None,
+        )
         _check_body_arity(probe, n)
         empties = [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[n:]]
         _check_list_length("scan_output_axes", attributes.scan_output_axes, len(empties))
-        return states + [_place(e, attributes.output_axis(j), False, j)
-                         for j, e in enumerate(empties)]
+        return states + [
+            _place(e, attributes.output_axis(j), False, j) for j, e in enumerate(empties)
+        ]
 
     results = []
     for j, stacked in enumerate(produced.arrays()):
-        results.append(
-            _place(stacked, attributes.output_axis(j), attributes.output_backward(j), j)
-        )
+        results.append(_place(stacked, attributes.output_axis(j), attributes.output_backward(j), j))
     return states + results
 
 
@@ -164,14 +169,16 @@ def scan_batched(
         parts = [r[j] for r in per_batch]
         if j >= n:
             longest = max(p.shape[0] for p in parts)
-            parts = [np.concatenate([p, np.zeros((longest - p.shape[0],) + p.shape[1:], p.dtype)])
-                     for p in parts]
+            parts = [
+                np.concatenate([p, np.zeros((longest - p.shape[0],) + p.shape[1:], p.dtype)])
+                for p in parts
+            ]
         results.append(np.stack(parts))
     return results
 
 
 def _without_axis(shape: tuple, axis: int) -> tuple:
-    return shape[:axis] + shape[axis + 1:]
+    return shape[:axis] + shape[axis + 1 :]
 
 
 def _place(stacked: np.ndarray, axis: int, backward: bool, j: int) -> np.ndarray:

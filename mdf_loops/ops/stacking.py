@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -34,8 +34,8 @@ class ScanOutputs:
             first = [np.asarray(e) for e in elements]
             size = max(self._capacity or 16, 1)
             # a generous trip count must not allocate past the element limit up front
-            element = max(max((e.size for e in first), default=1), 1)
-            size = min(size, max(1, current_limits().max_elements // element))
+            largest = max(max((e.size for e in first), default=1), 1)
+            size = min(size, max(1, current_limits().max_elements // largest))
             self._buffers = [np.empty((size,) + e.shape, e.dtype) for e in first]
         elif len(elements) != len(self._buffers):
             raise LoopError(
@@ -60,9 +60,8 @@ class ScanOutputs:
         self.count += 1
 
     def _grow(self) -> None:
-        self._buffers = [
-            np.concatenate([b, np.empty_like(b)]) for b in self._buffers
-        ]
+        assert self._buffers is not None, "grown only after the first iteration allocated"
+        self._buffers = [np.concatenate([b, np.empty_like(b)]) for b in self._buffers]
 
     def arrays(self) -> list[np.ndarray]:
         """The stacked outputs, ``count`` long."""

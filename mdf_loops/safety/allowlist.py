@@ -25,19 +25,43 @@ from typing import Any
 import numpy as np
 
 from mdf_loops.errors import did_you_mean
-from mdf_loops.ops.common import check_elements, current_limits
+from mdf_loops.ops.common import current_limits
 
-__all__ = ["expression_refusal", "expression_numpy", "untrusted_expressions",
-           "expressions_untrusted", "SAFE_BUILTINS",
-           "UNSAFE_BUILTINS", "NUMPY_FUNCTIONS", "MATH_FUNCTIONS", "dtype_refusal"]
+__all__ = [
+    "expression_refusal",
+    "expression_numpy",
+    "untrusted_expressions",
+    "expressions_untrusted",
+    "SAFE_BUILTINS",
+    "UNSAFE_BUILTINS",
+    "NUMPY_FUNCTIONS",
+    "MATH_FUNCTIONS",
+    "dtype_refusal",
+]
 
 #: builtins an expression may call; every other builtin name is refused
-SAFE_BUILTINS = frozenset({"abs", "all", "any", "bool", "complex", "divmod", "float", "int",
-                           "len", "max", "min", "round", "sum"})
+SAFE_BUILTINS = frozenset(
+    {
+        "abs",
+        "all",
+        "any",
+        "bool",
+        "complex",
+        "divmod",
+        "float",
+        "int",
+        "len",
+        "max",
+        "min",
+        "round",
+        "sum",
+    }
+)
 UNSAFE_BUILTINS = frozenset(dir(builtins)) - SAFE_BUILTINS
 
 #: numpy functions whose result is no larger than (a polynomial of) their inputs
-_NUMPY_OTHER = frozenset("""
+_NUMPY_OTHER = frozenset(
+    """
     all allclose amax amin any append argmax argmin argsort around array array_equal asarray
     atleast_1d atleast_2d average clip column_stack concatenate count_nonzero cross cumprod
     cumsum diag diagonal diff dot dstack einsum expand_dims flip fliplr flipud full_like hstack
@@ -46,32 +70,69 @@ _NUMPY_OTHER = frozenset("""
     sum swapaxes take tensordot trace transpose tril triu var vdot vstack where zeros_like
     bool_ float16 float32 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64
     complex64 complex128 pi e inf nan newaxis euler_gamma
-""".split())
+""".split()
+)
 _NUMPY_UFUNCS = frozenset(n for n in dir(np) if isinstance(getattr(np, n, None), np.ufunc))
 #: numpy functions that allocate as many elements as their arguments ask for
-_NUMPY_SIZED = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "arange",
-                          "linspace"})
+_NUMPY_SIZED = frozenset(
+    {"zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace"}
+)
 _NUMPY_LIKE = frozenset({"zeros_like", "ones_like", "full_like"})  # shape= may ask for any size
-NUMPY_FUNCTIONS = frozenset(n for n in _NUMPY_OTHER | _NUMPY_UFUNCS | _NUMPY_SIZED
-                            if hasattr(np, n))
+NUMPY_FUNCTIONS = frozenset(
+    n for n in _NUMPY_OTHER | _NUMPY_UFUNCS | _NUMPY_SIZED if hasattr(np, n)
+)
 _NUMPY_LINALG = frozenset({"norm", "det", "inv", "solve"})
 #: math functions allowed (factorial, comb and perm can take hours on a large int)
 MATH_FUNCTIONS = frozenset(n for n in dir(math) if not n.startswith("_")) - {
-    "factorial", "comb", "perm"}
-_ATTRIBUTES = {("numpy",): NUMPY_FUNCTIONS | {"linalg"}, ("numpy", "linalg"): _NUMPY_LINALG,
-               ("math",): MATH_FUNCTIONS}
+    "factorial",
+    "comb",
+    "perm",
+}
+_ATTRIBUTES = {
+    ("numpy",): NUMPY_FUNCTIONS | {"linalg"},
+    ("numpy", "linalg"): _NUMPY_LINALG,
+    ("math",): MATH_FUNCTIONS,
+}
 
 _MAX_EXPONENT = 10_000  # a literal exponent or shift above this is refused (Python ints)
 _MAX_REPEAT = 10_000  # elements a literal sequence times a literal count may make
-_REFUSED_SYNTAX = {ast.Lambda: "a lambda", ast.ListComp: "a comprehension",
-                   ast.SetComp: "a comprehension", ast.DictComp: "a comprehension",
-                   ast.GeneratorExp: "a generator expression",
-                   ast.NamedExpr: "an assignment expression (:=)", ast.JoinedStr: "an f-string",
-                   ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield"}
-_ALLOWED_SYNTAX = (ast.Expression, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
-                   ast.IfExp, ast.Subscript, ast.Slice, ast.List, ast.Tuple, ast.Dict, ast.Set,
-                   ast.Starred, ast.keyword, ast.Name, ast.Attribute, ast.Call, ast.expr_context,
-                   ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+_REFUSED_SYNTAX = {
+    ast.Lambda: "a lambda",
+    ast.ListComp: "a comprehension",
+    ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension",
+    ast.GeneratorExp: "a generator expression",
+    ast.NamedExpr: "an assignment expression (:=)",
+    ast.JoinedStr: "an f-string",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+}
+_ALLOWED_SYNTAX = (
+    ast.Expression,
+    ast.Constant,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Subscript,
+    ast.Slice,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Set,
+    ast.Starred,
+    ast.keyword,
+    ast.Name,
+    ast.Attribute,
+    ast.Call,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+    ast.cmpop,
+    ast.boolop,
+)
 
 
 def expression_refusal(text: str, names: frozenset, text_is_data: bool = False) -> str | None:
@@ -103,19 +164,26 @@ class _ExpressionCheck:
             return None if self.text_is_data else f"{text!r:.80} is not a valid expression"
         except (RecursionError, MemoryError):
             return f"expression {text[:60]!r}... is nested too deeply to check"
-        if isinstance(tree.body, ast.Name) and tree.body.id not in UNSAFE_BUILTINS \
-                and not _is_dunder(tree.body.id):
+        if (
+            isinstance(tree.body, ast.Name)
+            and tree.body.id not in UNSAFE_BUILTINS
+            and not _is_dunder(tree.body.id)
+        ):
             return None  # a bare name: a value, or its own text ('constant') at worst
         nodes = list(ast.walk(tree))
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-        refused = [(node, reason) for node in nodes
-                   if (reason := self._node(node, id(node) in calls, id(node) in bases))]
+        refused = [
+            (node, reason)
+            for node in nodes
+            if (reason := self._node(node, id(node) in calls, id(node) in bases))
+        ]
         if not refused:
             return None
         # a refused construct (lambda, comprehension) first, else the first, innermost piece
-        node, reason = min(refused, key=lambda item: (type(item[0]) not in _REFUSED_SYNTAX,
-                                                      _position(item[0])))
+        node, reason = min(
+            refused, key=lambda item: (type(item[0]) not in _REFUSED_SYNTAX, _position(item[0]))
+        )
         piece = ast.get_source_segment(source, node) or ast.unparse(node)
         return f"`{piece:.80}` is refused: {reason} (in `{source:.120}`)"
 
@@ -144,14 +212,18 @@ class _ExpressionCheck:
         if called:
             if name in SAFE_BUILTINS and name not in self.names:
                 return None
-            return "only numpy/math functions and the builtins " + \
-                ", ".join(sorted(SAFE_BUILTINS)) + " may be called"
+            return (
+                "only numpy/math functions and the builtins "
+                + ", ".join(sorted(SAFE_BUILTINS))
+                + " may be called"
+            )
         if name in self.names or name in SAFE_BUILTINS:
             return None
         if name in ("numpy", "math"):
             return f"the module '{name}' may only be used as {name}.<function>"
-        return f"'{name}' is not a port, parameter or function of this node" + \
-            did_you_mean(name, self.names)
+        return f"'{name}' is not a port, parameter or function of this node" + did_you_mean(
+            name, self.names
+        )
 
 
 def _syntax_problem(source: str, exc: SyntaxError) -> str:
@@ -166,7 +238,7 @@ def _attribute(node: ast.Attribute, called: bool, is_base: bool) -> str | None:
         return "a dunder attribute"
     owner = _dotted(node.value)
     allowed = _ATTRIBUTES.get(owner) if owner else None
-    if allowed is None:
+    if owner is None or allowed is None:
         return "attribute access other than numpy.<function> or math.<function>"
     if node.attr not in allowed:
         return f"'{'.'.join(owner)}.{node.attr}' is not an allowed function (docs/safety.md)"
@@ -194,15 +266,20 @@ def _call(node: ast.Call) -> str | None:
     for keyword in node.keywords:
         if keyword.arg == "dtype" and not isinstance(keyword.value, (ast.Constant, ast.Attribute)):
             return "a dtype that is not a plain element type (float64, 'int32')"
-        if keyword.arg == "dtype" and isinstance(keyword.value, ast.Constant) \
-                and dtype_refusal(keyword.value.value):
+        if (
+            keyword.arg == "dtype"
+            and isinstance(keyword.value, ast.Constant)
+            and dtype_refusal(keyword.value.value)
+        ):
             return dtype_refusal(keyword.value.value)
     if _dotted(func.value) == ("numpy",) and func.attr in _NUMPY_SIZED | _NUMPY_LIKE:
         count = _sized_count(func.attr, node)
         limit = current_limits().max_elements
         if count is not None and count > limit:
-            return (f"it asks for {count} elements, over the limit of {limit} (max_elements; "
-                    "raise it with run(..., max_elements=N) or --max-elements N)")
+            return (
+                f"it asks for {count} elements, over the limit of {limit} (max_elements; "
+                "raise it with run(..., max_elements=N) or --max-elements N)"
+            )
     return None
 
 
@@ -233,9 +310,14 @@ def _literal_int(node: ast.AST, depth: int = 0) -> int | None:
         if a is None or b is None or abs(a).bit_length() * max(abs(b), 1) > 4096:
             return None
         if isinstance(node.op, ast.Pow):
-            return a ** b if b >= 0 else None
-        return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) \
+            return a**b if b >= 0 else None
+        return (
+            a + b
+            if isinstance(node.op, ast.Add)
+            else a - b
+            if isinstance(node.op, ast.Sub)
             else a * b
+        )
     return None
 
 
@@ -260,7 +342,8 @@ def _sized_count(function: str, node: ast.Call) -> int | None:
         shape = args[0] if args else keywords.get("shape")
         dims = shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
         values = [_literal_int(d) for d in dims if d is not None]
-        return math.prod(abs(v) for v in values) if values and None not in values else None
+        known = [v for v in values if v is not None]
+        return math.prod(abs(v) for v in known) if values and len(known) == len(values) else None
     if function in ("eye", "identity"):
         n = _literal_int(args[0]) if args else None
         m = _literal_int(args[1]) if function == "eye" and len(args) > 1 else n
@@ -269,10 +352,12 @@ def _sized_count(function: str, node: ast.Call) -> int | None:
         num = args[2] if len(args) > 2 else keywords.get("num")
         return 50 if num is None else _literal_int(num)
     numbers = [_literal_number(a) for a in args[:3]]  # arange
-    if not numbers or None in numbers:
+    given = [n for n in numbers if n is not None]
+    if not numbers or len(given) != len(numbers):
         return None
-    start, stop, step = (0, numbers[0], 1) if len(numbers) == 1 else (*numbers[:2], 1) \
-        if len(numbers) == 2 else numbers
+    start, stop, step = (
+        (0, given[0], 1) if len(given) == 1 else (*given[:2], 1) if len(given) == 2 else given
+    )
     return max(math.ceil((stop - start) / step), 0) if step else 0
 
 
@@ -292,7 +377,8 @@ def _position(node: ast.AST) -> tuple:
     """Source order, inner before outer; pieces without a position (arguments) last."""
     if not hasattr(node, "lineno"):
         return (math.inf,)
-    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+    located: Any = node  # expressions, statements, arguments, keywords: all have the four
+    return (located.lineno, located.col_offset, located.end_lineno, located.end_col_offset)
 
 
 def _is_dunder(name: str) -> bool:
@@ -327,12 +413,19 @@ def dtype_refusal(value: Any) -> str | None:
         dtype = np.dtype(value)
     except (TypeError, ValueError):
         return None  # numpy reports it
-    if dtype.subdtype is not None or dtype.fields is not None or dtype.kind in "OV" \
-            or dtype.itemsize > _MAX_ITEMSIZE:
+    if (
+        dtype.subdtype is not None
+        or dtype.fields is not None
+        or dtype.kind in "OV"
+        or dtype.itemsize > _MAX_ITEMSIZE
+    ):
         return f"dtype {value!r:.60} is refused: only plain element types (float64, 'int32')"
     return None
 
 
 # the numpy namespace expressions see (kept importable from here)
 from mdf_loops.safety.guarded_numpy import (  # noqa: E402
-    expression_numpy, expressions_untrusted, untrusted_expressions)
+    expression_numpy,
+    expressions_untrusted,
+    untrusted_expressions,
+)

@@ -16,28 +16,40 @@ body that contains itself, text edge weights, unknown scheduler conditions).
 from __future__ import annotations
 
 import ast
-
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
-from functools import lru_cache
 from modeci_mdf.mdf import Condition, Graph, Model, Node
 
-from mdf_loops.errors import MdfLoopsError, ModelError
-from mdf_loops.errors import did_you_mean
-from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
-from mdf_loops.safety.evaluation import function_refusal
-from mdf_loops.ops.common import current_limits
+from mdf_loops.errors import MdfLoopsError, ModelError, did_you_mean
+from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph
 from mdf_loops.onnx.domains import DOMAINS, domain_of_function
-from mdf_loops.validation.report import Problem, format_path
+from mdf_loops.ops.common import current_limits
+from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
 from mdf_loops.safety.documents import (  # noqa: F401 - part of this module's interface
-    check_aliases, check_document, current_limits_key, model_digest)
-from mdf_loops.model.compat import input_default
+    check_aliases,
+    check_document,
+    current_limits_key,
+    model_digest,
+)
+from mdf_loops.safety.evaluation import function_refusal
+from mdf_loops.validation.report import Problem, format_path
 
-__all__ = ["UnsafeExpressionError", "check_model", "check_structure", "check_document",
-           "check_aliases", "find_unsafe", "refusals", "model_digest", "current_limits_key"]
+__all__ = [
+    "UnsafeExpressionError",
+    "check_model",
+    "check_structure",
+    "check_document",
+    "check_aliases",
+    "find_unsafe",
+    "refusals",
+    "model_digest",
+    "current_limits_key",
+]
 
 
 class UnsafeExpressionError(MdfLoopsError):
@@ -60,9 +72,12 @@ def _scheduler_conditions() -> frozenset:
     """The condition classes of graph-scheduler (imported when a model has conditions)."""
     import graph_scheduler.condition as conditions
 
-    return frozenset(n for n in dir(conditions)
-                     if isinstance(getattr(conditions, n), type)
-                     and issubclass(getattr(conditions, n), conditions.Condition))
+    return frozenset(
+        n
+        for n in dir(conditions)
+        if isinstance(getattr(conditions, n), type)
+        and issubclass(getattr(conditions, n), conditions.Condition)
+    )
 
 
 def _known_function(name: str) -> bool:
@@ -84,11 +99,15 @@ def _known_function(name: str) -> bool:
 
 
 def _function_names() -> list[str]:
-    from modeci_mdf.functions.standard import mdf_functions
     import onnx.defs
+    from modeci_mdf.functions.standard import mdf_functions
 
-    return list(mdf_functions) + [domain.function(s.name) for domain in DOMAINS
-                                  for s in onnx.defs.get_all_schemas() if s.domain == domain.name]
+    return list(mdf_functions) + [
+        domain.function(s.name)
+        for domain in DOMAINS
+        for s in onnx.defs.get_all_schemas()
+        if s.domain == domain.name
+    ]
 
 
 # ---------------------------------------------------------------- public checks
@@ -138,7 +157,7 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _walked(model: Model) -> "_ModelWalker":
+def _walked(model: Model) -> _ModelWalker:
     walker = _ModelWalker()
     try:
         walker.model(model)
@@ -196,13 +215,19 @@ class _ModelWalker:
     def node(self, node: Node, path: tuple, depth: int) -> None:
         input_ports_, output_ports, parameters, functions = (
             self._elements(node, field, path)
-            for field in ("input_ports", "output_ports", "parameters", "functions"))
+            for field in ("input_ports", "output_ports", "parameters", "functions")
+        )
         inputs = frozenset(p.id for p in input_ports_)
         scope = _Scope(inputs, inputs | {p.id for p in parameters} | {f.id for f in functions})
         early = scope.evaluated_early()
         for port in input_ports_:  # text here is data: evaluated only if a bare name reads it
-            self.value(input_default(port), path + ("input_ports", port.id, "default_value"),
-                       early, depth, text_is_data=True)
+            self.value(
+                input_default(port),
+                path + ("input_ports", port.id, "default_value"),
+                early,
+                depth,
+                text_is_data=True,
+            )
         for parameter in parameters:
             where = path + ("parameters", parameter.id)
             self._callable(parameter, where, early, depth)
@@ -210,20 +235,26 @@ class _ModelWalker:
             for index, condition in enumerate(conditions if isinstance(conditions, list) else ()):
                 cid = _field(condition, "id") or index
                 for field in ("test", "value"):
-                    self.value(_field(condition, field), where + ("conditions", cid, field),
-                               early, depth)
+                    self.value(
+                        _field(condition, field), where + ("conditions", cid, field), early, depth
+                    )
         for function in functions:
             self._callable(function, path + ("functions", function.id), early, depth)
         for port in output_ports:
-            self.value(port.value, path + ("output_ports", port.id, "value"),
-                       scope.evaluated_late(), depth)
+            self.value(
+                port.value, path + ("output_ports", port.id, "value"), scope.evaluated_late(), depth
+            )
 
     def _callable(self, item: Any, where: tuple, early: frozenset, depth: int) -> frozenset:
         """Check a parameter's or function's value fields and args; return its names."""
         args = item.args or {}
         if not isinstance(args, Mapping):
-            self.structure.append(Problem(format_path(where + ("args",)),
-                                          f"expected a mapping of arguments, found {args!r:.40}"))
+            self.structure.append(
+                Problem(
+                    format_path(where + ("args",)),
+                    f"expected a mapping of arguments, found {args!r:.40}",
+                )
+            )
             args = {}
         names = early | (frozenset(args) - UNSAFE_BUILTINS)
         for field in ("value", "default_initial_value", "time_derivative"):
@@ -236,21 +267,26 @@ class _ModelWalker:
             self.expressions.append(Problem(format_path(where + ("function",)), refusal))
         elif isinstance(function, str) and not _known_function(function):
             if "::" in function:  # the form of a registered function's name
-                self.mistakes.append(Problem(
-                    format_path(where + ("function",)),
-                    f"unknown function '{function}'"
-                    + did_you_mean(function, _function_names(), "registered functions")))
+                self.mistakes.append(
+                    Problem(
+                        format_path(where + ("function",)),
+                        f"unknown function '{function}'"
+                        + did_you_mean(function, _function_names(), "registered functions"),
+                    )
+                )
             else:
                 self.value(function, where + ("function",), names, depth)  # run as code
         return names
 
-    def value(self, value: Any, path: tuple, names: frozenset, depth: int,
-              text_is_data: bool = False) -> None:
+    def value(
+        self, value: Any, path: tuple, names: frozenset, depth: int, text_is_data: bool = False
+    ) -> None:
         if isinstance(value, str):
             reason = expression_refusal(value, names, text_is_data)
             if reason:
                 (self.expressions if _parses(value) else self.mistakes).append(
-                    Problem(format_path(path), reason))
+                    Problem(format_path(path), reason)
+                )
         elif isinstance(value, (Graph, Mapping)):
             if not self._body(value, path, depth) and isinstance(value, Mapping):
                 self._data(value, path, names)
@@ -276,7 +312,7 @@ class _ModelWalker:
         """Walk ``value`` as a loop body; False when it is no graph."""
         wrapped = False  # the stored form of a body, {"graph_<id>": graph}
         if isinstance(value, Mapping) and len(value) == 1:
-            (key, inner), = value.items()
+            ((key, inner),) = value.items()
             if isinstance(key, str) and key.startswith("graph_"):
                 path = path + (key,)
                 wrapped = isinstance(inner, Mapping)
@@ -305,10 +341,12 @@ class _ModelWalker:
         """The elements of a list field, after reporting a field of another type or repeated ids."""
         items = getattr(owner, field, None)
         where = format_path(path + (field,))
-        if not isinstance(items, list) or not all(isinstance(getattr(i, "id", None), str)
-                                                  for i in items):
-            self.structure.append(Problem(where, f"expected a list of elements with ids, "
-                                                 f"found {items!r:.60}"))
+        if not isinstance(items, list) or not all(
+            isinstance(getattr(i, "id", None), str) for i in items
+        ):
+            self.structure.append(
+                Problem(where, f"expected a list of elements with ids, found {items!r:.60}")
+            )
             return []
         seen: set = set()
         for item in items:
@@ -322,27 +360,40 @@ class _ModelWalker:
         by_id = {n.id: n for n in nodes}
         for edge in edges:
             where = format_path(path + ("edges", edge.id))
-            for end, port, ports in (("sender", edge.sender_port, "output_ports"),
-                                     ("receiver", edge.receiver_port, "input_ports")):
+            for end, port, ports in (
+                ("sender", edge.sender_port, "output_ports"),
+                ("receiver", edge.receiver_port, "input_ports"),
+            ):
                 node = by_id.get(getattr(edge, end))
                 if node is None:
-                    self.structure.append(Problem(where, f"{end} '{getattr(edge, end)}' is not a "
-                                                         f"node of graph '{graph_id}'"))
+                    self.structure.append(
+                        Problem(
+                            where,
+                            f"{end} '{getattr(edge, end)}' is not a node of graph '{graph_id}'",
+                        )
+                    )
                 elif all(getattr(p, "id", None) != port for p in _as_list(getattr(node, ports))):
                     kind = ports.replace("_", " ")
-                    self.structure.append(Problem(
-                        where, f"{end} port '{port}' is not one of the {kind} of '{node.id}'"))
+                    self.structure.append(
+                        Problem(
+                            where, f"{end} port '{port}' is not one of the {kind} of '{node.id}'"
+                        )
+                    )
             parameters = edge.parameters or {}
             weight = parameters.get("weight", 1) if isinstance(parameters, Mapping) else None
             if not _numeric(weight):
-                self.structure.append(Problem(where + ".parameters.weight",
-                                              f"weight {weight!r:.60} is not a number"))
+                self.structure.append(
+                    Problem(where + ".parameters.weight", f"weight {weight!r:.60} is not a number")
+                )
         stuck = _unordered_edges(nodes, edges)
         if stuck and len(self.structure) == known:  # a dangling edge explains it already
-            self.structure.append(Problem(
-                format_path(path + ("edges",)),
-                f"edges {sorted(stuck)} start at nodes no root node leads to (a cycle without "
-                "an entry); modeci-mdf's engine would never finish ordering them"))
+            self.structure.append(
+                Problem(
+                    format_path(path + ("edges",)),
+                    f"edges {sorted(stuck)} start at nodes no root node leads to (a cycle without "
+                    "an entry); modeci-mdf's engine would never finish ordering them",
+                )
+            )
 
     def _conditions(self, graph: Graph, path: tuple) -> None:
         conditions = graph.conditions
@@ -353,9 +404,12 @@ class _ModelWalker:
             for key, condition in entries.items() if isinstance(entries, Mapping) else ():
                 for kind in _condition_types(condition):
                     if kind not in _scheduler_conditions():
-                        self.structure.append(Problem(
-                            format_path(path + ("conditions", group, key)),
-                            f"'{kind}' is not a scheduler condition"))
+                        self.structure.append(
+                            Problem(
+                                format_path(path + ("conditions", group, key)),
+                                f"'{kind}' is not a scheduler condition",
+                            )
+                        )
 
 
 def _condition_types(condition: Any) -> Iterator[Any]:
@@ -376,8 +430,9 @@ def _unordered_edges(nodes: list, edges: list) -> set[str]:
     receivers = {e.receiver for e in edges}
     reached = {n.id for n in nodes if n.id not in receivers}
     if not reached:
-        reached = {n.id for n in nodes
-                   if any(input_default(p) is not None for p in n.input_ports or ())}
+        reached = {
+            n.id for n in nodes if any(input_default(p) is not None for p in n.input_ports or ())
+        }
     pending = list(edges)
     changed = True
     while pending and changed:
@@ -399,5 +454,3 @@ def _numeric(value: Any) -> bool:
 def _field(item: Any, name: str) -> Any:
     """An attribute of an object, or an entry of a dict (conditions come as either)."""
     return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
-
-

@@ -9,7 +9,8 @@ remembers that a model's content passed the checks of :mod:`mdf_loops.safety.che
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
@@ -141,8 +142,13 @@ def _document_size(document: Any, where: str) -> tuple[int, int]:
     while stack:
         item, done = stack.pop()
         key = id(item)
-        children = list(item.values()) if isinstance(item, Mapping) else \
-            item if isinstance(item, list) else None
+        children = (
+            list(item.values())
+            if isinstance(item, Mapping)
+            else item
+            if isinstance(item, list)
+            else None
+        )
         if children is None:
             continue
         if done:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from mdf_loops.safety.allowlist import expressions_untrusted
 
 __all__ = ["engine_expression", "function_refusal", "guarded_evaluate_expr", "DISPATCH_MARKERS"]
@@ -75,29 +74,41 @@ def function_refusal(function: Any) -> str | None:
         marker = next((m for m in _TEXT_MARKERS if m in expression), None)
         if marker is None:
             return None
-        return (f"the standard function '{function}' ({expression}) runs outside the "
-                "checked evaluator and turns model data into text that modeci-mdf "
-                "evaluates; it is refused in a model that is not trusted")
+        return (
+            f"the standard function '{function}' ({expression}) runs outside the "
+            "checked evaluator and turns model data into text that modeci-mdf "
+            "evaluates; it is refused in a model that is not trusted"
+        )
     marker = next((m for m in DISPATCH_MARKERS if m in function), None)
     if marker is not None:
-        return (f"'{function:.80}' is not a standard function but contains '{marker}', by "
-                "which modeci-mdf would call one of its Python functions; use the standard "
-                "function's name")
+        return (
+            f"'{function:.80}' is not a standard function but contains '{marker}', by "
+            "which modeci-mdf would call one of its Python functions; use the standard "
+            "function's name"
+        )
     return None
 
 
-def guarded_evaluate_expr(expr: Any = None, func_params: Any = None,
-                          array_format: str = "numpy",
-                          allow_strings_returned: bool | None = False,
-                          verbose: bool | None = False) -> Any:
+def guarded_evaluate_expr(
+    expr: Any = None,
+    func_params: Any = None,
+    array_format: str = "numpy",
+    allow_strings_returned: bool | None = False,
+    verbose: bool | None = False,
+) -> Any:
     """modeci-mdf's ``evaluate_expr``; for an untrusted model, a name whose value is text
     gives that text (or the number it spells), never the text evaluated as Python."""
     if expressions_untrusted() and type(expr) is str and isinstance(func_params, dict):
         value = func_params.get(expr, _MISSING)
         if isinstance(value, str):
             return _text_as_data(value)
-    return stock_evaluate_expr()(expr, func_params, array_format=array_format,
-                                 allow_strings_returned=allow_strings_returned, verbose=verbose)
+    return stock_evaluate_expr()(
+        expr,
+        func_params,
+        array_format=array_format,
+        allow_strings_returned=allow_strings_returned,
+        verbose=verbose,
+    )
 
 
 def stock_evaluate_expr() -> Any:

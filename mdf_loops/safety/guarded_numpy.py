@@ -14,8 +14,9 @@ import functools
 import math
 import operator
 import types
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,8 @@ __all__ = ["expression_numpy", "untrusted_expressions", "expressions_untrusted"]
 
 
 _UNTRUSTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "mdf_loops_untrusted_expressions", default=False)
+    "mdf_loops_untrusted_expressions", default=False
+)
 
 
 @contextmanager
@@ -82,14 +84,30 @@ _CALL_SIZE: dict[str, Callable[..., int]] = {
     "identity": lambda n, *a, **k: abs(int(n)) ** 2,
     "arange": _arange_count,
     "linspace": lambda start, stop, num=50, *a, **k: abs(int(num)),
-    "zeros_like": _like_count, "ones_like": _like_count, "full_like": _like_count,
+    "zeros_like": _like_count,
+    "ones_like": _like_count,
+    "full_like": _like_count,
 }
 
 
 #: where a numpy function takes its dtype positionally (every function: also ``dtype=``)
-_DTYPE_POSITION = {"zeros": 1, "ones": 1, "empty": 1, "full": 2, "eye": 3, "identity": 1,
-                   "arange": 3, "linspace": 5, "array": 1, "asarray": 1, "zeros_like": 1,
-                   "ones_like": 1, "full_like": 2}
+_DTYPE_POSITION = {
+    "zeros": 1,
+    "ones": 1,
+    "empty": 1,
+    "full": 2,
+    "eye": 3,
+    "identity": 1,
+    "arange": 3,
+    "linspace": 5,
+    "array": 1,
+    "asarray": 1,
+    "zeros_like": 1,
+    "ones_like": 1,
+    "full_like": 2,
+}
+
+
 def _check_dtype(name: str, args: tuple, kwargs: dict) -> None:
     position = _DTYPE_POSITION.get(name)
     given = [kwargs.get("dtype")]
@@ -128,10 +146,14 @@ def _size_checked(name: str, function: Callable) -> Callable:
 
 @functools.lru_cache(maxsize=1)
 def _guarded_numpy() -> types.SimpleNamespace:
-    members = {name: _dtype_checked(name, getattr(np, name)) if callable(getattr(np, name))
-               and not isinstance(getattr(np, name), type) else getattr(np, name)
-               for name in NUMPY_FUNCTIONS}
+    members = {
+        name: _dtype_checked(name, getattr(np, name))
+        if callable(getattr(np, name)) and not isinstance(getattr(np, name), type)
+        else getattr(np, name)
+        for name in NUMPY_FUNCTIONS
+    }
     members.update({name: _size_checked(name, getattr(np, name)) for name in _CALL_SIZE})
     members["linalg"] = types.SimpleNamespace(
-        **{name: getattr(np.linalg, name) for name in _NUMPY_LINALG})
+        **{name: getattr(np.linalg, name) for name in _NUMPY_LINALG}
+    )
     return types.SimpleNamespace(**members)

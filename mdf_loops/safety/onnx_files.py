@@ -21,12 +21,13 @@ from __future__ import annotations
 import contextvars
 import math
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TypeGuard
 
 import onnx
-from onnx import AttributeProto, TensorProto
+from onnx import AttributeProto, SparseTensorProto, TensorProto
 
 from mdf_loops.errors import ModelError, SizeLimitError
 from mdf_loops.ops.common import current_limits, how_to_raise
@@ -43,12 +44,14 @@ class OnnxFileAccess:
 
 
 _ACCESS: contextvars.ContextVar[OnnxFileAccess] = contextvars.ContextVar(
-    "mdf_loops_onnx_file_access", default=OnnxFileAccess())
+    "mdf_loops_onnx_file_access", default=OnnxFileAccess()
+)
 
 
 @contextmanager
-def onnx_file_access(*, trusted: bool = False,
-                     external_data_dir: str | os.PathLike | None = None) -> Iterator[None]:
+def onnx_file_access(
+    *, trusted: bool = False, external_data_dir: str | os.PathLike | None = None
+) -> Iterator[None]:
     """Allow ONNX files read in the block to load external tensor data: from the model's
     own folder when ``trusted``, else only from files inside ``external_data_dir``."""
     folder = os.fspath(external_data_dir) if external_data_dir is not None else None
@@ -80,7 +83,11 @@ def checked_onnx(model: onnx.ModelProto, path: str | None) -> onnx.ModelProto:
 # ---------------------------------------------------------------- walking tensors
 
 
-def _tensors(model: onnx.ModelProto) -> Iterator[tuple[object, str]]:
+#: a dense or a sparse tensor of a model
+_Tensor = TensorProto | SparseTensorProto
+
+
+def _tensors(model: onnx.ModelProto) -> Iterator[tuple[_Tensor, str]]:
     """Every tensor and sparse tensor of the model, with where it is."""
     graphs = [(model.graph, f"graph '{model.graph.name}'")]
     for function in model.functions:
@@ -101,7 +108,7 @@ def _tensors(model: onnx.ModelProto) -> Iterator[tuple[object, str]]:
                     graphs.append((body, f"{here} (graph '{body.name}')"))
 
 
-def _attribute_tensors(attr: AttributeProto, where: str) -> Iterator[tuple[object, str]]:
+def _attribute_tensors(attr: AttributeProto, where: str) -> Iterator[tuple[_Tensor, str]]:
     if attr.HasField("t"):
         yield attr.t, where
     if attr.HasField("sparse_tensor"):
@@ -110,14 +117,14 @@ def _attribute_tensors(attr: AttributeProto, where: str) -> Iterator[tuple[objec
         yield tensor, where
 
 
-def _is_external(tensor: object) -> bool:
+def _is_external(tensor: _Tensor) -> TypeGuard[TensorProto]:
     return isinstance(tensor, TensorProto) and tensor.data_location == TensorProto.EXTERNAL
 
 
 # ---------------------------------------------------------------- sizes
 
 
-def _check_size(tensor: object, where: str) -> None:
+def _check_size(tensor: _Tensor, where: str) -> None:
     """Refuse a tensor (or sparse tensor, counted dense) larger than ``max_elements``."""
     limit = current_limits().max_elements
     dims = list(tensor.dims)
@@ -129,7 +136,8 @@ def _check_size(tensor: object, where: str) -> None:
         raise SizeLimitError(
             f"{where}: the {kind} declares {dims} = {elements} elements, over the limit of "
             f"{limit} (max_elements); nothing was allocated. If the model is meant to be "
-            f"this large, {how_to_raise('max_elements')}")
+            f"this large, {how_to_raise('max_elements')}"
+        )
     if not isinstance(tensor, TensorProto):  # sparse: its values and indices too
         _check_size(tensor.values, f"{where} values")
         _check_size(tensor.indices, f"{where} indices")
@@ -147,7 +155,8 @@ def _external_folder(path: str | None, where: str, location: str) -> str:
     raise ModelError(
         f"{where}: {location} keeps its data in another file; external data is read only "
         "from a folder you name (external_data_dir=..., --external-data-dir DIR) or, "
-        "for a model you trust, from its own folder (trusted=True, --trusted)")
+        "for a model you trust, from its own folder (trusted=True, --trusted)"
+    )
 
 
 def _load_external(tensor: TensorProto, folder: str, where: str) -> None:
@@ -155,16 +164,25 @@ def _load_external(tensor: TensorProto, folder: str, where: str) -> None:
     location = info.get("location", "")
     base = os.path.realpath(folder)
     target = os.path.realpath(os.path.join(base, location))
-    if not location or os.path.isabs(location) or \
-            os.path.commonpath([base, target]) != base or not os.path.isfile(target):
+    if (
+        not location
+        or os.path.isabs(location)
+        or os.path.commonpath([base, target]) != base
+        or not os.path.isfile(target)
+    ):
         raise ModelError(f"{where}: external data '{location}' is not a file inside '{folder}'")
-    offset, length = _integer(info.get("offset"), 0, where), _integer(info.get("length"), None, where)
+    offset, length = (
+        _integer(info.get("offset"), 0, where) or 0,
+        _integer(info.get("length"), None, where),
+    )
     expected = _byte_size(tensor, where)
     if length is None:
         length = expected
     if length != expected:
-        raise ModelError(f"{where}: external data length {length} does not match the "
-                         f"{expected} bytes its type and dims declare")
+        raise ModelError(
+            f"{where}: external data length {length} does not match the "
+            f"{expected} bytes its type and dims declare"
+        )
     with open(target, "rb") as handle:
         handle.seek(offset)
         data = handle.read(length)
@@ -191,8 +209,7 @@ def _integer(text: str | None, default: int | None, where: str) -> int | None:
     try:
         value = int(text)
     except ValueError:
-        raise ModelError(f"{where}: external data offset/length {text!r} is not a number") \
-            from None
+        raise ModelError(f"{where}: external data offset/length {text!r} is not a number") from None
     if value < 0:
         raise ModelError(f"{where}: external data offset/length {value} is negative")
     return value

@@ -14,7 +14,8 @@ function; malformed inputs are left to the kernel, which reports them.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,14 +24,17 @@ from mdf_loops.ops.common import check_elements
 __all__ = ["planned_elements", "check_planned_size", "BROADCASTING"]
 
 #: element-wise operators whose output has the broadcast shape of all inputs
-BROADCASTING = frozenset("""
+BROADCASTING = frozenset(
+    """
     Add Sub Mul Div Pow Mod And Or Xor Equal Greater Less GreaterOrEqual LessOrEqual BitShift
     BitwiseAnd BitwiseOr BitwiseXor Where Max Min Sum Mean PRelu
-""".split())
+""".split()
+)
 
 
-def check_planned_size(op_type: str, inputs: Sequence[Any],
-                       attributes: Mapping[str, Any] | None = None) -> None:
+def check_planned_size(
+    op_type: str, inputs: Sequence[Any], attributes: Mapping[str, Any] | None = None
+) -> None:
     """Raise :class:`SizeLimitError` when ``op_type`` on ``inputs`` would produce more
     than ``max_elements`` elements (nothing is allocated)."""
     count = planned_elements(op_type, inputs, attributes or {})
@@ -38,8 +42,9 @@ def check_planned_size(op_type: str, inputs: Sequence[Any],
         check_elements(count, f"the output of onnx::{op_type}")
 
 
-def planned_elements(op_type: str, inputs: Sequence[Any],
-                     attributes: Mapping[str, Any]) -> int | None:
+def planned_elements(
+    op_type: str, inputs: Sequence[Any], attributes: Mapping[str, Any]
+) -> int | None:
     """Elements of the largest output of ``op_type``, or None when not known beforehand."""
     estimate = _broadcast_size if op_type in BROADCASTING else _PLANNED.get(op_type)
     if estimate is None:
@@ -111,8 +116,9 @@ def _like(inputs: list, attributes: Mapping) -> int:
 
 def _resize(inputs: list, attributes: Mapping) -> int:
     shape = _shape(inputs[0])
-    axes = _ints(attributes["axes"]) if attributes.get("axes") is not None \
-        else list(range(len(shape)))
+    axes = (
+        _ints(attributes["axes"]) if attributes.get("axes") is not None else list(range(len(shape)))
+    )
     sizes, scales = _given(inputs, 3), _given(inputs, 2)
     if scales is None and len(inputs) == 2:  # Upsample / Resize-10: (X, scales)
         scales = inputs[1]
@@ -154,8 +160,8 @@ def _einsum(inputs: list, attributes: Mapping) -> int:
         shape = _shape(value)
         if "..." in term:
             head, tail = term.split("...")
-            ellipsis.append(shape[len(head):len(shape) - len(tail)])
-            term, shape = head + tail, shape[:len(head)] + shape[len(shape) - len(tail):]
+            ellipsis.append(shape[len(head) : len(shape) - len(tail)])
+            term, shape = head + tail, shape[: len(head)] + shape[len(shape) - len(tail) :]
         for letter, size in zip(term, shape):
             sizes[letter] = max(sizes.get(letter, 1), size)
     if not _:
@@ -171,9 +177,19 @@ def _concat(inputs: list, attributes: Mapping) -> int:
 
 _PLANNED: dict[str, Callable[[list, Mapping], int]] = {
     "ConstantOfShape": lambda inputs, attributes: math.prod(abs(d) for d in _ints(inputs[0])),
-    "Expand": _expand, "Tile": _tile, "Range": _range, "Pad": _pad,
-    "RandomUniform": _random, "RandomNormal": _random,
-    "RandomUniformLike": _like, "RandomNormalLike": _like,
-    "Resize": _resize, "Upsample": _resize, "OneHot": _one_hot,
-    "MatMul": _matmul, "Gemm": _gemm, "Einsum": _einsum, "Concat": _concat,
+    "Expand": _expand,
+    "Tile": _tile,
+    "Range": _range,
+    "Pad": _pad,
+    "RandomUniform": _random,
+    "RandomNormal": _random,
+    "RandomUniformLike": _like,
+    "RandomNormalLike": _like,
+    "Resize": _resize,
+    "Upsample": _resize,
+    "OneHot": _one_hot,
+    "MatMul": _matmul,
+    "Gemm": _gemm,
+    "Einsum": _einsum,
+    "Concat": _concat,
 }

@@ -24,7 +24,8 @@ import resource
 import select
 import signal
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -51,8 +52,13 @@ def parse_memory(text: str) -> int:
     return int(value)
 
 
-def call_limited(work: Callable[[], Any], *, timeout: float | None = None,
-                 max_memory: int | None = None, what: str = "the work") -> Any:
+def call_limited(
+    work: Callable[[], Any],
+    *,
+    timeout: float | None = None,
+    max_memory: int | None = None,
+    what: str = "the work",
+) -> Any:
     """``work()`` run in a forked child under hard limits; its result or its error.
 
     ``work`` must return text, a list of text, or a mapping of names to numpy
@@ -76,8 +82,9 @@ def call_limited(work: Callable[[], Any], *, timeout: float | None = None,
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     if timed_out or _killed_by(status, signal.SIGXCPU, signal.SIGKILL) and timeout:
-        raise ResourceLimitError(f"{what} took longer than {timeout:g} s (--timeout); "
-                                 "nothing was written")
+        raise ResourceLimitError(
+            f"{what} took longer than {timeout:g} s (--timeout); nothing was written"
+        )
     if payload[:1] == b"E":
         raise _error_from(json.loads(payload[1:].decode("utf-8")), max_memory, what)
     if not payload:
@@ -85,9 +92,14 @@ def call_limited(work: Callable[[], Any], *, timeout: float | None = None,
     return _decode(payload)
 
 
-def run_limited(model: Any, inputs: Mapping[str, Any] | None = None, *,
-                timeout: float | None = None, max_memory: int | None = None,
-                **run_arguments: Any) -> dict[str, Any]:
+def run_limited(
+    model: Any,
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+    max_memory: int | None = None,
+    **run_arguments: Any,
+) -> dict[str, Any]:
     """:func:`mdf_loops.run` in a child process with a hard CPU-time and memory cap.
 
     ``timeout`` (seconds of CPU time and of wall clock) covers loading, checking
@@ -95,15 +107,20 @@ def run_limited(model: Any, inputs: Mapping[str, Any] | None = None, *,
     """
     from mdf_loops.run import run
 
-    return call_limited(lambda: run(model, inputs, **run_arguments), timeout=timeout,
-                        max_memory=max_memory, what=f"running {_name(model)}")
+    return call_limited(
+        lambda: run(model, inputs, **run_arguments),
+        timeout=timeout,
+        max_memory=max_memory,
+        what=f"running {_name(model)}",
+    )
 
 
 # ---------------------------------------------------------------- the child
 
 
-def _child(work: Callable[[], Any], write_fd: int, timeout: float | None,
-           max_memory: int | None) -> None:
+def _child(
+    work: Callable[[], Any], write_fd: int, timeout: float | None, max_memory: int | None
+) -> None:
     code = 0
     try:
         signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the kernel's limit ends the child
@@ -116,10 +133,14 @@ def _child(work: Callable[[], Any], write_fd: int, timeout: float | None,
         try:
             payload = _encode(work())
         except BaseException as exc:  # every error goes back as data
-            payload = b"E" + json.dumps({"type": type(exc).__name__,
-                                         "module": type(exc).__module__,
-                                         "memory": _out_of_memory(exc),
-                                         "message": str(exc)}).encode("utf-8")
+            payload = b"E" + json.dumps(
+                {
+                    "type": type(exc).__name__,
+                    "module": type(exc).__module__,
+                    "memory": _out_of_memory(exc),
+                    "message": str(exc),
+                }
+            ).encode("utf-8")
         _write_all(write_fd, payload)
     except BaseException:
         code = 1
@@ -127,7 +148,7 @@ def _child(work: Callable[[], Any], write_fd: int, timeout: float | None,
         os._exit(code)
 
 
-def _out_of_memory(exc: BaseException) -> bool:
+def _out_of_memory(exc: BaseException | None) -> bool:
     """Whether a MemoryError caused ``exc`` (an evaluation error may wrap one)."""
     seen = 0
     while exc is not None and seen < 20:
@@ -140,12 +161,12 @@ def _out_of_memory(exc: BaseException) -> bool:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view[: 1 << 20]):]
+        view = view[os.write(fd, view[: 1 << 20]) :]
 
 
 def _read_until(fd: int, pid: int, timeout: float | None) -> tuple[bytes, bool]:
     """Everything the child writes; (data, whether the wall-clock limit ended it)."""
-    chunks = []
+    chunks: list[bytes] = []
     deadline = time.monotonic() + timeout if timeout else None
     while True:
         wait = None if deadline is None else max(deadline - time.monotonic(), 0)
@@ -169,20 +190,26 @@ def _crash_message(status: int, max_memory: int | None, what: str) -> str:
         cause = f"was killed by {name}"
     else:
         cause = f"ended with status {os.WEXITSTATUS(status)}"
-    hint = (f"; it may have needed more memory than --max-memory ({max_memory} bytes)"
-            if max_memory else "")
+    hint = (
+        f"; it may have needed more memory than --max-memory ({max_memory} bytes)"
+        if max_memory
+        else ""
+    )
     return f"{what} {cause} without a result{hint}; nothing was written"
 
 
 def _error_from(record: dict, max_memory: int | None, what: str) -> MdfLoopsError:
     kind, message = record.get("type", ""), " ".join(str(record.get("message", "")).split())
     if record.get("memory") and max_memory:
-        return ResourceLimitError(f"{what} needed more memory than --max-memory allows "
-                                  f"({max_memory} bytes): {message or 'MemoryError'}; "
-                                  "nothing was written")
+        return ResourceLimitError(
+            f"{what} needed more memory than --max-memory allows "
+            f"({max_memory} bytes): {message or 'MemoryError'}; "
+            "nothing was written"
+        )
     known = _our_error_class(str(record.get("module", "")), kind)
     if known is not None:
-        error = MdfLoopsError.__new__(known)
+        # built without __init__ (its own may take other arguments); the fields are set here
+        error: Any = MdfLoopsError.__new__(known)
         Exception.__init__(error, message)
         error.reason, error.location, error.problems = message, "", []
         return error
@@ -209,20 +236,21 @@ def _encode(value: Any) -> bytes:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return b"L" + json.dumps(value).encode("utf-8")
     if isinstance(value, Mapping):
-        manifest, arrays = [], {}
+        manifest: list[list[Any]] = []
+        arrays: dict[str, np.ndarray] = {}
         for name, item in value.items():
             if item is None:
                 manifest.append([name, "none", 0])
             elif isinstance(item, list):
                 manifest.append([name, "sequence", len(item)])
-                for k, element in enumerate(item):
+                for element in item:
                     arrays[f"a{len(arrays)}"] = _plain_array(element)
             else:
                 manifest.append([name, "array", 1])
                 arrays[f"a{len(arrays)}"] = _plain_array(item)
         buffer = io.BytesIO()
-        np.savez(buffer, manifest=np.frombuffer(json.dumps(manifest).encode(), np.uint8),
-                 **arrays)
+        manifest_bytes = np.frombuffer(json.dumps(manifest).encode(), np.uint8)
+        np.savez(buffer, manifest=manifest_bytes, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
         return b"A" + buffer.getvalue()
     raise TypeError(f"a limited child can return text or arrays, not {type(value).__name__}")
 
@@ -255,5 +283,8 @@ def _decode(payload: bytes) -> Any:
 
 
 def _name(model: Any) -> str:
-    return f"'{os.fspath(model)}'" if isinstance(model, (str, os.PathLike)) else \
-        f"model '{getattr(model, 'id', '?')}'"
+    return (
+        f"'{os.fspath(model)}'"
+        if isinstance(model, (str, os.PathLike))
+        else f"model '{getattr(model, 'id', '?')}'"
+    )

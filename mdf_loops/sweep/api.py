@@ -14,15 +14,21 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from modeci_mdf.mdf import Model
 
 from mdf_loops.sweep.errors import SweepError
-from mdf_loops.sweep.results import ResultTable, check_output_path, fingerprint_attrs
-from mdf_loops.sweep.results import load_dataset, save_dataset
+from mdf_loops.sweep.results import (
+    ResultTable,
+    check_output_path,
+    fingerprint_attrs,
+    load_dataset,
+    save_dataset,
+)
 from mdf_loops.sweep.space import SweepSpace, grid_space, sample_space
 from mdf_loops.sweep.worker import SweepTask, run_settings
 
@@ -52,7 +58,7 @@ def sweep(
     progress: Progress | None = None,
     checkpoint_seconds: float = 30.0,
     **run_options: Any,
-) -> "xarray.Dataset":
+) -> xarray.Dataset:
     """Run ``model`` once per setting of ``grid`` or ``samples`` and gather the outputs.
 
     Args:
@@ -87,8 +93,9 @@ def sweep(
         check_output_path(output)
         if os.path.exists(output):
             skipped = table.resume_from(load_dataset(output))
-            log.info("%s: resuming; %d of %d settings already done", output, skipped,
-                     len(plan.space))
+            log.info(
+                "%s: resuming; %d of %d settings already done", output, skipped, len(plan.space)
+            )
     pending = table.pending
     if pending:
         saver = _Checkpoints(table, output, checkpoint_seconds)
@@ -105,8 +112,7 @@ def sweep(
 def _require_extra() -> None:
     import importlib.util
 
-    missing = [name for name in ("xarray", "distributed")
-               if importlib.util.find_spec(name) is None]
+    missing = [name for name in ("xarray", "distributed") if importlib.util.find_spec(name) is None]
     if missing:
         raise SweepError(f"sweep needs {' and '.join(missing)}: pip install 'mdf-loops[sweep]'")
 
@@ -141,8 +147,9 @@ def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) ->
     wanted = tuple(outputs) if outputs is not None else tuple(interface.outputs)
     unknown = [name for name in wanted if name not in interface.outputs]
     if unknown or not wanted:
-        raise SweepError(f"graph '{target.id}' has no outputs {unknown}; "
-                         f"it has {sorted(interface.outputs)}")
+        raise SweepError(
+            f"graph '{target.id}' has no outputs {unknown}; it has {sorted(interface.outputs)}"
+        )
     text = lifted.to_json()
     key = hashlib.sha256(text.encode()).hexdigest()
     task = SweepTask(text, key, target.id, inputs, wanted, backend, dict(run_options))
@@ -160,8 +167,9 @@ def _cluster(client: Any) -> Iterator[Any]:
     from dask.distributed import Client, LocalCluster
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cluster = LocalCluster(n_workers=cores or 1, threads_per_worker=1, processes=True,
-                           dashboard_address=":0")
+    cluster = LocalCluster(
+        n_workers=cores or 1, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
     try:
         with Client(cluster) as local:
             yield local
@@ -170,11 +178,18 @@ def _cluster(client: Any) -> Iterator[Any]:
 
 
 def _batches(pending: list[int], size: int) -> list[list[int]]:
-    return [pending[k:k + size] for k in range(0, len(pending), size)]
+    return [pending[k : k + size] for k in range(0, len(pending), size)]
 
 
-def _execute(plan: _Plan, table: ResultTable, pending: list[int], client: Any,
-             batch_size: int | None, progress: Progress | None, saver: "_Checkpoints") -> None:
+def _execute(
+    plan: _Plan,
+    table: ResultTable,
+    pending: list[int],
+    client: Any,
+    batch_size: int | None,
+    progress: Progress | None,
+    saver: _Checkpoints,
+) -> None:
     from dask.distributed import as_completed
 
     if batch_size is not None and batch_size < 1:
@@ -183,9 +198,13 @@ def _execute(plan: _Plan, table: ResultTable, pending: list[int], client: Any,
     size = batch_size or max(1, min(500, math.ceil(len(pending) / (4 * workers))))
     futures = []
     for batch in _batches(pending, size):
-        settings = [(index, {plan.input_of[name]: value
-                             for name, value in plan.space.setting(index).items()})
-                    for index in batch]
+        settings = [
+            (
+                index,
+                {plan.input_of[name]: value for name, value in plan.space.setting(index).items()},
+            )
+            for index in batch
+        ]
         futures.append(client.submit(run_settings, plan.task, settings, pure=False))
     done = int(table.completed.sum())
     try:
@@ -207,8 +226,10 @@ def _result(future: Any) -> list:
     try:
         return future.result()
     except KilledWorker as exc:
-        raise SweepError(f"a batch of settings killed its worker several times ({exc}); "
-                         "the settings done so far are kept; run again to resume") from exc
+        raise SweepError(
+            f"a batch of settings killed its worker several times ({exc}); "
+            "the settings done so far are kept; run again to resume"
+        ) from exc
 
 
 class _Checkpoints:

@@ -19,8 +19,13 @@ from dataclasses import dataclass
 
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, Parameter
 
-from mdf_loops.model.convention import BODY_ATTRIBUTES, CONTROL_FLOW_FUNCTIONS, function_parameter
-from mdf_loops.model.convention import body_graph, wrap_body
+from mdf_loops.model.convention import (
+    BODY_ATTRIBUTES,
+    CONTROL_FLOW_FUNCTIONS,
+    body_graph,
+    function_parameter,
+    wrap_body,
+)
 from mdf_loops.sweep.errors import SweepError
 
 __all__ = ["ParameterSite", "find_parameter", "lift_parameters"]
@@ -71,24 +76,35 @@ def find_parameter(graph: Graph, address: str) -> ParameterSite:
     parameter, or the parameter cannot take a value (a function call, a body, a state).
     """
     if "." not in address:
-        raise SweepError(f"'{address}' is neither an input of graph '{graph.id}' nor a "
-                         "parameter address 'node.parameter'")
+        raise SweepError(
+            f"'{address}' is neither an input of graph '{graph.id}' nor a "
+            "parameter address 'node.parameter'"
+        )
     path, parameter_id = address.rsplit(".", 1)
     wanted = path.split("/")
-    matches = [(enclosing, node) for enclosing, node in _nodes(graph)
-               if ([loop for loop, _ in enclosing] + [node.id])[-len(wanted):] == wanted]
+    matches = [
+        (enclosing, node)
+        for enclosing, node in _nodes(graph)
+        if ([loop for loop, _ in enclosing] + [node.id])[-len(wanted) :] == wanted
+    ]
     if not matches:
-        raise SweepError(f"parameter '{address}': graph '{graph.id}' has no node '{path}' "
-                         "(nodes inside loop bodies count; write 'loop/node' to be explicit)")
+        raise SweepError(
+            f"parameter '{address}': graph '{graph.id}' has no node '{path}' "
+            "(nodes inside loop bodies count; write 'loop/node' to be explicit)"
+        )
     if len(matches) > 1:
         paths = sorted("/".join([loop for loop, _ in e] + [n.id]) for e, n in matches)
-        raise SweepError(f"parameter '{address}': node id '{path}' is used in several graphs "
-                         f"({paths}); address it by its path, e.g. '{paths[0]}.{parameter_id}'")
+        raise SweepError(
+            f"parameter '{address}': node id '{path}' is used in several graphs "
+            f"({paths}); address it by its path, e.g. '{paths[0]}.{parameter_id}'"
+        )
     enclosing, node = matches[0]
     parameter = next((p for p in node.parameters if p.id == parameter_id), None)
     if parameter is None:
-        raise SweepError(f"parameter '{address}': node '{node.id}' has no parameter "
-                         f"'{parameter_id}'; it has {sorted(p.id for p in node.parameters)}")
+        raise SweepError(
+            f"parameter '{address}': node '{node.id}' has no parameter "
+            f"'{parameter_id}'; it has {sorted(p.id for p in node.parameters)}"
+        )
     _check_settable(address, node, parameter)
     return ParameterSite(address, tuple(enclosing), node.id, parameter_id)
 
@@ -99,15 +115,17 @@ def _check_settable(address: str, node: Node, parameter: Parameter) -> None:
         reason = f"calls the function {parameter.function!r}"
     elif parameter.default_initial_value is not None or parameter.time_derivative:
         reason = "is a state (it has an initial value or a time derivative)"
-    elif isinstance(parameter.value, dict) and any(str(k).startswith("graph_")
-                                                     for k in parameter.value):
+    elif isinstance(parameter.value, dict) and any(
+        str(k).startswith("graph_") for k in parameter.value
+    ):
         reason = "holds a loop body"
     elif parameter.id in _operator_attributes(node):
-        reason = ("is an attribute of the node's ONNX operator, fixed when the model is "
-                  "compiled")
+        reason = "is an attribute of the node's ONNX operator, fixed when the model is compiled"
     if reason:
-        raise SweepError(f"parameter '{address}': '{parameter.id}' of node '{node.id}' {reason}; "
-                         "a sweep sets parameters that hold a value")
+        raise SweepError(
+            f"parameter '{address}': '{parameter.id}' of node '{node.id}' {reason}; "
+            "a sweep sets parameters that hold a value"
+        )
 
 
 def _operator_attributes(node: Node) -> set[str]:
@@ -118,13 +136,14 @@ def _operator_attributes(node: Node) -> set[str]:
     if call is None or not str(call.function).startswith("onnx::"):
         return set()
     try:
-        return set(onnx.defs.get_schema(call.function[len("onnx::"):]).attributes)
+        return set(onnx.defs.get_schema(call.function[len("onnx::") :]).attributes)
     except onnx.defs.SchemaError:
         return set()
 
 
-def lift_parameters(model: Model, graph_id: str,
-                    addresses: list[str]) -> tuple[Model, dict[str, str]]:
+def lift_parameters(
+    model: Model, graph_id: str, addresses: list[str]
+) -> tuple[Model, dict[str, str]]:
     """A copy of ``model`` whose parameters at ``addresses`` are inputs of graph ``graph_id``.
 
     Returns the copy and ``{address: input name}``. ``model`` is not changed.

@@ -52,8 +52,16 @@ class ResultTable:
         for name, value in result.outputs.items():
             known = next(iter(self.values[name].values()), None)
             if known is not None and known.ndim != value.ndim:
-                error = "; ".join(filter(None, [error, f"output '{name}' has {value.ndim} "
-                                                       f"dimensions, other settings {known.ndim}"]))
+                error = "; ".join(
+                    filter(
+                        None,
+                        [
+                            error,
+                            f"output '{name}' has {value.ndim} "
+                            f"dimensions, other settings {known.ndim}",
+                        ],
+                    )
+                )
                 continue
             self.values[name][result.index] = value
         self.errors[result.index] = error
@@ -81,15 +89,18 @@ class ResultTable:
     def resume_from(self, dataset) -> int:
         """Take the completed settings of ``dataset`` (a file of this sweep); returns how many."""
         if dataset.attrs.get(FINGERPRINT) != self.attrs[FINGERPRINT]:
-            raise SweepError("the output file holds another sweep (a different model, settings, "
-                             "outputs or run options); choose another file, or delete it to "
-                             "start again")
+            raise SweepError(
+                "the output file holds another sweep (a different model, settings, "
+                "outputs or run options); choose another file, or delete it to "
+                "start again"
+            )
         completed = np.asarray(dataset["completed"].values, dtype=bool).reshape(-1)
         errors = np.asarray(dataset["error"].values, dtype=object).reshape(-1)
         settings = len(self.space.dims)
         arrays = {name: np.asarray(dataset[name].values) for name in self.outputs}
-        arrays = {name: a.reshape(len(self.space), *a.shape[settings:])
-                  for name, a in arrays.items()}
+        arrays = {
+            name: a.reshape(len(self.space), *a.shape[settings:]) for name, a in arrays.items()
+        }
         for index in np.flatnonzero(completed):
             outputs = {}
             if not errors[index]:
@@ -111,20 +122,35 @@ def _stacked(name: str, values: dict[int, np.ndarray], count: int, shape, dims):
         dtype = np.result_type(dtype, np.float64) if dtype.kind not in "fc" else dtype
     stacked = np.full((count, *largest), np.nan if dtype.kind in "fc" else 0, dtype=dtype)
     for index, array in values.items():
-        stacked[(index, *(slice(0, n) for n in array.shape))] = array
+        region: tuple[int | slice, ...] = (index, *(slice(0, n) for n in array.shape))
+        stacked[region] = array
     own_dims = tuple(f"{name}_dim{k}" for k in range(ndim))
     return dims + own_dims, stacked.reshape(*shape, *largest)
 
 
-def fingerprint_attrs(model_key: str, space: SweepSpace, outputs: tuple[str, ...],
-                      graph: str | None, run_options: dict[str, Any], names: dict[str, str],
-                      model_id: str) -> dict[str, Any]:
+def fingerprint_attrs(
+    model_key: str,
+    space: SweepSpace,
+    outputs: tuple[str, ...],
+    graph: str | None,
+    run_options: dict[str, Any],
+    names: dict[str, str],
+    model_id: str,
+) -> dict[str, Any]:
     """The dataset attributes: what was swept, and a hash telling this sweep from others."""
     import hashlib
 
-    identity = json.dumps([model_key, space.fingerprint(), list(outputs), graph,
-                           sorted((k, repr(v)) for k, v in run_options.items()
-                                  if v is not None and v is not False)])
+    identity = json.dumps(
+        [
+            model_key,
+            space.fingerprint(),
+            list(outputs),
+            graph,
+            sorted(
+                (k, repr(v)) for k, v in run_options.items() if v is not None and v is not False
+            ),
+        ]
+    )
     return {
         FINGERPRINT: hashlib.sha256(identity.encode()).hexdigest(),
         "model": model_id,
@@ -156,8 +182,9 @@ def _save_zarr(dataset, target: Path) -> None:
     try:
         import zarr  # noqa: F401
     except ImportError:
-        raise SweepError(f"{target}: writing zarr needs the zarr package (pip install zarr), "
-                         "or write a .nc file") from None
+        raise SweepError(
+            f"{target}: writing zarr needs the zarr package (pip install zarr), or write a .nc file"
+        ) from None
     temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         dataset.to_zarr(temporary, mode="w", consolidated=False)
@@ -184,8 +211,9 @@ def load_dataset(path: str | os.PathLike):
                 return dataset.load()
         return xr.load_dataset(path)
     except (OSError, ValueError) as exc:
-        raise SweepError(f"{path}: cannot read it as sweep results ({exc}); choose another "
-                         "output file") from None
+        raise SweepError(
+            f"{path}: cannot read it as sweep results ({exc}); choose another output file"
+        ) from None
 
 
 def check_output_path(path: str | os.PathLike) -> None:

@@ -8,8 +8,9 @@ dimension per grid name, or one ``sample`` dimension.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -66,10 +67,13 @@ class SweepSpace:
 def grid_space(grid: Mapping[str, Sequence[Any]]) -> SweepSpace:
     """Every combination of the values of ``grid`` (``{name: values}``)."""
     if not isinstance(grid, Mapping) or not grid:
-        raise SweepError("grid must map at least one parameter or input name to its values, "
-                         "e.g. grid={'node.rate': [0.1, 0.2]}")
-    values = {str(name): _column(str(name), list(_sequence(name, axis)))
-              for name, axis in grid.items()}
+        raise SweepError(
+            "grid must map at least one parameter or input name to its values, "
+            "e.g. grid={'node.rate': [0.1, 0.2]}"
+        )
+    values = {
+        str(name): _column(str(name), list(_sequence(name, axis))) for name, axis in grid.items()
+    }
     names = tuple(values)
     return SweepSpace(names, values, names, tuple(len(values[n]) for n in names), True)
 
@@ -84,10 +88,13 @@ def sample_space(samples: Sequence[Mapping[str, Any]]) -> SweepSpace:
     names = tuple(str(n) for n in first)
     for k, sample in enumerate(samples):
         if not isinstance(sample, Mapping) or set(map(str, sample)) != set(names):
-            found = (sorted(map(str, sample)) if isinstance(sample, Mapping)
-                     else type(sample).__name__)
-            raise SweepError(f"sample {k} sets {found}; every sample must set the same names "
-                             f"as sample 0: {sorted(names)}")
+            found = (
+                sorted(map(str, sample)) if isinstance(sample, Mapping) else type(sample).__name__
+            )
+            raise SweepError(
+                f"sample {k} sets {found}; every sample must set the same names "
+                f"as sample 0: {sorted(names)}"
+            )
     values = {name: _column(name, [sample[name] for sample in samples]) for name in names}
     if SAMPLE_DIM in names:
         raise SweepError(f"'{SAMPLE_DIM}' names the dimension of the samples; rename that input")
@@ -107,7 +114,9 @@ def _column(name: str, values: list[Any]) -> list[np.ndarray]:
     arrays = [np.asarray(v) for v in values]
     if any(a.dtype.kind not in "biufc" for a in arrays):
         bad = next(a for a in arrays if a.dtype.kind not in "biufc")
-        raise SweepError(f"'{name}': a swept value must be numeric, got {bad.dtype} "
-                         f"({np.ndarray.tolist(bad)!r:.60})")
+        raise SweepError(
+            f"'{name}': a swept value must be numeric, got {bad.dtype} "
+            f"({np.ndarray.tolist(bad)!r:.60})"
+        )
     dtype = np.result_type(*arrays)
     return [a.astype(dtype, copy=False) for a in arrays]

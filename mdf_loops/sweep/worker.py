@@ -47,7 +47,7 @@ class SettingResult:
 
 
 #: models loaded in this process, by the hash of their JSON text (a few, most recent last)
-_MODELS: "OrderedDict[str, Model]" = OrderedDict()
+_MODELS: OrderedDict[str, Model] = OrderedDict()
 _MODELS_KEPT = 4
 _LOCK = threading.Lock()
 
@@ -83,20 +83,27 @@ def run_settings(task: SweepTask, settings: Settings) -> list[SettingResult]:
     return [_run_one(model, task, index, values) for index, values in settings]
 
 
-def _run_one(model: Model, task: SweepTask, index: int,
-             values: dict[str, np.ndarray]) -> SettingResult:
+def _run_one(
+    model: Model, task: SweepTask, index: int, values: dict[str, np.ndarray]
+) -> SettingResult:
     from mdf_loops.run import run
 
     try:
-        outputs = run(model, {**task.inputs, **values}, graph=task.graph, backend=task.backend,
-                      **task.run_options)
+        outputs = run(
+            model,
+            {**task.inputs, **values},
+            graph=task.graph,
+            backend=task.backend,
+            **task.run_options,
+        )
     except MdfLoopsError as exc:
         return SettingResult(index, {}, f"{type(exc).__name__}: {exc}")
     return checked_result(index, outputs, task.outputs)
 
 
-def _run_vectorised(run_batch, model: Model, task: SweepTask,
-                    settings: Settings) -> list[SettingResult]:
+def _run_vectorised(
+    run_batch, model: Model, task: SweepTask, settings: Settings
+) -> list[SettingResult]:
     """The whole batch as one call of ``mdf_loops.run_batch(model, inputs, params)``
     (shared inputs, and each swept input stacked along a new first axis); settings are
     rerun one by one to find which failed when it raises. Run options it does not take
@@ -106,19 +113,23 @@ def _run_vectorised(run_batch, model: Model, task: SweepTask,
     accepted = inspect.signature(run_batch).parameters
     if any(name not in accepted for name in task.run_options):
         return [_run_one(model, task, index, values) for index, values in settings]
-    params = {name: np.stack([values[name] for _, values in settings])
-              for name in settings[0][1]}
+    params = {name: np.stack([values[name] for _, values in settings]) for name in settings[0][1]}
     try:
-        outputs = run_batch(model, task.inputs, params, backend="jax", graph=task.graph,
-                            **task.run_options)
+        outputs = run_batch(
+            model, task.inputs, params, backend="jax", graph=task.graph, **task.run_options
+        )
     except MdfLoopsError as exc:
-        log.info("batch of %d settings failed on run_batch (%s); running them one by one",
-                 len(settings), exc)
+        log.info(
+            "batch of %d settings failed on run_batch (%s); running them one by one",
+            len(settings),
+            exc,
+        )
         return [_run_one(model, task, index, values) for index, values in settings]
     # an output is stacked along its first axis, or a list where the runs' shapes differ
-    return [checked_result(index, {name: value[k] for name, value in outputs.items()},
-                           task.outputs)
-            for k, (index, _) in enumerate(settings)]
+    return [
+        checked_result(index, {name: value[k] for name, value in outputs.items()}, task.outputs)
+        for k, (index, _) in enumerate(settings)
+    ]
 
 
 def checked_result(index: int, outputs: dict[str, Any], wanted: tuple[str, ...]) -> SettingResult:

@@ -3,5 +3,11 @@
 from mdf_loops.timeloop.convert import TimeLoopSpec, time_loop_spec, to_time_loop
 from mdf_loops.timeloop.simulate import SIMULATE_BACKENDS, Trajectories, simulate
 
-__all__ = ["to_time_loop", "time_loop_spec", "TimeLoopSpec", "simulate", "Trajectories",
-           "SIMULATE_BACKENDS"]
+__all__ = [
+    "to_time_loop",
+    "time_loop_spec",
+    "TimeLoopSpec",
+    "simulate",
+    "Trajectories",
+    "SIMULATE_BACKENDS",
+]

@@ -22,8 +22,9 @@ Termination conditions of the ``ENVIRONMENT_SEQUENCE`` scale (the same ones, plu
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import graph_scheduler.condition as gs
 from graph_scheduler import TimeScale
@@ -61,7 +62,10 @@ class SchedulePlan:
 
     @property
     def masked(self) -> set[str]:
-        """Nodes that may skip a step: a node condition, or a termination that can end a pass early."""
+        """Nodes that may skip a step.
+
+        Those with a node condition, or a termination that can end a pass early.
+        """
         gated = set()
         if self.termination is not None and len(self.sets) > 1:
             gated = {n for s in self.sets[1:] for n in s}
@@ -76,11 +80,11 @@ class SchedulePlan:
 class Counts:
     """Expressions of the scheduler's counts at one check point of a step."""
 
-    calls: Callable[[str], str]        # ENVIRONMENT_SEQUENCE calls of a node
+    calls: Callable[[str], str]  # ENVIRONMENT_SEQUENCE calls of a node
     calls_trial: Callable[[str], str]  # calls within this trial/pass
-    passes: str                        # ENVIRONMENT_SEQUENCE passes
-    useable: Callable[[str, str], str]
-    threshold: Callable[["ThresholdRead"], str]
+    passes: str  # ENVIRONMENT_SEQUENCE passes
+    useable: Callable[[str, str | None], str]
+    threshold: Callable[[ThresholdRead], str]
 
 
 def plan_schedule(engine: Any, graph_id: str) -> SchedulePlan:
@@ -96,12 +100,19 @@ def plan_schedule(engine: Any, graph_id: str) -> SchedulePlan:
     _check_trial(trial, node_conditions, graph_id)
     sequence = terms.get(TimeScale.ENVIRONMENT_SEQUENCE)
     for scale, condition in terms.items():
-        if scale not in (TimeScale.ENVIRONMENT_STATE_UPDATE, TimeScale.ENVIRONMENT_SEQUENCE) \
-                and not isinstance(condition, gs.Never):
-            raise ConditionError(f"graph '{graph_id}': termination condition {_name(condition)} at "
-                                 f"{scale} has no time-loop equivalent")
-    plan = SchedulePlan(sets, node_conditions,
-                        None if sequence is None or isinstance(sequence, gs.Never) else sequence)
+        if scale not in (
+            TimeScale.ENVIRONMENT_STATE_UPDATE,
+            TimeScale.ENVIRONMENT_SEQUENCE,
+        ) and not isinstance(condition, gs.Never):
+            raise ConditionError(
+                f"graph '{graph_id}': termination condition {_name(condition)} at "
+                f"{scale} has no time-loop equivalent"
+            )
+    plan = SchedulePlan(
+        sets,
+        node_conditions,
+        None if sequence is None or isinstance(sequence, gs.Never) else sequence,
+    )
     set_of = {n: k for k, s in enumerate(sets) for n in s}
     for owner, condition in node_conditions.items():
         _collect(condition, plan, owner, set_of, graph_id, termination=False)
@@ -117,35 +128,54 @@ def _check_trial(condition: Any, node_conditions: dict, graph_id: str) -> None:
     """A step must be one pass: the trial ends after every pass."""
     if isinstance(condition, gs.AllHaveRun) and not condition.args and not node_conditions:
         return  # every node runs in the first pass
-    if isinstance(condition, gs.AfterNPasses) and condition.args[0] == 1 \
-            and _scale(condition) == TimeScale.ENVIRONMENT_STATE_UPDATE:
+    if (
+        isinstance(condition, gs.AfterNPasses)
+        and condition.args[0] == 1
+        and _scale(condition) == TimeScale.ENVIRONMENT_STATE_UPDATE
+    ):
         return
     what = _name(condition)
     raise ConditionError(
         f"graph '{graph_id}': the environment_state_update termination {what} lets one "
         "EvaluableGraph.evaluate call run several passes; a time-loop step is one pass. With node "
         "conditions, set termination {'environment_state_update': {'type': 'AfterNPasses', "
-        "'kwargs': {'n': 1}}} and end the simulation with an 'environment_sequence' condition")
+        "'kwargs': {'n': 1}}} and end the simulation with an 'environment_sequence' condition"
+    )
 
 
 def _collect(condition, plan: SchedulePlan, owner, set_of, graph_id, termination) -> None:
-    where = (f"graph '{graph_id}' termination condition" if termination
-             else f"graph '{graph_id}' condition of node '{owner}'")
+    where = (
+        f"graph '{graph_id}' termination condition"
+        if termination
+        else f"graph '{graph_id}' condition of node '{owner}'"
+    )
     if isinstance(condition, (gs.All, gs.Any, gs.Not)):
         for inner in condition.args:
             _collect(inner, plan, owner, set_of, graph_id, termination)
         return
-    if isinstance(condition, (gs.Always, gs.Never, gs.EveryNPasses, gs.AfterNPasses, gs.AtPass,
-                              gs.BeforePass, gs.AfterPass)):
+    if isinstance(
+        condition,
+        (
+            gs.Always,
+            gs.Never,
+            gs.EveryNPasses,
+            gs.AfterNPasses,
+            gs.AtPass,
+            gs.BeforePass,
+            gs.AfterPass,
+        ),
+    ):
         return
     if isinstance(condition, (gs.AfterNCalls, gs.BeforeNCalls, gs.AtNCalls, gs.EveryNCalls)):
         dependency = _node_id(condition.args[0])
         if owner is not None and set_of.get(dependency) == set_of.get(owner):
             if not isinstance(condition, gs.AfterNCalls) or dependency == owner:
                 raise ConditionError(
-                    f"{where}: {_name(condition)} depends on '{dependency}', which runs in the same "
-                    "consideration set; graph-scheduler's order there is not defined, so only "
-                    "AfterNCalls (which holds whichever runs first) is supported there")
+                    f"{where}: {_name(condition)} depends on '{dependency}', "
+                    "which runs in the same consideration set; graph-scheduler's order there "
+                    "is not defined, so only "
+                    "AfterNCalls (which holds whichever runs first) is supported there"
+                )
             plan.same_set.setdefault(owner, set()).add(dependency)
         if dependency not in plan.counted:
             plan.counted.append(dependency)
@@ -158,20 +188,27 @@ def _collect(condition, plan: SchedulePlan, owner, set_of, graph_id, termination
     if isinstance(condition, gs.Threshold) and termination:
         node = _node_id(condition.dependency)
         if set_of.get(node, 0) != len(plan.sets) - 1:
-            raise ConditionError(f"{where}: Threshold on '{node}.{condition.parameter}', a node "
-                                 "that is not in the last consideration set: it could end a step "
-                                 "half-way, which the time loop does not model")
+            raise ConditionError(
+                f"{where}: Threshold on '{node}.{condition.parameter}', a node "
+                "that is not in the last consideration set: it could end a step "
+                "half-way, which the time loop does not model"
+            )
         port = f"threshold{len(plan.thresholds)}"
         plan.thresholds.append(ThresholdRead(node, str(condition.parameter), port))
         return
     if isinstance(condition, gs.WhenFinished):
-        raise ConditionError(f"{where}: {_name(condition)} asks a node whether it is finished, "
-                             "which MDF nodes do not say; end the run with a Threshold on the "
-                             "value that decides it")
-    raise ConditionError(f"{where}: {_name(condition)} has no time-loop equivalent (supported: "
-                         "Always, Never, All, Any, Not, EveryNPasses, AfterNPasses, AtPass, "
-                         "BeforePass, AfterPass, EveryNCalls, AfterNCalls, BeforeNCalls, AtNCalls"
-                         + (", Threshold" if termination else "") + ")")
+        raise ConditionError(
+            f"{where}: {_name(condition)} asks a node whether it is finished, "
+            "which MDF nodes do not say; end the run with a Threshold on the "
+            "value that decides it"
+        )
+    raise ConditionError(
+        f"{where}: {_name(condition)} has no time-loop equivalent (supported: "
+        "Always, Never, All, Any, Not, EveryNPasses, AfterNPasses, AtPass, "
+        "BeforePass, AfterPass, EveryNCalls, AfterNCalls, BeforeNCalls, AtNCalls"
+        + (", Threshold" if termination else "")
+        + ")"
+    )
 
 
 def expression(condition, counts: Counts, owner: str | None, plan: SchedulePlan) -> str:
@@ -187,25 +224,37 @@ def expression(condition, counts: Counts, owner: str | None, plan: SchedulePlan)
         return (" & " if isinstance(condition, gs.All) else " | ").join(parts)
     if isinstance(condition, gs.Not):
         return f"numpy.logical_not({expression(condition.args[0], counts, owner, plan)})"
-    if isinstance(condition, (gs.EveryNPasses, gs.AfterNPasses, gs.AtPass, gs.BeforePass,
-                              gs.AfterPass)):
+    if isinstance(
+        condition, (gs.EveryNPasses, gs.AfterNPasses, gs.AtPass, gs.BeforePass, gs.AfterPass)
+    ):
         n, scale = condition.args[0], _scale(condition)
         passes = counts.passes if scale == TimeScale.ENVIRONMENT_SEQUENCE else "0"
-        op = {gs.EveryNPasses: "%", gs.AfterNPasses: ">=", gs.AtPass: "==", gs.BeforePass: "<",
-              gs.AfterPass: ">"}[type(condition)]
+        op = {
+            gs.EveryNPasses: "%",
+            gs.AfterNPasses: ">=",
+            gs.AtPass: "==",
+            gs.BeforePass: "<",
+            gs.AfterPass: ">",
+        }[type(condition)]
         return f"{passes} % {int(n)} == 0" if op == "%" else f"{passes} {op} {int(n)}"
     if isinstance(condition, gs.EveryNCalls):
         return f"{counts.useable(_node_id(condition.args[0]), owner)} >= {int(condition.args[1])}"
     if isinstance(condition, (gs.AfterNCalls, gs.BeforeNCalls, gs.AtNCalls)):
         dependency, n = _node_id(condition.args[0]), int(condition.args[1])
         scale = _scale(condition)
-        calls = counts.calls(dependency) if scale == TimeScale.ENVIRONMENT_SEQUENCE \
+        calls = (
+            counts.calls(dependency)
+            if scale == TimeScale.ENVIRONMENT_SEQUENCE
             else counts.calls_trial(dependency)
+        )
         op = {gs.AfterNCalls: ">=", gs.BeforeNCalls: "<", gs.AtNCalls: "=="}[type(condition)]
         return f"{calls} {op} {n}"
     if isinstance(condition, gs.Threshold):
-        read = next(t for t in plan.thresholds if t.node == _node_id(condition.dependency)
-                    and t.name == condition.parameter)
+        read = next(
+            t
+            for t in plan.thresholds
+            if t.node == _node_id(condition.dependency) and t.name == condition.parameter
+        )
         value = counts.threshold(read)
         if value in ("True", "False"):
             return value
@@ -213,8 +262,10 @@ def expression(condition, counts: Counts, owner: str | None, plan: SchedulePlan)
             value = f"{value}[{int(i)}]"
         comparator, threshold = condition.comparator, float(condition.threshold)
         if comparator in ("==", "!="):
-            close = (f"abs({value} - {threshold!r}) <= "
-                     f"{float(condition.atol)!r} + {float(condition.rtol)!r} * {abs(threshold)!r}")
+            close = (
+                f"abs({value} - {threshold!r}) <= "
+                f"{float(condition.atol)!r} + {float(condition.rtol)!r} * {abs(threshold)!r}"
+            )
             return close if comparator == "==" else f"numpy.logical_not({close})"
         return f"{value} {comparator} {threshold!r}"
     raise ConditionError(f"condition {_name(condition)} has no time-loop equivalent")

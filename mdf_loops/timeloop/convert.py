@@ -5,22 +5,27 @@ from __future__ import annotations
 import ast
 import copy
 import os
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import require_input_defaults
 from mdf_loops.model.convention import port_type, set_body_signature, wrap_body
 from mdf_loops.model.interface import load_model
 from mdf_loops.timeloop.conditions import SchedulePlan, plan_schedule
 from mdf_loops.timeloop.probe import build_engine, probe
-from mdf_loops.timeloop.schedule import (control_node, counter_ports, schedule_node,
-                                         termination_expression)
+from mdf_loops.timeloop.schedule import (
+    control_node,
+    counter_ports,
+    schedule_node,
+    termination_expression,
+)
 from mdf_loops.timeloop.step import FIRST, FRESH, RUNS, carried_port, step_node, value_port
-from mdf_loops.model.compat import require_input_defaults
 
 __all__ = ["to_time_loop", "TimeLoopSpec", "time_loop_spec", "LOOP_NODE", "METADATA_KEY"]
 
@@ -90,6 +95,7 @@ def to_time_loop(
         if not trusted:
             from mdf_loops.safety.allowlist import untrusted_expressions
             from mdf_loops.safety.checks import check_model
+
             check_model(source_model)
             stack.enter_context(untrusted_expressions())
         _refuse_cycles(source)
@@ -98,8 +104,9 @@ def to_time_loop(
     builder = _BodyBuilder(source, dt, plan, probed.values, series)
     records = builder.records(record)
     body, initial, cond0 = builder.build(until)
-    result = _loop_model(source_model, source, body, initial, cond0, n_steps, dt, series, records,
-                         builder)
+    result = _loop_model(
+        source_model, source, body, initial, cond0, n_steps, dt, series, records, builder
+    )
     return result
 
 
@@ -107,10 +114,17 @@ def time_loop_spec(model: Model) -> TimeLoopSpec:
     """The time-loop description stored in a model made by :func:`to_time_loop`."""
     meta = (model.graphs[0].metadata or {}).get(METADATA_KEY) if model.graphs else None
     if not isinstance(meta, Mapping):
-        raise ModelError(f"model '{model.id}' is not a time-loop model (no '{METADATA_KEY}' "
-                         "metadata); make one with mdf_loops.to_time_loop")
-    return TimeLoopSpec(float(meta["dt"]), int(meta["steps"]), str(meta["time"]),
-                        dict(meta["records"]), dict(meta.get("inputs") or {}))
+        raise ModelError(
+            f"model '{model.id}' is not a time-loop model (no '{METADATA_KEY}' "
+            "metadata); make one with mdf_loops.to_time_loop"
+        )
+    return TimeLoopSpec(
+        float(meta["dt"]),
+        int(meta["steps"]),
+        str(meta["time"]),
+        dict(meta["records"]),
+        dict(meta.get("inputs") or {}),
+    )
 
 
 def _steps(steps, duration, dt, series) -> int:
@@ -128,8 +142,9 @@ def _steps(steps, duration, dt, series) -> int:
         raise ModelError(f"steps must be at least 1, got {steps}")
     for name, s in series.items():
         if s is not None and len(s) < steps:
-            raise ModelError(f"input '{name}': its time series has {len(s)} steps, the loop "
-                             f"runs {steps}")
+            raise ModelError(
+                f"input '{name}': its time series has {len(s)} steps, the loop runs {steps}"
+            )
     return steps
 
 
@@ -152,16 +167,19 @@ class _BodyBuilder:
         """The body output port showing ``node.name`` after a step."""
         node = self.nodes.get(node_id)
         if node is None:
-            raise ModelError(f"graph '{self.source.id}' has no node '{node_id}' "
-                             f"(nodes: {sorted(self.nodes)})")
+            raise ModelError(
+                f"graph '{self.source.id}' has no node '{node_id}' (nodes: {sorted(self.nodes)})"
+            )
         if any(p.id == name for p in node.output_ports):
             return node_id, name
         if any(p.id == name for p in node.parameters):
             self.exposed[node_id].add(name)
             return node_id, value_port(name)
-        raise ModelError(f"node '{node_id}' has no output port or parameter '{name}' (ports: "
-                         f"{[p.id for p in node.output_ports]}, parameters: "
-                         f"{[p.id for p in node.parameters]})")
+        raise ModelError(
+            f"node '{node_id}' has no output port or parameter '{name}' (ports: "
+            f"{[p.id for p in node.output_ports]}, parameters: "
+            f"{[p.id for p in node.parameters]})"
+        )
 
     def records(self, record: Sequence[str]) -> dict[str, tuple[str, str]]:
         refs = {}
@@ -180,8 +198,9 @@ class _BodyBuilder:
         initial: list[tuple[str, Any]] = []
         step_nodes = {}
         for node in self.source.nodes:
-            built = step_node(node, self.dt, conditioned=node.id in masked,
-                              exposed=self.exposed[node.id])
+            built = step_node(
+                node, self.dt, conditioned=node.id in masked, exposed=self.exposed[node.id]
+            )
             step_nodes[node.id] = built
             body.nodes.append(built.node)
             for name in built.carried_parameters:
@@ -212,27 +231,41 @@ class _BodyBuilder:
             for read in self.plan.thresholds:
                 self._edge(body, *self._reference(read.node, read.name), self.control, read.port)
         scans = [f"{self.clock}.time"] + [f"{n}.{p}" for n, p in self.recorded.values()]
-        set_body_signature(body, ["iteration", "cond_in", *carried_in],
-                           [f"{self.control}.cond_out", *carried_out, *scans],
-                           [f"{p}__series" for p in self.series])
+        set_body_signature(
+            body,
+            ["iteration", "cond_in", *carried_in],
+            [f"{self.control}.cond_out", *carried_out, *scans],
+            [f"{p}__series" for p in self.series],
+        )
         return body, initial, self._initial_condition()
 
     def _initial(self, node_id: str, name: str) -> Any:
         value = self.values.get((node_id, name))
         if value is None:
-            raise ModelError(f"node '{node_id}' '{name}': it never got a value in the first "
-                             "steps on modeci-mdf's engine, so its type is unknown")
+            raise ModelError(
+                f"node '{node_id}' '{name}': it never got a value in the first "
+                "steps on modeci-mdf's engine, so its type is unknown"
+            )
         return value.tolist()
 
     def _edge(self, body: Graph, sender: str, sender_port: str, receiver: str, port: str) -> None:
-        body.edges.append(Edge(id=f"{sender}_{sender_port}__{receiver}_{port}", sender=sender,
-                               sender_port=sender_port, receiver=receiver, receiver_port=port))
+        body.edges.append(
+            Edge(
+                id=f"{sender}_{sender_port}__{receiver}_{port}",
+                sender=sender,
+                sender_port=sender_port,
+                receiver=receiver,
+                receiver_port=port,
+            )
+        )
 
     def _clock(self, body: Graph) -> None:
         clock = Node(id=self.clock)
         clock.input_ports.append(InputPort(id="iteration"))
-        clock.output_ports += [OutputPort(id="time", value=f"iteration * {self.dt!r}"),
-                               OutputPort(id="first", value="iteration == 0")]
+        clock.output_ports += [
+            OutputPort(id="time", value=f"iteration * {self.dt!r}"),
+            OutputPort(id="first", value="iteration == 0"),
+        ]
         body.nodes.insert(0, clock)
         for node in self.source.nodes:
             self._edge(body, self.clock, "first", node.id, FIRST)
@@ -253,17 +286,23 @@ class _BodyBuilder:
                     body_port.default_value = np.zeros(port.shape or ()).tolist()
         for name, receivers in targets.items():
             if not receivers:
-                raise ModelError(f"input '{name}': no input port of that id without an edge "
-                                 f"in graph '{self.source.id}'")
+                raise ModelError(
+                    f"input '{name}': no input port of that id without an edge "
+                    f"in graph '{self.source.id}'"
+                )
         if not self.series:
             return
         feed = Node(id=self.feed)
         feed.input_ports.append(InputPort(id="iteration"))
         for name in self.series:
             feed.input_ports.append(InputPort(id=f"{name}__series"))
-            feed.parameters.append(Parameter(id=f"{name}__now", function="onnx::Gather",
-                                             args={"data": f"{name}__series",
-                                                   "indices": "iteration"}))
+            feed.parameters.append(
+                Parameter(
+                    id=f"{name}__now",
+                    function="onnx::Gather",
+                    args={"data": f"{name}__series", "indices": "iteration"},
+                )
+            )
             feed.output_ports.append(OutputPort(id=name, value=f"{name}__now[()]"))
         body.nodes.insert(1, feed)
         for name, receivers in targets.items():
@@ -285,8 +324,12 @@ class _BodyBuilder:
                     ref = f"{node.value.id}.{node.attr}"
                     if ref not in ports:
                         ports[ref] = f"until{len(ports)}"
-                        self._edge(body, *self._reference(node.value.id, node.attr),
-                                   self.control, ports[ref])
+                        self._edge(
+                            body,
+                            *self._reference(node.value.id, node.attr),
+                            self.control,
+                            ports[ref],
+                        )
                     return ast.copy_location(ast.Name(id=ports[ref], ctx=ast.Load()), node)
                 return inner.generic_visit(node)
 
@@ -304,10 +347,16 @@ class _BodyBuilder:
             node = self.nodes[read.node]
             param = next((p for p in node.parameters if p.id == read.name), None)
             default = param.default_initial_value if param is not None else None
-            defaults[read.port] = np.asarray(default if isinstance(default, (int, float, list))
-                                             else 0.0, dtype=float)
-        text = termination_expression(self.plan, calls=lambda n: "0", useable=lambda d, o: "0",
-                                      passes="0", threshold=lambda read: read.port)
+            defaults[read.port] = np.asarray(
+                default if isinstance(default, (int, float, list)) else 0.0, dtype=float
+            )
+        text = termination_expression(
+            self.plan,
+            calls=lambda n: "0",
+            useable=lambda d, o: "0",
+            passes="0",
+            threshold=lambda read: read.port,
+        )
         value = eval(text, {"__builtins__": {"abs": abs}, "numpy": np}, defaults)  # noqa: S307
         return not bool(value)
 
@@ -316,13 +365,19 @@ def _refuse_cycles(graph: Graph) -> None:
     """A ModelError for edges that form a cycle (stock feeds them the previous step's value)."""
     remaining = {n.id for n in graph.nodes}
     while remaining:
-        ready = {n for n in remaining
-                 if not any(e.receiver == n and e.sender in remaining and e.sender != n
-                            for e in graph.edges)}
+        ready = {
+            n
+            for n in remaining
+            if not any(
+                e.receiver == n and e.sender in remaining and e.sender != n for e in graph.edges
+            )
+        }
         if not ready:
-            raise ModelError(f"graph '{graph.id}': edges form a cycle among {sorted(remaining)}; "
-                             "a time-loop step needs its nodes in edge order (carry the value "
-                             "as a parameter that reads itself instead)")
+            raise ModelError(
+                f"graph '{graph.id}': edges form a cycle among {sorted(remaining)}; "
+                "a time-loop step needs its nodes in edge order (carry the value "
+                "as a parameter that reads itself instead)"
+            )
         remaining -= ready
 
 
@@ -334,44 +389,74 @@ def _fresh_id(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _loop_model(source_model, source, body, initial, cond0, n_steps, dt, series, records,
-                builder) -> Model:
+def _loop_model(
+    source_model, source, body, initial, cond0, n_steps, dt, series, records, builder
+) -> Model:
     loop = Node(id=LOOP_NODE)
-    loop.input_ports.append(InputPort(id="steps", default_value=n_steps,
-                                      metadata=port_type(dtype="int64")))
+    loop.input_ports.append(
+        InputPort(id="steps", default_value=n_steps, metadata=port_type(dtype="int64"))
+    )
     for name, values in series.items():
         dims = ["steps", *(values.shape[1:] if values is not None else ())]
         dtype = str(values.dtype) if values is not None else "float64"
-        loop.input_ports.append(InputPort(
-            id=f"{name}__series", default_value=None if values is None else values.tolist(),
-            metadata=port_type(*dims, dtype=dtype)))
+        loop.input_ports.append(
+            InputPort(
+                id=f"{name}__series",
+                default_value=None if values is None else values.tolist(),
+                metadata=port_type(*dims, dtype=dtype),
+            )
+        )
     init_names = []
-    for k, (name, value) in enumerate(initial):
+    for name, value in initial:
         init_names.append(f"init__{name}")
         loop.parameters.append(Parameter(id=f"init__{name}", value=value))
     loop.parameters += [
         Parameter(id="body", value=wrap_body(body)),
         Parameter(id="continue0", value=bool(cond0)),
-        Parameter(id=_LOOP_FUNCTION, function="onnx::Loop",
-                  args={"M": "steps", "cond": "continue0",
-                        "v_initial": "[" + ", ".join(init_names) + "]"}),
+        Parameter(
+            id=_LOOP_FUNCTION,
+            function="onnx::Loop",
+            args={
+                "M": "steps",
+                "cond": "continue0",
+                "v_initial": "[" + ", ".join(init_names) + "]",
+            },
+        ),
     ]
     first_scan = len(initial)
-    loop.output_ports.append(OutputPort(id="time", value=f"{_LOOP_FUNCTION}[{first_scan}]",
-                                        metadata=port_type("steps")))
+    loop.output_ports.append(
+        OutputPort(id="time", value=f"{_LOOP_FUNCTION}[{first_scan}]", metadata=port_type("steps"))
+    )
     record_ports = {}
     for k, ref in enumerate(records):
         port = ref.replace(".", "__")
         record_ports[ref] = port
         example = builder.values.get(records[ref])
         if example is None:
-            example = builder.values[(records[ref][0], records[ref][1][:-len("__value")])]
-        loop.output_ports.append(OutputPort(id=port, value=f"{_LOOP_FUNCTION}[{first_scan + 1 + k}]",
-                                            metadata=port_type("steps", *example.shape,
-                                                               dtype=str(example.dtype))))
-    graph = Graph(id=f"{source.id}_time_loop", nodes=[loop], metadata={METADATA_KEY: {
-        "dt": dt, "steps": n_steps, "time": "time", "records": record_ports,
-        "inputs": {name: f"{name}__series" for name in series}}})
-    result = Model(id=f"{source_model.id}_time_loop", graphs=[graph],
-                   metadata={**(source_model.metadata or {})} or None)
+            example = builder.values[(records[ref][0], records[ref][1][: -len("__value")])]
+        loop.output_ports.append(
+            OutputPort(
+                id=port,
+                value=f"{_LOOP_FUNCTION}[{first_scan + 1 + k}]",
+                metadata=port_type("steps", *example.shape, dtype=str(example.dtype)),
+            )
+        )
+    graph = Graph(
+        id=f"{source.id}_time_loop",
+        nodes=[loop],
+        metadata={
+            METADATA_KEY: {
+                "dt": dt,
+                "steps": n_steps,
+                "time": "time",
+                "records": record_ports,
+                "inputs": {name: f"{name}__series" for name in series},
+            }
+        },
+    )
+    result = Model(
+        id=f"{source_model.id}_time_loop",
+        graphs=[graph],
+        metadata={**(source_model.metadata or {})} or None,
+    )
     return result

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mdf_loops.errors import ModelError
 
@@ -40,8 +41,9 @@ def literal(value: Any, where: str) -> str:
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "numpy.array([" + ", ".join(_plain(v, where) for v in value) + "])"
-    raise ModelError(f"{where}: expected a number or an expression, found {type(value).__name__} "
-                     f"{value!r:.60}")
+    raise ModelError(
+        f"{where}: expected a number or an expression, found {type(value).__name__} {value!r:.60}"
+    )
 
 
 def _plain(value: Any, where: str) -> str:
@@ -56,4 +58,6 @@ def _parse(expression: str, where: str) -> ast.Expression:
     try:
         return ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ModelError(f"{where}: {expression!r} is not a Python expression ({exc.msg})") from None
+        raise ModelError(
+            f"{where}: {expression!r} is not a Python expression ({exc.msg})"
+        ) from None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
@@ -35,13 +36,16 @@ def build_engine(graph: Graph) -> EvaluableGraph:
         raise ModelError(f"graph '{graph.id}': modeci-mdf cannot build it: {exc}") from exc
 
 
-def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
+def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray | None]) -> Probe:
     """Build the graph with modeci-mdf and run two steps (more until every node has run)."""
     engine = build_engine(graph)
     values: dict[tuple[str, str], list] = {}
     for k in range(_MAX_PROBE_STEPS):
-        initializer = {name: np.asarray(series)[min(k, len(series) - 1)]
-                       for name, series in inputs.items() if series is not None} or None
+        initializer = {
+            name: np.asarray(series)[min(k, len(series) - 1)]
+            for name, series in inputs.items()
+            if series is not None
+        } or None
         try:
             with prints_logged():  # the stock engine prints; a library does not
                 if k == 0:
@@ -49,11 +53,14 @@ def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray]) -> Probe:
                 else:
                     engine.evaluate(time_increment=dt, initializer=initializer)
         except Exception as exc:
-            raise ModelError(f"graph '{graph.id}': step {k} fails on modeci-mdf's engine: "
-                             f"{type(exc).__name__}: {exc}") from exc
+            raise ModelError(
+                f"graph '{graph.id}': step {k} fails on modeci-mdf's engine: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         for node_id, enode in engine.enodes.items():
-            for name, item in list(enode.evaluable_parameters.items()) + \
-                    list(enode.evaluable_outputs.items()):
+            for name, item in list(enode.evaluable_parameters.items()) + list(
+                enode.evaluable_outputs.items()
+            ):
                 if item.curr_value is not None:
                     values.setdefault((node_id, name), []).append(np.asarray(item.curr_value))
         if k >= 1 and all(enode_values_known(values, e) for e in engine.enodes.values()):
@@ -69,7 +76,9 @@ def enode_values_known(values: dict, enode: Any) -> bool:
 def _common(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
     shapes = {v.shape for v in seen}
     if len(shapes) > 1:
-        raise ModelError(f"node '{key[0]}' '{key[1]}': its shape changes from step to step "
-                         f"({sorted(shapes)}); a loop-carried value keeps one shape")
+        raise ModelError(
+            f"node '{key[0]}' '{key[1]}': its shape changes from step to step "
+            f"({sorted(shapes)}); a loop-carried value keeps one shape"
+        )
     dtype = np.result_type(*seen)
     return np.zeros(seen[0].shape, dtype=dtype)

@@ -14,19 +14,20 @@ from __future__ import annotations
 import ast
 import copy
 import logging
-from array import array
-from dataclasses import dataclass
-from typing import Any, Callable
-
 import math
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
 import numpy as np
 from modeci_mdf.mdf import Graph, Model, Node
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.timeloop.convert import _LOOP_FUNCTION, LOOP_NODE
 from mdf_loops.timeloop.python_types import python_type, specialize
-from mdf_loops.model.compat import input_default
 
 __all__ = ["NotCompilable", "compile_time_loop"]
 
@@ -66,13 +67,22 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     names = params[_LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
     initial = [python_type(params[n.strip()].value) for n in names if n.strip()]
     source = _function(signature, n_carried, first, rest, writer, kinds, initial)
-    namespace: dict[str, Any] = {"numpy": np, "math": math, "np": np, "__builtins__": _BUILTINS,
-                                 "_where": _where, "_scalar": _scalar, "_array": array}
+    namespace: dict[str, Any] = {
+        "numpy": np,
+        "math": math,
+        "np": np,
+        "__builtins__": _BUILTINS,
+        "_where": _where,
+        "_scalar": _scalar,
+        "_array": array,
+    }
     exec(compile(source, f"<time loop {graph.id}>", "exec"), namespace)  # noqa: S102
     return CompiledTimeLoop(source, namespace["time_loop"], n_carried)
 
 
 _SCALARS = (float, int, np.float64, np.int64)
+#: ONNX element type -> array typecode, for one-dimensional float64 and int64 series
+_ARRAY_CODES: dict[Any, str] = {1: "d", 11: "d", 7: "q"}
 
 
 def _where(condition: Any, a: Any, b: Any) -> Any:
@@ -91,9 +101,22 @@ def _scalar(value: Any) -> Any:
     return value[()] if isinstance(value, np.ndarray) else value
 
 
-_BUILTINS = {"abs": abs, "min": min, "max": max, "float": float, "int": int, "bool": bool,
-             "round": round, "pow": pow, "sum": sum, "len": len, "range": range,
-             "True": True, "False": False, "None": None}
+_BUILTINS = {
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "float": float,
+    "int": int,
+    "bool": bool,
+    "round": round,
+    "pow": pow,
+    "sum": sum,
+    "len": len,
+    "range": range,
+    "True": True,
+    "False": False,
+    "None": None,
+}
 
 
 def _scan_kinds(loop: Node, n_scan: int) -> list[str]:
@@ -105,25 +128,43 @@ def _scan_kinds(loop: Node, n_scan: int) -> list[str]:
     for port in loop.output_ports:
         value = (port.value or "").strip()
         if value.startswith(f"{_LOOP_FUNCTION}[") and value.endswith("]"):
-            by_index[int(value[len(_LOOP_FUNCTION) + 1:-1])] = port
+            by_index[int(value[len(_LOOP_FUNCTION) + 1 : -1])] = port
     first = min(by_index) if by_index else 0
     kinds = []
     for k in range(n_scan):
         port = by_index.get(first + k)
-        tensor = (((port.metadata or {}).get("onnx_type") or {}).get("tensorType") or {}) \
-            if port is not None else {}
+        tensor = (
+            (((port.metadata or {}).get("onnx_type") or {}).get("tensorType") or {})
+            if port is not None
+            else {}
+        )
         dims = (tensor.get("shape") or {}).get("dim") or []
-        code = {1: "d", 11: "d", 7: "q"}.get(tensor.get("elemType")) if len(dims) == 1 else None
+        code = _ARRAY_CODES.get(tensor.get("elemType")) if len(dims) == 1 else None
         kinds.append("[]" if code is None or tensor.get("elemType") == 1 else f"_array({code!r})")
     return kinds
 
 
-def _function(signature, n_carried: int, first: list[str], rest: list[str], writer,
-              kinds: list[str], initial_types: list[str | None]) -> str:
+def _function(
+    signature,
+    n_carried: int,
+    first: list[str],
+    rest: list[str],
+    writer,
+    kinds: list[str],
+    initial_types: list[str | None],
+) -> str:
     carried = [f"c{k}" for k in range(n_carried)]
     outer = list(signature.outer_scope_inputs)
-    args = ", ".join(["steps", "cond", *carried, *[_var("outer", p) for p in outer],
-                      "_where=_where", "_scalar=_scalar"])
+    args = ", ".join(
+        [
+            "steps",
+            "cond",
+            *carried,
+            *[_var("outer", p) for p in outer],
+            "_where=_where",
+            "_scalar=_scalar",
+        ]
+    )
     lines = [f"def time_loop({args}):"]
     n_scan = len(signature.formal_outputs) - 1 - n_carried
     lines += [f"    s{k} = {kinds[k]}" for k in range(n_scan)]
@@ -180,7 +221,7 @@ class _Writer:
     def tail(self, n_carried: int, n_scan: int) -> list[str]:
         outputs = [_var(n, p) for n, p in self.signature.formal_outputs]
         targets = ["cond", *[f"c{k}" for k in range(n_carried)]]
-        lines = [f"{', '.join(targets)} = {', '.join(outputs[:1 + n_carried])}"]
+        lines = [f"{', '.join(targets)} = {', '.join(outputs[: 1 + n_carried])}"]
         lines += [f"s{k}.append({outputs[1 + n_carried + k]})" for k in range(n_scan)]
         return lines
 
@@ -201,8 +242,9 @@ class _Writer:
                     lines.append(f"{var} = {weight!r} * {sender}")
             elif port.id in formal:
                 k = formal[port.id]
-                lines.append(f"{var} = " + ("iteration" if k == 0 else "cond" if k == 1
-                                            else f"c{k - 2}"))
+                lines.append(
+                    f"{var} = " + ("iteration" if k == 0 else "cond" if k == 1 else f"c{k - 2}")
+                )
             elif port.id in self.signature.outer_scope_inputs:
                 lines.append(f"{var} = {_var('outer', port.id)}")
             elif input_default(port) is not None:
@@ -228,10 +270,14 @@ class _Writer:
                 data = self._expression(param.args["data"], scope, node.id)
                 index = self._expression(param.args["indices"], scope, node.id)
                 return f"({data})[{index}]"
-            raise NotCompilable(f"node '{node.id}' parameter '{param.id}': function "
-                                f"'{param.function}'")
-        if param.time_derivative is not None or param.default_initial_value is not None \
-                or param.conditions:
+            raise NotCompilable(
+                f"node '{node.id}' parameter '{param.id}': function '{param.function}'"
+            )
+        if (
+            param.time_derivative is not None
+            or param.default_initial_value is not None
+            or param.conditions
+        ):
             raise NotCompilable(f"node '{node.id}' parameter '{param.id}': stateful in a body")
         return self._expression(param.value, scope, node.id)
 
@@ -243,8 +289,11 @@ class _Writer:
 
         class _Rewrite(ast.NodeTransformer):
             def visit_Name(self, n: ast.Name) -> ast.AST:
-                return ast.copy_location(ast.Name(id=scope[n.id], ctx=n.ctx), n) \
-                    if n.id in scope else n
+                return (
+                    ast.copy_location(ast.Name(id=scope[n.id], ctx=n.ctx), n)
+                    if n.id in scope
+                    else n
+                )
 
             def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
                 if not (isinstance(n.slice, ast.Tuple) and not n.slice.elts):
@@ -252,8 +301,11 @@ class _Writer:
                 folded = _fold_where(n.value, scope, constants)
                 if folded is not None:
                     return self.visit(folded)
-                call = ast.Call(func=ast.Name(id="_scalar", ctx=ast.Load()),
-                                args=[self.visit(n.value)], keywords=[])
+                call = ast.Call(
+                    func=ast.Name(id="_scalar", ctx=ast.Load()),
+                    args=[self.visit(n.value)],
+                    keywords=[],
+                )
                 return ast.copy_location(call, n)
 
             def visit_Call(self, n: ast.Call) -> ast.AST:
@@ -261,8 +313,11 @@ class _Writer:
                 if folded is not None:
                     return self.visit(folded)
                 if _is_where(n):
-                    call = ast.Call(func=ast.Name(id="_where", ctx=ast.Load()),
-                                    args=[self.visit(a) for a in n.args], keywords=[])
+                    call = ast.Call(
+                        func=ast.Name(id="_where", ctx=ast.Load()),
+                        args=[self.visit(a) for a in n.args],
+                        keywords=[],
+                    )
                     return ast.copy_location(call, n)
                 return self.generic_visit(n)
 
@@ -297,15 +352,24 @@ def _simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]
             statement = _Substitute().visit(statement)
         kept.append(statement)
     types = specialize(kept, env)
-    carried = sorted((k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:]))
+    carried = sorted(
+        (k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:])
+    )
     used: set[str] = set()
     result = []
     for statement in reversed(kept):
-        target = statement.targets[0] if isinstance(statement, ast.Assign) else None
-        if isinstance(target, ast.Name) and target.id.startswith("v_") and target.id not in used:
+        assigned = statement.targets[0] if isinstance(statement, ast.Assign) else None
+        if (
+            isinstance(assigned, ast.Name)
+            and assigned.id.startswith("v_")
+            and assigned.id not in used
+        ):
             continue
-        used |= {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Load)}
+        used |= {
+            n.id
+            for n in ast.walk(statement)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
         result.append(ast.unparse(statement))
     return result[::-1], [types[k] for k in carried]
 
@@ -318,18 +382,26 @@ def _is_atom(node: ast.AST) -> bool:
     return isinstance(node, (ast.Name, ast.Constant))
 
 
-def _is_where(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "where" and isinstance(node.func.value, ast.Name)
-            and node.func.value.id in ("numpy", "np") and len(node.args) == 3
-            and not node.keywords)
+def _is_where(node: ast.AST) -> TypeGuard[ast.Call]:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "where"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in ("numpy", "np")
+        and len(node.args) == 3
+        and not node.keywords
+    )
 
 
 def _fold_where(node: ast.AST, scope: dict, constants: dict) -> ast.AST | None:
     """``numpy.where(flag, a, b)`` with a flag known this step -> ``a`` or ``b``."""
-    if (_is_where(node)
-            and isinstance(node.args[0], ast.Name) and node.args[0].id in scope
-            and scope[node.args[0].id] in constants):
+    if (
+        _is_where(node)
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id in scope
+        and scope[node.args[0].id] in constants
+    ):
         return node.args[1] if constants[scope[node.args[0].id]] else node.args[2]
     return None
 
@@ -345,7 +417,8 @@ def _literal(value: Any, node_id: str, name: str) -> str:
 def _topological(graph: Graph) -> list[Node]:
     nodes = {n.id: n for n in graph.nodes}
     deps = {n.id: {e.sender for e in graph.edges if e.receiver == n.id} for n in graph.nodes}
-    order, done = [], set()
+    order: list[str] = []
+    done: set[str] = set()
     while len(order) < len(nodes):
         ready = [i for i in nodes if i not in done and deps[i] <= done]
         if not ready:

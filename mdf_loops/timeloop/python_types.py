@@ -10,13 +10,28 @@ Unknown types keep the call.
 from __future__ import annotations
 
 import ast
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["specialize", "python_type"]
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
-_MATH_FLOAT = {"exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "atan",
-               "fabs", "log10", "log2", "expm1", "log1p"}
+_MATH_FLOAT = {
+    "exp",
+    "log",
+    "sqrt",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sinh",
+    "cosh",
+    "atan",
+    "fabs",
+    "log10",
+    "log2",
+    "expm1",
+    "log1p",
+}
 
 
 def python_type(value: object) -> str | None:
@@ -31,12 +46,17 @@ def specialize(statements: list[ast.stmt], env: Mapping[str, str | None]) -> dic
     class _Rewrite(ast.NodeTransformer):
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
-            if (isinstance(node.func, ast.Name) and node.func.id == "_where"
-                    and len(node.args) == 3 and _type(node.args[0], types) == "bool"
-                    and _type(node.args[1], types) == "float"
-                    and _type(node.args[2], types) == "float"):
-                return ast.copy_location(ast.IfExp(test=node.args[0], body=node.args[1],
-                                                   orelse=node.args[2]), node)
+            if (
+                isinstance(node.func, ast.Name)
+                and node.func.id == "_where"
+                and len(node.args) == 3
+                and _type(node.args[0], types) == "bool"
+                and _type(node.args[1], types) == "float"
+                and _type(node.args[2], types) == "float"
+            ):
+                return ast.copy_location(
+                    ast.IfExp(test=node.args[0], body=node.args[1], orelse=node.args[2]), node
+                )
             return node
 
     for statement in statements:
@@ -68,8 +88,12 @@ def _type(node: ast.AST, types: Mapping[str, str | None]) -> str | None:
             if isinstance(node.op, ast.Div) or "float" in (left, right):
                 return "float"
             return "int"
-        if (isinstance(node.op, ast.Pow) and left == "float" and isinstance(node.right, ast.Constant)
-                and type(node.right.value) is int):
+        if (
+            isinstance(node.op, ast.Pow)
+            and left == "float"
+            and isinstance(node.right, ast.Constant)
+            and type(node.right.value) is int
+        ):
             return "float"
         return None
     if isinstance(node, ast.Compare):
@@ -78,9 +102,14 @@ def _type(node: ast.AST, types: Mapping[str, str | None]) -> str | None:
     if isinstance(node, ast.IfExp):
         body, orelse = _type(node.body, types), _type(node.orelse, types)
         return body if body == orelse else None
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == "math"
-            and node.func.attr in _MATH_FLOAT and len(node.args) == 1
-            and _type(node.args[0], types) in ("float", "int")):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "math"
+        and node.func.attr in _MATH_FLOAT
+        and len(node.args) == 1
+        and _type(node.args[0], types) in ("float", "int")
+    ):
         return "float"
     return None

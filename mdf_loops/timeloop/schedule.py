@@ -41,15 +41,20 @@ def schedule_node(plan: SchedulePlan, node_id: str) -> Node:
                     parts.append(f"({expression(plan.node_conditions[n], counts, n, plan)})")
                 if alive is not None:
                     parts.append(f"({alive})")
-                node.parameters.append(Parameter(id=f"runs__{n}", value=" & ".join(parts) or "True"))
+                node.parameters.append(
+                    Parameter(id=f"runs__{n}", value=" & ".join(parts) or "True")
+                )
                 node.output_ports.append(OutputPort(id=f"runs__{n}", value=f"runs__{n}"))
                 node.output_ports.append(OutputPort(id=f"fresh__{n}", value=f"calls__{n} == 0"))
                 runs[n] = f"runs__{n}"
             ran[n] = runs[n]
             if n in calls:
                 name = f"calls__{n}__{k}"
-                value = f"{calls[n]} + 1" if runs[n] == "True" else \
-                    f"numpy.where({runs[n]}, {calls[n]} + 1, {calls[n]})"
+                value = (
+                    f"{calls[n]} + 1"
+                    if runs[n] == "True"
+                    else f"numpy.where({runs[n]}, {calls[n]} + 1, {calls[n]})"
+                )
                 node.parameters.append(Parameter(id=name, value=value))
                 calls[n] = name
         for (d, o), current in list(useable.items()):
@@ -71,21 +76,26 @@ def schedule_node(plan: SchedulePlan, node_id: str) -> Node:
 def _counts(calls: dict, ran: dict, useable: dict) -> Counts:
     """The counts as they stand now (a snapshot of the dictionaries)."""
     calls, ran, useable = dict(calls), dict(ran), dict(useable)
-    return Counts(calls=calls.__getitem__,
-                  calls_trial=lambda n: f"numpy.where({ran[n]}, 1, 0)" if n in ran else "0",
-                  passes="iteration", useable=lambda d, o: useable[(d, o)],
-                  threshold=lambda read: "False")
+    return Counts(
+        calls=calls.__getitem__,
+        calls_trial=lambda n: f"numpy.where({ran[n]}, 1, 0)" if n in ran else "0",
+        passes="iteration",
+        useable=lambda d, o: useable[(d, o)],
+        threshold=lambda read: "False",
+    )
 
 
 def termination_expression(plan: SchedulePlan, calls, useable, passes: str, threshold) -> str:
     """The termination condition at the start of a step, after ``passes`` steps."""
-    counts = Counts(calls=calls, calls_trial=lambda n: "0", passes=passes, useable=useable,
-                    threshold=threshold)
+    counts = Counts(
+        calls=calls, calls_trial=lambda n: "0", passes=passes, useable=useable, threshold=threshold
+    )
     return expression(plan.termination, counts, None, plan)
 
 
-def control_node(plan: SchedulePlan, node_id: str, until: str | None,
-                 until_ports: list[str]) -> Node:
+def control_node(
+    plan: SchedulePlan, node_id: str, until: str | None, until_ports: list[str]
+) -> Node:
     """The node computing the Loop's next condition: not terminated, and not ``until``."""
     node = Node(id=node_id)
     node.input_ports += [InputPort(id="cond_in"), InputPort(id="iteration")]
@@ -94,8 +104,12 @@ def control_node(plan: SchedulePlan, node_id: str, until: str | None,
         node.input_ports += [InputPort(id=f"end__{p}") for p in counter_ports(plan)]
         node.input_ports += [InputPort(id=t.port) for t in plan.thresholds]
         term = termination_expression(
-            plan, calls=lambda n: f"end__calls__{n}", useable=lambda d, o: "0",
-            passes="(iteration + 1)", threshold=lambda read: read.port)
+            plan,
+            calls=lambda n: f"end__calls__{n}",
+            useable=lambda d, o: "0",
+            passes="(iteration + 1)",
+            threshold=lambda read: read.port,
+        )
         node.parameters.append(Parameter(id="terminated", value=term))
         parts.append("numpy.logical_not(terminated)")
     if until is not None:
@@ -104,4 +118,3 @@ def control_node(plan: SchedulePlan, node_id: str, until: str | None,
         parts.append("numpy.logical_not(until)")
     node.output_ports.append(OutputPort(id="cond_out", value=" & ".join(parts) or "cond_in"))
     return node
-

@@ -6,17 +6,23 @@ import csv
 import logging
 import os
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.errors import ModelError
-from mdf_loops.model.interface import load_model
-from mdf_loops.timeloop.convert import (_LOOP_FUNCTION, LOOP_NODE, METADATA_KEY, time_loop_spec,
-                                        to_time_loop)
 from mdf_loops.model.compat import input_default
+from mdf_loops.model.interface import load_model
+from mdf_loops.timeloop.convert import (
+    _LOOP_FUNCTION,
+    LOOP_NODE,
+    METADATA_KEY,
+    time_loop_spec,
+    to_time_loop,
+)
 
 __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 
@@ -44,10 +50,13 @@ class Trajectories:
         return len(self.time)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write ``.npz`` (``time`` and one array per value) or ``.csv`` (one column per element)."""
+        """Write ``.npz`` or ``.csv``.
+
+        ``.npz`` holds ``time`` and one array per value, ``.csv`` one column per element.
+        """
         path = os.fspath(path)
         if path.endswith(".npz"):
-            np.savez(path, time=self.time, **self.values)
+            np.savez(path, time=self.time, **self.values)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
         elif path.endswith(".csv"):
             columns = {"time": self.time}
             for ref, values in self.values.items():
@@ -95,24 +104,39 @@ def simulate(
     graph = model.graphs[0] if model.graphs else None
     if graph is None or METADATA_KEY not in (graph.metadata or {}):
         if dt is None:
-            raise ModelError(f"model '{model.id}' has no time loop: give dt (and steps or duration)")
+            raise ModelError(
+                f"model '{model.id}' has no time loop: give dt (and steps or duration)"
+            )
         if record is None:
-            record = [f"{n.id}.{p.id}" for g in model.graphs[:1] for n in g.nodes
-                      for p in n.output_ports]
+            record = [
+                f"{n.id}.{p.id}" for g in model.graphs[:1] for n in g.nodes for p in n.output_ports
+            ]
         series = {k: v for k, v in (inputs or {}).items()}
-        model = to_time_loop(model, dt=dt, steps=steps, duration=duration, until=until,
-                             record=record, inputs=series, trusted=trusted)
+        model = to_time_loop(
+            model,
+            dt=dt,
+            steps=steps,
+            duration=duration,
+            until=until,
+            record=record,
+            inputs=series,
+            trusted=trusted,
+        )
         run_inputs: dict[str, Any] = {}
     else:
         if until is not None or duration is not None or record is not None or dt is not None:
-            raise ModelError(f"model '{model.id}' is a time-loop model already: its dt, until, "
-                             "duration and record are fixed; give steps or inputs only")
+            raise ModelError(
+                f"model '{model.id}' is a time-loop model already: its dt, until, "
+                "duration and record are fixed; give steps or inputs only"
+            )
         spec = time_loop_spec(model)
         run_inputs = {} if steps is None else {"steps": np.int64(steps)}
         for name, series in (inputs or {}).items():
             if name not in spec.inputs:
-                raise ModelError(f"model '{model.id}': no input time series '{name}' "
-                                 f"(it reads {sorted(spec.inputs)})")
+                raise ModelError(
+                    f"model '{model.id}': no input time series '{name}' "
+                    f"(it reads {sorted(spec.inputs)})"
+                )
             run_inputs[spec.inputs[name]] = np.asarray(series)
     return _run(model, run_inputs, backend, trusted)
 
@@ -122,24 +146,32 @@ def _run(model: Model, inputs: dict, backend: str, trusted: bool) -> Trajectorie
     steps = int(inputs.get("steps", spec.steps))
     if backend in ("auto", "python"):
         from mdf_loops.timeloop.python_loop import NotCompilable
+
         try:
             return _run_python(model, inputs, spec, trusted)
         except NotCompilable as exc:
             if backend == "python":
                 raise
-            log.info("model '%s' does not compile to Python (%s); trying onnxruntime", model.id, exc)
+            log.info(
+                "model '%s' does not compile to Python (%s); trying onnxruntime", model.id, exc
+            )
     import mdf_loops
+
     names = {"time": spec.time_port, **spec.records}
     chosen = "auto: onnxruntime, else scheduler" if backend == "auto" else backend
     with mdf_loops.limits(max_iterations=max(steps, 1)):
-        outputs = mdf_loops.run(model, {k: v for k, v in inputs.items()}, trusted=trusted,
-                                backend="auto" if backend == "auto" else backend)
+        outputs = mdf_loops.run(
+            model,
+            {k: v for k, v in inputs.items()},
+            trusted=trusted,
+            backend="auto" if backend == "auto" else backend,
+        )
     values = {ref: np.asarray(outputs[f"{LOOP_NODE}.{port}"]) for ref, port in names.items()}
     time = values.pop("time")
     return Trajectories(time, values, chosen)
 
 
-_COMPILED: "weakref.WeakKeyDictionary[Model, Any]" = weakref.WeakKeyDictionary()
+_COMPILED: weakref.WeakKeyDictionary[Model, Any] = weakref.WeakKeyDictionary()
 
 
 def _run_python(model: Model, inputs: dict, spec, trusted: bool) -> Trajectories:
@@ -149,17 +181,24 @@ def _run_python(model: Model, inputs: dict, spec, trusted: bool) -> Trajectories
     if compiled is None:
         if not trusted:
             from mdf_loops.safety.checks import check_model
+
             check_model(model)  # the allow-list: the body's expressions become Python code
         compiled = _COMPILED[model] = compile_time_loop(model)
     loop = next(n for n in model.graphs[0].nodes if n.id == LOOP_NODE)
     params = {p.id: p.value for p in loop.parameters}
     ports = {p.id: p for p in loop.input_ports}
     steps = int(inputs.get("steps", input_default(ports["steps"])))
-    initial = [_initial(params[name.strip()]) for name in
-               next(p for p in loop.parameters if p.id == _LOOP_FUNCTION).args["v_initial"].strip("[]")
-               .split(",") if name.strip()]
+    initial = [
+        _initial(params[name.strip()])
+        for name in next(p for p in loop.parameters if p.id == _LOOP_FUNCTION)
+        .args["v_initial"]
+        .strip("[]")
+        .split(",")
+        if name.strip()
+    ]
     outer = []
     from mdf_loops.model.convention import body_graph, body_signature
+
     for name in body_signature(body_graph(params["body"])).outer_scope_inputs:
         value = inputs.get(name, input_default(ports[name]))
         if value is None:

@@ -29,9 +29,9 @@ from mdf_loops.timeloop.names import names_read, rename
 __all__ = ["StepNode", "step_node", "FIRST", "RUNS", "FRESH", "carried_port", "value_port"]
 
 #: input ports a body node reads its flags from
-FIRST = "first__step"   # the first evaluation of the graph (no time increment)
-RUNS = "runs__now"      # the node runs in this step (its scheduling condition holds)
-FRESH = "fresh__node"   # the node has not run before this step
+FIRST = "first__step"  # the first evaluation of the graph (no time increment)
+RUNS = "runs__now"  # the node runs in this step (its scheduling condition holds)
+FRESH = "fresh__node"  # the node has not run before this step
 
 
 def carried_port(node_id: str, name: str) -> str:
@@ -59,17 +59,22 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
     """The stateless body node for ``source`` (``conditioned``: it may skip steps)."""
     where = f"node '{source.id}'"
     if source.functions:
-        raise ModelError(f"{where}: node functions ({[f.id for f in source.functions]}) are not "
-                         "supported in a time loop; write each as a parameter with the same "
-                         "function and args")
+        raise ModelError(
+            f"{where}: node functions ({[f.id for f in source.functions]}) are not "
+            "supported in a time loop; write each as a parameter with the same "
+            "function and args"
+        )
     params = list(source.parameters)
     index = {p.id: i for i, p in enumerate(params)}
     old = _old_values_read(params, index, where) if not conditioned else set(index)
     fresh = FRESH if conditioned else FIRST
     node = Node(id=source.id, metadata=dict(source.metadata or {}))
-    node.input_ports += [InputPort(id=p.id, shape=p.shape, type=p.type,
-                                   default_value=p.default_value, reduce=p.reduce)
-                         for p in source.input_ports]
+    node.input_ports += [
+        InputPort(
+            id=p.id, shape=p.shape, type=p.type, default_value=p.default_value, reduce=p.reduce
+        )
+        for p in source.input_ports
+    ]
     node.input_ports.append(InputPort(id=FIRST))
     if conditioned:
         node.input_ports += [InputPort(id=RUNS), InputPort(id=FRESH)]
@@ -82,11 +87,21 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
             node.parameters.append(Parameter(id=_init_name(p), value=list(p.default_initial_value)))
     for p in params:  # current values, in declared order (first sweep)
         if p.id in old:
-            init = _initial_value(p, {r: old_name[r] for r in _initial_names(p) if r in old_name
-                                      and index[r] < index[p.id]}, where)
-            node.parameters.append(Parameter(
-                id=old_name[p.id],
-                value=f"numpy.where({fresh}, {init}, {carried_port(source.id, p.id)})[()]"))
+            init = _initial_value(
+                p,
+                {
+                    r: old_name[r]
+                    for r in _initial_names(p)
+                    if r in old_name and index[r] < index[p.id]
+                },
+                where,
+            )
+            node.parameters.append(
+                Parameter(
+                    id=old_name[p.id],
+                    value=f"numpy.where({fresh}, {init}, {carried_port(source.id, p.id)})[()]",
+                )
+            )
     for i, p in enumerate(params):  # new values (second sweep)
         mapping = {q.id: old_name[q.id] for q in params[i:] if q.id in old_name}
         node.parameters += _new_value(source.id, p, mapping, dt, conditioned, where)
@@ -95,13 +110,16 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
         if conditioned:
             value = f"numpy.where({RUNS}, {value}, {carried_port(source.id, port.id)})"
             node.input_ports.append(InputPort(id=carried_port(source.id, port.id)))
-        node.output_ports.append(OutputPort(id=port.id, value=value, shape=port.shape,
-                                            type=port.type))
+        node.output_ports.append(
+            OutputPort(id=port.id, value=value, shape=port.shape, type=port.type)
+        )
     taken = {p.id for p in source.output_ports}
-    for name in sorted(set(carried) | (exposed & set(index)), key=index.get):
+    for name in sorted(set(carried) | (exposed & set(index)), key=index.__getitem__):
         if value_port(name) in taken:
-            raise ModelError(f"{where}: output port '{value_port(name)}' clashes with a name the "
-                             "time loop needs; rename the port")
+            raise ModelError(
+                f"{where}: output port '{value_port(name)}' clashes with a name the "
+                "time loop needs; rename the port"
+            )
         node.output_ports.append(OutputPort(id=value_port(name), value=name))
     _check_clashes(source, node)
     return StepNode(node, carried, [p.id for p in source.output_ports] if conditioned else [])
@@ -149,39 +167,63 @@ def _initial_value(p: Parameter, mapping: dict[str, str], where: str) -> str:
         return _default(p, mapping, here)
     if p.value is not None:
         return rename(p.value, {**mapping, p.id: "0.0"}, f"{here} value")
-    raise ModelError(f"{here}: its value before the first evaluation is read, and it has none "
-                     "(a function parameter); give it a default_initial_value")
+    raise ModelError(
+        f"{here}: its value before the first evaluation is read, and it has none "
+        "(a function parameter); give it a default_initial_value"
+    )
 
 
-def _new_value(node_id: str, p: Parameter, mapping: dict[str, str], dt: float,
-               conditioned: bool, where: str) -> list[Parameter]:
+def _new_value(
+    node_id: str, p: Parameter, mapping: dict[str, str], dt: float, conditioned: bool, where: str
+) -> list[Parameter]:
     here = f"{where} parameter '{p.id}'"
     target = f"{p.id}__new" if conditioned else p.id
     base = f"{p.id}__base" if p.conditions else target
     out: list[Parameter] = []
     if p.value is not None:
-        out.append(Parameter(id=base, value=rename(p.value, mapping, f"{here} value")
-                             if isinstance(p.value, str) else p.value))
+        out.append(
+            Parameter(
+                id=base,
+                value=rename(p.value, mapping, f"{here} value")
+                if isinstance(p.value, str)
+                else p.value,
+            )
+        )
     elif p.function:
-        args = {k: (rename(v, {n: m for n, m in mapping.items() if n not in (p.args or {})},
-                           f"{here} arg '{k}'") if isinstance(v, str) else v)
-                for k, v in (p.args or {}).items()}
+        args = {
+            k: (
+                rename(
+                    v,
+                    {n: m for n, m in mapping.items() if n not in (p.args or {})},
+                    f"{here} arg '{k}'",
+                )
+                if isinstance(v, str)
+                else v
+            )
+            for k, v in (p.args or {}).items()
+        }
         out.append(Parameter(id=base, function=p.function, args=args))
     elif p.time_derivative is not None:
         if p.default_initial_value is None:
             raise ModelError(f"{here}: a time_derivative needs a default_initial_value")
         init = _default(p, mapping, here)
         derivative = rename(p.time_derivative, mapping, f"{here} time_derivative")
-        step = rename(f"current + (derivative) * {dt!r}",
-                      {"current": mapping[p.id], "derivative": f"({derivative})"}, here)
+        step = rename(
+            f"current + (derivative) * {dt!r}",
+            {"current": mapping[p.id], "derivative": f"({derivative})"},
+            here,
+        )
         out.append(Parameter(id=base, value=f"numpy.where({FIRST}, {init}, {step})"))
     elif p.conditions:
         fresh = FRESH if conditioned else FIRST
-        out.append(Parameter(id=base, value=f"numpy.where({fresh}, 0.0, "
-                                            f"{carried_port(node_id, p.id)})"))
+        out.append(
+            Parameter(id=base, value=f"numpy.where({fresh}, 0.0, {carried_port(node_id, p.id)})")
+        )
     else:
-        raise ModelError(f"{here}: it has no value, function or time_derivative; modeci-mdf "
-                         "leaves it None at every step")
+        raise ModelError(
+            f"{here}: it has no value, function or time_derivative; modeci-mdf "
+            "leaves it None at every step"
+        )
     current = base
     for k, c in enumerate(p.conditions or []):
         test = rename(_field(c, "test"), mapping, f"{here} condition test")
@@ -214,6 +256,8 @@ def _check_clashes(source: Node, node: Node) -> None:
     for kind, items in (("input port", node.input_ports), ("parameter", node.parameters)):
         for item in items:
             if item.id in seen:
-                raise ModelError(f"node '{source.id}': {kind} '{item.id}' clashes with a name the "
-                                 f"time loop adds ({seen[item.id]}); rename it in the model")
+                raise ModelError(
+                    f"node '{source.id}': {kind} '{item.id}' clashes with a name the "
+                    f"time loop adds ({seen[item.id]}); rename it in the model"
+                )
             seen[item.id] = kind

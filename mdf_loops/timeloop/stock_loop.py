@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import io
 import time
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def stock_loop(path: str, dt: float, steps: int, record: list[str], inputs: dict
     quiet = io.StringIO()
     with contextlib.redirect_stdout(quiet):
         engine = EvaluableGraph(graph)
-    traces = {ref: [] for ref in record}
+    traces: dict[str, list[Any]] = {ref: [] for ref in record}
     inputs = inputs or {}
     start = time.perf_counter()
     with contextlib.redirect_stdout(quiet):

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import os
 import reprlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import jsonschema
 import yaml
@@ -45,8 +46,9 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-def validate(model_or_path: Model | Mapping | str | os.PathLike, *,
-             expressions: bool = True) -> list[Problem]:
+def validate(
+    model_or_path: Model | Mapping | str | os.PathLike, *, expressions: bool = True
+) -> list[Problem]:
     """Every problem of a model, in file order (an empty list for a valid model).
 
     Args:
@@ -79,6 +81,7 @@ def _problems(model_or_path: Any, expressions: bool) -> list[Problem]:
         from mdf_loops.onnx.import_ import onnx_to_mdf
 
         model = onnx_to_mdf(model)
+    document: Mapping[str, Any]
     if isinstance(model, Model):
         problems += _repeated_ids_in_model(model)
         document = _model_document(model)
@@ -112,8 +115,11 @@ def _run_refusals(model: Model | Mapping) -> tuple[list[Problem], list[Problem]]
 
     if not isinstance(model, Model):
         try:
-            model = Model.from_dict(dict(model)) if len(model) != 1 else \
-                Model.from_dict({"id": next(iter(model)), **next(iter(model.values()))})
+            model = (
+                Model.from_dict(dict(model))
+                if len(model) != 1
+                else Model.from_dict({"id": next(iter(model)), **next(iter(model.values()))})
+            )
         except Exception:  # a document the schema rules already reported as malformed
             return [], []
     return refusals(model)
@@ -125,7 +131,11 @@ def _within(path: str, outer: str) -> bool:
 
 
 def format_path(parts: Iterable[Any]) -> str:
-    """``('graphs', 'main', 'metadata', 'formal_outputs', 1)`` -> ``graphs.main.metadata.formal_outputs[1]``."""
+    """A path as text.
+
+    ``('graphs', 'main', 'metadata', 'formal_outputs', 1)`` becomes
+    ``graphs.main.metadata.formal_outputs[1]``.
+    """
     text = ""
     for part in parts:
         if isinstance(part, int):
@@ -199,8 +209,9 @@ def read_document(path: str | os.PathLike) -> Any:
     except RecursionError:
         raise ModelError(f"{path}: nested too deeply to read") from None
     except ValueError as exc:  # an integer of more digits than Python converts, and the like
-        raise ModelError(f"{path}: not a readable model file ({' '.join(str(exc).split())})") \
-            from None
+        raise ModelError(
+            f"{path}: not a readable model file ({' '.join(str(exc).split())})"
+        ) from None
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:
@@ -262,7 +273,7 @@ def _repeated_ids_in_model(model: Model) -> list[Problem]:
             for parameter in node.parameters:
                 value = parameter.value
                 if isinstance(value, Mapping) and len(value) == 1:
-                    (key, inner), = value.items()
+                    ((key, inner),) = value.items()
                     if isinstance(inner, Graph):
                         graph(inner, f"{node_path}.parameters.{parameter.id}.value.{key}")
 
@@ -295,13 +306,22 @@ _short.maxlist = 4
 _short.maxdict = 3
 _short.maxlevel = 2
 
-_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean",
-               int: "integer", float: "number", type(None): "null"}
+_JSON_TYPES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    type(None): "null",
+}
 
 
 def _schema_problems(document: Any) -> list[Problem]:
     problems = []
-    errors = sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(
+        _validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path))
+    )
     for error in errors:
         error = _most_specific(error)
         path = list(error.absolute_path)[1:]  # drop the model id

@@ -1,4 +1,6 @@
-"""The JAX backend: an MDF model lowered to one jit-compiled JAX function (needs ``mdf-loops[jax]``).
+"""The JAX backend: an MDF model lowered to one jit-compiled JAX function.
+
+Needs ``mdf-loops[jax]``.
 
 Entry point :func:`compile` (``compile(model, example_inputs) -> JaxModel``); JAX
 itself is imported only when a model is compiled, so this package imports without it.

@@ -6,22 +6,29 @@ others, a loop of :func:`mdf_loops.run` calls on the same (rewritten) model.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
-from mdf_loops.errors import IterationLimitError, ModelError
 from mdf_loops.backends.jax.grad import lift, prepare
 from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED
+from mdf_loops.errors import IterationLimitError, ModelError
 
 __all__ = ["run_batch"]
 
 
-def run_batch(model: Model | Any, inputs: Mapping[str, Any] | None = None,
-              params: Mapping[str, Sequence[Any]] | None = None, *, backend: str = "jax",
-              graph: str | None = None, trusted: bool = False,
-              max_iterations: int | None = None) -> dict[str, Any]:
+def run_batch(
+    model: Model | Any,
+    inputs: Mapping[str, Any] | None = None,
+    params: Mapping[str, Sequence[Any]] | None = None,
+    *,
+    backend: str = "jax",
+    graph: str | None = None,
+    trusted: bool = False,
+    max_iterations: int | None = None,
+) -> dict[str, Any]:
     """Run ``model`` once per row of ``params``; outputs stacked along a new first axis.
 
     Args:
@@ -36,28 +43,40 @@ def run_batch(model: Model | Any, inputs: Mapping[str, Any] | None = None,
         ``{output name: array with the batch first}``; a list of per-run values
         where the runs' shapes differ (a Loop's scan outputs).
     """
-    batch = {name: list(values) if isinstance(values, list) else np.asarray(values)
-             for name, values in (params or {}).items()}
+    batch = {
+        name: list(values) if isinstance(values, list) else np.asarray(values)
+        for name, values in (params or {}).items()
+    }
     sizes = {name: len(values) for name, values in batch.items()}
     if not sizes or len(set(sizes.values())) != 1:
         raise ValueError(f"params must give values for one batch size, got sizes {sizes or '{}'}")
     size = next(iter(sizes.values()))
     if backend == "jax":
         return _run_jax(model, dict(inputs or {}), batch, size, graph, trusted, max_iterations)
-    return _run_loop(model, dict(inputs or {}), batch, size, backend, graph, trusted,
-                     max_iterations)
+    return _run_loop(
+        model, dict(inputs or {}), batch, size, backend, graph, trusted, max_iterations
+    )
 
 
 def _run_loop(model, inputs, batch, size, backend, graph, trusted, max_iterations) -> dict:
-    import mdf_loops
+    from mdf_loops.run import run
 
-    rewritten, feed, renamed, graph_id = lift(model, inputs, list(batch), graph=graph,
-                                              trusted=trusted)
+    rewritten, feed, renamed, graph_id = lift(
+        model, inputs, list(batch), graph=graph, trusted=trusted
+    )
     runs = []
     for k in range(size):
         row = {**feed, **{renamed[n]: values[k] for n, values in batch.items()}}
-        runs.append(mdf_loops.run(rewritten, row, graph=graph_id, trusted=trusted,
-                                  backend=backend, max_iterations=max_iterations))
+        runs.append(
+            run(
+                rewritten,
+                row,
+                graph=graph_id,
+                trusted=trusted,
+                backend=backend,
+                max_iterations=max_iterations,
+            )
+        )
     return {name: _stack([r[name] for r in runs]) for name in runs[0]} if runs else {}
 
 
@@ -76,14 +95,17 @@ def _run_jax(model, inputs, batch, size, graph, trusted, max_iterations) -> dict
     changed = {} if max_iterations is None else {"max_iterations": max_iterations}
     with ops.limits(**changed):
         limits = None if trusted else ops.current_limits()
-        lowered, feed, renamed = prepare(model, {**inputs, **first}, names, graph=graph,
-                                         trusted=trusted, limits=limits)
+        lowered, feed, renamed = prepare(
+            model, {**inputs, **first}, names, graph=graph, trusted=trusted, limits=limits
+        )
     static, dynamic = lowered.split(lowered.feed(feed))
     rows = {}
     for name in names:
         if renamed[name] in static:
-            raise ModelError(f"'{name}' sets a shape, an index or a trip count in the model; "
-                             "batch it with another backend (backend='onnxruntime')")
+            raise ModelError(
+                f"'{name}' sets a shape, an index or a trip count in the model; "
+                "batch it with another backend (backend='onnxruntime')"
+            )
         dtype = np.asarray(dynamic[renamed[name]]).dtype
         rows[renamed[name]] = np.asarray(batch[name], dtype=dtype)
     shared = {k: v for k, v in dynamic.items() if k not in rows}
@@ -98,18 +120,24 @@ def _run_jax(model, inputs, batch, size, graph, trusted, max_iterations) -> dict
                 continue
             break
     if flag & LIMIT_PASSED:
-        raise IterationLimitError("a Loop passed max_iterations (jax backend, batch); raise it "
-                                  "with max_iterations=N")
+        raise IterationLimitError(
+            "a Loop passed max_iterations (jax backend, batch); raise it with max_iterations=N"
+        )
     return {name: _rebuild(spec, flat, size) for name, spec in layout}
 
 
 def _batched_function(lowered, static, rows, shared):
     import jax
+
     from mdf_loops.backends.jax.compiled import _flatten, _key
 
-    key = ("batch", _key(static), lowered.buffer_rows,
-           tuple((k, v.shape, v.dtype.str) for k, v in rows.items()),
-           tuple((k, np.shape(v)) for k, v in shared.items() if not isinstance(v, list)))
+    key = (
+        "batch",
+        _key(static),
+        lowered.buffer_rows,
+        tuple((k, v.shape, v.dtype.str) for k, v in rows.items()),
+        tuple((k, np.shape(v)) for k, v in shared.items() if not isinstance(v, list)),
+    )
     entry = lowered._jitted.get(key)
     if entry is None:
         layout: list = []
@@ -128,7 +156,7 @@ def _rebuild(spec, flat: list, size: int) -> Any:
     kind, where = spec
     if kind == "ragged":
         buffers, counts = np.asarray(flat[where]), np.asarray(flat[where + 1])
-        return [buffers[k][:int(counts[k])] for k in range(size)]
+        return [buffers[k][: int(counts[k])] for k in range(size)]
     if kind == "list":
         return [_rebuild(s, flat, size) for s in where]
     if kind == "opt":

@@ -18,19 +18,28 @@ import contextlib
 import logging
 import threading
 import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import onnx
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends.jax.values import (
+    BUFFER_FULL,
+    LIMIT_PASSED,
+    LoweringError,
+    NeedsStatic,
+    Opt,
+    Ragged,
+    is_concrete,
+    np_dtype,
+)
+from mdf_loops.backends.onnxruntime.compiled import CompileError
 from mdf_loops.errors import IterationLimitError, ModelError
 from mdf_loops.onnx.export import mdf_to_onnx
 from mdf_loops.ops.common import Limits
-from mdf_loops.backends.onnxruntime.compiled import CompileError
-from mdf_loops.backends.jax.values import (BUFFER_FULL, LIMIT_PASSED, LoweringError, NeedsStatic,
-                                           Opt, Ragged, is_concrete, np_dtype)
 
 __all__ = ["JaxModel", "compile", "cached_compile", "clear_compiled", "x64"]
 
@@ -80,7 +89,8 @@ class JaxModel:
             raise IterationLimitError(
                 f"a Loop passed max_iterations={limit} (jax backend); raise the limit with "
                 "mdf_loops.run(..., max_iterations=N), or run with backend='scheduler' to see "
-                "the loop and the iteration")
+                "the loop and the iteration"
+            )
         return _unflatten(flat, layout)
 
     def _max_rows(self) -> int:
@@ -89,9 +99,13 @@ class JaxModel:
     def _entry(self, static: dict, dynamic: dict) -> tuple[Callable, list]:
         import jax
 
-        key = (_key(static) if static else (), tuple(
-            (k, v.shape, v.dtype) if isinstance(v, np.ndarray) else (k, _key({k: v}))
-            for k, v in dynamic.items()))
+        key = (
+            _key(static) if static else (),
+            tuple(
+                (k, v.shape, v.dtype) if isinstance(v, np.ndarray) else (k, _key({k: v}))
+                for k, v in dynamic.items()
+            ),
+        )
         entry = self._jitted.get(key)
         if entry is None:
             layout: list = []
@@ -107,8 +121,9 @@ class JaxModel:
         return entry
 
     # ------------------------------------------------------------ transforming
-    def function(self, static: Mapping[str, Any], *, mode: str = "run",
-                 buffer_rows: int | None = None) -> Callable:
+    def function(
+        self, static: Mapping[str, Any], *, mode: str = "run", buffer_rows: int | None = None
+    ) -> Callable:
         """``f(dynamic inputs by name) -> ({output name: value}, flag)`` to trace with JAX.
 
         ``static`` are the inputs taken as constants (see :meth:`split`); ``mode``
@@ -119,8 +134,9 @@ class JaxModel:
         graph = self.onnx_model.graph
 
         def traced(dynamic: Mapping[str, Any]) -> tuple[dict, Any]:
-            evaluator = Evaluator(self.opset, self.limits, mode=mode,
-                                  buffer_rows=buffer_rows or self.buffer_rows)
+            evaluator = Evaluator(
+                self.opset, self.limits, mode=mode, buffer_rows=buffer_rows or self.buffer_rows
+            )
             values = {**static, **dynamic}
             outputs = evaluator.graph(graph, [values.get(i.name) for i in graph.input], {})
             return dict(zip(self.output_names, outputs)), evaluator.flag()
@@ -140,23 +156,31 @@ class JaxModel:
         return feed
 
     def __post_init__(self) -> None:
-        self._dtypes = {name: np_dtype(t.tensor_type.elem_type)
-                        for name, t in self.input_types.items()
-                        if t.WhichOneof("value") == "tensor_type" and t.tensor_type.elem_type}
+        self._dtypes = {
+            name: np_dtype(t.tensor_type.elem_type)
+            for name, t in self.input_types.items()
+            if t.WhichOneof("value") == "tensor_type" and t.tensor_type.elem_type
+        }
 
     def split(self, feed: Mapping[str, Any]) -> tuple[dict, dict]:
         """``(static, dynamic)`` inputs at this model's level."""
         if self.level == 0:
             return {}, dict(feed)
-        static, dynamic = {}, {}
+        static: dict[str, Any] = {}
+        dynamic: dict[str, Any] = {}
         for name, value in feed.items():
             constant = self.level == 2 or (self.level == 1 and _is_discrete(value))
             (static if constant else dynamic)[name] = value
         return static, dynamic
 
 
-def compile(model: Model, example_inputs: Mapping[str, Any], *, graph: str | None = None,
-            limits: Limits | None = None) -> JaxModel:
+def compile(
+    model: Model,
+    example_inputs: Mapping[str, Any],
+    *,
+    graph: str | None = None,
+    limits: Limits | None = None,
+) -> JaxModel:
     """Lower ``model``'s graph to JAX; ``example_inputs`` type its inputs.
 
     Raises :class:`~mdf_loops.CompileError` naming the node when the model cannot
@@ -175,8 +199,9 @@ def compile(model: Model, example_inputs: Mapping[str, Any], *, graph: str | Non
         raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
     opset = next((o.version for o in exported.opset_import if o.domain in ("", "ai.onnx")), 21)
     types = {i.name: i.type for i in exported.graph.input}
-    lowered = JaxModel(exported, limits, 0, opset, types,
-                       tuple(o.name for o in exported.graph.output))
+    lowered = JaxModel(
+        exported, limits, 0, opset, types, tuple(o.name for o in exported.graph.output)
+    )
     feed = lowered.feed(example_inputs)
     reason = None
     for level in _LEVELS:
@@ -187,15 +212,26 @@ def compile(model: Model, example_inputs: Mapping[str, Any], *, graph: str | Non
             return lowered
         except NeedsStatic as exc:
             reason = exc
-            log.info("jax backend, model '%s': %s; taking %s inputs as constants", model.id, exc,
-                     "integer and boolean" if level == 0 else "all")
+            log.info(
+                "jax backend, model '%s': %s; taking %s inputs as constants",
+                model.id,
+                exc,
+                "integer and boolean" if level == 0 else "all",
+            )
         except LoweringError as exc:
             raise CompileError(str(exc)) from exc
-    raise CompileError(f"{reason.where}: {reason.what}, and it depends on values computed "
-                       "inside a loop; run it with backend='onnxruntime' or 'scheduler'")
+    assert reason is not None, "every level failed with NeedsStatic"
+    raise CompileError(
+        f"{reason.where}: {reason.what}, and it depends on values computed "
+        "inside a loop; run it with backend='onnxruntime' or 'scheduler'"
+    )
 
 
-_REGISTERED = []
+_REGISTERED: list[bool] = []
+
+
+def _unflatten_optional(empty: bool, children: Sequence[Any]) -> Opt:
+    return Opt(None if empty else children[0])
 
 
 def _register_pytrees() -> None:
@@ -205,8 +241,10 @@ def _register_pytrees() -> None:
     import jax
 
     jax.tree_util.register_pytree_node(
-        Opt, lambda o: ((() if o.value is None else (o.value,)), o.value is None),
-        lambda empty, children: Opt(None if empty else children[0]))
+        Opt,
+        lambda o: ((() if o.value is None else (o.value,)), o.value is None),
+        _unflatten_optional,
+    )
     _REGISTERED.append(True)
 
 
@@ -232,7 +270,9 @@ def _feed_value(value: Any, type_proto: onnx.TypeProto) -> Any:
     if kind == "sequence_type":
         return [_feed_value(v, type_proto.sequence_type.elem_type) for v in value]
     if kind == "optional_type":
-        return Opt(None if value is None else _feed_value(value, type_proto.optional_type.elem_type))
+        return Opt(
+            None if value is None else _feed_value(value, type_proto.optional_type.elem_type)
+        )
     array = np.asarray(value)
     if kind == "tensor_type" and type_proto.tensor_type.elem_type:
         array = array.astype(np_dtype(type_proto.tensor_type.elem_type), copy=False)
@@ -285,7 +325,7 @@ def _unflatten(flat: list, layout: list) -> dict[str, Any]:
 def _rebuild(spec, flat: list) -> Any:
     kind, where = spec
     if kind == "ragged":
-        return np.asarray(flat[where])[:int(flat[where + 1])]
+        return np.asarray(flat[where])[: int(flat[where + 1])]
     if kind == "list":
         return [_rebuild(s, flat) for s in where]
     if kind == "opt":
@@ -295,12 +335,12 @@ def _rebuild(spec, flat: list) -> Any:
 
 # ---------------------------------------------------------------- cache
 
-_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
 def _signature(inputs: Mapping[str, Any]) -> tuple:
-    items = []
+    items: list[tuple[Any, ...]] = []
     for name in sorted(inputs):
         value = inputs[name]
         if isinstance(value, list):
@@ -313,8 +353,9 @@ def _signature(inputs: Mapping[str, Any]) -> tuple:
     return tuple(items)
 
 
-def cached_compile(model: Model, inputs: Mapping[str, Any], graph: str | None = None,
-                   limits: Limits | None = None) -> JaxModel:
+def cached_compile(
+    model: Model, inputs: Mapping[str, Any], graph: str | None = None, limits: Limits | None = None
+) -> JaxModel:
     """:func:`compile`, cached per ``Model`` object, input dtypes and ranks, and limits."""
     key = (graph, limits, _signature(inputs))
     with _LOCK:
@@ -337,8 +378,9 @@ def clear_compiled() -> None:
         _CACHE.clear()
 
 
-def run_jax(model: Model, inputs: Mapping[str, Any], graph: str | None,
-            limits: Limits | None) -> dict[str, Any]:
+def run_jax(
+    model: Model, inputs: Mapping[str, Any], graph: str | None, limits: Limits | None
+) -> dict[str, Any]:
     """:func:`mdf_loops.run` with ``backend="jax"``: compile (cached), run, user values out."""
     from mdf_loops.errors import EvaluationError, MdfLoopsError
     from mdf_loops.model.values import to_user
@@ -349,6 +391,7 @@ def run_jax(model: Model, inputs: Mapping[str, Any], graph: str | None,
     except MdfLoopsError:
         raise
     except Exception as exc:  # XLA's errors name no model element
-        raise EvaluationError(f"graph '{graph}' (jax backend): {type(exc).__name__}: {exc}") \
-            from exc
+        raise EvaluationError(
+            f"graph '{graph}' (jax backend): {type(exc).__name__}: {exc}"
+        ) from exc
     return {name: to_user(value) for name, value in outputs.items()}

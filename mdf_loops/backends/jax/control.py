@@ -19,12 +19,22 @@ only chooses how JAX runs them:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx
 
 from mdf_loops.backends.jax.registry import op
-from mdf_loops.backends.jax.values import (LoweringError, NeedsStatic, Opt, concrete,
-                                           is_concrete, same_types, structured, xp_of)
+from mdf_loops.backends.jax.values import (
+    LoweringError,
+    NeedsStatic,
+    Opt,
+    concrete,
+    is_concrete,
+    same_types,
+    structured,
+    xp_of,
+)
 from mdf_loops.backends.jax.while_loop import loop_bounded
 
 
@@ -35,7 +45,7 @@ def free_names(graph: onnx.GraphProto) -> frozenset:
     for node in graph.node:
         used |= set(node.input)
         for attr in node.attribute:
-            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
                 used |= free_names(sub)
         defined |= set(node.output)
     return frozenset(used - defined - {""})
@@ -44,8 +54,7 @@ def free_names(graph: onnx.GraphProto) -> frozenset:
 def _reads_only_concrete(call, body: onnx.GraphProto, values: list) -> bool:
     if not all(is_concrete(v) for v in values):
         return False
-    return all(is_concrete(call.scope.get(name)) for name in free_names(body)
-               if name in call.scope)
+    return all(is_concrete(call.scope.get(name)) for name in free_names(body) if name in call.scope)
 
 
 def _stack(values: list):
@@ -69,14 +78,19 @@ def _if(call, cond):
         def run():
             outputs, flag = ev.body(graph, [], call.scope)
             return structured(outputs, call.where), jnp.asarray(flag, jnp.int32)
+
         return run
 
     try:
-        outputs, flag = jax.lax.cond(jnp.reshape(cond, ()).astype(bool),
-                                     branch(then_branch), branch(else_branch))
+        outputs, flag = jax.lax.cond(
+            jnp.reshape(cond, ()).astype(bool), branch(then_branch), branch(else_branch)
+        )
     except TypeError as exc:  # the branches give different shapes or dtypes
-        raise NeedsStatic(call.where, f"its branches differ ({exc}); JAX needs one type "
-                                      "unless the condition is known at compile time") from None
+        raise NeedsStatic(
+            call.where,
+            f"its branches differ ({exc}); JAX needs one type "
+            "unless the condition is known at compile time",
+        ) from None
     ev.raise_flag(flag)
     return tuple(outputs)
 
@@ -110,8 +124,9 @@ def _scan9(call, inputs: list) -> list:
         raise LoweringError(f"{call.where}: scan inputs of different lengths {sorted(lengths)}")
     length = lengths.pop()
     ev.check_trips(length, call.where)
-    python = any(isinstance(s, (list, Opt)) for s in states) or \
-        _reads_only_concrete(call, body, states + sequences)
+    python = any(isinstance(s, (list, Opt)) for s in states) or _reads_only_concrete(
+        call, body, states + sequences
+    )
     if python:
         final, produced = _scan_python(call, states, sequences, length)
     else:
@@ -141,8 +156,9 @@ def _scan_lax(call, states, sequences, length):
 
     init = tuple(jnp.asarray(s) for s in states)
     try:
-        final, (produced, flags) = with_flags(jax.lax.scan, step, init, tuple(sequences),
-                                              length=length)
+        final, (produced, flags) = with_flags(
+            jax.lax.scan, step, init, tuple(sequences), length=length
+        )
     except TypeError as exc:  # a state changed shape
         raise LoweringError(f"{call.where}: {exc}") from None
     ev.raise_flag(flags)
@@ -179,7 +195,8 @@ def with_flags(primitive, step, init, xs, **kwargs):
 
 def _scan_python(call, states, sequences, length):
     ev, body, n = call.evaluator, call.attrs["body"], len(states)
-    values, columns = list(states), None
+    values = list(states)
+    columns: list[list[Any]] | None = None
     for t in range(length):
         outputs = ev.graph(body, values + [x[t] for x in sequences], call.scope)
         values = outputs[:n]
@@ -187,8 +204,9 @@ def _scan_python(call, states, sequences, length):
         for column, y in zip(columns, outputs[n:]):
             column.append(y)
     if columns is None:  # zero steps: the element shapes from one probe of the body
-        probe = ev.graph(body, values + [np.zeros(x.shape[1:], x.dtype) for x in sequences],
-                         call.scope)
+        probe = ev.graph(
+            body, values + [np.zeros(x.shape[1:], x.dtype) for x in sequences], call.scope
+        )
         return values, [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[n:]]
     return values, [_stack(c) for c in columns]
 
@@ -201,8 +219,10 @@ def _scan_batched(call, inputs: list) -> tuple:
     if sequence_lens is not None:
         lens = concrete(sequence_lens, call.where, "sequence_lens")
         if np.any(lens != length):
-            raise LoweringError(f"{call.where}: sequence_lens shorter than the scan inputs "
-                                "are not lowered to JAX; run it with backend='onnxruntime'")
+            raise LoweringError(
+                f"{call.where}: sequence_lens shorter than the scan inputs "
+                "are not lowered to JAX; run it with backend='onnxruntime'"
+            )
     rows = [_scan9(call, [x[b] for x in inputs]) for b in range(batch)]
     del m
     return tuple(_stack([row[k] for row in rows]) for k in range(len(rows[0])))
@@ -219,8 +239,11 @@ def _loop(call, trip=None, cond=None, *carried):
     if control_known and (containers or _reads_only_concrete(call, body, carried)):
         return tuple(_loop_python(call, trip, cond, carried))
     if containers:
-        raise NeedsStatic(call.where, "it carries a sequence or an optional, so its trip count "
-                                      "and condition must be known at compile time")
+        raise NeedsStatic(
+            call.where,
+            "it carries a sequence or an optional, so its trip count "
+            "and condition must be known at compile time",
+        )
     try:
         starts = cond is None or (is_concrete(cond) and bool(np.asarray(cond).reshape(())))
         if trip is not None and is_concrete(trip) and starts:
@@ -239,17 +262,17 @@ def _loop_python(call, trip, cond, carried) -> list:
     ev, body, n = call.evaluator, call.attrs["body"], len(carried)
     trips = None if trip is None else int(np.asarray(trip).reshape(()))
     keep = True if cond is None else bool(np.asarray(cond).reshape(()))
-    values, columns, i = list(carried), None, 0
+    values, i = list(carried), 0
+    columns: list[list[Any]] | None = None
     while (trips is None or i < trips) and keep:
         if i >= ev.max_iterations:
             ev.check_trips(i + 1, call.where)
-        outputs = ev.graph(body, [np.asarray(i, np.int64), np.asarray(keep)] + values,
-                           call.scope)
+        outputs = ev.graph(body, [np.asarray(i, np.int64), np.asarray(keep)] + values, call.scope)
         # the body's condition decides, also without a cond input (mdf_loops.ops.loop)
         keep = bool(concrete(outputs[0], call.where, "the loop condition").reshape(()))
-        values = outputs[1:1 + n]
-        columns = columns or [[] for _ in outputs[1 + n:]]
-        for column, y in zip(columns, outputs[1 + n:]):
+        values = outputs[1 : 1 + n]
+        columns = columns or [[] for _ in outputs[1 + n :]]
+        for column, y in zip(columns, outputs[1 + n :]):
             column.append(y)
         i += 1
     if columns is None:
@@ -260,12 +283,12 @@ def _loop_python(call, trip, cond, carried) -> list:
 def _empty_scan_outputs(call, values) -> list:
     n = len(values)
     try:
-        probe = call.evaluator.graph(call.attrs["body"],
-                                     [np.asarray(0, np.int64), np.asarray(True)] + values,
-                                     call.scope)
+        probe = call.evaluator.graph(
+            call.attrs["body"], [np.asarray(0, np.int64), np.asarray(True)] + values, call.scope
+        )
     except Exception:  # noqa: BLE001 - the body cannot run on the initial values
         return []
-    return [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[1 + n:]]
+    return [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[1 + n :]]
 
 
 class _ConditionDecides(Exception):
@@ -286,11 +309,12 @@ def _loop_counted(call, trips: int, carried) -> list:
         if not (is_concrete(outputs[0]) and bool(np.asarray(outputs[0]).reshape(()))):
             raise _ConditionDecides()
         outputs = structured(outputs, call.where)
-        same_types(call.where, outputs[1:1 + n], values)
-        return tuple(outputs[1:1 + n]), (tuple(outputs[1 + n:]), inner)
+        same_types(call.where, outputs[1 : 1 + n], values)
+        return tuple(outputs[1 : 1 + n]), (tuple(outputs[1 + n :]), inner)
 
     init = tuple(jnp.asarray(v) for v in carried)
-    final, (produced, flag) = with_flags(jax.lax.scan, step, init,
-                                         jnp.arange(trips, dtype=jnp.int64))
+    final, (produced, flag) = with_flags(
+        jax.lax.scan, step, init, jnp.arange(trips, dtype=jnp.int64)
+    )
     ev.raise_flag(flag)
     return list(final) + list(produced)

@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
 from mdf_loops.errors import IterationLimitError, ModelError
 from mdf_loops.ops.common import Limits
-from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
 
 __all__ = ["value_and_grad", "grad", "prepare", "lift"]
 
-Objective = "str | Callable[[Mapping[str, Any]], Any]"
+Objective: TypeAlias = "str | Callable[[Mapping[str, Any]], Any]"
 
-_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
@@ -38,23 +39,31 @@ class _Outputs(dict):
 
     def __missing__(self, name: str) -> Any:
         if name in self.ragged:
-            raise ModelError(f"output '{name}' is a Loop scan output whose length is decided at "
-                             "run time; it cannot be differentiated or batched (give the Loop a "
-                             "trip count and no condition, or use its loop-carried values)")
+            raise ModelError(
+                f"output '{name}' is a Loop scan output whose length is decided at "
+                "run time; it cannot be differentiated or batched (give the Loop a "
+                "trip count and no condition, or use its loop-carried values)"
+            )
         raise KeyError(name)
 
 
-def lift(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str], *,
-         graph: str | None = None, trusted: bool = False):
+def lift(
+    model: Model | Any,
+    inputs: Mapping[str, Any],
+    names: Sequence[str],
+    *,
+    graph: str | None = None,
+    trusted: bool = False,
+):
     """``(model, feed, input name by name, graph id)`` with ``names`` as graph inputs.
 
     Names that are graph inputs stay inputs; the others must be constant parameters
     (``"node.parameter"`` or a parameter id found once) and become inputs holding
     their model values unless ``inputs`` gives them. The rewritten model is cached.
     """
-    from mdf_loops.run import _select_graph, _verify, load_model
-    from mdf_loops.model.interface import graph_interface
     from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
+    from mdf_loops.model.interface import graph_interface
+    from mdf_loops.run import _select_graph, _verify, load_model
 
     model = load_model(model)
     _verify(model, trusted)
@@ -79,8 +88,15 @@ def lift(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str], *,
     return rewritten, feed, {n: renamed.get(n, n) for n in names}, target.id
 
 
-def prepare(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str], *,
-            graph: str | None = None, trusted: bool = False, limits: Limits | None = None):
+def prepare(
+    model: Model | Any,
+    inputs: Mapping[str, Any],
+    names: Sequence[str],
+    *,
+    graph: str | None = None,
+    trusted: bool = False,
+    limits: Limits | None = None,
+):
     """``(lowered, feed, input name by name)``: :func:`lift`, then lowered to JAX (cached)."""
     from mdf_loops.backends.jax.compiled import cached_compile
 
@@ -88,10 +104,16 @@ def prepare(model: Model | Any, inputs: Mapping[str, Any], names: Sequence[str],
     return cached_compile(rewritten, feed, graph=graph_id, limits=limits), feed, renamed
 
 
-def value_and_grad(model: Model | Any, of: Objective, wrt: Sequence[str],
-                   inputs: Mapping[str, Any] | None = None, *, graph: str | None = None,
-                   trusted: bool = False, max_iterations: int | None = None
-                   ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def value_and_grad(
+    model: Model | Any,
+    of: Objective,
+    wrt: Sequence[str],
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    graph: str | None = None,
+    trusted: bool = False,
+    max_iterations: int | None = None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The value of ``of`` and its gradients with respect to ``wrt``.
 
     Args:
@@ -114,17 +136,22 @@ def value_and_grad(model: Model | Any, of: Objective, wrt: Sequence[str],
     changed = {} if max_iterations is None else {"max_iterations": max_iterations}
     with ops.limits(**changed):
         limits = None if trusted else ops.current_limits()
-        lowered, feed, renamed = prepare(model, inputs or {}, names, graph=graph,
-                                         trusted=trusted, limits=limits)
+        lowered, feed, renamed = prepare(
+            model, inputs or {}, names, graph=graph, trusted=trusted, limits=limits
+        )
     fed = lowered.feed(feed)
     static, dynamic = lowered.split(fed)
     for name in names:
         if renamed[name] in static:
-            raise ModelError(f"'{name}' sets a shape, an index or a trip count in the model; "
-                             "it cannot be differentiated")
+            raise ModelError(
+                f"'{name}' sets a shape, an index or a trip count in the model; "
+                "it cannot be differentiated"
+            )
         if np.asarray(dynamic[renamed[name]]).dtype.kind != "f":
-            raise ModelError(f"'{name}' is {np.asarray(dynamic[renamed[name]]).dtype}; only "
-                             "floating-point values have gradients")
+            raise ModelError(
+                f"'{name}' is {np.asarray(dynamic[renamed[name]]).dtype}; only "
+                "floating-point values have gradients"
+            )
     with x64():
         while True:
             fn = _gradient_function(lowered, static, dynamic, of, tuple(renamed[n] for n in names))
@@ -138,23 +165,37 @@ def value_and_grad(model: Model | Any, of: Objective, wrt: Sequence[str],
                 continue
             break
     if flag & LIMIT_PASSED:
-        raise IterationLimitError(f"a Loop passed max_iterations={limits and limits.max_iterations}"
-                                  " (jax backend, gradient); raise it with max_iterations=N")
+        raise IterationLimitError(
+            f"a Loop passed max_iterations={limits and limits.max_iterations}"
+            " (jax backend, gradient); raise it with max_iterations=N"
+        )
     return np.asarray(value), {n: np.asarray(grads[renamed[n]]) for n in names}
 
 
-def grad(model: Model | Any, of: Objective, wrt: Sequence[str],
-         inputs: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
+def grad(
+    model: Model | Any,
+    of: Objective,
+    wrt: Sequence[str],
+    inputs: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, np.ndarray]:
     """``{name: gradient of of}`` (see :func:`value_and_grad` for the arguments)."""
     return value_and_grad(model, of, wrt, inputs, **kwargs)[1]
 
 
 def _gradient_function(lowered, static, dynamic, of, wrt: tuple) -> Callable:
     import jax
+
     from mdf_loops.backends.jax.compiled import _key
 
-    key = ("grad", _key(static), of, wrt, lowered.buffer_rows,
-           tuple((k, np.shape(v)) for k, v in dynamic.items() if not isinstance(v, list)))
+    key = (
+        "grad",
+        _key(static),
+        of,
+        wrt,
+        lowered.buffer_rows,
+        tuple((k, np.shape(v)) for k, v in dynamic.items() if not isinstance(v, list)),
+    )
     fn = lowered._jitted.get(key)
     if fn is None:
         traced = lowered.function(static, mode="grad")
@@ -181,6 +222,8 @@ def _objective_value(of, outputs: Mapping[str, Any]) -> Any:
         value = of(visible)
     value = jnp.asarray(value)
     if value.size != 1:
-        raise ModelError(f"the objective must be a scalar, got shape {tuple(value.shape)}; "
-                         "pass of=lambda outputs: ... returning one number")
+        raise ModelError(
+            f"the objective must be a scalar, got shape {tuple(value.shape)}; "
+            "pass of=lambda outputs: ... returning one number"
+        )
     return jnp.reshape(value, ()).astype(value.dtype if value.dtype.kind == "f" else jnp.float64)

@@ -8,17 +8,18 @@ Run under ``jax.jit``, the walk happens once, while tracing.
 from __future__ import annotations
 
 from collections import ChainMap
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from mdf_loops.errors import IterationLimitError, MdfLoopsError
-from mdf_loops.ops.common import Limits
+from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
 from mdf_loops.backends.jax.registry import OPS, NodeCall
 from mdf_loops.backends.jax.values import LoweringError, NeedsStatic, Ragged, label
-from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
+from mdf_loops.errors import IterationLimitError, MdfLoopsError
+from mdf_loops.ops.common import Limits
 
 __all__ = ["Evaluator"]
 
@@ -27,15 +28,31 @@ _UNLIMITED = 1 << 62
 
 
 #: operators that act on each element alone: applied to a run-time-length value's buffer
-_ROW_BY_ROW = {"Identity", "Cast", "Neg", "Abs", "Relu", "Exp", "Log", "Sqrt", "Tanh",
-               "Sigmoid", "Floor", "Ceil", "Round", "Not", "Sign"}
+_ROW_BY_ROW = {
+    "Identity",
+    "Cast",
+    "Neg",
+    "Abs",
+    "Relu",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Tanh",
+    "Sigmoid",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Not",
+    "Sign",
+}
 
 
 class Evaluator:
     """Walks ONNX graphs for one trace; ``mode`` is ``"run"`` or ``"grad"`` (see control.py)."""
 
-    def __init__(self, opset: int, limits: Limits | None, *, mode: str = "run",
-                 buffer_rows: int = 4096):
+    def __init__(
+        self, opset: int, limits: Limits | None, *, mode: str = "run", buffer_rows: int = 4096
+    ):
         self.opset = opset
         self.limits = limits
         self.mode = mode
@@ -51,7 +68,8 @@ class Evaluator:
         if trips > self.max_iterations:
             raise IterationLimitError(
                 f"{where}: {trips} iterations, over max_iterations={self.max_iterations} "
-                "(jax backend); raise it with mdf_loops.run(..., max_iterations=N)")
+                "(jax backend); raise it with mdf_loops.run(..., max_iterations=N)"
+            )
 
     def raise_flag(self, flag: Any) -> None:
         self._flags[-1].append(flag)
@@ -61,11 +79,13 @@ class Evaluator:
         return _combine(self._flags[-1])
 
     # ------------------------------------------------------------ graphs
-    def graph(self, graph: onnx.GraphProto, inputs: Sequence[Any],
-              outer: Mapping[str, Any]) -> list:
+    def graph(
+        self, graph: onnx.GraphProto, inputs: Sequence[Any], outer: Mapping[str, Any]
+    ) -> list:
         """The outputs of ``graph`` on ``inputs`` (formal inputs in order), reading ``outer``."""
         local: dict[str, Any] = {}
-        scope = ChainMap(local, outer)
+        # typeshed asks every map of a ChainMap to be mutable; only the first is written
+        scope = ChainMap(local, outer)  # type: ignore[arg-type]
         for init in graph.initializer:
             local[init.name] = numpy_helper.to_array(init)
         for formal, value in zip(graph.input, inputs):
@@ -74,8 +94,9 @@ class Evaluator:
             self._node(node, scope)
         return [scope[o.name] for o in graph.output]
 
-    def body(self, graph: onnx.GraphProto, inputs: Sequence[Any],
-             outer: Mapping[str, Any]) -> tuple[list, Any]:
+    def body(
+        self, graph: onnx.GraphProto, inputs: Sequence[Any], outer: Mapping[str, Any]
+    ) -> tuple[list, Any]:
         """:meth:`graph` inside a JAX primitive: also the OR of the flags raised within."""
         self._flags.append([])
         try:
@@ -89,9 +110,11 @@ class Evaluator:
         standard = node.domain in ("", "ai.onnx")
         lower = OPS.get(node.op_type if standard else f"{node.domain}::{node.op_type}")
         if lower is None:
-            raise LoweringError(f"{where}: no JAX lowering for {node.domain or 'ai.onnx'}::"
-                                f"{node.op_type}; run it with backend='onnxruntime' or "
-                                "'scheduler'")
+            raise LoweringError(
+                f"{where}: no JAX lowering for {node.domain or 'ai.onnx'}::"
+                f"{node.op_type}; run it with backend='onnxruntime' or "
+                "'scheduler'"
+            )
         try:
             args = [scope[name] if name else None for name in node.input]
         except KeyError as exc:
@@ -100,9 +123,11 @@ class Evaluator:
             args.pop()
         if any(isinstance(a, Ragged) for a in args):
             if node.op_type not in _ROW_BY_ROW or len(args) != 1:
-                raise NeedsStatic(where, "it reads a Loop scan output whose length is only "
-                                         "known at run time")
+                raise NeedsStatic(
+                    where, "it reads a Loop scan output whose length is only known at run time"
+                )
             ragged = args[0]  # computed on the whole buffer: its rows past the count stay unread
+            assert isinstance(ragged, Ragged)
             value = lower(NodeCall(node, where, self, scope), ragged.buffer)
             scope.maps[0][node.output[0]] = Ragged(value, ragged.count)
             return
@@ -112,8 +137,7 @@ class Evaluator:
             raise
         except Exception as exc:  # numpy's or JAX's own errors name no node
             if _needs_a_value(exc):  # numpy code met a traced value: a constant would do
-                raise NeedsStatic(where, f"it needs a value known at compile time ({exc})") \
-                    from exc
+                raise NeedsStatic(where, f"it needs a value known at compile time ({exc})") from exc
             raise LoweringError(f"{where}: {type(exc).__name__}: {exc}") from exc
         results = result if isinstance(result, tuple) else (result,)
         for name, value in zip(node.output, results):
@@ -135,5 +159,6 @@ def _combine(flags: list) -> Any:
 def _needs_a_value(exc: Exception) -> bool:
     import jax
 
-    return isinstance(exc, (jax.errors.ConcretizationTypeError,
-                            jax.errors.TracerArrayConversionError))
+    return isinstance(
+        exc, (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError)
+    )

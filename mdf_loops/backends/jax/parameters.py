@@ -10,14 +10,21 @@ The model is copied; the original is left as it was.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Graph, InputPort, Model, Parameter
 
 from mdf_loops.errors import ModelError
-from mdf_loops.model.convention import body_graph, body_signature, port_type, set_body_signature, wrap_body
+from mdf_loops.model.convention import (
+    body_graph,
+    body_signature,
+    port_type,
+    set_body_signature,
+    wrap_body,
+)
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor
 
 __all__ = ["ParameterSite", "find_parameters", "resolve", "parameters_as_inputs"]
@@ -75,19 +82,28 @@ def resolve(graph: Graph, names: Sequence[str]) -> dict[str, ParameterSite]:
     sites = find_parameters(graph)
     resolved = {}
     for name in names:
-        matches = [s for s in sites if s.qualified == name] or \
-            [s for s in sites if s.qualified.split(".", 1)[1] == name]
+        matches = [s for s in sites if s.qualified == name] or [
+            s for s in sites if s.qualified.split(".", 1)[1] == name
+        ]
         if len(matches) != 1:
             known = sorted(s.qualified for s in sites)
-            what = "is ambiguous" if matches else "is neither a graph input nor a constant parameter"
-            raise ModelError(f"graph '{graph.id}': '{name}' {what}; constant parameters "
-                             f"(use 'node.parameter'): {known}")
+            what = (
+                "is ambiguous" if matches else "is neither a graph input nor a constant parameter"
+            )
+            raise ModelError(
+                f"graph '{graph.id}': '{name}' {what}; constant parameters "
+                f"(use 'node.parameter'): {known}"
+            )
         resolved[name] = matches[0]
     return resolved
 
 
-def parameters_as_inputs(model: Model, graph_id: str, sites: dict[str, ParameterSite],
-                         dtypes: dict[str, np.dtype] | None = None) -> tuple[Model, dict[str, str]]:
+def parameters_as_inputs(
+    model: Model,
+    graph_id: str,
+    sites: dict[str, ParameterSite],
+    dtypes: dict[str, np.dtype] | None = None,
+) -> tuple[Model, dict[str, str]]:
     """A copy of ``model`` whose parameters at ``sites`` are graph inputs; their input names."""
     model = copy.deepcopy(model)
     top = next(g for g in model.graphs if g.id == graph_id)
@@ -114,19 +130,23 @@ def _lift(top: Graph, site: ParameterSite, dtype: np.dtype) -> str:
     node.parameters.remove(parameter)
     node.input_ports.append(InputPort(id=port_id, metadata=declared))
     for (holder, body_parameter), body, signature in reversed(
-            list(zip(holders, graphs[1:], signatures))):
+        list(zip(holders, graphs[1:], signatures))
+    ):
         if port_id not in signature.outer_scope_inputs:
-            set_body_signature(body, signature.formal_inputs,
-                               [f"{n}.{p}" for n, p in signature.formal_outputs],
-                               signature.outer_scope_inputs + (port_id,))
+            set_body_signature(
+                body,
+                signature.formal_inputs,
+                [f"{n}.{p}" for n, p in signature.formal_outputs],
+                signature.outer_scope_inputs + (port_id,),
+            )
         body_parameter.value = wrap_body(body)
         if not any(p.id == port_id for p in holder.input_ports):
             holder.input_ports.append(InputPort(id=port_id, metadata=declared))
     meta = top.metadata or {}
     if "formal_inputs" in meta:
         if port_id in meta["formal_inputs"]:
-            raise ModelError(f"graph '{top.id}': parameter '{site.qualified}' has the name of "
-                             "a graph input")
+            raise ModelError(
+                f"graph '{top.id}': parameter '{site.qualified}' has the name of a graph input"
+            )
         top.metadata = {**meta, "formal_inputs": list(meta["formal_inputs"]) + [port_id]}
     return port_id
-

@@ -7,9 +7,17 @@ import numpy as np
 from mdf_loops.backends.jax.registry import op
 from mdf_loops.backends.jax.values import concrete, xp_of
 
-_REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
-           "ReduceProd": "prod", "ReduceL1": "l1", "ReduceL2": "l2",
-           "ReduceSumSquare": "sumsquare", "ReduceLogSumExp": "logsumexp"}
+_REDUCE = {
+    "ReduceSum": "sum",
+    "ReduceMean": "mean",
+    "ReduceMax": "max",
+    "ReduceMin": "min",
+    "ReduceProd": "prod",
+    "ReduceL1": "l1",
+    "ReduceL2": "l2",
+    "ReduceSumSquare": "sumsquare",
+    "ReduceLogSumExp": "logsumexp",
+}
 
 #: the opset from which each reduction takes its axes as an input, not an attribute
 _AXES_INPUT_FROM = {"ReduceSum": 13}

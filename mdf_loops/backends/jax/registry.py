@@ -2,15 +2,17 @@
 
 An implementation is ``fn(call, *inputs) -> value | tuple of values``; ``call``
 is the :class:`NodeCall` (attributes, the node's name for errors, the evaluator
-for loop bodies). Operators of other domains are keyed ``"domain::op_type"``. Absent optional inputs arrive as ``None``. The modules
+for loop bodies). Operators of other domains are keyed ``"domain::op_type"``.
+Absent optional inputs arrive as ``None``. The modules
 :mod:`.elementwise`, :mod:`.shapes`, :mod:`.reductions`, :mod:`.sequences` and
 :mod:`.control` fill the table when imported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import onnx
 from onnx import helper

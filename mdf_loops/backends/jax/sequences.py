@@ -39,7 +39,7 @@ def _sequence_insert(call, seq, x, position=None):
 @op("SequenceErase")
 def _sequence_erase(call, seq, position=None):
     k = len(seq) - 1 if position is None else _position(call, position, len(seq))
-    return seq[:k] + seq[k + 1:]
+    return seq[:k] + seq[k + 1 :]
 
 
 @op("SequenceAt")

@@ -150,16 +150,23 @@ def _constant_of_shape(call, shape):
 
 @op("Range")
 def _range(call, start, limit, delta):
-    start, limit, delta = (concrete(v, call.where, "Range's bounds (they set its length)")
-                           for v in (start, limit, delta))
+    start, limit, delta = (
+        concrete(v, call.where, "Range's bounds (they set its length)")
+        for v in (start, limit, delta)
+    )
     start, limit, delta = (v.reshape(-1)[0] for v in (start, limit, delta))
     count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
     steps = np.arange(count).astype(start.dtype)
     return (start + steps * delta).astype(start.dtype)
 
 
-_SCATTER = {"none": ("set", None), "add": ("add", np.add), "mul": ("multiply", np.multiply),
-            "max": ("max", np.maximum), "min": ("min", np.minimum)}
+_SCATTER = {
+    "none": ("set", None),
+    "add": ("add", np.add),
+    "mul": ("multiply", np.multiply),
+    "max": ("max", np.maximum),
+    "min": ("min", np.minimum),
+}
 
 
 def _scatter(call, data, index: tuple, updates):

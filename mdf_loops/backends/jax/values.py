@@ -22,8 +22,21 @@ import onnx
 
 from mdf_loops.errors import MdfLoopsError
 
-__all__ = ["NeedsStatic", "LoweringError", "Opt", "Ragged", "is_concrete", "concrete",
-           "xp_of", "np_dtype", "label", "structured", "same_types", "BUFFER_FULL", "LIMIT_PASSED"]
+__all__ = [
+    "NeedsStatic",
+    "LoweringError",
+    "Opt",
+    "Ragged",
+    "is_concrete",
+    "concrete",
+    "xp_of",
+    "np_dtype",
+    "label",
+    "structured",
+    "same_types",
+    "BUFFER_FULL",
+    "LIMIT_PASSED",
+]
 
 #: bits of the flag a compiled function returns: a Loop's scan-output buffer was too
 #: short (compile again with a longer one), or a Loop passed ``max_iterations``
@@ -88,7 +101,7 @@ def label(node: onnx.NodeProto) -> str:
     """How errors name an ONNX node: its MDF node when the exporter recorded one."""
     doc = node.doc_string or ""
     if doc.startswith("MDF node "):
-        return f"node '{doc[len('MDF node '):]}' ({node.op_type})"
+        return f"node '{doc[len('MDF node ') :]}' ({node.op_type})"
     name = node.name or (node.output[0] if node.output else "?")
     return f"node '{name}' ({node.op_type})"
 
@@ -99,8 +112,11 @@ def structured(values: list, where: str) -> list:
 
     for v in values:
         if isinstance(v, (list, Opt, Ragged)) or v is None:
-            raise NeedsStatic(where, "a loop body or branch returns a sequence, an optional or "
-                                     "a Loop scan output of run-time length")
+            raise NeedsStatic(
+                where,
+                "a loop body or branch returns a sequence, an optional or "
+                "a Loop scan output of run-time length",
+            )
     return [jnp.asarray(v) for v in values]
 
 
@@ -108,5 +124,8 @@ def same_types(where: str, new, old) -> None:
     """Raise :class:`NeedsStatic` when a loop-carried value changes shape or dtype."""
     for k, (a, b) in enumerate(zip(new, old)):
         if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
-            raise NeedsStatic(where, f"loop-carried value {k} changes from "
-                                          f"{b.dtype}{list(b.shape)} to {a.dtype}{list(a.shape)}")
+            raise NeedsStatic(
+                where,
+                f"loop-carried value {k} changes from "
+                f"{b.dtype}{list(b.shape)} to {a.dtype}{list(a.shape)}",
+            )

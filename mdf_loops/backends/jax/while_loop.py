@@ -22,8 +22,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdf_loops.backends.jax.values import (BUFFER_FULL, LIMIT_PASSED, Ragged, is_concrete,
-                                           same_types, structured)
+from mdf_loops.backends.jax.values import (
+    BUFFER_FULL,
+    LIMIT_PASSED,
+    Ragged,
+    is_concrete,
+    same_types,
+    structured,
+)
 
 __all__ = ["loop_bounded"]
 
@@ -38,17 +44,18 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     bound = min(trips, ev.max_iterations) if trips is not None else ev.max_iterations
     # buffers need static rows, and so does the differentiable form, which runs them all
     rows = min(bound, ev.buffer_rows) if n_scan or ev.mode == "grad" else bound
-    dynamic_trips = None if trip is None or trips is not None else \
-        jnp.reshape(trip, ()).astype(jnp.int64)
+    dynamic_trips = (
+        None if trip is None or trips is not None else jnp.reshape(trip, ()).astype(jnp.int64)
+    )
     keep0 = jnp.asarray(True) if cond is None else jnp.reshape(cond, ()).astype(bool)
     values0 = tuple(jnp.asarray(v) for v in carried)
 
     def run_body(i, keep, values):
         outputs, flag = ev.body(body, [i, keep] + list(values), call.scope)
         outputs = structured(outputs, call.where)
-        same_types(call.where, outputs[1:1 + n], values)
+        same_types(call.where, outputs[1 : 1 + n], values)
         keep_out = jnp.reshape(outputs[0], ()).astype(bool)  # decides also without cond
-        return keep_out, tuple(outputs[1:1 + n]), tuple(outputs[1 + n:]), flag
+        return keep_out, tuple(outputs[1 : 1 + n]), tuple(outputs[1 + n :]), flag
 
     def active(i, keep):
         go = keep & (i < rows)
@@ -99,10 +106,15 @@ def _masked_scan(run_body, active, i0, keep0, values0, rows):
         on = active(i, keep)
         keep_out, new, elements, inner = run_body(i, keep, values)
         values = tuple(jnp.where(on, a, b) for a, b in zip(new, values))
-        state = (i + on.astype(i.dtype), jnp.where(on, keep_out, keep), values,
-                 flag | jnp.where(on, inner, 0).astype(jnp.int32))
+        state = (
+            i + on.astype(i.dtype),
+            jnp.where(on, keep_out, keep),
+            values,
+            flag | jnp.where(on, inner, 0).astype(jnp.int32),
+        )
         return state, elements
 
     (i, keep, values, flag), produced = jax.lax.scan(
-        step, (i0, keep0, values0, jnp.int32(0)), None, length=rows)
+        step, (i0, keep0, values0, jnp.int32(0)), None, length=rows
+    )
     return i, keep, values, produced, flag

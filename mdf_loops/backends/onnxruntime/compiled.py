@@ -12,19 +12,20 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
-from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
 from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
+from mdf_loops.backends.onnxruntime.ort_safe import make_safe
+from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
@@ -56,6 +57,7 @@ class CompiledModel:
         results = dict(zip(self.output_names, self.session.run(None, feed)))
         over = [label for name, label in self.limit_flags.items() if bool(results.pop(name))]
         if over:
+            assert self.limits is not None, "limit flags are compiled in only with limits"
             raise IterationLimitError(
                 f"node '{over[0]}' (or a loop in its body) passed max_iterations="
                 f"{self.limits.max_iterations} or max_elements={self.limits.max_elements} "
@@ -109,8 +111,9 @@ def compile_model(
         options.inter_op_num_threads = 1
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(runnable.SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            runnable.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/NotImplemented
         raise CompileError(f"onnxruntime refuses the exported model: {exc}") from exc
     return CompiledModel(
@@ -144,7 +147,8 @@ def _check_feedable(graph: onnx.GraphProto) -> None:
             if name is not None:
                 raise CompileError(
                     f"graph {kind} '{value.name}' is {name}, which onnxruntime's Python "
-                    "binding cannot pass; run it with backend='scheduler'")
+                    "binding cannot pass; run it with backend='scheduler'"
+                )
 
 
 def _mdf_depth(model: Model) -> int:
@@ -156,7 +160,11 @@ def _mdf_depth(model: Model) -> int:
         for node in graph.nodes:
             for p in node.parameters:
                 value = p.value
-                if isinstance(value, dict) and len(value) == 1 and str(next(iter(value))).startswith("graph_"):
+                if (
+                    isinstance(value, dict)
+                    and len(value) == 1
+                    and str(next(iter(value))).startswith("graph_")
+                ):
                     try:
                         deepest = max(deepest, 1 + depth(body_graph(value)))
                     except MdfLoopsError:
@@ -173,7 +181,7 @@ def _feed_value(value: Any) -> Any:
 
 
 def _signature(inputs: Mapping[str, Any]) -> tuple:
-    items = []
+    items: list[tuple[Any, ...]] = []
     for name in sorted(inputs):
         value = inputs[name]
         if isinstance(value, list):
@@ -184,12 +192,17 @@ def _signature(inputs: Mapping[str, Any]) -> tuple:
     return tuple(items)
 
 
-_CACHE: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def cached_compile(model: Model, inputs: Mapping[str, Any], graph: str | None = None,
-                   threads: int | None = None, limits: Limits | None = None) -> CompiledModel:
+def cached_compile(
+    model: Model,
+    inputs: Mapping[str, Any],
+    graph: str | None = None,
+    threads: int | None = None,
+    limits: Limits | None = None,
+) -> CompiledModel:
     """:func:`compile_model`, cached per ``Model`` object and input types/ranks.
 
     A model changed in place after its first compiled run keeps the old

@@ -44,8 +44,9 @@ def nesting_depth(graph: onnx.GraphProto) -> int:
     return depth
 
 
-def guard_model(model: onnx.ModelProto, limits: Limits, labels: Mapping[str, str] | None = None
-                ) -> tuple[onnx.ModelProto, dict[str, str]]:
+def guard_model(
+    model: onnx.ModelProto, limits: Limits, labels: Mapping[str, str] | None = None
+) -> tuple[onnx.ModelProto, dict[str, str]]:
     """A copy of ``model`` whose loops stop at the limits, and its flag outputs.
 
     Each top-level loop node gets a boolean output ``<LIMIT_OUTPUT>_<k>``, true
@@ -80,10 +81,14 @@ class _Rewriter:
         return out
 
     def const_bool(self, nodes, value: bool) -> str:
-        return self.emit(nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.BOOL, [], [value]))
+        return self.emit(
+            nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.BOOL, [], [value])
+        )
 
     def const_int(self, nodes, value: int) -> str:
-        return self.emit(nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.INT64, [], [value]))
+        return self.emit(
+            nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.INT64, [], [value])
+        )
 
     def any_of(self, nodes, flags: list[str]) -> str | None:
         flags = [f for f in flags if f]
@@ -144,7 +149,9 @@ class _Rewriter:
         cap = self.const_int(nodes, limit)
         if trip:
             wants_more = self.emit(nodes, "Greater", [trip, cap])
-            trip = self.emit(nodes, "Where", [wants_more, cap, trip])  # Min lacks int64 before opset 12
+            trip = self.emit(
+                nodes, "Where", [wants_more, cap, trip]
+            )  # Min lacks int64 before opset 12
         else:
             wants_more = self.const_bool(nodes, True)
             trip = cap
@@ -174,8 +181,11 @@ class _Rewriter:
             keep = self.emit(b, "And", [keep, self.emit(b, "Not", [stop])])
             hit_in = self.name("hit_in")
             extra_in.append(helper.make_tensor_value_info(hit_in, TensorProto.BOOL, []))
-            extra_out.append(helper.make_tensor_value_info(self.emit(b, "Or", [hit_in, stop]),
-                                                           TensorProto.BOOL, []))
+            extra_out.append(
+                helper.make_tensor_value_info(
+                    self.emit(b, "Or", [hit_in, stop]), TensorProto.BOOL, []
+                )
+            )
             initial.append(self.const_bool(nodes, False))
         keep_in = self.name("keep_in")
         keep_info = helper.make_tensor_value_info(keep, TensorProto.BOOL, [])
@@ -191,8 +201,12 @@ class _Rewriter:
         hit_final = [self.name("hit")] if stop else []
         new = _with_inputs(node, [trip, cond] + carried + [cond] + initial)
         del new.output[:]
-        new.output.extend(outs[signature.node_carried_outputs] + [keep_final] + hit_final
-                          + outs[signature.node_scan_outputs])
+        new.output.extend(
+            outs[signature.node_carried_outputs]
+            + [keep_final]
+            + hit_final
+            + outs[signature.node_scan_outputs]
+        )
         nodes.append(new)
         over = self.emit(nodes, "And", [keep_final, wants_more])
         return self.emit(nodes, "Or", [over, hit_final[0]]) if stop else over
@@ -210,8 +224,14 @@ class _Rewriter:
         length = self.emit(nodes, "Gather", [shape, self.const_int(nodes, axis)], axis=0)
         # compared as doubles: Greater takes no integers before opset 9
         length = self.emit(nodes, "Cast", [length], to=TensorProto.DOUBLE)
-        limit = self.emit(nodes, "Constant", [], value=helper.make_tensor(
-            "v", TensorProto.DOUBLE, [], [float(self.limits.max_iterations)]))
+        limit = self.emit(
+            nodes,
+            "Constant",
+            [],
+            value=helper.make_tensor(
+                "v", TensorProto.DOUBLE, [], [float(self.limits.max_iterations)]
+            ),
+        )
         too_long = self.emit(nodes, "Greater", [length, limit])
         if inner is None:
             nodes.append(node)
@@ -220,30 +240,36 @@ class _Rewriter:
         hit_in = self.name("hit_in")
         inputs = list(body.input)
         del body.input[:]
-        body.input.extend(inputs[signature.body_states]
-                          + [helper.make_tensor_value_info(hit_in, TensorProto.BOOL, [])]
-                          + inputs[signature.body_scan_inputs])
+        body.input.extend(
+            inputs[signature.body_states]
+            + [helper.make_tensor_value_info(hit_in, TensorProto.BOOL, [])]
+            + inputs[signature.body_scan_inputs]
+        )
         b = list(body.node)
         hit_out = self.emit(b, "Or", [hit_in, inner])
         del body.node[:]
         body.node.extend(b)
         outputs = list(body.output)
         del body.output[:]
-        body.output.extend(outputs[signature.body_state_outputs]
-                           + [helper.make_tensor_value_info(hit_out, TensorProto.BOOL, [])]
-                           + outputs[signature.body_scan_outputs])
+        body.output.extend(
+            outputs[signature.body_state_outputs]
+            + [helper.make_tensor_value_info(hit_out, TensorProto.BOOL, [])]
+            + outputs[signature.body_scan_outputs]
+        )
         hit0 = self.const_bool(nodes, False)
         hit_final = self.name("hit")
         new = onnx.NodeProto()
         new.CopyFrom(node)
         inputs = list(node.input)
         del new.input[:]
-        new.input.extend(inputs[:signature.node_states.stop] + [hit0]
-                         + inputs[signature.node_scan_inputs])
+        new.input.extend(
+            inputs[: signature.node_states.stop] + [hit0] + inputs[signature.node_scan_inputs]
+        )
         outs = list(node.output)
         del new.output[:]
-        new.output.extend(outs[signature.node_state_outputs] + [hit_final]
-                          + outs[signature.node_scan_outputs])
+        new.output.extend(
+            outs[signature.node_state_outputs] + [hit_final] + outs[signature.node_scan_outputs]
+        )
         nodes.append(new)
         return self.emit(nodes, "Or", [too_long, hit_final])
 

@@ -24,7 +24,8 @@ two places a valid model can reach with ordinary inputs:
 
 :func:`make_safe` applies both, at every depth of subgraphs; the values are
 unchanged. It then applies :mod:`mdf_loops.backends.onnxruntime.zero_steps`, so
-that loops running zero times give the reference answer instead of failing. Moving an axis needs the rank of the value, and guarding a division
+that loops running zero times give the reference answer instead of failing.
+Moving an axis needs the rank of the value, and guarding a division
 its element type: ONNX shape inference supplies both.
 """
 
@@ -36,10 +37,10 @@ from dataclasses import dataclass
 import onnx
 from onnx import TensorProto, helper
 
+from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
 from mdf_loops.errors import ModelError
 from mdf_loops.model.signatures import ScanSignature
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
-from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
 
 __all__ = ["make_safe", "scan_axes_to_zero"]
 
@@ -66,8 +67,10 @@ def scan_axes_to_zero(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def _rewrite(model: onnx.ModelProto, *, axes: bool, division: bool) -> onnx.ModelProto:
-    if not any((axes and _scan_with_axes(node)) or (division and _is_division(node))
-               for node in all_nodes(model.graph)):
+    if not any(
+        (axes and _scan_with_axes(node)) or (division and _is_division(node))
+        for node in all_nodes(model.graph)
+    ):
         return model
     try:
         rewritten = onnx.shape_inference.infer_shapes(model)
@@ -78,8 +81,14 @@ def _rewrite(model: onnx.ModelProto, *, axes: bool, division: bool) -> onnx.Mode
 
 
 def _scan_with_axes(node: onnx.NodeProto) -> bool:
-    return node.op_type == "Scan" and node.domain in _DEFAULT_DOMAINS and any(
-        a.name in ("scan_input_axes", "scan_output_axes") and any(a.ints) for a in node.attribute)
+    return (
+        node.op_type == "Scan"
+        and node.domain in _DEFAULT_DOMAINS
+        and any(
+            a.name in ("scan_input_axes", "scan_output_axes") and any(a.ints)
+            for a in node.attribute
+        )
+    )
 
 
 def _is_division(node: onnx.NodeProto) -> bool:
@@ -99,8 +108,9 @@ def _tensors(graph: onnx.GraphProto) -> dict[str, _Tensor]:
         if not info.type.HasField("tensor_type"):
             continue
         tensor = info.type.tensor_type
-        known[info.name] = _Tensor(tensor.elem_type,
-                                   len(tensor.shape.dim) if tensor.HasField("shape") else None)
+        known[info.name] = _Tensor(
+            tensor.elem_type, len(tensor.shape.dim) if tensor.HasField("shape") else None
+        )
     return known
 
 
@@ -144,8 +154,14 @@ class _Rewriter:
                 rank = _rank(known.get(name), f"scan input {k} ('{name}') of {where}")
                 axis %= rank
                 moved = self.names.fresh(f"{name}_axis0")
-                before.append(helper.make_node(
-                    "Transpose", [name], [moved], perm=[axis] + [d for d in range(rank) if d != axis]))
+                before.append(
+                    helper.make_node(
+                        "Transpose",
+                        [name],
+                        [moved],
+                        perm=[axis] + [d for d in range(rank) if d != axis],
+                    )
+                )
                 node.input[position] = moved
         if "scan_output_axes" in attrs:
             in_body = _tensors(body)
@@ -158,9 +174,14 @@ class _Rewriter:
                 position = signature.node_scan_outputs.start + j
                 name = node.output[position]
                 stacked = self.names.fresh(f"{name}_axis0")
-                after.append(helper.make_node(
-                    "Transpose", [stacked], [name],
-                    perm=list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))))
+                after.append(
+                    helper.make_node(
+                        "Transpose",
+                        [stacked],
+                        [name],
+                        perm=list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank)),
+                    )
+                )
                 node.output[position] = stacked
         for name in ("scan_input_axes", "scan_output_axes"):
             if name in attrs:
@@ -175,14 +196,24 @@ class _Rewriter:
         a, b = node.input
         fresh = self.names.fresh
         minus_one_i64, minus_one, one_i64, one, is_minus_one, divisor = (
-            fresh("minus_one_i64"), fresh("minus_one"), fresh("one_i64"), fresh("one"),
-            fresh("divisor_is_minus_one"), fresh("divisor"))
+            fresh("minus_one_i64"),
+            fresh("minus_one"),
+            fresh("one_i64"),
+            fresh("one"),
+            fresh("divisor_is_minus_one"),
+            fresh("divisor"),
+        )
         nodes = [
-            helper.make_node("Constant", [], [minus_one_i64],
-                             value=helper.make_tensor("v", TensorProto.INT64, [], [-1])),
+            helper.make_node(
+                "Constant",
+                [],
+                [minus_one_i64],
+                value=helper.make_tensor("v", TensorProto.INT64, [], [-1]),
+            ),
             helper.make_node("CastLike", [minus_one_i64, b], [minus_one]),
-            helper.make_node("Constant", [], [one_i64],
-                             value=helper.make_tensor("v", TensorProto.INT64, [], [1])),
+            helper.make_node(
+                "Constant", [], [one_i64], value=helper.make_tensor("v", TensorProto.INT64, [], [1])
+            ),
             helper.make_node("CastLike", [one_i64, b], [one]),
             helper.make_node("Equal", [b, minus_one], [is_minus_one]),
             helper.make_node("Where", [is_minus_one, one, b], [divisor]),
@@ -194,10 +225,11 @@ class _Rewriter:
             return nodes + [divided]
         quotient, negated = fresh("quotient"), fresh("negated")
         divided.output[0] = quotient
-        return nodes + [divided,
-                        helper.make_node("Neg", [quotient], [negated]),
-                        helper.make_node("Where", [is_minus_one, negated, quotient],
-                                         [node.output[0]])]
+        return nodes + [
+            divided,
+            helper.make_node("Neg", [quotient], [negated]),
+            helper.make_node("Where", [is_minus_one, negated, quotient], [node.output[0]]),
+        ]
 
 
 def _signed_integer(node: onnx.NodeProto, known: dict[str, _Tensor]) -> bool:
@@ -207,6 +239,8 @@ def _signed_integer(node: onnx.NodeProto, known: dict[str, _Tensor]) -> bool:
 
 def _rank(tensor: _Tensor | None, what: str) -> int:
     if tensor is None or tensor.rank is None:
-        raise ModelError(f"the rank of {what} is unknown, and onnxruntime cannot scan it "
-                         "along a non-zero axis safely")
+        raise ModelError(
+            f"the rank of {what} is unknown, and onnxruntime cannot scan it "
+            "along a non-zero axis safely"
+        )
     return tensor.rank

@@ -76,6 +76,12 @@ def _elem_and_rank(value: onnx.ValueInfoProto) -> tuple[int, int | None]:
     return tensor.elem_type, len(tensor.shape.dim) if tensor.HasField("shape") else None
 
 
+def _known_rank(value: onnx.ValueInfoProto) -> int:
+    rank = _elem_and_rank(value)[1]
+    assert rank is not None, f"'{value.name}': a planned rewrite knows every input's rank"
+    return rank
+
+
 def _static(value: onnx.ValueInfoProto) -> bool:
     tensor = value.type.tensor_type
     return tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim)
@@ -83,8 +89,11 @@ def _static(value: onnx.ValueInfoProto) -> bool:
 
 def _static_values(graph: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
     """The values of ``graph`` whose shapes are declared (inputs, value_info)."""
-    return {v.name: v for v in itertools.chain(graph.input, graph.value_info)
-            if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")}
+    return {
+        v.name: v
+        for v in itertools.chain(graph.input, graph.value_info)
+        if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")
+    }
 
 
 def _signature(node: onnx.NodeProto) -> ScanSignature | LoopSignature | IfSignature | None:
@@ -95,8 +104,12 @@ def _signature(node: onnx.NodeProto) -> ScanSignature | LoopSignature | IfSignat
         return None
 
 
-def _never_empty(node: onnx.NodeProto, first_sequence: int, axes: list[int],
-                 known: dict[str, onnx.ValueInfoProto]) -> bool:
+def _never_empty(
+    node: onnx.NodeProto,
+    first_sequence: int,
+    axes: list[int],
+    known: dict[str, onnx.ValueInfoProto],
+) -> bool:
     """True when a Scan's first scan input is declared with a positive length."""
     value = known.get(node.input[first_sequence])
     if value is None:
@@ -111,8 +124,11 @@ def _never_empty(node: onnx.NodeProto, first_sequence: int, axes: list[int],
 
 def _plan(node: onnx.NodeProto, known: dict[str, onnx.ValueInfoProto]) -> bool:
     """True when ``node`` is a Scan or Loop this module rewrites (types all known)."""
-    if node.domain not in _DEFAULT_DOMAINS or node.op_type not in ("Scan", "Loop") \
-            or not all(node.output):
+    if (
+        node.domain not in _DEFAULT_DOMAINS
+        or node.op_type not in ("Scan", "Loop")
+        or not all(node.output)
+    ):
         return False
     signature = _signature(node)
     if signature is None:
@@ -122,14 +138,25 @@ def _plan(node: onnx.NodeProto, known: dict[str, onnx.ValueInfoProto]) -> bool:
     if isinstance(signature, ScanSignature):
         if signature.sequence_lens:  # opset 8's batched Scan
             return False
-        inputs_ok = all(_elem_and_rank(v)[1] is not None for v in body.input[signature.body_scan_inputs])
+        inputs_ok = all(
+            _elem_and_rank(v)[1] is not None for v in body.input[signature.body_scan_inputs]
+        )
         axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
-        return (inputs_ok and all(_elem_and_rank(v)[0] for v in body.output)
-                and not _never_empty(node, signature.node_scan_inputs.start, axes, known))
+        return (
+            inputs_ok
+            and all(_elem_and_rank(v)[0] for v in body.output)
+            and not _never_empty(node, signature.node_scan_inputs.start, axes, known)
+        )
+    if not isinstance(signature, LoopSignature):  # not reached: the op_type is Scan or Loop
+        return False
     scan_outputs = body.output[signature.body_scan_outputs]
-    bounded = any(name for name in node.input[:signature.node_carried.start])  # M or cond
-    return (bounded and len(scan_outputs) > 0 and not all(_static(v) for v in scan_outputs)
-            and all(_elem_and_rank(v)[0] for v in body.output))
+    bounded = any(name for name in node.input[: signature.node_carried.start])  # M or cond
+    return (
+        bounded
+        and len(scan_outputs) > 0
+        and not all(_static(v) for v in scan_outputs)
+        and all(_elem_and_rank(v)[0] for v in body.output)
+    )
 
 
 class _Rewriter:
@@ -138,7 +165,7 @@ class _Rewriter:
         self.wrapped = 0
 
     def graph(self, graph: onnx.GraphProto) -> None:
-        nodes = []
+        nodes: list[onnx.NodeProto] = []
         known = _static_values(graph)
         for node in graph.node:
             for g in subgraphs(node):
@@ -149,8 +176,7 @@ class _Rewriter:
 
     def const(self, value: np.ndarray, hint: str) -> tuple[str, onnx.NodeProto]:
         name = self.names.fresh(hint)
-        return name, helper.make_node("Constant", [], [name],
-                                      value=numpy_helper.from_array(value))
+        return name, helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value))
 
     def wrap(self, node: onnx.NodeProto) -> list[onnx.NodeProto]:
         self.wrapped += 1
@@ -168,9 +194,14 @@ class _Rewriter:
         element_types = body.output[first_output:]
         then_branch = self.branch(probe, node, signature, element_types, empty=True)
         else_branch = self.branch([node], node, signature, element_types, empty=False)
-        wrapper = helper.make_node("If", [condition], list(node.output),
-                                   name=self.names.fresh(f"{node.name or node.op_type}_zero_steps"),
-                                   then_branch=then_branch, else_branch=else_branch)
+        wrapper = helper.make_node(
+            "If",
+            [condition],
+            list(node.output),
+            name=self.names.fresh(f"{node.name or node.op_type}_zero_steps"),
+            then_branch=then_branch,
+            else_branch=else_branch,
+        )
         return before + [wrapper]
 
     # -- the conditions
@@ -179,17 +210,23 @@ class _Rewriter:
         attrs = _attrs(node)
         axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
         body = attrs["body"].g
-        rank = _elem_and_rank(body.input[signature.body_scan_inputs.start])[1] + 1
+        rank = _known_rank(body.input[signature.body_scan_inputs.start]) + 1
         axis = (axes[0] if axes else 0) % rank
-        shape, length, zero, empty = (self.names.fresh(h) for h in (
-            "scan_input_shape", "scan_length", "zero", "scan_is_empty"))
+        shape, length, zero, empty = (
+            self.names.fresh(h)
+            for h in ("scan_input_shape", "scan_length", "zero", "scan_is_empty")
+        )
         index, index_node = self.const(np.array([axis], np.int64), "scan_axis")
         zero_name, zero_node = self.const(np.array([0], np.int64), zero)
         first_sequence = node.input[signature.node_scan_inputs.start]
-        return [helper.make_node("Shape", [first_sequence], [shape]), index_node,
-                helper.make_node("Gather", [shape, index], [length], axis=0), zero_node,
-                helper.make_node("Equal", [length, zero_name], [empty + "_1"]),
-                helper.make_node("Squeeze", [empty + "_1"], [empty])], empty
+        return [
+            helper.make_node("Shape", [first_sequence], [shape]),
+            index_node,
+            helper.make_node("Gather", [shape, index], [length], axis=0),
+            zero_node,
+            helper.make_node("Equal", [length, zero_name], [empty + "_1"]),
+            helper.make_node("Squeeze", [empty + "_1"], [empty]),
+        ], empty
 
     def loop_is_empty(self, node) -> tuple[list, str]:
         nodes, tests = [], []
@@ -222,18 +259,23 @@ class _Rewriter:
         nodes, inputs = [], list(node.input[signature.node_states])
         elements = body.input[signature.body_scan_inputs]
         for k, (name, element) in enumerate(zip(node.input[signature.node_scan_inputs], elements)):
-            elem, element_rank = _elem_and_rank(element)
-            rank = element_rank + 1
+            elem = _elem_and_rank(element)[0]
+            rank = _known_rank(element) + 1
             axis = (axes[k] if k < len(axes) else 0) % rank
             one_hot = np.zeros(rank, np.int64)
             one_hot[axis] = 1
             bump, bump_node = self.const(one_hot, "one_row")
-            shape, row_shape, zeros, probe = (self.names.fresh(h) for h in (
-                f"{name}_shape", f"{name}_probe_shape", f"{name}_zeros", f"{name}_probe"))
-            nodes += [bump_node, helper.make_node("Shape", [name], [shape]),
-                      helper.make_node("Add", [shape, bump], [row_shape]),
-                      helper.make_node("ConstantOfShape", [row_shape], [zeros]),
-                      helper.make_node("Cast", [zeros], [probe], to=elem)]
+            shape, row_shape, zeros, probe = (
+                self.names.fresh(h)
+                for h in (f"{name}_shape", f"{name}_probe_shape", f"{name}_zeros", f"{name}_probe")
+            )
+            nodes += [
+                bump_node,
+                helper.make_node("Shape", [name], [shape]),
+                helper.make_node("Add", [shape, bump], [row_shape]),
+                helper.make_node("ConstantOfShape", [row_shape], [zeros]),
+                helper.make_node("Cast", [zeros], [probe], to=elem),
+            ]
             inputs.append(probe)
         return nodes + [self.copy_node(node, inputs)]
 
@@ -258,20 +300,31 @@ class _Rewriter:
 
     # -- the branches
 
-    def branch(self, nodes: list[onnx.NodeProto], node: onnx.NodeProto,
-               signature: ScanSignature | LoopSignature, element_types, empty: bool) -> onnx.GraphProto:
+    def branch(
+        self,
+        nodes: list[onnx.NodeProto],
+        node: onnx.NodeProto,
+        signature: ScanSignature | LoopSignature,
+        element_types,
+        empty: bool,
+    ) -> onnx.GraphProto:
         """A branch returning the states and the scan outputs of its loop node."""
         loop = nodes[-1]
         if not empty:  # the original node, its outputs renamed inside the branch
             loop = self.copy_node(node, list(node.input))
             nodes = [loop]
         is_scan = isinstance(signature, ScanSignature)
-        states = signature.node_states if is_scan else signature.node_carried
+        states = (
+            signature.node_states
+            if isinstance(signature, ScanSignature)
+            else signature.node_carried
+        )
         state_inputs = list(node.input[states])
         n_states = len(state_inputs)  # states come out first, then the scan outputs
         attrs = _attrs(node)
-        out_axes = list(attrs["scan_output_axes"].ints) if is_scan and "scan_output_axes" in attrs \
-            else []
+        out_axes = (
+            list(attrs["scan_output_axes"].ints) if is_scan and "scan_output_axes" in attrs else []
+        )
         nodes = list(nodes)
         outputs = []
         for k, produced in enumerate(loop.output):
@@ -286,8 +339,11 @@ class _Rewriter:
                     axis += element_rank + 1
                 start, start_node = self.const(np.array([0], np.int64), "no_rows")
                 axes, axes_node = self.const(np.array([axis], np.int64), "row_axis")
-                nodes += [start_node, axes_node,
-                          helper.make_node("Slice", [produced, start, start, axes], [result])]
+                nodes += [
+                    start_node,
+                    axes_node,
+                    helper.make_node("Slice", [produced, start, start, axes], [result]),
+                ]
             else:  # the node's own output leaves the branch: no copy
                 result = produced
             outputs.append(helper.make_tensor_value_info(result, elem, None))

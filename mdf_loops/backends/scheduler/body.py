@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
-from mdf_loops.errors import LoopError, MdfLoopsError, ModelError
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.backends.scheduler.lean_schedule import forget_finished_updates, schedule_simply
+from mdf_loops.backends.scheduler.semantics import onnx_semantics
+from mdf_loops.errors import LoopError, MdfLoopsError, ModelError
 from mdf_loops.model.convention import BodySignature, body_signature
 from mdf_loops.model.values import to_engine, to_kernel
 
@@ -43,8 +44,9 @@ class BodyRunner:
             for port_id, evaluable_input in enode.evaluable_inputs.items():
                 ports.setdefault(port_id, []).append(evaluable_input)
         self._formal_slots = [ports.get(name, []) for name in self.signature.formal_inputs]
-        self._outer_slots = [(name, ports.get(name, []))
-                             for name in self.signature.outer_scope_inputs]
+        self._outer_slots = [
+            (name, ports.get(name, [])) for name in self.signature.outer_scope_inputs
+        ]
         self._outputs = [
             self._engine.enodes[node].evaluable_outputs[port]
             for node, port in self.signature.formal_outputs

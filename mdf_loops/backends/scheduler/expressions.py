@@ -18,7 +18,8 @@ modelspec itself.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from modelspec.utils import evaluate as _stock_evaluate
@@ -46,13 +47,24 @@ def _compiled(expression: str) -> Any:
     return code
 
 
-def evaluate_expression(expr: Any, parameters: Mapping[str, Any] | None = None, rng: Any = None,
-                        array_format: str = "numpy", verbose: bool = False,
-                        cast_to_int: bool = False) -> Any:
+def evaluate_expression(
+    expr: Any,
+    parameters: Mapping[str, Any] | None = None,
+    rng: Any = None,
+    array_format: str = "numpy",
+    verbose: bool = False,
+    cast_to_int: bool = False,
+) -> Any:
     """modelspec's ``evaluate`` with the same arguments (see the module docstring)."""
     if verbose or rng is not None or array_format != "numpy":
-        return _stock_evaluate(expr, parameters, rng=rng, array_format=array_format,
-                               verbose=verbose, cast_to_int=cast_to_int)
+        return _stock_evaluate(
+            expr,
+            parameters,
+            rng=rng,
+            array_format=array_format,
+            verbose=verbose,
+            cast_to_int=cast_to_int,
+        )
     parameters = parameters if parameters is not None else {}
     done, result = _first_attempt(expr, parameters, cast_to_int)
     if done:
@@ -61,12 +73,10 @@ def evaluate_expression(expr: Any, parameters: Mapping[str, Any] | None = None, 
     if type(expr) is not str:
         if onnx_semantics_active():  # data, e.g. a numpy.str_ computed at run time: never code
             return expr
-        return _stock_evaluate(expr, parameters, array_format=array_format,
-                               cast_to_int=cast_to_int)
+        return _stock_evaluate(expr, parameters, array_format=array_format, cast_to_int=cast_to_int)
     code = _compiled(expr)
     if code is _NOT_COMPILABLE or "random()" in expr:
-        return _stock_evaluate(expr, parameters, array_format=array_format,
-                               cast_to_int=cast_to_int)
+        return _stock_evaluate(expr, parameters, array_format=array_format, cast_to_int=cast_to_int)
     if onnx_semantics_active():
         return _evaluate_onnx_semantics(expr, code, parameters)
     return _evaluate_stock(expr, code, parameters)

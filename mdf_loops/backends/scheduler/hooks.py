@@ -16,9 +16,10 @@ mirrors :data:`HOOKS`; a test compares the modules before and after
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Callable
+from typing import Any
 
 import modeci_mdf.execution_engine as _engine
 
@@ -27,8 +28,16 @@ from mdf_loops.backends.scheduler.expressions import evaluate_expression
 from mdf_loops.errors import MdfLoopsError
 from mdf_loops.safety.evaluation import guarded_evaluate_expr
 
-__all__ = ["HOOKS", "Hook", "SUPPORTED_VERSIONS", "install", "uninstall", "installed",
-           "check_versions"]
+__all__ = [
+    "HOOKS",
+    "Hook",
+    "SUPPORTED_VERSIONS",
+    "install",
+    "uninstall",
+    "installed",
+    "check_versions",
+]
+
 
 @dataclass(frozen=True)
 class Hook:
@@ -46,42 +55,110 @@ _EE = "modeci_mdf.execution_engine"
 
 #: every name :func:`install` replaces; ``docs/architecture.md`` mirrors this list
 HOOKS: tuple[Hook, ...] = (
-    Hook("evaluate_onnx_expr", _EE, "evaluate_onnx_expr",
-         "the engine's only dispatch of onnx:: functions; sends Scan/Loop/If (and operators "
-         "stock lacks) to mdf-loops", "nothing"),
-    Hook("parameter_evaluate", f"{_EE}.EvaluableParameter", "evaluate",
-         "a direct path for the onnx:: calls mdf-loops evaluates (skips the scan of every "
-         "registered name)", "nothing (faster)", required=False),
-    Hook("node_evaluate", f"{_EE}.EvaluableNode", "evaluate",
-         "tells a loop which node owns it (its body engines are cached there); errors name "
-         "the node under ONNX semantics", "nothing"),
-    Hook("graph_init", f"{_EE}.EvaluableGraph", "__init__",
-         "ONNX semantics while a marked graph is built", "nothing"),
-    Hook("graph_evaluate", f"{_EE}.EvaluableGraph", "evaluate",
-         "ONNX semantics and the marked opset for a marked graph; the max_iterations bound "
-         "under ONNX semantics", "nothing"),
-    Hook("print", _EE, "print",
-         "the engine's prints go to the DEBUG log under ONNX semantics", "nothing"),
-    Hook("evaluate_expression", _EE, "evaluate_params_modelspec",
-         "expressions compiled once; modelspec formats a log line per call", "nothing (faster)",
-         required=False),
-    Hook("value_summary", _EE, "_val_info",
-         "a cheap value summary for log lines under ONNX semantics", "nothing", required=False),
-    Hook("python_expression", _EE, "create_python_expression",
-         "the rewrite of a function's expression string, remembered", "nothing (faster)",
-         required=False),
-    Hook("condition_arg", "graph_scheduler.condition", "_format_arg",
-         "conditions name MDF nodes by id under ONNX semantics (formatted on every evaluate)",
-         "nothing", required=False),
-    Hook("element_format", "modeci_mdf.mdf.MdfBase", "__format__",
-         "MDF elements in format strings by id under ONNX semantics", "nothing", required=False),
-    Hook("absolute_unit", "graph_scheduler.scheduler", "_parse_absolute_unit",
-         "graph-scheduler parses its default time unit with pint per Scheduler (about 5 ms); "
-         "the parsed value is remembered", "nothing (faster)", required=False),
-    Hook("evaluate_expr", _EE, "evaluate_expr",
-         "in a run that does not trust its model, a name whose value is text gives that text, "
-         "never the text evaluated as Python (docs/safety.md)",
-         "nothing (applies inside untrusted mdf_loops.run only)"),
+    Hook(
+        "evaluate_onnx_expr",
+        _EE,
+        "evaluate_onnx_expr",
+        "the engine's only dispatch of onnx:: functions; sends Scan/Loop/If (and operators "
+        "stock lacks) to mdf-loops",
+        "nothing",
+    ),
+    Hook(
+        "parameter_evaluate",
+        f"{_EE}.EvaluableParameter",
+        "evaluate",
+        "a direct path for the onnx:: calls mdf-loops evaluates (skips the scan of every "
+        "registered name)",
+        "nothing (faster)",
+        required=False,
+    ),
+    Hook(
+        "node_evaluate",
+        f"{_EE}.EvaluableNode",
+        "evaluate",
+        "tells a loop which node owns it (its body engines are cached there); errors name "
+        "the node under ONNX semantics",
+        "nothing",
+    ),
+    Hook(
+        "graph_init",
+        f"{_EE}.EvaluableGraph",
+        "__init__",
+        "ONNX semantics while a marked graph is built",
+        "nothing",
+    ),
+    Hook(
+        "graph_evaluate",
+        f"{_EE}.EvaluableGraph",
+        "evaluate",
+        "ONNX semantics and the marked opset for a marked graph; the max_iterations bound "
+        "under ONNX semantics",
+        "nothing",
+    ),
+    Hook(
+        "print",
+        _EE,
+        "print",
+        "the engine's prints go to the DEBUG log under ONNX semantics",
+        "nothing",
+    ),
+    Hook(
+        "evaluate_expression",
+        _EE,
+        "evaluate_params_modelspec",
+        "expressions compiled once; modelspec formats a log line per call",
+        "nothing (faster)",
+        required=False,
+    ),
+    Hook(
+        "value_summary",
+        _EE,
+        "_val_info",
+        "a cheap value summary for log lines under ONNX semantics",
+        "nothing",
+        required=False,
+    ),
+    Hook(
+        "python_expression",
+        _EE,
+        "create_python_expression",
+        "the rewrite of a function's expression string, remembered",
+        "nothing (faster)",
+        required=False,
+    ),
+    Hook(
+        "condition_arg",
+        "graph_scheduler.condition",
+        "_format_arg",
+        "conditions name MDF nodes by id under ONNX semantics (formatted on every evaluate)",
+        "nothing",
+        required=False,
+    ),
+    Hook(
+        "element_format",
+        "modeci_mdf.mdf.MdfBase",
+        "__format__",
+        "MDF elements in format strings by id under ONNX semantics",
+        "nothing",
+        required=False,
+    ),
+    Hook(
+        "absolute_unit",
+        "graph_scheduler.scheduler",
+        "_parse_absolute_unit",
+        "graph-scheduler parses its default time unit with pint per Scheduler (about 5 ms); "
+        "the parsed value is remembered",
+        "nothing (faster)",
+        required=False,
+    ),
+    Hook(
+        "evaluate_expr",
+        _EE,
+        "evaluate_expr",
+        "in a run that does not trust its model, a name whose value is text gives that text, "
+        "never the text evaluated as Python (docs/safety.md)",
+        "nothing (applies inside untrusted mdf_loops.run only)",
+    ),
 )
 
 _REPLACEMENTS: dict[str, Callable[[], Callable]] = {
@@ -108,6 +185,7 @@ SUPPORTED_VERSIONS: dict[str, tuple[str, str]] = {
     "modeci-mdf": ("0.4.13", "0.4.16"),
     "graph-scheduler": ("1.2.1", "1.3"),
 }
+
 
 def _resolve(path: str) -> Any:
     """The module, or the class inside a module, that ``path`` names."""
@@ -150,7 +228,10 @@ def _version_tuple(text: str) -> tuple:
 
 
 def check_versions() -> None:
-    """Raise :class:`MdfLoopsError` when an installed version is outside :data:`SUPPORTED_VERSIONS`."""
+    """Raise :class:`MdfLoopsError` when an installed version is not supported.
+
+    The supported ranges are :data:`SUPPORTED_VERSIONS`.
+    """
     for name, (low, high) in SUPPORTED_VERSIONS.items():
         try:
             version = metadata.version(name)
@@ -159,7 +240,8 @@ def check_versions() -> None:
         if not _version_tuple(low) <= _version_tuple(version) < _version_tuple(high):
             raise MdfLoopsError(
                 f"mdf-loops supports {_supported()}; {name} {version} is installed. Install a "
-                f"supported version (pip install '{name}>={low},<{high}')")
+                f"supported version (pip install '{name}>={low},<{high}')"
+            )
 
 
 def _targets() -> dict[str, tuple[Any, str]]:
@@ -176,7 +258,8 @@ def _targets() -> dict[str, tuple[Any, str]]:
                 raise MdfLoopsError(
                     f"cannot install mdf-loops' hook '{hook.key}': {hook.target}.{hook.name} does "
                     f"not exist in the installed packages ({_installed_versions()}); mdf-loops "
-                    f"supports {_supported()}")
+                    f"supports {_supported()}"
+                )
             continue
         found[hook.key] = (target, hook.name)
     return found
@@ -202,8 +285,9 @@ def install() -> None:
     if not _TARGETS:
         check_versions()
         _TARGETS.update(_targets())
-        _r.STOCK.update({key: vars(target).get(name, _r.ABSENT)
-                           for key, (target, name) in _TARGETS.items()})
+        _r.STOCK.update(
+            {key: vars(target).get(name, _r.ABSENT) for key, (target, name) in _TARGETS.items()}
+        )
     for key, (target, name) in _TARGETS.items():
         if key not in _INSTALLED:
             _INSTALLED[key] = _REPLACEMENTS[key]()

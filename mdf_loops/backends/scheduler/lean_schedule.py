@@ -21,14 +21,21 @@ runs once per pass, in dependency order, as under the default conditions.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from graph_scheduler import Scheduler, TimeScale
 from graph_scheduler.condition import Condition
 from graph_scheduler.time import Time, _time_scale_to_attr_str
 
-__all__ = ["EveryPass", "AllHaveRunOnce", "NeverEnds", "CountingTime", "schedule_simply",
-           "forget_finished_updates"]
+__all__ = [
+    "EveryPass",
+    "AllHaveRunOnce",
+    "NeverEnds",
+    "CountingTime",
+    "schedule_simply",
+    "forget_finished_updates",
+]
 
 _UPDATE = TimeScale.ENVIRONMENT_STATE_UPDATE
 
@@ -65,8 +72,9 @@ class AllHaveRunOnce(Condition):
     def __init__(self) -> None:
         super().__init__(_true)
 
-    def is_satisfied(self, *args: Any, scheduler: Scheduler = None, execution_id: Any = None,
-                     **kwargs: Any) -> bool:
+    def is_satisfied(
+        self, *args: Any, scheduler: Scheduler = None, execution_id: Any = None, **kwargs: Any
+    ) -> bool:
         counts = scheduler.counts_total[execution_id][_UPDATE]
         for node in scheduler.nodes:
             if counts[node] < 1:
@@ -84,13 +92,13 @@ _FIELDS = tuple(_time_scale_to_attr_str(ts) for ts in sorted(TimeScale, key=lamb
 class CountingTime(Time):
     """A :class:`~graph_scheduler.time.Time` without absolute time, cheap to copy and increment."""
 
-    def __copy__(self) -> "CountingTime":
+    def __copy__(self) -> CountingTime:
         copy = CountingTime.__new__(CountingTime)
         copy.__dict__.update(self.__dict__)
         return copy
 
     def _increment_by_time_scale(self, time_scale: TimeScale) -> None:
-        fields = vars(self)
+        fields = self.__dict__
         level = time_scale.value
         fields[_FIELDS[level]] += 1
         for finer in _FIELDS[:level]:
@@ -100,8 +108,10 @@ class CountingTime(Time):
 def schedule_simply(scheduler: Scheduler, nodes: Iterable[Any]) -> None:
     """Give ``scheduler`` (of a graph without conditions) the lean settings above."""
     scheduler.add_condition_set({node: EveryPass() for node in nodes})
-    scheduler.termination_conds = {_UPDATE: AllHaveRunOnce(),
-                                   TimeScale.ENVIRONMENT_SEQUENCE: NeverEnds()}
+    scheduler.termination_conds = {
+        _UPDATE: AllHaveRunOnce(),
+        TimeScale.ENVIRONMENT_SEQUENCE: NeverEnds(),
+    }
     scheduler.get_clock(None)  # the clock EvaluableGraph.evaluate runs on
     for clock in scheduler.clocks.values():
         _lighten(clock)

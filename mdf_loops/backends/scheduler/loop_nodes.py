@@ -7,17 +7,18 @@ Turns the node's evaluated inputs and attribute parameters into the arguments of
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 
 from mdf_loops import ops
 from mdf_loops.backends.scheduler.body import BodyRunner
-from mdf_loops.ops.common import IterationGuard, check_elements, element_count, loop_scope
 from mdf_loops.errors import LoopError, ModelError, pop_frame, push_frame
 from mdf_loops.model.convention import BODY_ATTRIBUTES, body_graph
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
+from mdf_loops.ops.common import IterationGuard, check_elements, element_count, loop_scope
 
 __all__ = ["run_control_flow"]
 
@@ -41,7 +42,9 @@ def run_control_flow(
 
 
 def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
-    bodies = {attr: _runner(owner, owner_name, attr, attributes) for attr in BODY_ATTRIBUTES[op_type]}
+    bodies = {
+        attr: _runner(owner, owner_name, attr, attributes) for attr in BODY_ATTRIBUTES[op_type]
+    }
     guard = IterationGuard(kind=op_type)
     if op_type == "If":
         if not inputs or inputs[IfSignature.CONDITION] is None:
@@ -85,8 +88,9 @@ def _run(op_type, opset, inputs, attributes, scope, owner, owner_name) -> list:
             f"passes {len(values)} (states then scan inputs)"
         )
     # the count of scan outputs does not matter here; ops.scan checks num_scan_inputs
-    scan = ScanSignature(len(values) - scan_attributes.num_scan_inputs,
-                         scan_attributes.num_scan_inputs, 0, legacy)
+    scan = ScanSignature(
+        len(values) - scan_attributes.num_scan_inputs, scan_attributes.num_scan_inputs, 0, legacy
+    )
     step = _as_body(body, scope, "iteration", first_scan_output=scan.body_scan_outputs.start)
     if legacy:
         sequence_lens = inputs[0] if inputs else None
@@ -110,8 +114,11 @@ def _passes_condition_through(runner: BodyRunner) -> bool:
     if value == cond_in:
         return True
     identity = next((p for p in node.parameters if p.id == value), None)
-    return (identity is not None and identity.function == "onnx::Identity"
-            and (identity.args or {}).get("input") == cond_in)
+    return (
+        identity is not None
+        and identity.function == "onnx::Identity"
+        and (identity.args or {}).get("input") == cond_in
+    )
 
 
 def _runner(owner: Any, owner_name: str, attr: str, attributes: Mapping[str, Any]) -> BodyRunner:
@@ -126,14 +133,16 @@ def _runner(owner: Any, owner_name: str, attr: str, attributes: Mapping[str, Any
     cached = cache.get(attr)
     if cached is not None and cached[0] is value:
         return cached[1]
-    runner = BodyRunner(body_graph(value, f"{owner_name} parameter '{attr}'"),
-                        f"{owner_name} parameter '{attr}'")
+    runner = BodyRunner(
+        body_graph(value, f"{owner_name} parameter '{attr}'"), f"{owner_name} parameter '{attr}'"
+    )
     cache[attr] = (value, runner)
     return runner
 
 
-def _as_body(runner: BodyRunner, scope: Mapping[str, Any], label: str,
-             first_scan_output: int | None = None) -> Callable:
+def _as_body(
+    runner: BodyRunner, scope: Mapping[str, Any], label: str, first_scan_output: int | None = None
+) -> Callable:
     """Adapt a runner to the ``body(values, iteration)`` protocol of :mod:`ops`.
 
     Each body output is checked against ``max_elements``; outputs from index
@@ -168,8 +177,13 @@ def _as_body(runner: BodyRunner, scope: Mapping[str, Any], label: str,
     return body
 
 
-def _check_output_sizes(runner: BodyRunner, outs: list, first_scan_output: int | None,
-                        stacked: list[int], iteration: int | None) -> None:
+def _check_output_sizes(
+    runner: BodyRunner,
+    outs: list,
+    first_scan_output: int | None,
+    stacked: list[int],
+    iteration: int | None,
+) -> None:
     first = len(outs) if first_scan_output is None else first_scan_output
     for j, value in enumerate(outs):
         count = element_count(value)
@@ -180,8 +194,9 @@ def _check_output_sizes(runner: BodyRunner, outs: list, first_scan_output: int |
         if k == len(stacked):
             stacked.append(0)
         stacked[k] += count
-        check_elements(stacked[k], f"scan output {k} ({_output_name(runner, j)}, stacked)",
-                       iteration)
+        check_elements(
+            stacked[k], f"scan output {k} ({_output_name(runner, j)}, stacked)", iteration
+        )
 
 
 def _output_name(runner: BodyRunner, j: int) -> str:

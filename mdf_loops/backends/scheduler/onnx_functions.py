@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextvars
 import functools
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import onnx
@@ -27,12 +29,12 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.ops import load_op
 from onnx.reference.ops.aionnxml import load_op as load_ml_op
 
-from mdf_loops.errors import EvaluationError, ModelError
 from mdf_loops.backends.scheduler.loop_nodes import run_control_flow
-from mdf_loops.ops.common import check_elements, current_limits, element_count
+from mdf_loops.errors import EvaluationError, ModelError
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
 from mdf_loops.onnx.domains import DEFAULT, DOMAINS
+from mdf_loops.ops.common import check_elements, current_limits, element_count
 from mdf_loops.safety.operator_sizes import check_planned_size
 
 __all__ = ["call_onnx_function", "current_opset", "opset", "LATEST_OPSET"]
@@ -44,7 +46,7 @@ _OPSET: contextvars.ContextVar[int] = contextvars.ContextVar(
 )
 #: opsets of the other domains (``{"ai.onnx.ml": 3}``); a domain not listed: its newest
 _OTHER_OPSETS: contextvars.ContextVar[Mapping[str, int]] = contextvars.ContextVar(
-    "mdf_loops_other_opsets", default={}
+    "mdf_loops_other_opsets", default=MappingProxyType({})
 )
 _DOMAIN_BY_NAME = {d.name: d for d in DOMAINS}
 
@@ -74,15 +76,17 @@ def _version(domain: str) -> int:
     return version if version is not None else _DOMAIN_BY_NAME[domain].latest_version()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema_for(op_type: str, version: int, domain: str = "") -> OpSchema:
     try:
         return onnx.defs.get_schema(op_type, version, domain)
     except onnx.defs.SchemaError as exc:
         if domain == "":
             raise ModelError(f"onnx::{op_type} does not exist in ONNX opset {version}") from exc
-        raise ModelError(f"{_DOMAIN_BY_NAME[domain].function(op_type)} does not exist in opset "
-                         f"{version} of domain '{domain}'") from exc
+        raise ModelError(
+            f"{_DOMAIN_BY_NAME[domain].function(op_type)} does not exist in opset "
+            f"{version} of domain '{domain}'"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -90,12 +94,12 @@ class _Operator:
     """What a call needs from an operator's schema, read once (schema fields are slow to read)."""
 
     inputs: tuple[tuple[str, bool], ...]  # (name, variadic) of each formal input
-    attribute_types: Mapping[str, int]
+    attribute_types: Mapping[str, OpSchema.AttrType]
     single_output: bool
     output_count: int | None  # None when the last output is variadic
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _operator(op_type: str, version: int, domain: str = "") -> _Operator:
     schema = schema_for(op_type, version, domain)
     variadic = OpSchema.FormalParameterOption.Variadic
@@ -143,7 +147,9 @@ def call_onnx_function(
     return tuple(results)
 
 
-def _bind_inputs(operator: _Operator, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -> list:
+def _bind_inputs(
+    operator: _Operator, base: Mapping[str, Any], evaluated: Mapping[str, Any]
+) -> list:
     values: list = []
     bound = 0  # values up to here were given by the node; trailing absent inputs are dropped
     for name, variadic in operator.inputs:
@@ -172,7 +178,7 @@ def _constant_value(attributes: Mapping[str, Any]) -> Any:
     given = {k: v for k, v in attributes.items() if v is not None}
     if len(given) != 1:
         raise ModelError(f"onnx::Constant needs exactly one value attribute, got {sorted(given)}")
-    (name, value), = given.items()
+    ((name, value),) = given.items()
     if name in ("value", "sparse_value"):
         return decode_tensor(value) if is_encoded_tensor(value) else np.asarray(value)
     if name == "value_float":
@@ -264,8 +270,14 @@ _KERNEL_LOADERS = {DEFAULT.name: _load_default, "ai.onnx.ml": _load_ml}
 
 
 @functools.lru_cache(maxsize=4096)
-def _kernel(op_type: str, version: int, frozen_attrs: tuple, present: tuple, n_outputs: int,
-            domain: str = ""):
+def _kernel(
+    op_type: str,
+    version: int,
+    frozen_attrs: tuple,
+    present: tuple,
+    n_outputs: int,
+    domain: str = "",
+):
     attrs = {name: _thaw(value) for name, value in frozen_attrs}
     node = onnx.helper.make_node(
         op_type,

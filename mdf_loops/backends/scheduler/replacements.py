@@ -12,24 +12,40 @@ import builtins
 import contextvars
 import functools
 import logging
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import modeci_mdf.execution_engine as _engine
 from modeci_mdf.mdf import MdfBase as _MdfBase
 
 from mdf_loops.backends.scheduler.onnx_functions import call_onnx_function, opset
-from mdf_loops.backends.scheduler.semantics import (engine_prints_logged, onnx_semantics,
-                                                   onnx_semantics_active)
-from mdf_loops.errors import EvaluationError, IterationLimitError, MdfLoopsError, pop_frame, push_frame
+from mdf_loops.backends.scheduler.semantics import (
+    engine_prints_logged,
+    onnx_semantics,
+    onnx_semantics_active,
+)
+from mdf_loops.errors import (
+    EvaluationError,
+    IterationLimitError,
+    MdfLoopsError,
+    pop_frame,
+    push_frame,
+)
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.semantics import onnx_semantics_of
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import current_limits, how_to_raise
 
-__all__ = ["STOCK", "ABSENT", "Route", "current_engine_node", "route_function",
-           "registered_functions"]
+__all__ = [
+    "STOCK",
+    "ABSENT",
+    "Route",
+    "current_engine_node",
+    "route_function",
+    "registered_functions",
+]
 
 #: hook key -> the name's value before ``install`` (:data:`ABSENT`: none of its own)
 STOCK: dict[str, Any] = {}
@@ -71,8 +87,9 @@ def registered_functions() -> list[str]:
     return sorted(_BY_FUNCTION)
 
 
-def route_function(function: str, entry: dict, expression: str, op_type: str, domain: str,
-                   stock_has_it: bool) -> None:
+def route_function(
+    function: str, entry: dict, expression: str, op_type: str, domain: str, stock_has_it: bool
+) -> None:
     """Evaluate ``function`` (registry ``entry``, engine ``expression``) as ONNX ``op_type``
     of ``domain``: always when stock modeci-mdf lacks it (or it is Scan, Loop or If),
     else under ONNX semantics only."""
@@ -94,17 +111,25 @@ def _call(route: Route, base: Mapping[str, Any], evaluated: Mapping[str, Any]) -
     return call_onnx_function(route.op_type, base, evaluated, owner, route.domain)
 
 
-def evaluate_onnx_expr(expr: str, base_parameters: Mapping[str, Any],
-                        evaluated_parameters: Mapping[str, Any], verbose: bool = False) -> Any:
+def evaluate_onnx_expr(
+    expr: str,
+    base_parameters: Mapping[str, Any],
+    evaluated_parameters: Mapping[str, Any],
+    verbose: bool = False,
+) -> Any:
     route = _BY_EXPRESSION.get(expr)
     if route is None or not route.taken():
         return _stock("evaluate_onnx_expr")(expr, base_parameters, evaluated_parameters, verbose)
     return _call(route, base_parameters, evaluated_parameters)
 
 
-def evaluate_parameter(self, parameters: Mapping[str, Any], time_increment: Any = None,
-                        array_format: str = _engine.FORMAT_DEFAULT) -> Any:
-    """``EvaluableParameter.evaluate``, going straight to the ONNX evaluator for our ``onnx::`` calls.
+def evaluate_parameter(
+    self,
+    parameters: Mapping[str, Any],
+    time_increment: Any = None,
+    array_format: str = _engine.FORMAT_DEFAULT,
+) -> Any:
+    """``EvaluableParameter.evaluate``, calling the ONNX evaluator directly for ``onnx::`` calls.
 
     The stock method finds a parameter's function by comparing its name with
     every registered function, then rewrites the expression and tests its text,
@@ -116,15 +141,22 @@ def evaluate_parameter(self, parameters: Mapping[str, Any], time_increment: Any 
     parameter = self.parameter
     function = parameter.function
     route = _BY_FUNCTION.get(function) if type(function) is str else None
-    if (route is None or not route[1].taken() or parameter.value is not None
-            or parameter.args is None or parameter.conditions or self.verbose
-            or _engine.mdf_functions.get(function) is not route[0]):
+    if (
+        route is None
+        or not route[1].taken()
+        or parameter.value is not None
+        or parameter.args is None
+        or parameter.conditions
+        or self.verbose
+        or _engine.mdf_functions.get(function) is not route[0]
+    ):
         return _stock("parameter_evaluate")(self, parameters, time_increment, array_format)
     args = parameter.args
     evaluated = dict(parameters)
     for arg, expression in args.items():
-        evaluated[arg] = _engine.evaluate_expr(expression, evaluated, verbose=False,
-                                               array_format=array_format)
+        evaluated[arg] = _engine.evaluate_expr(
+            expression, evaluated, verbose=False, array_format=array_format
+        )
     self.curr_value = _call(route[1], {**parameters, **args}, evaluated)
     return self.curr_value
 
@@ -198,7 +230,8 @@ def _bounded_steps(run: Callable, graph_id: str) -> Callable:
                 raise IterationLimitError(
                     f"graph '{graph_id}': its scheduler ran {limit} steps in one evaluation "
                     "without meeting the graph's termination condition (max_iterations); "
-                    f"check the graph's conditions, or {how_to_raise('max_iterations')}")
+                    f"check the graph's conditions, or {how_to_raise('max_iterations')}"
+                )
             yield nodes
 
     return bounded_run

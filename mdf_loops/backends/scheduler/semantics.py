@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import contextvars
 
-__all__ = ["onnx_semantics", "onnx_semantics_active", "engine_prints_logged",
-           "prints_logged"]
+__all__ = ["onnx_semantics", "onnx_semantics_active", "engine_prints_logged", "prints_logged"]
 
 _ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "mdf_loops_onnx_semantics", default=False
