@@ -42,7 +42,7 @@ _LAZY = {
     "until": "mdf_loops.authoring",
     "CompiledModel": "mdf_loops.backends.onnxruntime.compiled",
     "CompileError": "mdf_loops.backends.onnxruntime.compiled",
-    "clear_compiled": "mdf_loops.backends.onnxruntime.compiled",
+    "clear_compiled": "mdf_loops.backends.cache",
     "compile_model": "mdf_loops.backends.onnxruntime.compiled",
     "Limits": "mdf_loops.ops",
     "limits": "mdf_loops.ops",

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +24,7 @@ import numpy as np
 import onnx
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
@@ -335,47 +334,15 @@ def _rebuild(spec, flat: list) -> Any:
 
 # ---------------------------------------------------------------- cache
 
-_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
-def _signature(inputs: Mapping[str, Any]) -> tuple:
-    items: list[tuple[Any, ...]] = []
-    for name in sorted(inputs):
-        value = inputs[name]
-        if isinstance(value, list):
-            items.append((name, "seq", len(value) and _signature({"e": value[0]})))
-        elif value is None:
-            items.append((name, "none"))
-        else:
-            array = np.asarray(value)
-            items.append((name, array.dtype.str, array.ndim))
-    return tuple(items)
+_CACHE: CompileCache[JaxModel] = CompileCache(CompileError)
 
 
 def cached_compile(
     model: Model, inputs: Mapping[str, Any], graph: str | None = None, limits: Limits | None = None
 ) -> JaxModel:
     """:func:`compile`, cached per ``Model`` object, input dtypes and ranks, and limits."""
-    key = (graph, limits, _signature(inputs))
-    with _LOCK:
-        entry = _CACHE.setdefault(model, {}).get(key)
-    if entry is None:
-        try:
-            entry = compile(model, inputs, graph=graph, limits=limits)
-        except CompileError as exc:
-            entry = exc
-        with _LOCK:
-            _CACHE.setdefault(model, {})[key] = entry
-    if isinstance(entry, CompileError):
-        raise entry
-    return entry
-
-
-def clear_compiled() -> None:
-    """Forget every cached JAX compilation (after editing a model in place)."""
-    with _LOCK:
-        _CACHE.clear()
+    key = (graph, limits, input_signature(inputs))
+    return _CACHE.get(model, key, lambda: compile(model, inputs, graph=graph, limits=limits))
 
 
 def run_jax(

@@ -10,14 +10,13 @@ compilation once.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends.cache import CompileCache
 from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
 from mdf_loops.errors import IterationLimitError, ModelError
 from mdf_loops.ops.common import Limits
@@ -26,8 +25,8 @@ __all__ = ["value_and_grad", "grad", "prepare", "lift"]
 
 Objective: TypeAlias = "str | Callable[[Mapping[str, Any]], Any]"
 
-_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+#: models with their parameters lifted into inputs, by model and (graph, parameter names)
+_LIFTED: CompileCache[tuple] = CompileCache()
 
 
 class _Outputs(dict):
@@ -72,16 +71,12 @@ def lift(
     parameter_names = [n for n in names if n not in interface.inputs]
     if not parameter_names:
         return model, dict(inputs), {n: n for n in names}, target.id
-    key = (target.id, tuple(parameter_names))
-    with _LOCK:
-        per_model = _CACHE.setdefault(model, {})
-        lifted = per_model.get(key)
-    if lifted is None:
+
+    def lifted() -> tuple:
         sites = resolve(target, parameter_names)
-        lifted = parameters_as_inputs(model, target.id, sites) + (sites,)
-        with _LOCK:
-            per_model[key] = lifted
-    rewritten, renamed, sites = lifted
+        return (*parameters_as_inputs(model, target.id, sites), sites)
+
+    rewritten, renamed, sites = _LIFTED.get(model, (target.id, tuple(parameter_names)), lifted)
     feed = dict(inputs)
     for name in parameter_names:
         feed.setdefault(renamed[name], feed.pop(name, sites[name].value))

@@ -10,8 +10,6 @@ object and the element types and ranks of the inputs.
 from __future__ import annotations
 
 import logging
-import threading
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +19,7 @@ import onnx
 import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
 from mdf_loops.backends.onnxruntime.ort_safe import make_safe
 from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
@@ -180,20 +179,7 @@ def _feed_value(value: Any) -> Any:
     return np.asarray(value)
 
 
-def _signature(inputs: Mapping[str, Any]) -> tuple:
-    items: list[tuple[Any, ...]] = []
-    for name in sorted(inputs):
-        value = inputs[name]
-        if isinstance(value, list):
-            items.append((name, "seq", len(value) and _signature({"e": value[0]})))
-        else:
-            array = np.asarray(value)
-            items.append((name, array.dtype.str, array.ndim))
-    return tuple(items)
-
-
-_CACHE: weakref.WeakKeyDictionary[Model, dict] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+_CACHE: CompileCache[CompiledModel] = CompileCache(CompileError)
 
 
 def cached_compile(
@@ -209,23 +195,9 @@ def cached_compile(
     compilation until :func:`clear_compiled` is called. A failure is cached too
     (as the :class:`CompileError` to raise again).
     """
-    key = (graph, threads, limits, _signature(inputs))
-    with _LOCK:
-        per_model = _CACHE.setdefault(model, {})
-        entry = per_model.get(key)
-    if entry is None:
-        try:
-            entry = compile_model(model, inputs, graph=graph, threads=threads, limits=limits)
-        except CompileError as exc:
-            entry = exc
-        with _LOCK:
-            per_model[key] = entry
-    if isinstance(entry, CompileError):
-        raise entry
-    return entry
-
-
-def clear_compiled() -> None:
-    """Forget every cached compilation (after editing a model in place)."""
-    with _LOCK:
-        _CACHE.clear()
+    key = (graph, threads, limits, input_signature(inputs))
+    return _CACHE.get(
+        model,
+        key,
+        lambda: compile_model(model, inputs, graph=graph, threads=threads, limits=limits),
+    )

@@ -1,0 +1,86 @@
+"""What the compiling backends keep per model: one cache, one input signature.
+
+A compiled form (an onnxruntime session, a jitted JAX function, a rewritten model)
+is kept per ``Model`` object (weakly: it goes with the model) and a key of the
+backend's choosing, usually :func:`input_signature`. A :class:`CompileError` is
+kept too, and raised again. :func:`clear_compiled` empties every cache, for a
+model edited in place after its first compiled run.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from mdf_loops.errors import MdfLoopsError
+
+__all__ = ["CompileCache", "input_signature", "clear_compiled"]
+
+T = TypeVar("T")
+
+_ALL: weakref.WeakSet[CompileCache[Any]] = weakref.WeakSet()
+
+
+class CompileCache(Generic[T]):
+    """Compiled forms by model object and key; failures of ``failure`` type cached too."""
+
+    def __init__(self, failure: type[MdfLoopsError] | None = None) -> None:
+        self._entries: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+        self._failure = failure
+        _ALL.add(self)
+
+    def get(self, model: Any, key: Hashable, build: Callable[[], T]) -> T:
+        """The entry of ``(model, key)``, built by ``build()`` the first time."""
+        with self._lock:
+            entry = self._entries.setdefault(model, {}).get(key)
+        if entry is None:
+            try:
+                entry = build()
+            except MdfLoopsError as exc:
+                if self._failure is None or not isinstance(exc, self._failure):
+                    raise
+                entry = exc
+            with self._lock:
+                self._entries.setdefault(model, {})[key] = entry
+        if isinstance(entry, MdfLoopsError):
+            raise entry
+        return entry
+
+    def count(self, model: Any = None) -> int:
+        """How many entries ``model`` has (every model's, without one)."""
+        with self._lock:
+            if model is not None:
+                return len(self._entries.get(model, {}))
+            return sum(len(entries) for entries in self._entries.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def input_signature(inputs: Mapping[str, Any]) -> tuple:
+    """What a compilation depends on in the inputs: names, element types and ranks."""
+    items: list[tuple[Any, ...]] = []
+    for name in sorted(inputs):
+        value = inputs[name]
+        if isinstance(value, list):
+            items.append((name, "seq", len(value) and input_signature({"e": value[0]})))
+        elif value is None:
+            items.append((name, "none"))
+        else:
+            array = np.asarray(value)
+            items.append((name, array.dtype.str, array.ndim))
+    return tuple(items)
+
+
+def clear_compiled() -> None:
+    """Forget every cached compilation of every backend (after editing a model in place)."""
+    for cache in list(_ALL):
+        cache.clear()
