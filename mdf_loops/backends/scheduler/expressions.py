@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -138,9 +139,22 @@ def _scope(expr: str, parameters: Mapping[str, Any], numpy_module: Any) -> dict:
     return scope
 
 
+#: modelspec before 0.4 evaluates in the caller's own dict, adding ``math``, ``numpy`` (and
+#: eval's ``__builtins__``) to it, which the engine's verbose prints then show; 0.4 copies it
+_IN_CALLERS_DICT = tuple(int(p) for p in metadata.version("modelspec").split(".")[:2]) < (0, 4)
+
+
 def _evaluate_stock(expr: str, code: Any, parameters: Mapping[str, Any]) -> Any:
+    if _IN_CALLERS_DICT and isinstance(parameters, dict):
+        scope = parameters  # as modelspec 0.3 does
+        if "math." in expr:
+            scope["math"] = math
+        if "numpy." in expr:
+            scope["numpy"] = np
+    else:
+        scope = _scope(expr, parameters, np)
     try:
-        value = eval(code, _scope(expr, parameters, np))
+        value = eval(code, scope)
         if (type(value) is float or type(value) is str) and int(value) == value:
             return int(value)
         return value

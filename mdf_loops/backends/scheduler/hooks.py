@@ -49,9 +49,6 @@ class Hook:
     why: str
     loop_free: str  # what changes for a model with no loop node ("nothing": results identical)
     required: bool = True  # a missing optional target skips the hook (a speed-up)
-    #: (distribution, oldest version) the hook's identical results rely on; an optional
-    #: hook is skipped below them
-    needs: tuple[tuple[str, str], ...] = ()
 
 
 _EE = "modeci_mdf.execution_engine"
@@ -109,11 +106,9 @@ HOOKS: tuple[Hook, ...] = (
         "evaluate_expression",
         _EE,
         "evaluate_params_modelspec",
-        "expressions compiled once; modelspec formats a log line per call (skipped with "
-        "modelspec < 0.4, whose evaluate adds math/numpy to the caller's parameters)",
+        "expressions compiled once; modelspec formats a log line per call",
         "nothing (faster)",
         required=False,
-        needs=(("modelspec", "0.4"),),
     ),
     Hook(
         "value_summary",
@@ -232,16 +227,6 @@ def _version_tuple(text: str) -> tuple:
     return tuple(parts)
 
 
-def _versions_at_least(needs: tuple[tuple[str, str], ...]) -> bool:
-    for name, oldest in needs:
-        try:
-            if _version_tuple(metadata.version(name)) < _version_tuple(oldest):
-                return False
-        except metadata.PackageNotFoundError:
-            return False
-    return True
-
-
 def check_versions() -> None:
     """Raise :class:`MdfLoopsError` when an installed version is not supported.
 
@@ -268,8 +253,6 @@ def _targets() -> dict[str, tuple[Any, str]]:
         except (ImportError, AttributeError):
             target = None
         present = target is not None and (hook.name == "print" or hasattr(target, hook.name))
-        if present and not hook.required and not _versions_at_least(hook.needs):
-            continue  # a speed-up whose identical results need newer packages
         if not present:
             if hook.required:
                 raise MdfLoopsError(
