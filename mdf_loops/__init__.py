@@ -142,7 +142,8 @@ class _RegisterWithTheEngine:
             original(module)
             _register_when_ready(fullname)
 
-        spec.loader.exec_module = exec_module
+        # this spec's loader only: registration follows the module's own execution
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 

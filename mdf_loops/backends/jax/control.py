@@ -232,8 +232,8 @@ def _scan_batched(call, inputs: list) -> tuple:
 
 
 @op("Loop")
-def _loop(call, trip=None, cond=None, *carried):
-    body, carried = call.attrs["body"], list(carried)
+def _loop(call, trip=None, cond=None, *initial):
+    body, carried = call.attrs["body"], list(initial)
     control_known = (trip is None or is_concrete(trip)) and (cond is None or is_concrete(cond))
     containers = any(isinstance(v, (list, Opt)) for v in carried)
     if control_known and (containers or _reads_only_concrete(call, body, carried)):

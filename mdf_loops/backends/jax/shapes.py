@@ -78,8 +78,8 @@ def _unsqueeze(call, x, axes=None):
 
 @op("Concat")
 def _concat(call, *xs):
-    xs = [x for x in xs if x is not None]
-    return xp_of(*xs).concatenate(xs, axis=call.attr("axis"))
+    present = [x for x in xs if x is not None]
+    return xp_of(*present).concatenate(present, axis=call.attr("axis"))
 
 
 @op("Split")
