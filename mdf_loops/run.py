@@ -15,6 +15,7 @@ from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops
+from mdf_loops.backends import BACKENDS, Backend
 from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
 from mdf_loops.backends.scheduler.onnx_functions import opset
 from mdf_loops.backends.scheduler.registry import register
@@ -34,9 +35,6 @@ __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
 log = logging.getLogger(__name__)
 
-#: the execution modes of :func:`run`
-BACKENDS = ("auto", "scheduler", "onnxruntime", "jax")
-
 
 def run(
     model: Model | str | os.PathLike,
@@ -48,7 +46,7 @@ def run(
     max_total_iterations: int | None = None,
     max_depth: int | None = None,
     max_elements: int | None = None,
-    backend: str = "auto",
+    backend: Backend = "auto",
     threads: int = 1,
     external_data_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:

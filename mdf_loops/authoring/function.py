@@ -23,6 +23,7 @@ from mdf_loops.authoring.errors import AuthoringError
 from mdf_loops.authoring.model import lower
 from mdf_loops.authoring.shared import SharedOp, SharedVariable
 from mdf_loops.authoring.symbolic import ROOT, InputOp, Symbol, as_symbol
+from mdf_loops.backends import Backend
 
 __all__ = ["function", "Function"]
 
@@ -39,7 +40,7 @@ class Function:
         single: bool,
         shared: list[tuple[str, SharedOp]],
         updates: list[tuple[str, SharedVariable]],
-        backend: str,
+        backend: Backend,
         allow_input_downcast: bool,
     ):
         self.model = model
@@ -95,7 +96,7 @@ def function(
     on_unused_input: str | None = None,
     trust_input: bool = False,
     *,
-    backend: str = "auto",
+    backend: Backend = "auto",
 ) -> Function:
     """A callable computing ``outputs`` from ``inputs``; PyTensor's parameters.
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends import Backend
 from mdf_loops.sweep.errors import SweepError
 from mdf_loops.sweep.results import (
     ResultTable,
@@ -50,7 +51,7 @@ def sweep(
     samples: Sequence[Mapping[str, Any]] | None = None,
     inputs: Mapping[str, Any] | None = None,
     outputs: Sequence[str] | None = None,
-    backend: str = "auto",
+    backend: Backend = "auto",
     client: Any = None,
     batch_size: int | None = None,
     output: str | os.PathLike | None = None,
@@ -126,7 +127,8 @@ class _Plan:
 
 
 def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) -> _Plan:
-    from mdf_loops.run import BACKENDS, _select_graph, graph_interface, load_model
+    from mdf_loops.backends import BACKENDS
+    from mdf_loops.run import _select_graph, graph_interface, load_model
     from mdf_loops.sweep.parameters import lift_parameters
 
     if backend not in BACKENDS:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends import Backend
 from mdf_loops.errors import MdfLoopsError
 
 __all__ = ["SweepTask", "SettingResult", "run_settings"]
@@ -33,7 +34,7 @@ class SweepTask:
     graph: str | None
     inputs: dict[str, Any]  # inputs every setting shares
     outputs: tuple[str, ...]
-    backend: str
+    backend: Backend
     run_options: dict[str, Any] = field(default_factory=dict)
 
 

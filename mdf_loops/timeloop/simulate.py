@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends import SIMULATE_BACKENDS, SimulateBackend
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.interface import load_model
@@ -29,7 +30,6 @@ __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 log = logging.getLogger(__name__)
 
 #: the backends of :func:`simulate`
-SIMULATE_BACKENDS = ("auto", "python", "onnxruntime", "scheduler")
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def simulate(
     until: str | None = None,
     record: Sequence[str] | None = None,
     inputs: Mapping[str, Any] | None = None,
-    backend: str = "auto",
+    backend: SimulateBackend = "auto",
     trusted: bool = False,
 ) -> Trajectories:
     """Simulate a stateful MDF model (or a model made by :func:`to_time_loop`).

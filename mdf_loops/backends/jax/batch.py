@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends import Backend
 from mdf_loops.backends.jax.grad import lift, prepare
 from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED
 from mdf_loops.errors import IterationLimitError, ModelError
@@ -24,7 +25,7 @@ def run_batch(
     inputs: Mapping[str, Any] | None = None,
     params: Mapping[str, Sequence[Any]] | None = None,
     *,
-    backend: str = "jax",
+    backend: Backend = "jax",
     graph: str | None = None,
     trusted: bool = False,
     max_iterations: int | None = None,
