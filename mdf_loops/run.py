@@ -8,6 +8,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,19 +17,21 @@ from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops
 from mdf_loops.backends import BACKENDS, Backend
+from mdf_loops.backends.cache import CompileCache
 from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
 from mdf_loops.backends.scheduler.onnx_functions import opset
 from mdf_loops.backends.scheduler.registry import register
 from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.model.compat import input_default
+from mdf_loops.model.content import content_key, unchanged_during
 from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
 from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
-from mdf_loops.safety.checks import check_model, check_structure, current_limits_key, model_digest
+from mdf_loops.safety.checks import check_model, check_structure, current_limits_key
 from mdf_loops.safety.onnx_files import onnx_file_access
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
@@ -50,71 +53,61 @@ def run(
     threads: int = 1,
     external_data_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
-    """Evaluate a model's graph once and return its outputs.
+    """Evaluate a model's graph once and return its outputs (docs/api.md).
 
     Args:
         model: an MDF ``Model``, or a path to MDF JSON/YAML or to an ONNX model.
-        inputs: values by input name (see :func:`graph_interface`): numpy arrays,
-            lists for ONNX sequences, ``None`` for an empty optional. Inputs not
-            given take their ports' ``default_value``. Each value is checked
-            against the shape and type the model declares and cast to it (the
-            rules of :mod:`mdf_loops.model.inputs`, docs/api.md); a value that
-            does not fit raises :class:`ModelError` naming the input.
+        inputs: values by input name (see :func:`graph_interface`): arrays, lists for
+            ONNX sequences, ``None`` for an empty optional. Inputs not given take their
+            ports' ``default_value``. Each value is checked against the type the model
+            declares and cast to it; one that does not fit raises :class:`ModelError`.
         graph: id of the graph to run (default: the first).
-        trusted: skip the expression allow-list of :mod:`mdf_loops.safety.checks`, and the
-            limit guard of the onnxruntime backend. Only for models whose author you
-            trust: their expressions then run as arbitrary Python (docs/safety.md).
-        max_iterations, max_total_iterations, max_depth, max_elements: change the
-            work limits of :class:`mdf_loops.Limits` for this run.
-        backend: ``"scheduler"`` (every node, every loop iteration, through
-            modeci-mdf's ``EvaluableGraph``), ``"onnxruntime"`` (the model lowered
-            to one ONNX model, compiled once and cached, run by onnxruntime) or
-            ``"auto"`` (onnxruntime when the model compiles, else the scheduler,
-            with a logging WARNING that gives the reason; a failure while running
-            on onnxruntime is an error, not a reason to rerun), or ``"jax"``
-            (lowered to one ``jax.jit``-compiled function; needs ``mdf-loops[jax]``,
-            docs/jax.md). All enforce ``max_iterations``,
-            ``max_elements`` and ``max_depth`` (onnxruntime through
-            :mod:`mdf_loops.backends.onnxruntime.guard`, unless ``trusted``);
-            ``max_total_iterations`` is counted by the scheduler only.
-        threads: onnxruntime intra-op threads of the compiled mode (loops of small
-            operations run fastest on one).
-        external_data_dir: the folder an ONNX file's external tensor data may be read
-            from (only files inside it); without it, external data is read only when
-            ``trusted``, from the model's own folder (docs/safety.md).
+        trusted: skip the expression allow-list and the limit guards. Only for models
+            whose author you trust: their expressions run as Python (docs/safety.md).
+        max_iterations, max_total_iterations, max_depth, max_elements: the work limits
+            of :class:`mdf_loops.Limits` for this run (``max_total_iterations``: the
+            scheduler only).
+        backend: ``"scheduler"`` (node by node through modeci-mdf's ``EvaluableGraph``),
+            ``"onnxruntime"`` (one ONNX model, compiled once and cached), ``"jax"`` (one
+            ``jax.jit`` function, docs/jax.md) or ``"auto"`` (onnxruntime when the model
+            compiles, else the scheduler, with a logged WARNING giving the reason).
+        threads: onnxruntime's intra-op threads (loops of small operations: one).
+        external_data_dir: the only folder an ONNX file's external data may be read from;
+            without it, only ``trusted`` files read it, from their own folder.
 
     Returns:
         ``{output name: value}``: arrays, lists for sequences, ``None`` for an
         empty optional.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+    changed = _changed_limits(
+        backend,
+        max_iterations=max_iterations,
+        max_total_iterations=max_total_iterations,
+        max_depth=max_depth,
+        max_elements=max_elements,
+    )
     register()
-    changed = {
-        name: value
-        for name, value in (
-            ("max_iterations", max_iterations),
-            ("max_total_iterations", max_total_iterations),
-            ("max_depth", max_depth),
-            ("max_elements", max_elements),
-        )
-        if value is not None
-    }
-    if backend in ("onnxruntime", "jax") and "max_total_iterations" in changed:
-        raise ValueError("max_total_iterations applies to the scheduler backend only")
     with ExitStack() as stack:
         stack.enter_context(ops.limits(**changed))
         with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
             model = load_model(model)
-        # -- safety: before anything is evaluated (docs/safety.md)
-        _verify(model, trusted)
+        stack.enter_context(unchanged_during(model))  # one comparison with its snapshot
+        _verify(model, trusted)  # safety: before anything is evaluated (docs/safety.md)
         if not trusted:
             stack.enter_context(untrusted_expressions())
-        # -- end safety
         if backend == "auto" and "max_total_iterations" in changed:
             backend = "scheduler"  # only the scheduler counts iterations across loops
         limits = None if trusted else ops.current_limits()
         return _run_checked(model, inputs, graph, backend, threads, limits)
+
+
+def _changed_limits(backend: str, **limits: int | None) -> dict[str, int]:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+    changed = {name: value for name, value in limits.items() if value is not None}
+    if backend in ("onnxruntime", "jax") and "max_total_iterations" in changed:
+        raise ValueError("max_total_iterations applies to the scheduler backend only")
+    return changed
 
 
 _VERIFIED: OrderedDict[tuple, set] = OrderedDict()  # content key -> checks passed
@@ -122,7 +115,7 @@ _VERIFIED: OrderedDict[tuple, set] = OrderedDict()  # content key -> checks pass
 
 def _verify(model: Model, trusted: bool) -> None:
     """The structure and expression checks, once per model content (an edit checks again)."""
-    key = (model_digest(model), current_limits_key())
+    key = (content_key(model), current_limits_key())
     done = _VERIFIED.setdefault(key, set())
     _VERIFIED.move_to_end(key)
     while len(_VERIFIED) > 256:
@@ -135,7 +128,20 @@ def _verify(model: Model, trusted: bool) -> None:
         done.add("expressions")
 
 
-def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Prepared:
+    """What a run reads of a graph before its inputs: kept until the model is edited."""
+
+    target: Graph
+    interface: GraphInterface
+    ports: dict[str, list]  # input ports by id
+    types: dict[str, Any]  # declared input types by input name
+
+
+_PREPARED: CompileCache[_Prepared] = CompileCache()
+
+
+def _prepare(model: Model, graph: str | None) -> _Prepared:
     try:
         target = _select_graph(model, graph)
         interface = graph_interface(target)
@@ -146,8 +152,14 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
             f"model '{model.id}': cannot read its graph's inputs and outputs: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
-    ports = _input_ports(target)
-    inputs = _typed_inputs(target, interface, dict(inputs or {}), ports)
+    types = graph_input_types(target, interface.inputs)
+    return _Prepared(target, interface, _input_ports(target), types)
+
+
+def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, Any]:
+    prepared = _PREPARED.get(model, graph, lambda: _prepare(model, graph))
+    target, interface, ports = prepared.target, prepared.interface, prepared.ports
+    inputs = _typed_inputs(prepared, dict(inputs or {}))
 
     if backend == "jax":  # docs/jax.md: lowered to one jit-compiled JAX function
         from mdf_loops.backends.jax.compiled import run_jax
@@ -178,9 +190,15 @@ def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, An
     return _run_scheduler(model, target, interface, inputs, ports)
 
 
-def _typed_inputs(target: Graph, interface: GraphInterface, inputs: dict, ports: dict) -> dict:
+def _typed_inputs(prepared: _Prepared, inputs: dict) -> dict:
     """The given inputs and the defaults of the rest, each fitted to its declared type
     (the rules of :mod:`mdf_loops.model.inputs`)."""
+    target, interface, ports, types = (
+        prepared.target,
+        prepared.interface,
+        prepared.ports,
+        prepared.types,
+    )
     unknown = sorted(set(inputs) - set(interface.inputs))
     if unknown:
         hints = "".join(_nearest(name, interface.inputs) for name in unknown)
@@ -188,7 +206,6 @@ def _typed_inputs(target: Graph, interface: GraphInterface, inputs: dict, ports:
             f"graph '{target.id}': unknown inputs {unknown}; it takes "
             f"{sorted(interface.inputs)}{hints}"
         )
-    types = graph_input_types(target, interface.inputs)
     typed, missing = {}, []
     for name, port_id in interface.inputs.items():
         if name in inputs:

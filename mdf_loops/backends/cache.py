@@ -3,8 +3,10 @@
 A compiled form (an onnxruntime session, a jitted JAX function, a rewritten model)
 is kept per ``Model`` object (weakly: it goes with the model) and a key of the
 backend's choosing, usually :func:`input_signature`. A :class:`CompileError` is
-kept too, and raised again. :func:`clear_compiled` empties every cache, for a
-model edited in place after its first compiled run.
+kept too, and raised again. A model edited in place (a field assigned, an item added,
+removed or replaced at any depth: :mod:`mdf_loops.model.content`) is compiled again;
+numbers written into a numeric array in place are not seen, and :func:`clear_compiled`
+empties every cache for them.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from mdf_loops.errors import MdfLoopsError
+from mdf_loops.model.content import content_version
 
 __all__ = ["CompileCache", "input_signature", "clear_compiled"]
 
 T = TypeVar("T")
 
+_VERSION = object()  # the key, in a model's entries, of the content version they belong to
 _ALL: weakref.WeakSet[CompileCache[Any]] = weakref.WeakSet()
 
 
@@ -37,9 +41,14 @@ class CompileCache(Generic[T]):
         _ALL.add(self)
 
     def get(self, model: Any, key: Hashable, build: Callable[[], T]) -> T:
-        """The entry of ``(model, key)``, built by ``build()`` the first time."""
+        """The entry of ``(model, key)``, built by ``build()`` the first time (and again
+        after ``model`` was edited)."""
+        version = content_version(model)
         with self._lock:
-            entry = self._entries.setdefault(model, {}).get(key)
+            entries = self._entries.get(model)
+            if entries is None or entries.get(_VERSION) != version:
+                entries = self._entries[model] = {_VERSION: version}
+            entry = entries.get(key)
         if entry is None:
             try:
                 entry = build()
@@ -48,7 +57,7 @@ class CompileCache(Generic[T]):
                     raise
                 entry = exc
             with self._lock:
-                self._entries.setdefault(model, {})[key] = entry
+                self._entries.setdefault(model, {_VERSION: version})[key] = entry
         if isinstance(entry, MdfLoopsError):
             raise entry
         return entry
@@ -57,8 +66,8 @@ class CompileCache(Generic[T]):
         """How many entries ``model`` has (every model's, without one)."""
         with self._lock:
             if model is not None:
-                return len(self._entries.get(model, {}))
-            return sum(len(entries) for entries in self._entries.values())
+                return len(self._entries.get(model, {_VERSION: None})) - 1
+            return sum(len(entries) - 1 for entries in self._entries.values())
 
     def clear(self) -> None:
         with self._lock:

@@ -8,14 +8,11 @@ remembers that a model's content passed the checks of :mod:`mdf_loops.safety.che
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-from modeci_mdf.mdf import Model
-
 from mdf_loops.errors import ModelError
+from mdf_loops.model.content import model_digest
 from mdf_loops.ops.common import current_limits
 from mdf_loops.validation.report import format_path
 
@@ -43,67 +40,6 @@ def check_aliases(document: Any, where: str) -> None:
             f"{where}: YAML aliases expand {distinct} items into {expanded}; refusing a "
             "file that multiplies its own content"
         )
-
-
-def model_digest(model: Model) -> Any:
-    """A key of what the safety checks read in ``model``: equal for equal content,
-    different after any edit that could change their verdict.
-
-    A SHA-256 over every element, field, text, key and number of the model, walked
-    like its serialized form. Numeric arrays and lists of plain numbers enter by type
-    and shape only: no check reads their values, and hashing a large weight matrix
-    on every run would cost more than the checks. A model too deep or strange to
-    walk gets a key equal to nothing else, so it is checked every time.
-    """
-    digest = hashlib.sha256()
-    stack: list[Any] = [model]
-    seen: dict[int, tuple] = {}  # containers walked (kept alive, so ids stay theirs) by number
-    try:
-        while stack:
-            value = stack.pop()
-            if isinstance(value, (Mapping, list, tuple)) or hasattr(type(value), "__attrs_attrs__"):
-                if id(value) in seen:
-                    digest.update(f"r{seen[id(value)][0]}\0".encode())
-                    continue
-                seen[id(value)] = (len(seen), value)
-            _feed(digest, value, stack)
-    except Exception:  # never reuse a check of content that could not be walked
-        return object()
-    return digest.hexdigest()
-
-
-_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
-
-
-def _feed(digest: Any, value: Any, stack: list) -> None:
-    """Add ``value`` (and push what it contains) to ``digest``."""
-    if isinstance(value, str):
-        token = f"s{len(value)}:{value}"
-    elif value is None or isinstance(value, _NUMBERS):
-        token = f"n{type(value).__name__}:{value!r}"
-    elif isinstance(value, np.ndarray):
-        token = f"a{value.dtype.str}{value.shape}"
-        if value.dtype.kind not in "biufc":
-            stack.extend(reversed(value.reshape(-1).tolist()))
-    elif isinstance(value, Mapping):
-        token = f"d{len(value)}"
-        for key, item in reversed(list(value.items())):
-            stack.extend((item, key))
-    elif isinstance(value, (list, tuple)):
-        token = f"l{len(value)}"
-        if not all(type(item) in _PLAIN_NUMBERS for item in value):
-            stack.extend(reversed(value))
-    elif hasattr(type(value), "__attrs_attrs__"):
-        token = f"o{type(value).__qualname__}"
-        for field in reversed(type(value).__attrs_attrs__):
-            stack.extend((getattr(value, field.name), field.name))
-    else:
-        token = f"x{type(value).__qualname__}:{value!r}"
-    digest.update(token.encode("utf-8", "surrogatepass"))
-    digest.update(b"\0")
-
-
-_PLAIN_NUMBERS = frozenset({int, float, bool})
 
 
 def current_limits_key() -> tuple:

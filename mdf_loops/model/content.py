@@ -1,0 +1,242 @@
+"""A model's content: its key, and a cheap test of whether the object was edited since.
+
+:func:`model_digest` walks a model like its serialized form and hashes what the safety
+checks read: every element, field, text, key and number, with numeric arrays and lists
+of plain numbers by type and shape only. It costs about 3 µs per item walked (a few
+milliseconds for a model with a few hundred ports and parameters).
+
+:func:`content_key` is that digest, computed again only when the object changed:
+the first call takes a *snapshot* of the model (each container walked, with the
+identity of what it holds), and each later call compares the live object against it
+(a few microseconds per container, in C). Any assignment to a field, any item added,
+removed or replaced in a list or dict, at any depth, shows as a change; numbers
+written into a numeric array in place do not (no check reads them). :func:`content_version`
+counts the changes seen, so that caches of compiled forms drop what an edit made stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from itertools import chain
+from operator import attrgetter, call, eq, is_
+from typing import Any
+
+import numpy as np
+
+__all__ = ["model_digest", "content_key", "content_version", "unchanged_during"]
+
+_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+_ATOMS = frozenset({str, bytes, type(None), bool, int, float, complex})
+_PLAIN_NUMBERS = frozenset({int, float, bool})
+
+
+def model_digest(model: Any) -> Any:
+    """A key of what the safety checks read in ``model``: equal for equal content,
+    different after any edit that could change their verdict.
+
+    A SHA-256 over every element, field, text, key and number of the model, walked
+    like its serialized form. Numeric arrays and lists of plain numbers enter by type
+    and shape only: no check reads their values, and hashing a large weight matrix
+    on every run would cost more than the checks. A model too deep or strange to
+    walk gets a key equal to nothing else, so it is checked every time.
+    """
+    digest = hashlib.sha256()
+    stack: list[Any] = [model]
+    seen: dict[int, tuple] = {}  # containers walked (kept alive, so ids stay theirs) by number
+    try:
+        while stack:
+            value = stack.pop()
+            if isinstance(value, (Mapping, list, tuple)) or hasattr(type(value), "__attrs_attrs__"):
+                if id(value) in seen:
+                    digest.update(f"r{seen[id(value)][0]}\0".encode())
+                    continue
+                seen[id(value)] = (len(seen), value)
+            _feed(digest, value, stack)
+    except Exception:  # never reuse a check of content that could not be walked
+        return object()
+    return digest.hexdigest()
+
+
+def _feed(digest: Any, value: Any, stack: list) -> None:
+    """Add ``value`` (and push what it contains) to ``digest``."""
+    if isinstance(value, str):
+        token = f"s{len(value)}:{value}"
+    elif value is None or isinstance(value, _NUMBERS):
+        token = f"n{type(value).__name__}:{value!r}"
+    elif isinstance(value, np.ndarray):
+        token = f"a{value.dtype.str}{value.shape}"
+        if value.dtype.kind not in "biufc":
+            stack.extend(reversed(value.reshape(-1).tolist()))
+    elif isinstance(value, Mapping):
+        token = f"d{len(value)}"
+        for key, item in reversed(list(value.items())):
+            stack.extend((item, key))
+    elif isinstance(value, (list, tuple)):
+        token = f"l{len(value)}"
+        if not all(type(item) in _PLAIN_NUMBERS for item in value):
+            stack.extend(reversed(value))
+    elif hasattr(type(value), "__attrs_attrs__"):
+        token = f"o{type(value).__qualname__}"
+        for field in reversed(type(value).__attrs_attrs__):
+            stack.extend((getattr(value, field.name), field.name))
+    else:
+        token = f"x{type(value).__qualname__}:{value!r}"
+    digest.update(token.encode("utf-8", "surrogatepass"))
+    digest.update(b"\0")
+
+
+def _is_atom(value: Any) -> bool:
+    return type(value) in _ATOMS or isinstance(value, _NUMBERS)
+
+
+class _Snapshot:
+    """What a model object held when it was walked: the identity of every field and item,
+    (the value, for lists of atoms); ``None`` from :meth:`take` when something in it
+    cannot be watched this way. :meth:`holds` compares it all in a few C-level passes."""
+
+    def __init__(self) -> None:
+        self.objects: list[Any] = []  # attrs objects, with their field getters and values
+        self.getters: list[attrgetter] = []
+        self.fields: list[Any] = []
+        self.atom_lists: list[list] = []  # lists of atoms, with copies
+        self.atom_copies: list[list] = []
+        self.sequences: list[Any] = []  # lists and tuples holding containers
+        self.sequence_sizes: list[int] = []
+        self.items: list[Any] = []
+        self.dicts: list[dict] = []
+        self.dict_sizes: list[int] = []
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.arrays: list[np.ndarray] = []  # numeric arrays: dtype and shape
+        self.array_types: list[tuple] = []
+
+    @classmethod
+    def take(cls, model: Any) -> _Snapshot | None:
+        snapshot, stack, seen = cls(), [model], set()
+        while stack:
+            value = stack.pop()
+            if _is_atom(value) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            if not snapshot._add(value, stack):
+                return None
+        return snapshot
+
+    def _add(self, value: Any, stack: list) -> bool:
+        kind = type(value)
+        if hasattr(kind, "__attrs_attrs__"):
+            names = [field.name for field in kind.__attrs_attrs__]
+            if not names:
+                return True
+            get = attrgetter(*names, names[0])  # a tuple, even of one field
+            held = get(value)
+            self.objects.append(value)
+            self.getters.append(get)
+            self.fields.extend(held)
+            stack.extend(held)
+        elif kind is list or kind is tuple:
+            if all(type(item) in _ATOMS for item in value):
+                if kind is list:
+                    self.atom_lists.append(value)
+                    self.atom_copies.append(list(value))
+            else:
+                self.sequences.append(value)
+                self.sequence_sizes.append(len(value))
+                self.items.extend(value)
+                stack.extend(value)
+        elif kind is dict:
+            self.dicts.append(value)
+            self.dict_sizes.append(len(value))
+            self.keys.extend(value)
+            self.values.extend(value.values())
+            stack.extend(value.values())
+        elif kind is np.ndarray and value.dtype.kind in "biufc":
+            self.arrays.append(value)
+            self.array_types.append((value.dtype, value.shape))
+        else:  # an object whose content cannot be compared cheaply: never trusted
+            return False
+        return True
+
+    def holds(self) -> bool:
+        """Whether everything walked still holds what it held."""
+        fields = chain.from_iterable(map(call, self.getters, self.objects))
+        return (
+            all(map(is_, fields, self.fields))
+            and all(map(eq, self.atom_lists, self.atom_copies))
+            and list(map(len, self.sequences)) == self.sequence_sizes
+            and all(map(is_, chain.from_iterable(self.sequences), self.items))
+            and list(map(len, self.dicts)) == self.dict_sizes
+            and all(map(is_, chain.from_iterable(self.dicts), self.keys))
+            and all(map(is_, chain.from_iterable(map(dict.values, self.dicts)), self.values))
+            and all((a.dtype, a.shape) == saved for a, saved in zip(self.arrays, self.array_types))
+        )
+
+
+class _Watched:
+    __slots__ = ("snapshot", "key", "version")
+
+    def __init__(self, snapshot: _Snapshot | None, key: Any, version: int) -> None:
+        self.snapshot, self.key, self.version = snapshot, key, version
+
+
+_WATCHED: weakref.WeakKeyDictionary[Any, _Watched] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+_STILL: ContextVar[tuple[Any, _Watched] | None] = ContextVar("mdf_loops_still", default=None)
+
+
+@contextmanager
+def unchanged_during(model: Any) -> Iterator[None]:
+    """Compare ``model`` with its snapshot once, and take it as unchanged inside the block
+    (one call of :func:`mdf_loops.run` asks several times)."""
+    try:
+        entry = _watched(model)
+    except TypeError:
+        yield
+        return
+    token = _STILL.set((model, entry))
+    try:
+        yield
+    finally:
+        _STILL.reset(token)
+
+
+def _watched(model: Any) -> _Watched:
+    still = _STILL.get()
+    if still is not None and still[0] is model:
+        return still[1]
+    with _LOCK:
+        entry = _WATCHED.get(model)
+    if entry is not None and entry.snapshot is not None and entry.snapshot.holds():
+        return entry
+    key = model_digest(model)
+    if entry is None:
+        version = 0
+    elif entry.snapshot is None:  # not watchable: a new version when the digest differs
+        version = entry.version + (key != entry.key)
+    else:
+        version = entry.version + 1
+    entry = _Watched(_Snapshot.take(model), key, version)
+    with _LOCK:
+        _WATCHED[model] = entry
+    return entry
+
+
+def content_key(model: Any) -> Any:
+    """:func:`model_digest` of ``model``, walked again only after the object was edited."""
+    try:
+        return _watched(model).key
+    except TypeError:  # not weakly referable: no snapshot to keep
+        return model_digest(model)
+
+
+def content_version(model: Any) -> int:
+    """A number that grows each time ``model`` is seen edited since it was last looked at."""
+    try:
+        return _watched(model).version
+    except TypeError:
+        return -1

@@ -1,0 +1,129 @@
+"""mdf_loops/model/content.py: a model's content key, and edits seen without a full walk.
+
+The oracle of every edit is a fresh walk (``model_digest``) and, for runs, numpy.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
+
+import mdf_loops
+from mdf_loops.model.content import content_key, content_version, model_digest
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def _model():
+    node = Node(
+        id="n",
+        input_ports=[InputPort(id="x", shape=(2,), type="float64")],
+        parameters=[
+            Parameter(id="k", value=3.0),
+            Parameter(id="tags", value=[1, [2, "red"]]),
+            Parameter(id="W", value=np.ones((2, 2))),
+        ],
+        output_ports=[OutputPort(id="y", value="k * x")],
+        metadata={"note": {"depth": ["a", "b"]}},
+    )
+    return Model(id="m", graphs=[Graph(id="main", nodes=[node])])
+
+
+EDITS = {
+    "field assigned": lambda m: setattr(m.graphs[0].nodes[0].parameters[0], "value", 4.0),
+    "expression text": lambda m: setattr(m.graphs[0].nodes[0].output_ports[0], "value", "x"),
+    "item appended": lambda m: m.graphs[0].nodes[0].parameters.append(Parameter(id="z", value=1)),
+    "item removed": lambda m: m.graphs[0].nodes[0].parameters.pop(1),
+    "nested list item": lambda m: m.graphs[0].nodes[0].parameters[1].value[1].__setitem__(1, "x"),
+    "dict value at depth": lambda m: m.graphs[0].nodes[0].metadata["note"]["depth"].append("c"),
+    "dict key added": lambda m: m.graphs[0].nodes[0].metadata.__setitem__("other", 1),
+    "node added": lambda m: m.graphs[0].nodes.append(Node(id="n2")),
+    "array replaced by a new shape": lambda m: setattr(
+        m.graphs[0].nodes[0].parameters[2], "value", np.ones((3, 3))
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_edit_is_seen_and_the_key_is_that_of_a_fresh_walk(edit):
+    model = _model()
+    key, version = content_key(model), content_version(model)
+    assert content_key(model) == key == model_digest(model)
+    EDITS[edit](model)
+    assert content_version(model) == version + 1
+    assert content_key(model) == model_digest(model)
+    assert content_version(model) == version + 1  # seen once
+
+
+def test_a_list_replaced_by_an_equal_one_is_watched_from_then_on():
+    model = _model()
+    content_key(model)
+    node = model.graphs[0].nodes[0]
+    node.parameters = list(node.parameters)  # the same items, a new list
+    version = content_version(model)
+    node.parameters.append(Parameter(id="late", value="open('f')"))
+    assert content_version(model) == version + 1
+    assert content_key(model) == model_digest(model)
+
+
+def test_numbers_written_into_an_array_in_place_are_not_an_edit():
+    model = _model()
+    version = content_version(model)
+    model.graphs[0].nodes[0].parameters[2].value[0, 0] = 7.0
+    assert content_version(model) == version
+
+
+def test_an_object_it_cannot_watch_is_walked_every_time():
+    model = _model()
+    model.graphs[0].nodes[0].metadata["odd"] = {1, 2}  # a set: no snapshot of it
+    key = content_key(model)
+    model.graphs[0].nodes[0].metadata["odd"].add("open('f')")
+    assert content_key(model) != key
+    assert content_key(model) == model_digest(model)
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "scheduler"])
+def test_a_compiled_model_is_compiled_again_after_an_edit(backend):
+    node = Node(
+        id="n",
+        input_ports=[InputPort(id="x", shape=(3,), type="float64")],
+        parameters=[Parameter(id="k", value=2.0), Parameter(id="y", value="k * x")],
+        output_ports=[OutputPort(id="out", value="y")],
+    )
+    model = Model(id="m", graphs=[Graph(id="main", nodes=[node])])
+    x = np.array([1.0, 2.0, 3.0])
+    first = mdf_loops.run(model, {"x": x}, backend=backend)
+    np.testing.assert_allclose(next(iter(first.values())), 2.0 * x)
+    node.parameters[0].value = 5.0
+    second = mdf_loops.run(model, {"x": x}, backend=backend)
+    np.testing.assert_allclose(next(iter(second.values())), 5.0 * x)
+
+
+@pytest.mark.parametrize("source", ["file", "onnx"])
+def test_an_edit_to_a_loop_body_is_seen(source):
+    if source == "file":  # a body read from JSON is a dict of dicts
+        model = mdf_loops.load_model(EXAMPLES / "elman_rnn.json")
+    else:  # a body built by the importer is a Graph object
+        from mdf_loops.workloads import elman_rnn
+
+        model = mdf_loops.onnx_to_mdf(elman_rnn(3).model)
+    version = content_version(model)
+    bodies = [
+        graph
+        for node in model.graphs[0].nodes
+        for p in node.parameters or []
+        if isinstance(p.value, dict)
+        for graph in p.value.values()
+        if isinstance(graph, (Graph, dict))
+    ]
+    assert bodies, "the model has a Scan body"
+    body = bodies[0]
+    nodes = body.nodes if isinstance(body, Graph) else list(body["nodes"].values())
+    if isinstance(body, Graph):
+        nodes[0].parameters[0].args = {"A": "open('f')"}
+    else:
+        nodes[0]["parameters"] = {"p": {"value": "open('f')"}}
+    assert content_version(model) == version + 1
+    assert content_key(model) == model_digest(model)
