@@ -21,8 +21,9 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
+from mdf_loops.backends.onnxruntime.memory import VALUES, refused_by_cap, use_capped_arena
 from mdf_loops.backends.onnxruntime.ort_safe import make_safe
-from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
+from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError, SizeLimitError
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
 
@@ -45,15 +46,29 @@ class CompiledModel:
     output_names: tuple[str, ...]
     limits: Limits | None = None
     limit_flags: dict[str, str] = field(default_factory=dict)  # flag output -> loop node
+    arena_bytes: int | None = None  # the capped arena it allocates from (untrusted models)
 
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """Outputs by name; inputs by name as numpy arrays (or lists for sequences).
 
         Raises :class:`~mdf_loops.IterationLimitError` when a loop passed the
-        limits the model was compiled with.
+        limits the model was compiled with, :class:`~mdf_loops.SizeLimitError` when
+        an operator asked for more memory than the capped arena of untrusted models holds.
         """
         feed = {name: _feed_value(inputs[name]) for name in self.input_names if name in inputs}
-        results = dict(zip(self.output_names, self.session.run(None, feed)))
+        try:
+            outputs = self.session.run(None, feed)
+        except Exception as exc:
+            if self.arena_bytes is None or not refused_by_cap(exc):
+                raise
+            assert self.limits is not None, "the arena is used only with limits"
+            raise SizeLimitError(
+                f"an operator asked onnxruntime for more memory than untrusted models may use "
+                f"({self.arena_bytes / 2**20:.0f} MB: {VALUES} values of max_elements="
+                f"{self.limits.max_elements} float64 elements); run with backend='scheduler' "
+                "to see which node, or with trusted=True for a model whose author you trust"
+            ) from None
+        results = dict(zip(self.output_names, outputs))
         over = [label for name, label in self.limit_flags.items() if bool(results.pop(name))]
         if over:
             assert self.limits is not None, "limit flags are compiled in only with limits"
@@ -108,7 +123,8 @@ def compile_model(
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # its errors reach the caller as exceptions, not prints
+    arena = None if limits is None else use_capped_arena(options, limits)
     try:
         session = ort.InferenceSession(
             runnable.SerializeToString(), options, providers=["CPUExecutionProvider"]
@@ -122,6 +138,7 @@ def compile_model(
         tuple(o.name for o in session.get_outputs()),
         limits,
         flags,
+        arena,
     )
 
 
@@ -191,9 +208,8 @@ def cached_compile(
 ) -> CompiledModel:
     """:func:`compile_model`, cached per ``Model`` object and input types/ranks.
 
-    A model changed in place after its first compiled run keeps the old
-    compilation until :func:`clear_compiled` is called. A failure is cached too
-    (as the :class:`CompileError` to raise again).
+    A model edited in place is compiled again (:mod:`mdf_loops.backends.cache`). A
+    failure is cached too (as the :class:`CompileError` to raise again).
     """
     key = (graph, threads, limits, input_signature(inputs))
     return _CACHE.get(
