@@ -50,6 +50,21 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exported(args: argparse.Namespace) -> bytes:
+    from mdf_loops.cli.io import read_inputs
+    from mdf_loops.onnx.export import UntypedInputError, mdf_to_onnx
+
+    model = load_valid_model(args.model)
+    inputs = read_inputs(args.input, graph_of(model, args.graph))
+    try:
+        exported = mdf_to_onnx(model, graph=args.graph, example_inputs=inputs, opset=args.opset)
+    except UntypedInputError as exc:  # name the command line's way to give an example
+        raise UntypedInputError(
+            exc.graph_id, exc.name, f"give an example value with -i {exc.name}=VALUE"
+        ) from None
+    return exported.SerializeToString()
+
+
 def add_export(subparsers, common) -> None:
     p = subparsers.add_parser(
         "export",
@@ -71,14 +86,22 @@ def add_export(subparsers, common) -> None:
         help="ONNX opset to declare (default: the model's, else a recent one)",
     )
     p.add_argument("--graph", metavar="ID", help="the graph to export (default: the first)")
+    add_limit_options(p)
     p.set_defaults(command=_export)
 
 
 def _export(args: argparse.Namespace) -> int:
+    check_output(args.output, (".onnx",), args.model)
+    exported = limited(args, lambda: _exported(args), f"exporting {args.model}")
+    write_atomically(args.output, exported)
+    note(args, f"wrote {args.output}")
+    return 0
+
+
+def _exported(args: argparse.Namespace) -> bytes:
     from mdf_loops.cli.io import read_inputs
     from mdf_loops.onnx.export import UntypedInputError, mdf_to_onnx
 
-    check_output(args.output, (".onnx",), args.model)
     model = load_valid_model(args.model)
     inputs = read_inputs(args.input, graph_of(model, args.graph))
     try:
@@ -87,6 +110,4 @@ def _export(args: argparse.Namespace) -> int:
         raise UntypedInputError(
             exc.graph_id, exc.name, f"give an example value with -i {exc.name}=VALUE"
         ) from None
-    write_atomically(args.output, exported.SerializeToString())
-    note(args, f"wrote {args.output}")
-    return 0
+    return exported.SerializeToString()

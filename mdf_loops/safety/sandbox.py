@@ -61,7 +61,7 @@ def call_limited(
 ) -> Any:
     """``work()`` run in a forked child under hard limits; its result or its error.
 
-    ``work`` must return text, a list of text, or a mapping of names to numpy
+    ``work`` must return bytes, text, a list of text, or a mapping of names to numpy
     arrays, lists of arrays (sequences) and None (empty optionals). An error in
     the child is raised here as an :class:`~mdf_loops.errors.MdfLoopsError` of the
     same class when it is one, else as one naming the original type.
@@ -231,6 +231,8 @@ def _our_error_class(module: str, name: str) -> type | None:
 
 
 def _encode(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return b"B" + value
     if isinstance(value, str):
         return b"T" + value.encode("utf-8")
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -264,6 +266,8 @@ def _plain_array(value: Any) -> np.ndarray:
 
 def _decode(payload: bytes) -> Any:
     kind, body = payload[:1], payload[1:]
+    if kind == b"B":
+        return body
     if kind == b"T":
         return body.decode("utf-8")
     if kind == b"L":

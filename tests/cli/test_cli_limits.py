@@ -5,15 +5,19 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import pytest
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 
 import mdf_loops
 
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
-def _command(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+
+def _command(*args: str, timeout: float = 300, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mdf_loops", *args], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, cwd=cwd)
 
 
 def _one_error_line(result: subprocess.CompletedProcess, *pieces: str) -> None:
@@ -115,16 +119,27 @@ def test_timeout_stops_one_long_c_call_and_writes_nothing(tmp_path):
     assert not out.exists() and not list(tmp_path.glob(".out.npz.*"))
 
 
-def test_timeout_covers_loading_a_huge_file(tmp_path):
+@pytest.mark.parametrize("command", [["validate"], ["export", "-o", "out.onnx"]])
+def test_timeout_covers_loading_a_huge_file(tmp_path, command):
     path = tmp_path / "keys.yaml"
     with open(path, "w") as handle:
         handle.write("m:\n  graphs:\n    main:\n      nodes:\n        n:\n          metadata:\n")
         for k in range(1_000_000):
             handle.write(f"            k{k}: {k}\n")
     started = time.monotonic()
-    result = _command("validate", str(path), "--timeout", "2")
+    result = _command(command[0], str(path), *command[1:], "--timeout", "2", cwd=tmp_path)
     _one_error_line(result, "took longer than 2 s")
     assert time.monotonic() - started < 60
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.yaml"]  # nothing written
+
+
+def test_export_under_limits_writes_the_same_file(tmp_path):
+    example = str(EXAMPLES / "elman_rnn.json")
+    assert _command("export", example, "-o", "plain.onnx", cwd=tmp_path).returncode == 0
+    result = _command("export", example, "-o", "limited.onnx", "--timeout", "60",
+                      "--max-memory", "4G", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "plain.onnx").read_bytes() == (tmp_path / "limited.onnx").read_bytes()
 
 
 def test_max_memory_caps_the_run_and_memory_stays_under_it(tmp_path):
