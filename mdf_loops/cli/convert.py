@@ -96,18 +96,3 @@ def _export(args: argparse.Namespace) -> int:
     write_atomically(args.output, exported)
     note(args, f"wrote {args.output}")
     return 0
-
-
-def _exported(args: argparse.Namespace) -> bytes:
-    from mdf_loops.cli.io import read_inputs
-    from mdf_loops.onnx.export import UntypedInputError, mdf_to_onnx
-
-    model = load_valid_model(args.model)
-    inputs = read_inputs(args.input, graph_of(model, args.graph))
-    try:
-        exported = mdf_to_onnx(model, graph=args.graph, example_inputs=inputs, opset=args.opset)
-    except UntypedInputError as exc:  # name the command line's way to give an example
-        raise UntypedInputError(
-            exc.graph_id, exc.name, f"give an example value with -i {exc.name}=VALUE"
-        ) from None
-    return exported.SerializeToString()

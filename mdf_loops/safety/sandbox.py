@@ -15,16 +15,21 @@ result once it has it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import json
 import math
 import os
+import pickle
 import resource
 import select
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,28 +64,25 @@ def call_limited(
     max_memory: int | None = None,
     what: str = "the work",
 ) -> Any:
-    """``work()`` run in a forked child under hard limits; its result or its error.
+    """``work()`` run in a child process under hard limits; its result or its error.
 
     ``work`` must return bytes, text, a list of text, or a mapping of names to numpy
     arrays, lists of arrays (sequences) and None (empty optionals). An error in
     the child is raised here as an :class:`~mdf_loops.errors.MdfLoopsError` of the
-    same class when it is one, else as one naming the original type.
+    same class when it is one, else as one naming the original type. The child is
+    forked, or started afresh when JAX is loaded (its threads do not survive a fork);
+    ``work`` must then be picklable, and ``timeout`` counts from when the child is ready.
 
     Raises:
         ResourceLimitError: the child used more than ``timeout`` seconds (CPU or
             wall clock) or more memory than ``max_memory`` bytes allow.
     """
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(read_fd)
-        _child(work, write_fd, timeout, max_memory)
-    os.close(write_fd)
+    child = _start(work, timeout, max_memory, fresh="jax" in sys.modules)
     try:
-        payload, timed_out = _read_until(read_fd, pid, timeout)
+        payload, timed_out = _read_until(child.fd, child.pid, timeout)
     finally:
-        os.close(read_fd)
-    _, status = os.waitpid(pid, 0)
+        child.close()
+    status = child.wait()
     if timed_out or _killed_by(status, signal.SIGXCPU, signal.SIGKILL) and timeout:
         raise ResourceLimitError(
             f"{what} took longer than {timeout:g} s (--timeout); nothing was written"
@@ -90,6 +92,73 @@ def call_limited(
     if not payload:
         raise ResourceLimitError(_crash_message(status, max_memory, what))
     return _decode(payload)
+
+
+@dataclass
+class _Child:
+    """A running child: the pipe it writes to, its pid, how to close and wait for it."""
+
+    fd: int
+    pid: int
+    close: Callable[[], None]
+    wait: Callable[[], int]  # its wait status (os.waitpid's encoding)
+
+
+def _start(work: Callable[[], Any], timeout, max_memory, fresh: bool) -> _Child:
+    if fresh:
+        return _start_fresh(work, timeout, max_memory)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_fd)
+        _child(work, write_fd, timeout, max_memory)
+    os.close(write_fd)
+    return _Child(read_fd, pid, lambda: os.close(read_fd), lambda: os.waitpid(pid, 0)[1])
+
+
+def _start_fresh(work: Callable[[], Any], timeout, max_memory) -> _Child:
+    """A new Python (not a fork) that unpickles ``work`` from its stdin and runs it."""
+    try:
+        blob = pickle.dumps((work, timeout, max_memory))
+    except Exception as exc:
+        raise MdfLoopsError(
+            f"with JAX loaded, limited work runs in a new process and must be picklable: {exc}"
+        ) from None
+    read_fd, write_fd = os.pipe()
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from mdf_loops.safety.sandbox import _serve; _serve()",
+            str(write_fd),
+        ],
+        stdin=subprocess.PIPE,
+        pass_fds=(write_fd,),
+        env=environment,
+    )
+    os.close(write_fd)
+    assert process.stdin is not None, "stdin is a pipe"
+    try:
+        process.stdin.write(blob)
+        process.stdin.close()
+    except BrokenPipeError:  # it ended before reading: its status says how
+        pass
+
+    def wait() -> int:
+        code = process.wait()
+        return -code if code < 0 else code << 8
+
+    return _Child(read_fd, process.pid, lambda: os.close(read_fd), wait)
+
+
+_SERVE = "from mdf_loops.safety.sandbox import _serve; _serve()"
+
+
+def _serve() -> None:
+    """The fresh child's entry: the work from stdin (pickled by our own parent), run."""
+    work, timeout, max_memory = pickle.load(sys.stdin.buffer)
+    _child(work, int(sys.argv[1]), timeout, max_memory)
 
 
 def run_limited(
@@ -105,31 +174,38 @@ def run_limited(
     ``timeout`` (seconds of CPU time and of wall clock) covers loading, checking
     and running the model; ``max_memory`` (bytes) caps the child's address space.
     """
-    from mdf_loops.run import run
-
     return call_limited(
-        lambda: run(model, inputs, **run_arguments),
+        functools.partial(_run, model, inputs, run_arguments),  # picklable, for a fresh child
         timeout=timeout,
         max_memory=max_memory,
         what=f"running {_name(model)}",
     )
 
 
+def _run(model: Any, inputs: Mapping[str, Any] | None, run_arguments: dict) -> dict[str, Any]:
+    from mdf_loops.run import run
+
+    return run(model, inputs, **run_arguments)
+
+
 # ---------------------------------------------------------------- the child
 
 
 def _child(
-    work: Callable[[], Any], write_fd: int, timeout: float | None, max_memory: int | None
+    work: Callable[[], Any], pipe: Any, timeout: float | None, max_memory: int | None
 ) -> None:
     code = 0
+    write_fd = pipe if isinstance(pipe, int) else pipe.fileno()
     try:
         signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the kernel's limit ends the child
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        if timeout:
-            seconds = max(1, math.ceil(timeout))
+        if timeout:  # CPU seconds from now (a fresh process has used some to start)
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            seconds = math.ceil(usage.ru_utime + usage.ru_stime) + max(1, math.ceil(timeout))
             resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
         if max_memory:
             resource.setrlimit(resource.RLIMIT_AS, (max_memory, max_memory))
+        _write_all(write_fd, _READY)  # the wall clock starts now
         try:
             payload = _encode(work())
         except BaseException as exc:  # every error goes back as data
@@ -165,19 +241,28 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _read_until(fd: int, pid: int, timeout: float | None) -> tuple[bytes, bool]:
-    """Everything the child writes; (data, whether the wall-clock limit ended it)."""
+    """Everything the child writes after it is ready; (data, whether the wall-clock limit
+    ended it). The clock starts when the child is ready (a fresh one has to start)."""
     chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout if timeout else None
+    deadline: float | None = time.monotonic() + _STARTING
+    ready = False
     while True:
         wait = None if deadline is None else max(deadline - time.monotonic(), 0)
-        ready, _, _ = select.select([fd], [], [], wait)
-        if not ready:
+        readable, _, _ = select.select([fd], [], [], wait)
+        if not readable:
             os.kill(pid, signal.SIGKILL)
             return b"", True
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             return b"".join(chunks), False
+        if not ready:
+            ready, chunk = True, chunk[len(_READY) :]
+            deadline = time.monotonic() + timeout if timeout else None
         chunks.append(chunk)
+
+
+_READY = b"R"  # the child's first byte
+_STARTING = 300.0  # seconds a child may take to start (import mdf_loops afresh)
 
 
 def _killed_by(status: int, *signals: int) -> bool:

@@ -477,6 +477,36 @@ def test_run_limited_runs_a_model_in_a_child_and_stops_a_long_one():
                               backend="scheduler")
 
 
+def test_with_jax_loaded_the_limited_child_is_a_new_process_not_a_fork(tmp_path):
+    """JAX's threads do not survive a fork (it warns); the child is then started afresh,
+    from a script without a __main__ guard, and its limits hold as before."""
+    pytest.importorskip("jax")
+    import subprocess
+    import sys
+
+    script = tmp_path / "user_script.py"  # no `if __name__ == "__main__"` guard
+    script.write_text(
+        "import warnings, numpy as np\n"
+        "warnings.simplefilter('error')\n"  # a fork warning would fail the script
+        "import jax, mdf_loops\n"
+        "from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort\n"
+        "node = Node(id='n', input_ports=[InputPort(id='a')], output_ports=[OutputPort(\n"
+        "    id='y', value=\"numpy.einsum('ij,jk,kl,lm->im', a, a, a, a)\")])\n"
+        "model = Model(id='m', graphs=[Graph(id='main', nodes=[node])])\n"
+        "small = mdf_loops.run_limited(model, {'a': np.eye(3)}, timeout=120)\n"
+        "print('SMALL', small['n.y'].tolist())\n"
+        "try:\n"
+        "    mdf_loops.run_limited(model, {'a': np.ones((1000, 1000))}, timeout=2)\n"
+        "except mdf_loops.MdfLoopsError as exc:\n"
+        "    print('LONG', type(exc).__name__, exc)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"SMALL {np.eye(3).tolist()}" in done.stdout
+    assert "LONG ResourceLimitError" in done.stdout and "longer than 2 s" in done.stdout
+    assert "fork" not in done.stderr
+
+
 def test_the_content_key_follows_text_and_structure():
     from mdf_loops.safety.checks import model_digest
 
