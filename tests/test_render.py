@@ -1,4 +1,4 @@
-"""mdf_loops.render: pictures drawn by Graphviz's real ``dot`` program.
+"""mdf_loops.render (and mdf_loops/rendering/): pictures drawn by Graphviz's real ``dot`` program.
 
 Each picture is checked as a file (PNG/PDF magic bytes, SVG parsed as XML) and by
 what the SVG shows: every node id of every body at every depth, a cluster per loop

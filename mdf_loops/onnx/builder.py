@@ -15,6 +15,7 @@ __all__ = [
     "GraphBuilder",
     "Weak",
     "elem_dtype",
+    "onnx_dtype",
     "value_names",
     "subgraphs",
     "all_nodes",
@@ -98,6 +99,11 @@ def value_names(graph: onnx.GraphProto) -> set[str]:
         for g in subgraphs(node):
             names |= value_names(g)
     return names
+
+
+def onnx_dtype(dtype: Any) -> int:
+    """ONNX element type of a numpy dtype (the inverse of :func:`elem_dtype`)."""
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
 def elem_dtype(type_proto: TypeProto | None) -> np.dtype | None:

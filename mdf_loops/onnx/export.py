@@ -18,6 +18,7 @@ literals take the type of the tensor they meet.
 
 This module is the entry point; the work is split by job:
 :mod:`mdf_loops.onnx.export_graph` (graphs and nodes),
+:mod:`mdf_loops.onnx.export_calls` (``onnx::<Op>`` calls and MDF standard functions),
 :mod:`mdf_loops.onnx.export_loops` (Scan, Loop and If with their bodies),
 :mod:`mdf_loops.onnx.export_items` (what is read off MDF parameters and ports).
 """

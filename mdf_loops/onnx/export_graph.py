@@ -1,8 +1,8 @@
 """MDF -> ONNX graphs and nodes: the exporter behind :func:`mdf_loops.onnx.export.mdf_to_onnx`.
 
 Walks each graph in dependency order and translates, per node, its ONNX calls,
-MDF standard functions and expressions into ONNX nodes; loop nodes go to
-:mod:`mdf_loops.onnx.export_loops`.
+MDF standard functions and expressions into ONNX nodes; calls go to
+:mod:`mdf_loops.onnx.export_calls`, loop nodes on to :mod:`mdf_loops.onnx.export_loops`.
 """
 
 from __future__ import annotations
@@ -13,41 +13,28 @@ from typing import Any
 import numpy as np
 import onnx
 from google.protobuf import json_format
-from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Graph, Node
 from onnx import TypeProto, helper, numpy_helper
 
-from mdf_loops.backends.scheduler.onnx_functions import attribute_value
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
-from mdf_loops.model.convention import (
-    BODY_ATTRIBUTES,
-    body_signature,
-    output_reference,
-    variadic_items,
-)
+from mdf_loops.model.convention import body_signature, output_reference
 from mdf_loops.model.interface import graph_interface
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor
 from mdf_loops.onnx.builder import GraphBuilder, NameAllocator, Weak, elem_dtype
 from mdf_loops.onnx.domains import DEFAULT, DOMAINS, OperatorDomain, domain_of_function
+from mdf_loops.onnx.export_calls import onnx_call, standard_call
 from mdf_loops.onnx.export_items import (
     Outputs,
     attribute_parameter_names,
     dependencies,
     function_of,
     is_ready,
-    outputs_used,
     refuse_state,
     topological,
 )
-from mdf_loops.onnx.export_loops import export_control_flow
 from mdf_loops.onnx.expressions import translate
-from mdf_loops.onnx.types import (
-    complete_output_shapes,
-    conformed,
-    declared_type,
-    required_elem_type,
-)
+from mdf_loops.onnx.types import complete_output_shapes, declared_type
 
 __all__ = ["Exporter", "UntypedInputError"]
 
@@ -264,7 +251,7 @@ class Exporter:
         for port in node.output_ports:
             if port.value is None:
                 raise ModelError(f"node '{node.id}' output port '{port.id}' has no value")
-            outputs[port.id] = self._expression(
+            outputs[port.id] = self.expression(
                 port.value, env, builder, f"node '{node.id}' output port '{port.id}'"
             )
         return outputs
@@ -276,11 +263,13 @@ class Exporter:
             call = domain_of_function(function)
             if call is not None:
                 domain, op_type = call
-                return self._onnx_call(node, item.id, op_type, args, env, builder, domain)
-            return self._standard_call(node, item.id, function, args, env, builder)
-        return self._expression(item.value, env, builder, where)
+                return onnx_call(self, node, item.id, op_type, args, env, builder, domain)
+            return standard_call(self, node, item.id, function, args, env, builder)
+        return self.expression(item.value, env, builder, where)
 
-    def _expression(self, value: Any, env: dict, builder: GraphBuilder, where: str) -> Any:
+    def expression(self, value: Any, env: dict, builder: GraphBuilder, where: str) -> Any:
+        """The ONNX value (or weak constant) of an MDF value: a tensor, a list, a reference
+        to a call's output, or an expression; ``where`` names it for errors."""
         if is_encoded_tensor(value):
             return builder.constant(decode_tensor(value))
         if isinstance(value, dict):
@@ -301,122 +290,3 @@ class Exporter:
         if isinstance(value, str) and isinstance(env.get(value.strip()), Outputs):
             return env[value.strip()].names[0]
         return translate(value, env, builder, where)
-
-    def _standard_call(self, node, item_id, function, args, env, builder) -> Any:
-        if function not in mdf_functions:
-            raise ModelError(
-                f"node '{node.id}' parameter '{item_id}': unknown function '{function}'"
-            )
-        spec = mdf_functions[function]
-        local = dict(env)
-        for name, arg in args.items():
-            local[name] = self._expression(
-                arg, env, builder, f"node '{node.id}' parameter '{item_id}' arg '{name}'"
-            )
-        missing = [a for a in spec["arguments"] if a not in local]
-        if missing:
-            raise ModelError(f"node '{node.id}' parameter '{item_id}': {function} needs {missing}")
-        return translate(
-            spec["expression_string"],
-            local,
-            builder,
-            f"node '{node.id}' parameter '{item_id}' ({function})",
-        )
-
-    def _onnx_call(
-        self, node, item_id, op_type, args, env, builder, domain: OperatorDomain = DEFAULT
-    ) -> Any:
-        where = f"node '{node.id}' function '{item_id}' ({domain.function(op_type)})"
-        version = self.version_of(domain)
-        try:
-            schema = onnx.defs.get_schema(op_type, version, domain.name)
-        except onnx.defs.SchemaError:
-            raise ModelError(
-                f"{where}: no such operator in opset {version} of domain '{domain.label}'"
-            ) from None
-        self.domains_used.add(domain)
-        inputs: list[str] = []
-        constraint_of: list[str] = []
-        for formal in schema.inputs:
-            if formal.name not in args:
-                inputs.append("")
-                constraint_of.append(formal.type_str)
-                continue
-            expr = args[formal.name]
-            if formal.option == onnx.defs.OpSchema.FormalParameterOption.Variadic:
-                try:
-                    items = variadic_items(expr) if isinstance(expr, str) else None
-                except SyntaxError:
-                    items = None
-                items = items if items is not None else [expr]
-                for item in items:
-                    inputs.append(self._expression(item, env, builder, where))
-                    constraint_of.append(formal.type_str)
-            else:
-                inputs.append(self._expression(expr, env, builder, where))
-                constraint_of.append(formal.type_str)
-        inputs = self._strong_inputs(builder, inputs, constraint_of)
-        inputs = [
-            conformed(builder, value, required_elem_type(schema, constraint))
-            for value, constraint in zip(inputs, constraint_of)
-        ]
-        while len(inputs) > schema.min_input and inputs[-1] == "":  # Loop keeps its cond
-            inputs.pop()
-
-        attributes = {}
-        for name in schema.attributes:
-            if name in BODY_ATTRIBUTES.get(op_type, ()):
-                continue
-            param = next((p for p in node.parameters if p.id == name), None)
-            if param is None or param.value is None:
-                continue
-            value = param.value
-            if isinstance(value, str):
-                weak = translate(value, env, builder, f"node '{node.id}' attribute '{name}'")
-                if not isinstance(weak, Weak):
-                    raise ModelError(
-                        f"node '{node.id}': attribute '{name}' must be known at export time"
-                    )
-                value = weak.value
-            attributes[name] = attribute_value(schema.attributes[name].type, value, op_type, name)
-
-        if op_type in BODY_ATTRIBUTES and domain is DEFAULT:
-            return export_control_flow(self, node, op_type, inputs, attributes, env, builder, where)
-        n_outputs = outputs_used(node, item_id, schema)
-        names = builder.op(
-            op_type,
-            inputs,
-            hint=node.id,
-            domain=domain.name,
-            **attributes,
-            output_names=self._output_names(node, item_id, n_outputs),
-        )
-        return names[0] if schema.max_output == 1 else Outputs(tuple(names))
-
-    def _output_names(self, node: Node, function_id: str, n_outputs: int) -> list[str]:
-        """ONNX names for a function's outputs: the ids of the ports that read them."""
-        by_index: dict[int, str] = {}
-        for port in node.output_ports:
-            value = (port.value or "").strip()
-            parsed = output_reference(value)
-            if value == function_id:
-                by_index.setdefault(0, port.id)
-            elif parsed and parsed[0] == function_id:
-                by_index.setdefault(parsed[1], port.id)
-        return [self.names.fresh(by_index.get(k, f"{node.id}_{k}")) for k in range(n_outputs)]
-
-    def _strong_inputs(self, builder, inputs: list, constraints: list[str]) -> list[str]:
-        result = []
-        for value, constraint in zip(inputs, constraints):
-            if isinstance(value, Weak):
-                like = next(
-                    (
-                        v
-                        for v, c in zip(inputs, constraints)
-                        if isinstance(v, str) and v and c == constraint
-                    ),
-                    None,
-                )
-                value = builder.strong(value, like)
-            result.append(value)
-        return result

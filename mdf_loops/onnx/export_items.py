@@ -20,6 +20,7 @@ from mdf_loops.model.convention import (
     loop_bodies,
     output_reference,
 )
+from mdf_loops.onnx.builder import NameAllocator
 from mdf_loops.onnx.domains import domain_of_function
 
 
@@ -146,3 +147,16 @@ def outputs_used(node: Node, function_id: str, schema) -> int:
     if schema.name == "Split" and split is not None:
         count = max(count, int(split.value))
     return max(count, schema.min_output)
+
+
+def output_names(names: NameAllocator, node: Node, function_id: str, n_outputs: int) -> list[str]:
+    """ONNX names for a function's outputs: the ids of the ports that read them."""
+    by_index: dict[int, str] = {}
+    for port in node.output_ports:
+        value = (port.value or "").strip()
+        parsed = output_reference(value)
+        if value == function_id:
+            by_index.setdefault(0, port.id)
+        elif parsed and parsed[0] == function_id:
+            by_index.setdefault(parsed[1], port.id)
+    return [names.fresh(by_index.get(k, f"{node.id}_{k}")) for k in range(n_outputs)]

@@ -17,9 +17,9 @@ from onnx import TypeProto
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import BODY_ATTRIBUTES, body_graph, body_signature
-from mdf_loops.model.signatures import LoopSignature, ScanSignature, mdf_signature
+from mdf_loops.model.signatures import LoopSignature, ScanSignature, Signature, mdf_signature
 from mdf_loops.onnx.builder import GraphBuilder, Weak
-from mdf_loops.onnx.export_items import Outputs
+from mdf_loops.onnx.export_items import Outputs, output_names
 from mdf_loops.onnx.types import (
     check_state_types,
     control_flow_output_types,
@@ -42,53 +42,14 @@ def export_control_flow(
 ) -> Outputs:
     """Export an ``onnx::Scan``/``Loop``/``If`` call with its bodies; ``exporter`` is the
     :class:`~mdf_loops.onnx.export_graph.Exporter` exporting the enclosing graph."""
-    bodies = {}
-    params = {p.id: p for p in node.parameters}
-    for attr in BODY_ATTRIBUTES[op_type]:
-        if attr not in params:
-            raise ModelError(f"{where}: missing body parameter '{attr}'")
-        bodies[attr] = body_graph(params[attr].value, f"{where} parameter '{attr}'")
+    bodies = _body_graphs(node, op_type, where)
     signature = mdf_signature(node, exporter.opset)
     types = [builder.types.get(i) for i in inputs]
-    if isinstance(signature, ScanSignature):
-        body_inputs = _scan_body_types(signature, types, attributes, where)
-    elif isinstance(signature, LoopSignature):
-        body_inputs = [tensor_type(np.int64, ())] * signature.num_body_inputs
-        body_inputs[signature.BODY_CONDITION] = tensor_type(np.bool_, ())
-        body_inputs[signature.body_carried] = [
-            known_type(t, where) for t in types[signature.node_carried]
-        ]
-    else:
-        body_inputs = []
+    body_inputs = _body_input_types(signature, types, attributes, where)
     for attr, body in bodies.items():
-        outer = {}
-        for port_id in body_signature(body).outer_scope_inputs:
-            if port_id in env:
-                outer[port_id] = env[port_id]  # a constant stays weak inside the body
-        if isinstance(signature, LoopSignature):
-            exported = _loop_body(
-                exporter, body, signature, body_inputs, outer, builder, f"{where} {attr}"
-            )
-            check_state_types(
-                exported,
-                body,
-                signature.body_carried,
-                signature.body_carried_outputs,
-                f"{where} {attr}",
-            )
-        else:
-            exported = exporter.body_graph(
-                body, body_inputs, outer, builder.types, f"{where} {attr}"
-            )
-        if isinstance(signature, ScanSignature):
-            check_state_types(
-                exported,
-                body,
-                signature.body_states,
-                signature.body_state_outputs,
-                f"{where} {attr}",
-            )
-        attributes[attr] = exported
+        attributes[attr] = _export_body(
+            exporter, body, signature, body_inputs, env, builder, f"{where} {attr}"
+        )
     body = next(iter(attributes[a] for a in BODY_ATTRIBUTES[op_type]))
     names = builder.op(
         op_type,
@@ -96,7 +57,8 @@ def export_control_flow(
         hint=node.id,
         doc_string=f"MDF node {node.id}",
         **attributes,
-        output_names=exporter._output_names(
+        output_names=output_names(
+            exporter.names,
             node,
             next(p.id for p in node.parameters if p.function == f"onnx::{op_type}"),
             signature.num_node_outputs,
@@ -110,6 +72,60 @@ def export_control_flow(
         if t is not None and not has_shape(builder.types.get(name)):
             builder.types[name] = t
     return Outputs(tuple(names))
+
+
+def _body_graphs(node, op_type: str, where: str) -> dict[str, Graph]:
+    """The loop node's bodies (an If's two branches), by attribute."""
+    bodies = {}
+    params = {p.id: p for p in node.parameters}
+    for attr in BODY_ATTRIBUTES[op_type]:
+        if attr not in params:
+            raise ModelError(f"{where}: missing body parameter '{attr}'")
+        bodies[attr] = body_graph(params[attr].value, f"{where} parameter '{attr}'")
+    return bodies
+
+
+def _body_input_types(signature: Signature, types, attributes, where: str) -> list[TypeProto]:
+    """The types of a body's formal inputs, from the node's input types."""
+    if isinstance(signature, ScanSignature):
+        return _scan_body_types(signature, types, attributes, where)
+    if isinstance(signature, LoopSignature):
+        body_inputs = [tensor_type(np.int64, ())] * signature.num_body_inputs
+        body_inputs[signature.BODY_CONDITION] = tensor_type(np.bool_, ())
+        body_inputs[signature.body_carried] = [
+            known_type(t, where) for t in types[signature.node_carried]
+        ]
+        return body_inputs
+    return []
+
+
+def _export_body(
+    exporter,
+    body: Graph,
+    signature: Signature,
+    body_inputs: list[TypeProto],
+    env: dict,
+    builder: GraphBuilder,
+    owner: str,
+) -> onnx.GraphProto:
+    """One body exported with its formal inputs of ``body_inputs``, reading the enclosing
+    graph's values from ``env``; a state must keep its type through an iteration."""
+    outer = {}
+    for port_id in body_signature(body).outer_scope_inputs:
+        if port_id in env:
+            outer[port_id] = env[port_id]  # a constant stays weak inside the body
+    if isinstance(signature, LoopSignature):
+        exported = _loop_body(exporter, body, signature, body_inputs, outer, builder, owner)
+        check_state_types(
+            exported, body, signature.body_carried, signature.body_carried_outputs, owner
+        )
+    else:
+        exported = exporter.body_graph(body, body_inputs, outer, builder.types, owner)
+    if isinstance(signature, ScanSignature):
+        check_state_types(
+            exported, body, signature.body_states, signature.body_state_outputs, owner
+        )
+    return exported
 
 
 def _loop_body(

@@ -21,8 +21,7 @@ from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import body_signature
 from mdf_loops.model.signatures import IfSignature, LoopSignature, Signature
 from mdf_loops.model.values import dtype_from_name
-from mdf_loops.onnx.builder import GraphBuilder, elem_dtype
-from mdf_loops.onnx.expressions import onnx_dtype
+from mdf_loops.onnx.builder import GraphBuilder, elem_dtype, onnx_dtype
 
 __all__ = [
     "declared_type",

@@ -1,4 +1,4 @@
-"""The operator signatures (mdf_loops/model/signatures.py) against the ONNX spec's layouts.
+"""The operator signatures (mdf_loops/model/signatures/) against the ONNX spec's layouts.
 
 The oracle is the ONNX conformance cases' own nodes: the counts of each node's and
 body's inputs and outputs, and the element types the spec fixes (a Loop body's

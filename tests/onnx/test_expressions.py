@@ -1,4 +1,5 @@
-"""MDF value expressions and standard functions exported as ONNX nodes (mdf_loops/onnx/expressions.py).
+"""MDF value expressions and standard functions exported as ONNX nodes
+(mdf_loops/onnx/expressions.py, expression_calls.py, expression_tables.py).
 
 Each expression is exported in a top-level node and in a Scan body, run by
 onnxruntime, and compared with the same expression computed by numpy here:
