@@ -142,51 +142,22 @@ class _Rewriter:
         signature = LoopSignature.from_onnx(node)
         body = _graph_attribute(node, "body")
         inner = self.graph(body)
-        limit = self.limits.max_iterations
         inputs = list(node.input) + [""] * (2 - len(node.input))
         trip, cond = inputs[signature.TRIP_COUNT], inputs[signature.CONDITION]
         carried = inputs[signature.node_carried]
-        cap = self.const_int(nodes, limit)
-        if trip:
-            wants_more = self.emit(nodes, "Greater", [trip, cap])
-            trip = self.emit(
-                nodes, "Where", [wants_more, cap, trip]
-            )  # Min lacks int64 before opset 12
-        else:
-            wants_more = self.const_bool(nodes, True)
-            trip = cap
+        trip, wants_more = self.capped_trip_count(nodes, trip)
 
         outputs = list(body.output)
         cond_out = outputs[signature.CONDITION_OUTPUT]
         carried_out = outputs[signature.body_carried_outputs]
         scans_out = outputs[signature.body_scan_outputs]
         b: list = list(body.node)
-        stops = [inner] if inner else []
-        for given, value in zip(body.input[signature.body_carried], carried_out):
-            if value.type.HasField("tensor_type") and not _same_static_shape(given, value):
-                stops.append(self.over_size(b, value.name))
-        for value in scans_out:
-            if value.type.HasField("tensor_type") and not _static(value):
-                iteration = body.input[signature.ITERATION].name
-                iterations = self.emit(b, "Add", [iteration, self.const_int(nodes, 1)])
-                stops.append(self.over_size(b, value.name, iterations))
-        stop = self.any_of(b, stops)
+        stop = self.any_of(b, self.loop_body_stops(body, signature, nodes, b, inner))
         # the body's condition output stops the loop in every mode, also without a
         # condition input (docs/semantics.md): it is kept, and carried out as well
         if not cond:
             cond = self.const_bool(nodes, True)
-        keep = cond_out.name
-        extra_in, extra_out, initial = [], [], []
-        if stop:
-            keep = self.emit(b, "And", [keep, self.emit(b, "Not", [stop])])
-            hit_in = self.name("hit_in")
-            extra_in.append(helper.make_tensor_value_info(hit_in, TensorProto.BOOL, []))
-            extra_out.append(
-                helper.make_tensor_value_info(
-                    self.emit(b, "Or", [hit_in, stop]), TensorProto.BOOL, []
-                )
-            )
-            initial.append(self.const_bool(nodes, False))
+        keep, extra_in, extra_out, initial = self.kept_condition(nodes, b, cond_out.name, stop)
         keep_in = self.name("keep_in")
         keep_info = helper.make_tensor_value_info(keep, TensorProto.BOOL, [])
         # the kept condition (and the limit flag) become loop-carried values after the others
@@ -211,28 +182,53 @@ class _Rewriter:
         over = self.emit(nodes, "And", [keep_final, wants_more])
         return self.emit(nodes, "Or", [over, hit_final[0]]) if stop else over
 
+    def capped_trip_count(self, nodes: list, trip: str) -> tuple[str, str]:
+        """The trip count capped at ``max_iterations``, and whether it wanted more."""
+        cap = self.const_int(nodes, self.limits.max_iterations)
+        if not trip:
+            return cap, self.const_bool(nodes, True)
+        wants_more = self.emit(nodes, "Greater", [trip, cap])
+        return self.emit(nodes, "Where", [wants_more, cap, trip]), wants_more  # Min: no int64
+
+    def loop_body_stops(
+        self, body: onnx.GraphProto, signature: LoopSignature, nodes: list, b: list, inner
+    ) -> list[str]:
+        """Flags, computed in the body, of carried values and stacked outputs past the size
+        limit (only those whose shape can change), and of an inner loop past a limit."""
+        stops = [inner] if inner else []
+        carried_out = list(body.output)[signature.body_carried_outputs]
+        for given, value in zip(body.input[signature.body_carried], carried_out):
+            if value.type.HasField("tensor_type") and not _same_static_shape(given, value):
+                stops.append(self.over_size(b, value.name))
+        for value in list(body.output)[signature.body_scan_outputs]:
+            if value.type.HasField("tensor_type") and not _static(value):
+                iteration = body.input[signature.ITERATION].name
+                iterations = self.emit(b, "Add", [iteration, self.const_int(nodes, 1)])
+                stops.append(self.over_size(b, value.name, iterations))
+        return stops
+
+    def kept_condition(
+        self, nodes: list, b: list, condition: str, stop: str | None
+    ) -> tuple[str, list, list, list[str]]:
+        """The body's condition, false once ``stop`` is; with a stop, the carried flag
+        (its body input, body output and initial value)."""
+        if not stop:
+            return condition, [], [], []
+        keep = self.emit(b, "And", [condition, self.emit(b, "Not", [stop])])
+        hit_in = self.name("hit_in")
+        hit_out = self.emit(b, "Or", [hit_in, stop])
+        return (
+            keep,
+            [helper.make_tensor_value_info(hit_in, TensorProto.BOOL, [])],
+            [helper.make_tensor_value_info(hit_out, TensorProto.BOOL, [])],
+            [self.const_bool(nodes, False)],
+        )
+
     def scan(self, node: onnx.NodeProto, nodes: list) -> str:
         signature = ScanSignature.from_onnx(node)  # opset 8's when it passes sequence_lens
         body = _graph_attribute(node, "body")
         inner = self.graph(body)
-        attrs = {a.name: a for a in node.attribute}
-        m = signature.num_scan_inputs
-        axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * m
-        axis = 1 if signature.sequence_lens else axes[0]  # opset 8: axis 0 is the batch
-        first_sequence = node.input[signature.node_scan_inputs][0]
-        shape = self.emit(nodes, "Shape", [first_sequence])
-        length = self.emit(nodes, "Gather", [shape, self.const_int(nodes, axis)], axis=0)
-        # compared as doubles: Greater takes no integers before opset 9
-        length = self.emit(nodes, "Cast", [length], to=TensorProto.DOUBLE)
-        limit = self.emit(
-            nodes,
-            "Constant",
-            [],
-            value=helper.make_tensor(
-                "v", TensorProto.DOUBLE, [], [float(self.limits.max_iterations)]
-            ),
-        )
-        too_long = self.emit(nodes, "Greater", [length, limit])
+        too_long = self.scan_too_long(node, signature, nodes)
         if inner is None:
             nodes.append(node)
             return too_long
@@ -272,6 +268,20 @@ class _Rewriter:
         )
         nodes.append(new)
         return self.emit(nodes, "Or", [too_long, hit_final])
+
+    def scan_too_long(self, node: onnx.NodeProto, signature: ScanSignature, nodes: list) -> str:
+        """Whether the scanned sequences are longer than ``max_iterations``."""
+        attrs = {a.name: a for a in node.attribute}
+        m = signature.num_scan_inputs
+        axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * m
+        axis = 1 if signature.sequence_lens else axes[0]  # opset 8: axis 0 is the batch
+        first_sequence = node.input[signature.node_scan_inputs][0]
+        shape = self.emit(nodes, "Shape", [first_sequence])
+        length = self.emit(nodes, "Gather", [shape, self.const_int(nodes, axis)], axis=0)
+        # compared as doubles: Greater takes no integers before opset 9
+        length = self.emit(nodes, "Cast", [length], to=TensorProto.DOUBLE)
+        limit = helper.make_tensor("v", TensorProto.DOUBLE, [], [float(self.limits.max_iterations)])
+        return self.emit(nodes, "Greater", [length, self.emit(nodes, "Constant", [], value=limit)])
 
     def if_(self, node: onnx.NodeProto, nodes: list) -> str | None:
         branches = [_graph_attribute(node, name) for name in IfSignature.BRANCHES]
