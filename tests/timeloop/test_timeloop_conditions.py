@@ -8,7 +8,7 @@ from modeci_mdf.mdf import (Condition, ConditionSet, Edge, Graph, InputPort, Mod
                             OutputPort, Parameter, ParameterCondition)
 
 import mdf_loops
-import mdf_loops.timeloop.python_loop
+from mdf_loops.backends.python import NotCompilable
 from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.conditions import ConditionError
 
@@ -161,7 +161,7 @@ def test_a_standard_function_falls_back_from_python_to_onnxruntime(tmp_path):
     path = tmp_path / "f.json"
     Model(id="f", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))
     stock = stock_traces(path, 0.1, 30, ["N.out"], None, tmp_path)
-    with pytest.raises(mdf_loops.timeloop.python_loop.NotCompilable, match="function 'linear'"):
+    with pytest.raises(NotCompilable, match="function 'linear'"):
         mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"], backend="python")
     traces = mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"])
     assert traces.backend.startswith("auto")
