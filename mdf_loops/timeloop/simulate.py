@@ -15,12 +15,8 @@ from modeci_mdf.mdf import Model
 from mdf_loops.backends import SIMULATE_BACKENDS, SimulateBackend
 from mdf_loops.errors import ModelError
 from mdf_loops.model.interface import load_model
-from mdf_loops.timeloop.convert import (
-    LOOP_NODE,
-    METADATA_KEY,
-    time_loop_spec,
-    to_time_loop,
-)
+from mdf_loops.timeloop.convert import to_time_loop
+from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
 
 __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 

@@ -22,7 +22,7 @@ from mdf_loops.backends.python.scalar_types import python_type
 from mdf_loops.backends.python.source import function_source, scan_kinds
 from mdf_loops.backends.python.writer import StepWriter
 from mdf_loops.model.convention import body_graph, body_signature
-from mdf_loops.timeloop.convert import _LOOP_FUNCTION, LOOP_NODE
+from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE
 
 __all__ = ["CompiledTimeLoop", "compile_time_loop"]
 
@@ -51,7 +51,7 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     writer.reset()
     rest = writer.step(first=False)
     kinds = scan_kinds(loop, len(signature.formal_outputs) - 1 - n_carried)
-    names = params[_LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
+    names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
     initial = [python_type(params[n.strip()].value) for n in names if n.strip()]
     source = function_source(signature, n_carried, first, rest, writer, kinds, initial)
     namespace: dict[str, Any] = {

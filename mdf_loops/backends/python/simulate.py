@@ -12,8 +12,8 @@ from mdf_loops.backends.python.compiled import CompiledTimeLoop, compile_time_lo
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
-from mdf_loops.timeloop.convert import _LOOP_FUNCTION, LOOP_NODE, TimeLoopSpec
 from mdf_loops.timeloop.simulate import Trajectories
+from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE, TimeLoopSpec
 
 __all__ = ["run_time_loop"]
 
@@ -35,7 +35,7 @@ def run_time_loop(model: Model, inputs: dict, spec: TimeLoopSpec, trusted: bool)
     steps = int(inputs.get("steps", input_default(ports["steps"])))
     initial = [
         _initial(params[name.strip()])
-        for name in next(p for p in loop.parameters if p.id == _LOOP_FUNCTION)
+        for name in next(p for p in loop.parameters if p.id == LOOP_FUNCTION)
         .args["v_initial"]
         .strip("[]")
         .split(",")

@@ -13,7 +13,7 @@ from modeci_mdf.mdf import Node
 
 from mdf_loops.backends.python.simplify import simplify
 from mdf_loops.backends.python.writer import StepWriter, variable
-from mdf_loops.timeloop.convert import _LOOP_FUNCTION
+from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
 __all__ = ["function_source", "scan_kinds"]
 
@@ -29,8 +29,8 @@ def scan_kinds(loop: Node, n_scan: int) -> list[str]:
     by_index = {}
     for port in loop.output_ports:
         value = (port.value or "").strip()
-        if value.startswith(f"{_LOOP_FUNCTION}[") and value.endswith("]"):
-            by_index[int(value[len(_LOOP_FUNCTION) + 1 : -1])] = port
+        if value.startswith(f"{LOOP_FUNCTION}[") and value.endswith("]"):
+            by_index[int(value[len(LOOP_FUNCTION) + 1 : -1])] = port
     first = min(by_index) if by_index else 0
     kinds = []
     for k in range(n_scan):
