@@ -115,23 +115,29 @@ def simulate(
             inputs=series,
             trusted=trusted,
         )
-        run_inputs: dict[str, Any] = {}
-    else:
-        if until is not None or duration is not None or record is not None or dt is not None:
+        return _run(model, {}, backend, trusted)
+    if until is not None or duration is not None or record is not None or dt is not None:
+        raise ModelError(
+            f"model '{model.id}' is a time-loop model already: its dt, until, "
+            "duration and record are fixed; give steps or inputs only"
+        )
+    return _run(model, _stored_loop_inputs(model, steps, inputs), backend, trusted)
+
+
+def _stored_loop_inputs(
+    model: Model, steps: int | None, inputs: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The inputs of a stored time-loop model: its trip count and the time series it reads."""
+    spec = time_loop_spec(model)
+    run_inputs: dict[str, Any] = {} if steps is None else {"steps": np.int64(steps)}
+    for name, series in (inputs or {}).items():
+        if name not in spec.inputs:
             raise ModelError(
-                f"model '{model.id}' is a time-loop model already: its dt, until, "
-                "duration and record are fixed; give steps or inputs only"
+                f"model '{model.id}': no input time series '{name}' "
+                f"(it reads {sorted(spec.inputs)})"
             )
-        spec = time_loop_spec(model)
-        run_inputs = {} if steps is None else {"steps": np.int64(steps)}
-        for name, series in (inputs or {}).items():
-            if name not in spec.inputs:
-                raise ModelError(
-                    f"model '{model.id}': no input time series '{name}' "
-                    f"(it reads {sorted(spec.inputs)})"
-                )
-            run_inputs[spec.inputs[name]] = np.asarray(series)
-    return _run(model, run_inputs, backend, trusted)
+        run_inputs[spec.inputs[name]] = np.asarray(series)
+    return run_inputs
 
 
 def _run(model: Model, inputs: dict, backend: str, trusted: bool) -> Trajectories:
