@@ -17,12 +17,7 @@ __all__ = ["add_sweep", "parse_values"]
 
 def add_sweep(subparsers, common) -> None:
     """Declare ``mdf-loops sweep`` and its options."""
-    from mdf_loops.cli.common import (
-        add_input_option as _add_input_option,
-    )
-    from mdf_loops.cli.common import (
-        positive_int as _positive_int,
-    )
+    from mdf_loops.cli.common import add_input_option
 
     p = subparsers.add_parser(
         "sweep",
@@ -45,7 +40,14 @@ def add_sweep(subparsers, common) -> None:
         "values: START:STOP:COUNT (evenly spaced, both ends included) or "
         "V1,V2,...; repeat for a grid over several",
     )
-    _add_input_option(p)
+    add_input_option(p)
+    _add_output_options(p)
+    _add_run_options(p)
+    p.set_defaults(command=_sweep)
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """Where the results go and which outputs they keep."""
     p.add_argument(
         "-o",
         "--output",
@@ -59,12 +61,18 @@ def add_sweep(subparsers, common) -> None:
         metavar="NAME",
         help="an output to keep (default: all); repeat for several",
     )
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """Where and how the settings run."""
+    from mdf_loops.cli.common import positive_int
+
     p.add_argument(
         "--scheduler", metavar="ADDRESS", help="run on this Dask scheduler, e.g. tcp://host:8786"
     )
     p.add_argument(
         "--batch-size",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="settings per task (default: about four tasks per worker)",
     )
@@ -75,7 +83,6 @@ def add_sweep(subparsers, common) -> None:
     p.add_argument(
         "--trusted", action="store_true", help="skip the expression allow-list (see docs/safety.md)"
     )
-    p.set_defaults(command=_sweep)
 
 
 def parse_values(text: str) -> list[float] | list[int]:

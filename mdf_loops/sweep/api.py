@@ -89,14 +89,7 @@ def sweep(
     """
     _require_extra()
     plan = _plan(model, grid, samples, inputs, outputs, backend, graph, run_options)
-    table = ResultTable(plan.space, plan.task.outputs, plan.attrs)
-    if output is not None:
-        check_output_path(output)
-        if os.path.exists(output):
-            skipped = table.resume_from(load_dataset(output))
-            log.info(
-                "%s: resuming; %d of %d settings already done", output, skipped, len(plan.space)
-            )
+    table = _resumed_table(plan, output)
     pending = table.pending
     if pending:
         saver = _Checkpoints(table, output, checkpoint_seconds)
@@ -108,6 +101,19 @@ def sweep(
     elif output is not None:
         save_dataset(table.to_dataset(), output)
     return table.to_dataset()
+
+
+def _resumed_table(plan: _Plan, output: str | os.PathLike | None) -> ResultTable:
+    """The sweep's result table, holding the settings an existing ``output`` file has done."""
+    table = ResultTable(plan.space, plan.task.outputs, plan.attrs)
+    if output is not None:
+        check_output_path(output)
+        if os.path.exists(output):
+            skipped = table.resume_from(load_dataset(output))
+            log.info(
+                "%s: resuming; %d of %d settings already done", output, skipped, len(plan.space)
+            )
+    return table
 
 
 def _require_extra() -> None:

@@ -144,6 +144,7 @@ def _check_trial(condition: Any, node_conditions: dict, graph_id: str) -> None:
 
 
 def _collect(condition, plan: SchedulePlan, owner, set_of, graph_id, termination) -> None:
+    """Record in ``plan`` what ``condition`` reads (counts, thresholds); refuse the rest."""
     where = (
         f"graph '{graph_id}' termination condition"
         if termination
@@ -153,48 +154,13 @@ def _collect(condition, plan: SchedulePlan, owner, set_of, graph_id, termination
         for inner in condition.args:
             _collect(inner, plan, owner, set_of, graph_id, termination)
         return
-    if isinstance(
-        condition,
-        (
-            gs.Always,
-            gs.Never,
-            gs.EveryNPasses,
-            gs.AfterNPasses,
-            gs.AtPass,
-            gs.BeforePass,
-            gs.AfterPass,
-        ),
-    ):
+    if isinstance(condition, _PASS_CONDITIONS):
         return
     if isinstance(condition, (gs.AfterNCalls, gs.BeforeNCalls, gs.AtNCalls, gs.EveryNCalls)):
-        dependency = _node_id(condition.args[0])
-        if owner is not None and set_of.get(dependency) == set_of.get(owner):
-            if not isinstance(condition, gs.AfterNCalls) or dependency == owner:
-                raise ConditionError(
-                    f"{where}: {_name(condition)} depends on '{dependency}', "
-                    "which runs in the same consideration set; graph-scheduler's order there "
-                    "is not defined, so only "
-                    "AfterNCalls (which holds whichever runs first) is supported there"
-                )
-            plan.same_set.setdefault(owner, set()).add(dependency)
-        if dependency not in plan.counted:
-            plan.counted.append(dependency)
-        if isinstance(condition, gs.EveryNCalls):
-            if owner is None:
-                raise ConditionError(f"{where}: EveryNCalls needs an owner node")
-            if (dependency, owner) not in plan.useable:
-                plan.useable.append((dependency, owner))
+        _collect_calls(condition, plan, owner, set_of, where)
         return
     if isinstance(condition, gs.Threshold) and termination:
-        node = _node_id(condition.dependency)
-        if set_of.get(node, 0) != len(plan.sets) - 1:
-            raise ConditionError(
-                f"{where}: Threshold on '{node}.{condition.parameter}', a node "
-                "that is not in the last consideration set: it could end a step "
-                "half-way, which the time loop does not model"
-            )
-        port = f"threshold{len(plan.thresholds)}"
-        plan.thresholds.append(ThresholdRead(node, str(condition.parameter), port))
+        _collect_threshold(condition, plan, set_of, where)
         return
     if isinstance(condition, gs.WhenFinished):
         raise ConditionError(
@@ -209,6 +175,54 @@ def _collect(condition, plan: SchedulePlan, owner, set_of, graph_id, termination
         + (", Threshold" if termination else "")
         + ")"
     )
+
+
+#: conditions that read nothing but the pass count
+_PASS_CONDITIONS = (
+    gs.Always,
+    gs.Never,
+    gs.EveryNPasses,
+    gs.AfterNPasses,
+    gs.AtPass,
+    gs.BeforePass,
+    gs.AfterPass,
+)
+
+
+def _collect_calls(condition, plan: SchedulePlan, owner, set_of, where: str) -> None:
+    """A count condition: its dependency's calls are counted (and, for EveryNCalls, the
+    calls since the owner last ran); refused within the owner's consideration set unless
+    it is an AfterNCalls of another node."""
+    dependency = _node_id(condition.args[0])
+    if owner is not None and set_of.get(dependency) == set_of.get(owner):
+        if not isinstance(condition, gs.AfterNCalls) or dependency == owner:
+            raise ConditionError(
+                f"{where}: {_name(condition)} depends on '{dependency}', "
+                "which runs in the same consideration set; graph-scheduler's order there "
+                "is not defined, so only "
+                "AfterNCalls (which holds whichever runs first) is supported there"
+            )
+        plan.same_set.setdefault(owner, set()).add(dependency)
+    if dependency not in plan.counted:
+        plan.counted.append(dependency)
+    if isinstance(condition, gs.EveryNCalls):
+        if owner is None:
+            raise ConditionError(f"{where}: EveryNCalls needs an owner node")
+        if (dependency, owner) not in plan.useable:
+            plan.useable.append((dependency, owner))
+
+
+def _collect_threshold(condition, plan: SchedulePlan, set_of, where: str) -> None:
+    """A Threshold termination: the value it reads, on a node of the last consideration set."""
+    node = _node_id(condition.dependency)
+    if set_of.get(node, 0) != len(plan.sets) - 1:
+        raise ConditionError(
+            f"{where}: Threshold on '{node}.{condition.parameter}', a node "
+            "that is not in the last consideration set: it could end a step "
+            "half-way, which the time loop does not model"
+        )
+    port = f"threshold{len(plan.thresholds)}"
+    plan.thresholds.append(ThresholdRead(node, str(condition.parameter), port))
 
 
 def expression(condition, counts: Counts, owner: str | None, plan: SchedulePlan) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import logging
 import os
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,15 +14,9 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import SIMULATE_BACKENDS, SimulateBackend
 from mdf_loops.errors import ModelError
-from mdf_loops.model.compat import input_default
 from mdf_loops.model.interface import load_model
-from mdf_loops.timeloop.convert import (
-    _LOOP_FUNCTION,
-    LOOP_NODE,
-    METADATA_KEY,
-    time_loop_spec,
-    to_time_loop,
-)
+from mdf_loops.timeloop.convert import to_time_loop
+from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
 
 __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 
@@ -122,33 +115,39 @@ def simulate(
             inputs=series,
             trusted=trusted,
         )
-        run_inputs: dict[str, Any] = {}
-    else:
-        if until is not None or duration is not None or record is not None or dt is not None:
+        return _run(model, {}, backend, trusted)
+    if until is not None or duration is not None or record is not None or dt is not None:
+        raise ModelError(
+            f"model '{model.id}' is a time-loop model already: its dt, until, "
+            "duration and record are fixed; give steps or inputs only"
+        )
+    return _run(model, _stored_loop_inputs(model, steps, inputs), backend, trusted)
+
+
+def _stored_loop_inputs(
+    model: Model, steps: int | None, inputs: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The inputs of a stored time-loop model: its trip count and the time series it reads."""
+    spec = time_loop_spec(model)
+    run_inputs: dict[str, Any] = {} if steps is None else {"steps": np.int64(steps)}
+    for name, series in (inputs or {}).items():
+        if name not in spec.inputs:
             raise ModelError(
-                f"model '{model.id}' is a time-loop model already: its dt, until, "
-                "duration and record are fixed; give steps or inputs only"
+                f"model '{model.id}': no input time series '{name}' "
+                f"(it reads {sorted(spec.inputs)})"
             )
-        spec = time_loop_spec(model)
-        run_inputs = {} if steps is None else {"steps": np.int64(steps)}
-        for name, series in (inputs or {}).items():
-            if name not in spec.inputs:
-                raise ModelError(
-                    f"model '{model.id}': no input time series '{name}' "
-                    f"(it reads {sorted(spec.inputs)})"
-                )
-            run_inputs[spec.inputs[name]] = np.asarray(series)
-    return _run(model, run_inputs, backend, trusted)
+        run_inputs[spec.inputs[name]] = np.asarray(series)
+    return run_inputs
 
 
 def _run(model: Model, inputs: dict, backend: str, trusted: bool) -> Trajectories:
     spec = time_loop_spec(model)
     steps = int(inputs.get("steps", spec.steps))
     if backend in ("auto", "python"):
-        from mdf_loops.timeloop.python_loop import NotCompilable
+        from mdf_loops.backends.python import NotCompilable, run_time_loop
 
         try:
-            return _run_python(model, inputs, spec, trusted)
+            return run_time_loop(model, inputs, spec, trusted)
         except NotCompilable as exc:
             if backend == "python":
                 raise
@@ -169,49 +168,3 @@ def _run(model: Model, inputs: dict, backend: str, trusted: bool) -> Trajectorie
     values = {ref: np.asarray(outputs[f"{LOOP_NODE}.{port}"]) for ref, port in names.items()}
     time = values.pop("time")
     return Trajectories(time, values, chosen)
-
-
-_COMPILED: weakref.WeakKeyDictionary[Model, Any] = weakref.WeakKeyDictionary()
-
-
-def _run_python(model: Model, inputs: dict, spec, trusted: bool) -> Trajectories:
-    from mdf_loops.timeloop.python_loop import compile_time_loop
-
-    compiled = _COMPILED.get(model)
-    if compiled is None:
-        if not trusted:
-            from mdf_loops.safety.checks import check_model
-
-            check_model(model)  # the allow-list: the body's expressions become Python code
-        compiled = _COMPILED[model] = compile_time_loop(model)
-    loop = next(n for n in model.graphs[0].nodes if n.id == LOOP_NODE)
-    params = {p.id: p.value for p in loop.parameters}
-    ports = {p.id: p for p in loop.input_ports}
-    steps = int(inputs.get("steps", input_default(ports["steps"])))
-    initial = [
-        _initial(params[name.strip()])
-        for name in next(p for p in loop.parameters if p.id == _LOOP_FUNCTION)
-        .args["v_initial"]
-        .strip("[]")
-        .split(",")
-        if name.strip()
-    ]
-    outer = []
-    from mdf_loops.model.convention import body_graph, body_signature
-
-    for name in body_signature(body_graph(params["body"])).outer_scope_inputs:
-        value = inputs.get(name, input_default(ports[name]))
-        if value is None:
-            raise ModelError(f"model '{model.id}': input time series '{name}' is not given")
-        outer.append(np.asarray(value))
-        if len(outer[-1]) < steps:
-            raise ModelError(f"input '{name}': {len(outer[-1])} steps, the loop runs {steps}")
-    _, scans = compiled.run(steps, bool(params["continue0"]), *initial, *outer)
-    arrays = [np.asarray(s, dtype=float) if not len(s) else np.asarray(s) for s in scans]
-    time = arrays[0]
-    values = {ref: arrays[1 + k] for k, ref in enumerate(spec.records)}
-    return Trajectories(time, values, "python")
-
-
-def _initial(value: Any) -> Any:
-    return np.asarray(value)[()] if isinstance(value, list) else value

@@ -67,8 +67,26 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
     params = list(source.parameters)
     index = {p.id: i for i, p in enumerate(params)}
     old = _old_values_read(params, index, where) if not conditioned else set(index)
-    fresh = FRESH if conditioned else FIRST
+    carried = [p.id for p in params if p.id in old]
     node = Node(id=source.id, metadata=dict(source.metadata or {}))
+    _input_ports(source, node, conditioned, carried)
+    old_name = {name: f"{name}__old" for name in carried}
+    _current_values(source, node, params, old_name, FRESH if conditioned else FIRST, where)
+    for i, p in enumerate(params):  # new values (second sweep)
+        mapping = {q.id: old_name[q.id] for q in params[i:] if q.id in old_name}
+        node.parameters += _new_value(source.id, p, mapping, dt, conditioned, where)
+    _output_ports(
+        source,
+        node,
+        conditioned,
+        sorted(set(carried) | (exposed & set(index)), key=index.__getitem__),
+    )
+    _check_clashes(source, node)
+    return StepNode(node, carried, [p.id for p in source.output_ports] if conditioned else [])
+
+
+def _input_ports(source: Node, node: Node, conditioned: bool, carried: list[str]) -> None:
+    """The source's input ports, the step flags, and one port per carried parameter."""
     node.input_ports += [
         InputPort(
             id=p.id, shape=p.shape, type=p.type, default_value=p.default_value, reduce=p.reduce
@@ -78,15 +96,25 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
     node.input_ports.append(InputPort(id=FIRST))
     if conditioned:
         node.input_ports += [InputPort(id=RUNS), InputPort(id=FRESH)]
-    carried = [p.id for p in params if p.id in old]
     for name in carried:
         node.input_ports.append(InputPort(id=carried_port(source.id, name)))
-    old_name = {name: f"{name}__old" for name in carried}
+
+
+def _current_values(
+    source: Node,
+    node: Node,
+    params: list[Parameter],
+    old_name: dict[str, str],
+    fresh: str,
+    where: str,
+) -> None:
+    """The first sweep: each carried parameter's current value (its initial value when fresh)."""
+    index = {p.id: i for i, p in enumerate(params)}
     for p in params:  # an array initial value: a parameter of its own (a constant to export)
         if isinstance(p.default_initial_value, (list, tuple)):
             node.parameters.append(Parameter(id=_init_name(p), value=list(p.default_initial_value)))
     for p in params:  # current values, in declared order (first sweep)
-        if p.id in old:
+        if p.id in old_name:
             init = _initial_value(
                 p,
                 {
@@ -102,9 +130,11 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
                     value=f"numpy.where({fresh}, {init}, {carried_port(source.id, p.id)})[()]",
                 )
             )
-    for i, p in enumerate(params):  # new values (second sweep)
-        mapping = {q.id: old_name[q.id] for q in params[i:] if q.id in old_name}
-        node.parameters += _new_value(source.id, p, mapping, dt, conditioned, where)
+
+
+def _output_ports(source: Node, node: Node, conditioned: bool, shown: list[str]) -> None:
+    """The source's output ports (kept when the node does not run), and one port per
+    parameter in ``shown`` with its new value."""
     for port in source.output_ports:
         value = port.value
         if conditioned:
@@ -114,15 +144,13 @@ def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) 
             OutputPort(id=port.id, value=value, shape=port.shape, type=port.type)
         )
     taken = {p.id for p in source.output_ports}
-    for name in sorted(set(carried) | (exposed & set(index)), key=index.__getitem__):
+    for name in shown:
         if value_port(name) in taken:
             raise ModelError(
-                f"{where}: output port '{value_port(name)}' clashes with a name the "
-                "time loop needs; rename the port"
+                f"node '{source.id}': output port '{value_port(name)}' clashes with a name "
+                "the time loop needs; rename the port"
             )
         node.output_ports.append(OutputPort(id=value_port(name), value=name))
-    _check_clashes(source, node)
-    return StepNode(node, carried, [p.id for p in source.output_ports] if conditioned else [])
 
 
 def names_read_all(p: Parameter) -> set[str]:
@@ -176,20 +204,42 @@ def _initial_value(p: Parameter, mapping: dict[str, str], where: str) -> str:
 def _new_value(
     node_id: str, p: Parameter, mapping: dict[str, str], dt: float, conditioned: bool, where: str
 ) -> list[Parameter]:
+    """The second sweep for ``p``: its new value, its conditions, and (when the node may
+    skip the step) the choice between the new and the current value."""
     here = f"{where} parameter '{p.id}'"
     target = f"{p.id}__new" if conditioned else p.id
     base = f"{p.id}__base" if p.conditions else target
-    out: list[Parameter] = []
+    out = [_base_value(node_id, p, base, mapping, dt, conditioned, here)]
+    current = base
+    for k, c in enumerate(p.conditions or []):
+        test = rename(_field(c, "test"), mapping, f"{here} condition test")
+        value = rename(_field(c, "value"), mapping, f"{here} condition value")
+        name = target if k == len(p.conditions) - 1 else f"{p.id}__c{k}"
+        out.append(Parameter(id=name, value=f"numpy.where({test}, {value}, {current})"))
+        current = name
+    if conditioned:
+        out.append(Parameter(id=p.id, value=f"numpy.where({RUNS}, {target}, {p.id}__old)"))
+    return out
+
+
+def _base_value(
+    node_id: str,
+    p: Parameter,
+    base: str,
+    mapping: dict[str, str],
+    dt: float,
+    conditioned: bool,
+    here: str,
+) -> Parameter:
+    """``p``'s new value before its conditions: its value, function, or Euler step."""
     if p.value is not None:
-        out.append(
-            Parameter(
-                id=base,
-                value=rename(p.value, mapping, f"{here} value")
-                if isinstance(p.value, str)
-                else p.value,
-            )
+        return Parameter(
+            id=base,
+            value=rename(p.value, mapping, f"{here} value")
+            if isinstance(p.value, str)
+            else p.value,
         )
-    elif p.function:
+    if p.function:
         args = {
             k: (
                 rename(
@@ -202,8 +252,8 @@ def _new_value(
             )
             for k, v in (p.args or {}).items()
         }
-        out.append(Parameter(id=base, function=p.function, args=args))
-    elif p.time_derivative is not None:
+        return Parameter(id=base, function=p.function, args=args)
+    if p.time_derivative is not None:
         if p.default_initial_value is None:
             raise ModelError(f"{here}: a time_derivative needs a default_initial_value")
         init = _default(p, mapping, here)
@@ -213,27 +263,14 @@ def _new_value(
             {"current": mapping[p.id], "derivative": f"({derivative})"},
             here,
         )
-        out.append(Parameter(id=base, value=f"numpy.where({FIRST}, {init}, {step})"))
-    elif p.conditions:
+        return Parameter(id=base, value=f"numpy.where({FIRST}, {init}, {step})")
+    if p.conditions:
         fresh = FRESH if conditioned else FIRST
-        out.append(
-            Parameter(id=base, value=f"numpy.where({fresh}, 0.0, {carried_port(node_id, p.id)})")
-        )
-    else:
-        raise ModelError(
-            f"{here}: it has no value, function or time_derivative; modeci-mdf "
-            "leaves it None at every step"
-        )
-    current = base
-    for k, c in enumerate(p.conditions or []):
-        test = rename(_field(c, "test"), mapping, f"{here} condition test")
-        value = rename(_field(c, "value"), mapping, f"{here} condition value")
-        name = target if k == len(p.conditions) - 1 else f"{p.id}__c{k}"
-        out.append(Parameter(id=name, value=f"numpy.where({test}, {value}, {current})"))
-        current = name
-    if conditioned:
-        out.append(Parameter(id=p.id, value=f"numpy.where({RUNS}, {target}, {p.id}__old)"))
-    return out
+        return Parameter(id=base, value=f"numpy.where({fresh}, 0.0, {carried_port(node_id, p.id)})")
+    raise ModelError(
+        f"{here}: it has no value, function or time_derivative; modeci-mdf "
+        "leaves it None at every step"
+    )
 
 
 def _init_name(p: Parameter) -> str:

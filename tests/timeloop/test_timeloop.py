@@ -19,7 +19,7 @@ import pytest
 from modeci_mdf.utils import load_mdf
 
 import mdf_loops
-from mdf_loops.timeloop.convert import LOOP_NODE
+from mdf_loops.timeloop.spec import LOOP_NODE
 from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modeci_mdf.mdf import (Condition, ConditionSet, Edge, Graph, InputPort, Model, Node,
-                            OutputPort, Parameter, ParameterCondition)
+from modeci_mdf.mdf import (Condition, ConditionSet, Edge, Function, Graph, InputPort, Model,
+                            Node, OutputPort, Parameter, ParameterCondition)
 
 import mdf_loops
-import mdf_loops.timeloop.python_loop
+from mdf_loops.backends.python import NotCompilable
 from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.conditions import ConditionError
 
@@ -161,7 +161,7 @@ def test_a_standard_function_falls_back_from_python_to_onnxruntime(tmp_path):
     path = tmp_path / "f.json"
     Model(id="f", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))
     stock = stock_traces(path, 0.1, 30, ["N.out"], None, tmp_path)
-    with pytest.raises(mdf_loops.timeloop.python_loop.NotCompilable, match="function 'linear'"):
+    with pytest.raises(NotCompilable, match="function 'linear'"):
         mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"], backend="python")
     traces = mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"])
     assert traces.backend.startswith("auto")
@@ -196,3 +196,38 @@ def test_a_cycle_of_edges_is_refused():
     model.graphs[0].nodes[0].input_ports.append(InputPort(id="back"))
     with pytest.raises(ModelError, match="cycle among \\['A', 'B'\\]"):
         mdf_loops.to_time_loop(model, dt=1.0, steps=3, record=["A.out"])
+
+
+def test_a_count_condition_within_its_own_consideration_set_is_refused():
+    model = _graph({"C": Condition("EveryNCalls", dependencies="A", n=1)})
+    with pytest.raises(ConditionError, match="node 'C'.*depends on 'A', which runs in the same "
+                                             "consideration set"):
+        mdf_loops.to_time_loop(model, dt=1.0, steps=5, record=["C.out"])
+
+
+def test_a_time_loop_model_takes_steps_and_its_own_inputs_only():
+    loop = mdf_loops.to_time_loop(_graph(), dt=1.0, steps=5, record=["A.out"])
+    with pytest.raises(ModelError, match="time-loop model already: its dt, until, duration and "
+                                         "record are fixed"):
+        mdf_loops.simulate(loop, dt=1.0)
+    with pytest.raises(ModelError, match="no input time series 'drive' \\(it reads \\[\\]\\)"):
+        mdf_loops.simulate(loop, inputs={"drive": np.zeros(5)})
+
+
+def _single(node: Node) -> Model:
+    return Model(id="one", graphs=[Graph(id="g", nodes=[node])])
+
+
+def test_step_nodes_refuse_what_has_no_stateless_form():
+    clash = Node(id="N")
+    clash.parameters.append(Parameter(id="n", value="n + 1", default_initial_value=0))
+    clash.output_ports += [OutputPort(id="out", value="n"), OutputPort(id="n__value", value="n")]
+    with pytest.raises(ModelError, match="node 'N': output port 'n__value' clashes with a name "
+                                         "the time loop needs"):
+        mdf_loops.to_time_loop(_single(clash), dt=1.0, steps=3, record=["N.out"])
+    with_function = Node(id="N")
+    with_function.functions.append(Function(id="f", value="2 * 3"))
+    with_function.output_ports.append(OutputPort(id="out", value="f"))
+    with pytest.raises(ModelError, match="node 'N': node functions \\(\\['f'\\]\\) are not "
+                                         "supported in a time loop"):
+        mdf_loops.to_time_loop(_single(with_function), dt=1.0, steps=3, record=["N.out"])

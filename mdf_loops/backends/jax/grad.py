@@ -134,8 +134,22 @@ def value_and_grad(
         lowered, feed, renamed = prepare(
             model, inputs or {}, names, graph=graph, trusted=trusted, limits=limits
         )
-    fed = lowered.feed(feed)
-    static, dynamic = lowered.split(fed)
+    static, dynamic = lowered.split(lowered.feed(feed))
+    _check_differentiable(names, renamed, static, dynamic)
+    with x64():
+        value, flag, grads = _evaluate(lowered, static, dynamic, of, [renamed[n] for n in names])
+    if flag & LIMIT_PASSED:
+        raise IterationLimitError(
+            f"a Loop passed max_iterations={limits and limits.max_iterations}"
+            " (jax backend, gradient); raise it with max_iterations=N"
+        )
+    return np.asarray(value), {n: np.asarray(grads[renamed[n]]) for n in names}
+
+
+def _check_differentiable(
+    names: list[str], renamed: Mapping[str, str], static: Mapping, dynamic: Mapping
+) -> None:
+    """Each of ``names`` must reach the model as a floating-point run-time value."""
     for name in names:
         if renamed[name] in static:
             raise ModelError(
@@ -147,24 +161,22 @@ def value_and_grad(
                 f"'{name}' is {np.asarray(dynamic[renamed[name]]).dtype}; only "
                 "floating-point values have gradients"
             )
-    with x64():
-        while True:
-            fn = _gradient_function(lowered, static, dynamic, of, tuple(renamed[n] for n in names))
-            points = {renamed[n]: dynamic[renamed[n]] for n in names}
-            rest = {k: v for k, v in dynamic.items() if k not in points}
-            (value, flag), grads = fn(points, rest)
-            flag = int(flag)
-            if flag & BUFFER_FULL and lowered.buffer_rows < lowered._max_rows():
-                lowered.buffer_rows = min(lowered.buffer_rows * 8, lowered._max_rows())
-                lowered._jitted.clear()
-                continue
-            break
-    if flag & LIMIT_PASSED:
-        raise IterationLimitError(
-            f"a Loop passed max_iterations={limits and limits.max_iterations}"
-            " (jax backend, gradient); raise it with max_iterations=N"
-        )
-    return np.asarray(value), {n: np.asarray(grads[renamed[n]]) for n in names}
+
+
+def _evaluate(lowered, static, dynamic, of, wrt: list[str]) -> tuple[Any, int, dict]:
+    """``(value, flag, gradients by input)``; a Loop whose scan buffer filled up is run
+    again with eight times the rows (up to the model's maximum)."""
+    while True:
+        fn = _gradient_function(lowered, static, dynamic, of, tuple(wrt))
+        points = {name: dynamic[name] for name in wrt}
+        rest = {k: v for k, v in dynamic.items() if k not in points}
+        (value, flag), grads = fn(points, rest)
+        flag = int(flag)
+        if flag & BUFFER_FULL and lowered.buffer_rows < lowered._max_rows():
+            lowered.buffer_rows = min(lowered.buffer_rows * 8, lowered._max_rows())
+            lowered._jitted.clear()
+            continue
+        return value, flag, grads
 
 
 def grad(

@@ -1,0 +1,60 @@
+"""The python backend of ``simulate``: a time-loop model's inputs handed to its compiled loop."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+from modeci_mdf.mdf import Model
+
+from mdf_loops.backends.python.compiled import CompiledTimeLoop, compile_time_loop
+from mdf_loops.errors import ModelError
+from mdf_loops.model.compat import input_default
+from mdf_loops.model.convention import body_graph, body_signature
+from mdf_loops.timeloop.simulate import Trajectories
+from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE, TimeLoopSpec
+
+__all__ = ["run_time_loop"]
+
+_COMPILED: weakref.WeakKeyDictionary[Model, CompiledTimeLoop] = weakref.WeakKeyDictionary()
+
+
+def run_time_loop(model: Model, inputs: dict, spec: TimeLoopSpec, trusted: bool) -> Trajectories:
+    """Simulate ``model`` with its compiled Python loop (compiled once per model)."""
+    compiled = _COMPILED.get(model)
+    if compiled is None:
+        if not trusted:
+            from mdf_loops.safety.checks import check_model
+
+            check_model(model)  # the allow-list: the body's expressions become Python code
+        compiled = _COMPILED[model] = compile_time_loop(model)
+    loop = next(n for n in model.graphs[0].nodes if n.id == LOOP_NODE)
+    params = {p.id: p.value for p in loop.parameters}
+    ports = {p.id: p for p in loop.input_ports}
+    steps = int(inputs.get("steps", input_default(ports["steps"])))
+    initial = [
+        _initial(params[name.strip()])
+        for name in next(p for p in loop.parameters if p.id == LOOP_FUNCTION)
+        .args["v_initial"]
+        .strip("[]")
+        .split(",")
+        if name.strip()
+    ]
+    outer = []
+    for name in body_signature(body_graph(params["body"])).outer_scope_inputs:
+        value = inputs.get(name, input_default(ports[name]))
+        if value is None:
+            raise ModelError(f"model '{model.id}': input time series '{name}' is not given")
+        outer.append(np.asarray(value))
+        if len(outer[-1]) < steps:
+            raise ModelError(f"input '{name}': {len(outer[-1])} steps, the loop runs {steps}")
+    _, scans = compiled.run(steps, bool(params["continue0"]), *initial, *outer)
+    arrays = [np.asarray(s, dtype=float) if not len(s) else np.asarray(s) for s in scans]
+    time = arrays[0]
+    values = {ref: arrays[1 + k] for k, ref in enumerate(spec.records)}
+    return Trajectories(time, values, "python")
+
+
+def _initial(value: Any) -> Any:
+    return np.asarray(value)[()] if isinstance(value, list) else value

@@ -1,0 +1,98 @@
+"""The text of the ``time_loop`` function: the first step, a loop over the rest, the scans.
+
+The first step is written out separately, so that the selections of the initial values
+fold away; the types of the carried values are assumed from the initial values and
+kept where every step returns them (:mod:`~mdf_loops.backends.python.scalar_types`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modeci_mdf.mdf import Node
+
+from mdf_loops.backends.python.simplify import simplify
+from mdf_loops.backends.python.writer import StepWriter, variable
+from mdf_loops.timeloop.spec import LOOP_FUNCTION
+
+__all__ = ["function_source", "scan_kinds"]
+
+#: ONNX element type -> array typecode, for one-dimensional float64 and int64 series
+_ARRAY_CODES: dict[Any, str] = {1: "d", 11: "d", 7: "q"}
+
+
+def scan_kinds(loop: Node, n_scan: int) -> list[str]:
+    """Per scan output: ``_array('d')``/``_array('q')`` for float64/int64 scalars, else a list.
+
+    An ``array`` holds 8 bytes a step where a list of Python numbers holds 32.
+    """
+    by_index = {}
+    for port in loop.output_ports:
+        value = (port.value or "").strip()
+        if value.startswith(f"{LOOP_FUNCTION}[") and value.endswith("]"):
+            by_index[int(value[len(LOOP_FUNCTION) + 1 : -1])] = port
+    first = min(by_index) if by_index else 0
+    kinds = []
+    for k in range(n_scan):
+        port = by_index.get(first + k)
+        tensor = (
+            (((port.metadata or {}).get("onnx_type") or {}).get("tensorType") or {})
+            if port is not None
+            else {}
+        )
+        dims = (tensor.get("shape") or {}).get("dim") or []
+        code = _ARRAY_CODES.get(tensor.get("elemType")) if len(dims) == 1 else None
+        kinds.append("[]" if code is None or tensor.get("elemType") == 1 else f"_array({code!r})")
+    return kinds
+
+
+def function_source(
+    signature,
+    n_carried: int,
+    first: list[str],
+    rest: list[str],
+    writer: StepWriter,
+    kinds: list[str],
+    initial_types: list[str | None],
+) -> str:
+    """Python source of ``time_loop(steps, cond, *carried, *series)`` over the written steps."""
+    carried = [f"c{k}" for k in range(n_carried)]
+    outer = list(signature.outer_scope_inputs)
+    args = ", ".join(
+        [
+            "steps",
+            "cond",
+            *carried,
+            *[variable("outer", p) for p in outer],
+            "_where=_where",
+            "_scalar=_scalar",
+        ]
+    )
+    lines = [f"def time_loop({args}):"]
+    n_scan = len(signature.formal_outputs) - 1 - n_carried
+    lines += [f"    s{k} = {kinds[k]}" for k in range(n_scan)]
+    lines.append("    iteration = 0")
+    tail = writer.tail(n_carried, n_scan)
+    # the carried types: assumed from the initial values, kept where every step returns them
+    assumed = list(initial_types)
+    while True:
+        first_code, first_out = simplify(first + tail, _env(initial_types))
+        rest_code, rest_out = simplify(rest + tail, _env(assumed))
+        agreed = [a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out)]
+        if agreed == assumed:
+            break
+        assumed = agreed
+    lines.append("    if steps > 0 and cond:")
+    lines += ["        " + line for line in first_code]
+    lines.append("    for iteration in range(1, steps):")
+    lines.append("        if not cond:")
+    lines.append("            break")
+    lines += ["        " + line for line in rest_code]
+    lines.append(f"    return cond, [{', '.join(f's{k}' for k in range(n_scan))}]")
+    return "\n".join(lines) + "\n"
+
+
+def _env(carried_types: list[str | None]) -> dict[str, str | None]:
+    env: dict[str, str | None] = {"iteration": "int"}
+    env.update({f"c{k}": t for k, t in enumerate(carried_types)})
+    return env

@@ -1,0 +1,251 @@
+"""The one-step body graph of a time loop, built from the nodes of a stateful graph.
+
+Each source node becomes a stateless step node (:mod:`~mdf_loops.timeloop.step`); the
+builder adds the clock (time and the first-step flag), the node that reads the input
+time series, the schedule of conditioned nodes and the control node computing the
+Loop's condition, and states which values the Loop carries and records.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from modeci_mdf.mdf import Edge, Graph, InputPort, Node, OutputPort, Parameter
+
+from mdf_loops.errors import ModelError
+from mdf_loops.model.convention import set_body_signature
+from mdf_loops.timeloop.conditions import SchedulePlan
+from mdf_loops.timeloop.schedule import (
+    control_node,
+    counter_ports,
+    schedule_node,
+    termination_expression,
+)
+from mdf_loops.timeloop.step import FIRST, FRESH, RUNS, carried_port, step_node, value_port
+
+__all__ = ["BodyBuilder"]
+
+
+class BodyBuilder:
+    """Builds the one-step body graph from the source graph."""
+
+    def __init__(self, source: Graph, dt: float, plan: SchedulePlan, values: dict, series: dict):
+        self.source, self.dt, self.plan, self.values, self.series = source, dt, plan, values, series
+        self.nodes = {n.id: n for n in source.nodes}
+        self.exposed: dict[str, set[str]] = {n: set() for n in self.nodes}
+        taken = set(self.nodes)
+        self.clock = _fresh_id("clock", taken)
+        self.feed = _fresh_id("inputs", taken)
+        self.scheduler = _fresh_id("schedule", taken)
+        self.control = _fresh_id("control", taken)
+        for read in plan.thresholds:
+            self._reference(read.node, read.name)
+
+    def _reference(self, node_id: str, name: str) -> tuple[str, str]:
+        """The body output port showing ``node.name`` after a step."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise ModelError(
+                f"graph '{self.source.id}' has no node '{node_id}' (nodes: {sorted(self.nodes)})"
+            )
+        if any(p.id == name for p in node.output_ports):
+            return node_id, name
+        if any(p.id == name for p in node.parameters):
+            self.exposed[node_id].add(name)
+            return node_id, value_port(name)
+        raise ModelError(
+            f"node '{node_id}' has no output port or parameter '{name}' (ports: "
+            f"{[p.id for p in node.output_ports]}, parameters: "
+            f"{[p.id for p in node.parameters]})"
+        )
+
+    def records(self, record: Sequence[str]) -> dict[str, tuple[str, str]]:
+        refs = {}
+        for ref in record:
+            if not isinstance(ref, str) or ref.count(".") != 1:
+                raise ModelError(f"record {ref!r}: expected 'node_id.port_or_parameter_id'")
+            refs[ref] = self._reference(*ref.split("."))
+        self.recorded = refs
+        return refs
+
+    def build(self, until: str | None) -> tuple[Graph, list[tuple[str, Any]], bool]:
+        body = Graph(id=f"{self.source.id}_step")
+        masked = self.plan.masked
+        carried_in: list[str] = []
+        carried_out: list[str] = []
+        initial: list[tuple[str, Any]] = []
+        step_nodes = {}
+        for node in self.source.nodes:
+            built = step_node(
+                node, self.dt, conditioned=node.id in masked, exposed=self.exposed[node.id]
+            )
+            step_nodes[node.id] = built
+            body.nodes.append(built.node)
+            for name in built.carried_parameters:
+                carried_in.append(carried_port(node.id, name))
+                carried_out.append(f"{node.id}.{value_port(name)}")
+                initial.append((carried_port(node.id, name), self._initial(node.id, name)))
+            for port in built.carried_outputs:
+                carried_in.append(carried_port(node.id, port))
+                carried_out.append(f"{node.id}.{port}")
+                initial.append((carried_port(node.id, port), self._initial(node.id, port)))
+        body.edges += [copy.deepcopy(e) for e in self.source.edges]
+        self._clock(body)
+        self._inputs(body)
+        if self.plan.needs_schedule:
+            body.nodes.append(schedule_node(self.plan, self.scheduler))
+            for name in counter_ports(self.plan):
+                carried_in.append(name)
+                carried_out.append(f"{self.scheduler}.{name}__next")
+                initial.append((name, 0))
+            for n in masked:
+                self._edge(body, self.scheduler, f"runs__{n}", n, RUNS)
+                self._edge(body, self.scheduler, f"fresh__{n}", n, FRESH)
+        until_text, until_ports = self._until(body, until)
+        body.nodes.append(control_node(self.plan, self.control, until_text, until_ports))
+        if self.plan.termination is not None:
+            for name in counter_ports(self.plan):
+                self._edge(body, self.scheduler, f"{name}__next", self.control, f"end__{name}")
+            for read in self.plan.thresholds:
+                self._edge(body, *self._reference(read.node, read.name), self.control, read.port)
+        scans = [f"{self.clock}.time"] + [f"{n}.{p}" for n, p in self.recorded.values()]
+        set_body_signature(
+            body,
+            ["iteration", "cond_in", *carried_in],
+            [f"{self.control}.cond_out", *carried_out, *scans],
+            [f"{p}__series" for p in self.series],
+        )
+        return body, initial, self._initial_condition()
+
+    def _initial(self, node_id: str, name: str) -> Any:
+        value = self.values.get((node_id, name))
+        if value is None:
+            raise ModelError(
+                f"node '{node_id}' '{name}': it never got a value in the first "
+                "steps on modeci-mdf's engine, so its type is unknown"
+            )
+        return value.tolist()
+
+    def _edge(self, body: Graph, sender: str, sender_port: str, receiver: str, port: str) -> None:
+        body.edges.append(
+            Edge(
+                id=f"{sender}_{sender_port}__{receiver}_{port}",
+                sender=sender,
+                sender_port=sender_port,
+                receiver=receiver,
+                receiver_port=port,
+            )
+        )
+
+    def _clock(self, body: Graph) -> None:
+        clock = Node(id=self.clock)
+        clock.input_ports.append(InputPort(id="iteration"))
+        clock.output_ports += [
+            OutputPort(id="time", value=f"iteration * {self.dt!r}"),
+            OutputPort(id="first", value="iteration == 0"),
+        ]
+        body.nodes.insert(0, clock)
+        for node in self.source.nodes:
+            self._edge(body, self.clock, "first", node.id, FIRST)
+
+    def _inputs(self, body: Graph) -> None:
+        received = {(e.receiver, e.receiver_port) for e in self.source.edges}
+        targets: dict[str, list[str]] = {p: [] for p in self.series}
+        by_id = {n.id: n for n in body.nodes}
+        for node in self.source.nodes:
+            for port in node.input_ports:
+                if (node.id, port.id) in received:
+                    continue
+                if port.id in targets:
+                    targets[port.id].append(node.id)
+                    continue
+                body_port = next(p for p in by_id[node.id].input_ports if p.id == port.id)
+                if body_port.default_value is None:  # modeci-mdf reads zeros of its shape
+                    body_port.default_value = np.zeros(port.shape or ()).tolist()
+        for name, receivers in targets.items():
+            if not receivers:
+                raise ModelError(
+                    f"input '{name}': no input port of that id without an edge "
+                    f"in graph '{self.source.id}'"
+                )
+        if not self.series:
+            return
+        feed = Node(id=self.feed)
+        feed.input_ports.append(InputPort(id="iteration"))
+        for name in self.series:
+            feed.input_ports.append(InputPort(id=f"{name}__series"))
+            feed.parameters.append(
+                Parameter(
+                    id=f"{name}__now",
+                    function="onnx::Gather",
+                    args={"data": f"{name}__series", "indices": "iteration"},
+                )
+            )
+            feed.output_ports.append(OutputPort(id=name, value=f"{name}__now[()]"))
+        body.nodes.insert(1, feed)
+        for name, receivers in targets.items():
+            for receiver in receivers:
+                self._edge(body, self.feed, name, receiver, name)
+
+    def _until(self, body: Graph, until: str | None) -> tuple[str | None, list[str]]:
+        if until is None:
+            return None, []
+        try:
+            tree = ast.parse(until.strip(), mode="eval")
+        except SyntaxError as exc:
+            raise ModelError(f"until {until!r}: not an expression ({exc.msg})") from None
+        ports: dict[str, str] = {}
+
+        class _Refs(ast.NodeTransformer):
+            def visit_Attribute(inner, node):  # noqa: N805 - closure over the builder
+                if isinstance(node.value, ast.Name) and node.value.id in self.nodes:
+                    ref = f"{node.value.id}.{node.attr}"
+                    if ref not in ports:
+                        ports[ref] = f"until{len(ports)}"
+                        self._edge(
+                            body,
+                            *self._reference(node.value.id, node.attr),
+                            self.control,
+                            ports[ref],
+                        )
+                    return ast.copy_location(ast.Name(id=ports[ref], ctx=ast.Load()), node)
+                return inner.generic_visit(node)
+
+        text = ast.unparse(_Refs().visit(tree))
+        if not ports:
+            raise ModelError(f"until {until!r}: it reads no 'node.name' value of the graph")
+        return text, list(ports.values())
+
+    def _initial_condition(self) -> bool:
+        """Stock's check before the first step: is the run terminated already?"""
+        if self.plan.termination is None:
+            return True
+        defaults = {}
+        for read in self.plan.thresholds:
+            node = self.nodes[read.node]
+            param = next((p for p in node.parameters if p.id == read.name), None)
+            default = param.default_initial_value if param is not None else None
+            defaults[read.port] = np.asarray(
+                default if isinstance(default, (int, float, list)) else 0.0, dtype=float
+            )
+        text = termination_expression(
+            self.plan,
+            calls=lambda n: "0",
+            useable=lambda d, o: "0",
+            passes="0",
+            threshold=lambda read: read.port,
+        )
+        value = eval(text, {"__builtins__": {"abs": abs}, "numpy": np}, defaults)  # noqa: S307
+        return not bool(value)
+
+
+def _fresh_id(name: str, taken: set[str]) -> str:
+    candidate, k = name, 1
+    while candidate in taken:
+        candidate, k = f"{name}{k}", k + 1
+    taken.add(candidate)
+    return candidate

@@ -1,0 +1,136 @@
+"""The python backend of time loops (mdf_loops/backends/python/): values and refusals.
+
+The oracle is the loop written by hand in numpy (Newton's law of cooling, forward
+Euler, the update modeci-mdf's engine applies); the stock-engine comparisons of every
+example are in tests/timeloop/test_timeloop.py.
+"""
+
+from __future__ import annotations
+
+import ast
+from array import array
+
+import numpy as np
+import pytest
+from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
+
+import mdf_loops
+from mdf_loops.backends.python import NotCompilable, compile_time_loop
+from mdf_loops.backends.python.scalar_types import python_type, specialize
+from mdf_loops.model.convention import body_graph, wrap_body
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
+
+DT, K, AMBIENT, T0 = 0.1, 0.3, 20.0, 90.0
+
+
+def _cooling(node_id: str = "body") -> Model:
+    node = Node(id=node_id)
+    node.input_ports.append(InputPort(id="ambient", default_value=AMBIENT))
+    node.parameters += [
+        Parameter(id="k", value=K),
+        Parameter(id="T", default_initial_value=T0, time_derivative="-k * (T - ambient)"),
+    ]
+    node.output_ports.append(OutputPort(id="temp", value="T"))
+    return Model(id="cool", graphs=[Graph(id="g", nodes=[node])])
+
+
+def _numpy_cooling(steps: int) -> np.ndarray:
+    temps = np.empty(steps)
+    temps[0] = T0
+    for k in range(1, steps):
+        temps[k] = temps[k - 1] + (-K * (temps[k - 1] - AMBIENT)) * DT
+    return temps
+
+
+def _time_loop(node_id: str = "body", steps: int = 50) -> Model:
+    return mdf_loops.to_time_loop(_cooling(node_id), dt=DT, steps=steps,
+                                  record=[f"{node_id}.temp"])
+
+
+def _edit_body(model: Model, edit) -> Model:
+    """``model`` with its Loop body changed by ``edit(body)`` (a model no converter makes)."""
+    params = {p.id: p for p in model.graphs[0].nodes[0].parameters}
+    body = body_graph(params["body"].value)
+    edit(body)
+    params["body"].value = wrap_body(body)
+    return model
+
+
+def test_simulate_on_python_equals_the_numpy_loop():
+    traces = mdf_loops.simulate(_time_loop(steps=50), backend="python")
+    assert traces.backend == "python"
+    np.testing.assert_allclose(traces.time, np.arange(50) * DT, rtol=1e-12)
+    np.testing.assert_allclose(traces["body.temp"], _numpy_cooling(50), rtol=1e-12)
+
+
+def test_the_compiled_function_folds_the_first_step_and_records_arrays():
+    compiled = compile_time_loop(_time_loop())
+    assert "numpy.where" not in compiled.source and "first" not in compiled.source
+    assert compiled.n_carried == 1
+    cond, (time, temps) = compiled.run(7, True, T0)
+    assert cond is True
+    assert isinstance(temps, array) and temps.typecode == "d"
+    np.testing.assert_allclose(np.asarray(temps), _numpy_cooling(7), rtol=1e-12)
+    assert compiled.run(0, True, T0)[1][1] == array("d")  # no steps, nothing recorded
+
+
+def test_a_node_id_that_is_no_identifier_is_refused():
+    with pytest.raises(NotCompilable, match="node 'cell-1' 'ambient': not a Python identifier"):
+        compile_time_loop(_time_loop("cell-1"))
+
+
+def test_a_graph_of_more_than_the_loop_node_is_refused():
+    model = _time_loop()
+    model.graphs[0].nodes.append(Node(id="extra"))
+    with pytest.raises(NotCompilable, match="graph 'g_time_loop': expected the single node "
+                                            "'simulation'"):
+        compile_time_loop(model)
+
+
+def test_a_cycle_in_the_body_is_refused():
+    def cycle(body: Graph) -> None:
+        clock = next(n for n in body.nodes if n.id == "clock")
+        clock.input_ports.append(InputPort(id="back"))
+        body.edges.append(Edge(id="back", sender="body", sender_port="temp", receiver="clock",
+                               receiver_port="back"))
+
+    with pytest.raises(NotCompilable, match="graph 'g_step': its edges form a cycle"):
+        compile_time_loop(_edit_body(_time_loop(), cycle))
+
+
+def test_a_stateful_parameter_in_the_body_is_refused():
+    def stateful(body: Graph) -> None:
+        node = next(n for n in body.nodes if n.id == "body")
+        node.parameters[0].time_derivative = "1.0"
+
+    with pytest.raises(NotCompilable, match="node 'body' parameter 'T__old': stateful in a body"):
+        compile_time_loop(_edit_body(_time_loop(), stateful))
+
+
+def test_a_default_that_is_no_number_is_refused():
+    def text_default(body: Graph) -> None:
+        node = next(n for n in body.nodes if n.id == "body")
+        node.input_ports[0].default_value = "warm"
+
+    with pytest.raises(NotCompilable, match="node 'body' 'ambient': value 'warm' is not a number"):
+        compile_time_loop(_edit_body(_time_loop(), text_default))
+
+
+def test_python_type_names_exact_builtin_types_only():
+    assert [python_type(v) for v in (1.5, 2, True, np.float64(1.5), "x")] == [
+        "float", "int", "bool", None, None]
+
+
+def test_specialize_turns_a_selection_between_known_floats_into_a_conditional():
+    source = "a = 1.5\nb = a * 2\nc = _where(a > b, a, b)\nd = _where(a > b, a, u)\n"
+    statements = ast.parse(source).body
+    types = specialize(statements, {"u": None})
+    assert types == {"u": None, "a": "float", "b": "float", "c": "float", "d": None}
+    written = ast.unparse(ast.Module(body=statements, type_ignores=[]))
+    assert "c = a if a > b else b" in written and "d = _where(a > b, a, u)" in written
+    scope = {"_where": np.where, "u": np.float64(7.0)}
+    exec(written, scope)  # noqa: S102 - the test's own code
+    assert scope["c"] == np.where(1.5 > 3.0, 1.5, 3.0) and type(scope["c"]) is float
+    assert scope["d"] == 7.0
