@@ -111,14 +111,7 @@ def function(
             "function(): givens is not supported; build the outputs from "
             "the replacement values instead"
         )
-    inputs = list(inputs)
-    for k, symbol in enumerate(inputs):
-        if not isinstance(symbol, Symbol) or not isinstance(symbol.op, InputOp):
-            raise AuthoringError(
-                f"function(): inputs[{k}] must be made by vector(), matrix(), "
-                f"input(), ... (got {symbol!r}); shared values are found "
-                "on their own"
-            )
+    inputs = _input_symbols(inputs)
     single = outputs is not None and not isinstance(outputs, (list, tuple))
     out_list = [] if outputs is None else [outputs] if single else list(outputs)
     pairs = _update_pairs(updates)
@@ -147,6 +140,19 @@ def function(
         backend,
         bool(allow_input_downcast),
     )
+
+
+def _input_symbols(inputs: Sequence[Symbol]) -> list[Symbol]:
+    """``inputs`` as a list, after checking each is a graph input (not a shared value)."""
+    inputs = list(inputs)
+    for k, symbol in enumerate(inputs):
+        if not isinstance(symbol, Symbol) or not isinstance(symbol.op, InputOp):
+            raise AuthoringError(
+                f"function(): inputs[{k}] must be made by vector(), matrix(), "
+                f"input(), ... (got {symbol!r}); shared values are found "
+                "on their own"
+            )
+    return inputs
 
 
 def _default_updates(roots: list[Any], given: set) -> list[tuple[SharedVariable, Symbol]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from mdf_loops.authoring.arguments import (
     INT64_MAX,
     OutputArg,
+    PreparedSequences,
     SequenceArg,
     as_list,
     check_no_effect_options,
@@ -90,19 +92,15 @@ def scan(
 ):
     """Loop ``fn`` over ``sequences`` and/or ``n_steps`` steps, as Theano's ``scan`` does.
 
-    The parameters are PyTensor's, in PyTensor's order. ``fn`` receives, in
-    order, every tap of every sequence, every tap of every recurrent output,
-    then the ``non_sequences``; it returns the outputs of one step, optionally
-    an updates dict ``{shared value: new value}`` and an :func:`until`
-    condition. Returns ``(outputs, updates)`` (only ``outputs`` with
-    ``return_updates=False``, as in PyTensor 3): each output stacks all steps
-    along a new first axis (``outputs[-1]`` is the last step); each update
-    maps its key to the value after the last step.
+    Args: PyTensor's, in its order. ``fn`` receives every tap of every sequence,
+        every tap of every recurrent output, then ``non_sequences``; it returns
+        the step's outputs, optionally an updates dict and an :func:`until`.
+        ``truncate_gradient`` (only -1), ``mode``, ``profile``, ``allow_gc``: no effect.
+    Returns: ``(outputs, updates)`` (only ``outputs`` with ``return_updates=False``):
+        each output stacks all steps; ``updates[v]`` is ``v`` after the last step.
 
-    ``strict=True``: every shared value ``fn`` uses must be in
-    ``non_sequences`` (or ``sequences``). ``truncate_gradient`` (only -1),
-    ``mode``, ``profile`` and ``allow_gc`` are accepted and have no effect:
-    there are no gradients and no compilation modes here.
+    Example: ``powers, _ = scan(lambda p, a: p * a, outputs_info=one, non_sequences=a,
+    n_steps=k)``. Taps, ``until``, ``strict``, lowering: docs/authoring.md.
     """
     label = f"scan '{name}'" if name else f"the scan at {user_location()}"
     check_no_effect_options(
@@ -113,7 +111,102 @@ def scan(
     non_seqs = [as_symbol(v) for v in as_list(non_sequences)]
     steps, steps_static = n_steps_arg(n_steps, label)
     prepared = prepare_sequences(seq_args, steps, steps_static, go_backwards)
+    traced = _trace_body(fn, prepared, out_args, non_seqs, label)
+    if not seq_args and steps is None and traced.until is None:
+        raise ScanError(
+            f"{label}: with no sequences, n_steps (or an until condition) is "
+            "needed to know how many steps to run"
+        )
+    loop = _loop_op(name or "scan", traced, prepared, steps is not None and not steps_static)
+    if strict:
+        _check_strict(loop, non_seqs, seq_args, label)
+    final_updates = OrderedDict(
+        (key, state.final) for key, state in zip(traced.replacements, traced.update_states)
+    )
+    _advance_enclosing_streams(traced.scope, final_updates)
+    return _returned(
+        [out.result for out in traced.stacked], final_updates, return_list, return_updates, label
+    )
 
+
+def _loop_op(
+    name: str, traced: _TracedBody, prepared: PreparedSequences, steps_may_be_zero: bool
+) -> LoopOp:
+    """The scan in canonical form, recorded in the enclosing scope."""
+    return LoopOp(
+        name,
+        traced.scope,
+        traced.sequences,
+        traced.states + traced.update_states,
+        traced.stacked,
+        prepared.trip_count,
+        prepared.steps_known,
+        traced.until,
+        traced.replacements,
+        steps_may_be_zero=steps_may_be_zero,
+    )
+
+
+def _advance_enclosing_streams(body: Scope, final_updates: OrderedDict) -> None:
+    """Pass the body's implicit updates (random streams) on to an enclosing scan.
+
+    At the top level only function(updates=...) applies them, as in Theano.
+    """
+    if current_scope() is ROOT:
+        return
+    for key in body.default_updates:
+        final = final_updates[key]
+        assert final is not None, "LoopOp sets every state's final value"
+        current_scope().default_updates[key] = final
+
+
+def _returned(
+    results: list[Symbol | None],
+    updates: OrderedDict,
+    return_list: bool,
+    return_updates: bool,
+    label: str,
+) -> Any:
+    """scan's answer: the outputs (one, or a list), with the updates unless return_updates=False."""
+    if return_list or len(results) > 1:
+        outputs: Any = results
+    else:
+        outputs = results[0] if results else None
+    if return_updates:
+        return outputs, updates
+    if updates:
+        raise ScanError(
+            f"{label}: return_updates=False, but fn updates "
+            f"{[key.name or key.describe() for key in updates]}; carry that state "
+            "in outputs_info instead, or use return_updates=True"
+        )
+    return outputs
+
+
+# ---------------------------------------------------------------- the body
+
+
+@dataclass(frozen=True)
+class _TracedBody:
+    """What one call of ``fn`` recorded in the body scope."""
+
+    scope: Scope
+    sequences: list[SequenceInput]
+    states: list[LoopState]  # the recurrent outputs
+    stacked: list[StackedOutput]
+    replacements: dict[Symbol, Symbol]  # updated outer values -> the body's state for them
+    update_states: list[LoopState]
+    until: Symbol | None
+
+
+def _trace_body(
+    fn: Callable,
+    prepared: PreparedSequences,
+    out_args: list[OutputArg],
+    non_seqs: list[Symbol],
+    label: str,
+) -> _TracedBody:
+    """Call ``fn`` once on formal inputs in a new body scope; check what it returns."""
     body = Scope(current_scope(), label)
     with tracing(body):
         seq_inputs = [
@@ -137,59 +230,9 @@ def scan(
         states, stacked = _recurrent_states(outputs, out_args, carried, label)
         replacements, update_states = _update_states(updates, label)
         until_condition = _condition(condition, label)
-
-    if not seq_args and steps is None and until_condition is None:
-        raise ScanError(
-            f"{label}: with no sequences, n_steps (or an until condition) is "
-            "needed to know how many steps to run"
-        )
-    loop = LoopOp(
-        name or "scan",
-        body,
-        seq_inputs,
-        states + update_states,
-        stacked,
-        prepared.trip_count,
-        prepared.steps_known,
-        until_condition,
-        replacements,
-        steps_may_be_zero=steps is not None and not steps_static,
+    return _TracedBody(
+        body, seq_inputs, states, stacked, replacements, update_states, until_condition
     )
-    if strict:
-        _check_strict(loop, non_seqs, seq_args, label)
-    final_updates = OrderedDict(
-        (key, state.final) for key, state in zip(replacements, update_states)
-    )
-    if current_scope() is not ROOT:  # an enclosing scan advances the stream too (at the top
-        for key in body.default_updates:  # level only function(updates=...) does, as in Theano)
-            final = final_updates[key]
-            assert final is not None, "LoopOp sets every state's final value"
-            current_scope().default_updates[key] = final
-    return _returned(
-        [out.result for out in stacked], final_updates, return_list, return_updates, label
-    )
-
-
-def _returned(
-    results: list[Symbol], updates: OrderedDict, return_list: bool, return_updates: bool, label: str
-) -> Any:
-    """scan's answer: the outputs (one, or a list), with the updates unless return_updates=False."""
-    if return_list or len(results) > 1:
-        outputs: Any = results
-    else:
-        outputs = results[0] if results else None
-    if return_updates:
-        return outputs, updates
-    if updates:
-        raise ScanError(
-            f"{label}: return_updates=False, but fn updates "
-            f"{[key.name or key.describe() for key in updates]}; carry that state "
-            "in outputs_info instead, or use return_updates=True"
-        )
-    return outputs
-
-
-# ---------------------------------------------------------------- the body
 
 
 def _formal(tensor_type, role: str, hint: str) -> Symbol:

@@ -4,8 +4,9 @@ A :class:`Symbol` stands for a tensor that will exist when the model runs. Every
 operation on symbols (an operator such as ``a @ b + 1``, or a function of
 :mod:`mdf_loops.authoring.functions`) records one :class:`Operation` in the
 *scope* being traced: the top level, or the body of a ``scan`` while its ``fn``
-runs. Nothing is computed; :func:`mdf_loops.authoring.build_model` later turns
-the recorded operations into an MDF model.
+runs (both in :mod:`mdf_loops.authoring.operations`). Nothing is computed;
+:func:`mdf_loops.authoring.build_model` later turns the recorded operations
+into an MDF model.
 
 Symbols follow numpy's typing rules (:mod:`.arithmetic`): ``x * 2`` keeps
 ``x``'s element type, ``float32 * int64`` is ``float64``. As in Theano, ``==``
@@ -14,17 +15,24 @@ and ``!=`` are Python's identity tests; use ``functions.eq`` / ``neq``.
 
 from __future__ import annotations
 
-import contextvars
-import itertools
-import sys
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from mdf_loops.authoring.errors import AuthoringError
+from mdf_loops.authoring.operations import (  # part of this module's interface
+    ROOT,
+    ConstantOp,
+    FormalOp,
+    InputOp,
+    OnnxOp,
+    Operation,
+    Scope,
+    current_scope,
+    tracing,
+    user_location,
+)
 from mdf_loops.authoring.types import TensorType, infer_types
 
 __all__ = [
@@ -44,144 +52,6 @@ __all__ = [
     "constant",
     "as_symbol",
 ]
-
-
-class Scope:
-    """Where operations are recorded: the top level, or one ``scan`` body (nested)."""
-
-    def __init__(self, parent: Scope | None, label: str):
-        self.parent = parent
-        self.label = label
-        #: updates made implicitly in this scope (a random stream's next state):
-        #: a scan adds those of its body to its updates; function() applies those
-        #: of the top level unless told not to
-        self.default_updates: dict[Symbol, Symbol] = {}
-
-    def within(self, other: Scope) -> bool:
-        """True when this scope is ``other`` or nested inside it."""
-        scope: Scope | None = self
-        while scope is not None:
-            if scope is other:
-                return True
-            scope = scope.parent
-        return False
-
-    def __repr__(self) -> str:
-        return f"Scope({self.label!r})"
-
-
-#: The top-level scope: graph inputs and everything traced outside any ``fn``.
-ROOT = Scope(None, "the top level")
-
-_CURRENT: contextvars.ContextVar[Scope] = contextvars.ContextVar(
-    "mdf_loops_authoring_scope", default=ROOT
-)
-
-
-def current_scope() -> Scope:
-    return _CURRENT.get()
-
-
-@contextmanager
-def tracing(scope: Scope) -> Iterator[Scope]:
-    """Record operations into ``scope`` for the duration of the block."""
-    token = _CURRENT.set(scope)
-    try:
-        yield scope
-    finally:
-        _CURRENT.reset(token)
-
-
-def user_location() -> str:
-    """``file:line`` of the innermost caller outside this package."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("mdf_loops."):
-        frame = frame.f_back
-    if frame is None:
-        return "?"
-    return f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}"
-
-
-class Operation:
-    """One recorded operation: its inputs, its output symbols and the scope it belongs to."""
-
-    def __init__(self, inputs: Sequence[Symbol | None], scope: Scope | None = None):
-        self.inputs: tuple[Symbol | None, ...] = tuple(inputs)
-        self.scope = scope or current_scope()
-        self.origin = user_location()
-        self.outputs: list[Symbol] = []
-
-    def _add_outputs(self, types: Sequence[TensorType], names: Sequence[str | None]) -> None:
-        self.outputs = [Symbol(self, k, t, n) for k, (t, n) in enumerate(zip(types, names))]
-
-    def dependencies(self) -> list[Symbol]:
-        """The symbols that must exist before this operation runs."""
-        return [s for s in self.inputs if s is not None]
-
-    def describe(self) -> str:
-        return f"{type(self).__name__} made at {self.origin}"
-
-
-class OnnxOp(Operation):
-    """A call of the ONNX operator ``op_type`` with the given attributes."""
-
-    def __init__(
-        self,
-        op_type: str,
-        inputs,
-        attributes: Mapping[str, Any],
-        types: Sequence[TensorType],
-        name: str | None = None,
-    ):
-        super().__init__(inputs)
-        self.op_type = op_type
-        self.attributes = dict(attributes)
-        self._add_outputs(types, [name] * len(types))
-
-    def describe(self) -> str:
-        return f"the result of onnx::{self.op_type} made at {self.origin}"
-
-
-class ConstantOp(Operation):
-    """A constant tensor."""
-
-    def __init__(self, value: np.ndarray, name: str | None = None):
-        super().__init__(())
-        self.value = value
-        self._add_outputs([TensorType(value.dtype, value.shape)], [name])
-
-    def describe(self) -> str:
-        text = np.array2string(self.value, threshold=6)
-        return f"constant {text} ({self.value.dtype}) made at {self.origin}"
-
-
-_INPUT_SERIAL = itertools.count()
-
-
-class InputOp(Operation):
-    """A graph input of the authored model (always at the top level)."""
-
-    def __init__(self, name: str, tensor_type: TensorType, dim_names: tuple[str | None, ...]):
-        super().__init__((), ROOT)
-        self.name = name
-        self.dim_names = dim_names
-        self.serial = next(_INPUT_SERIAL)  # models list their inputs in creation order
-        self._add_outputs([tensor_type], [name])
-
-    def describe(self) -> str:
-        return f"input '{self.name}'"
-
-
-class FormalOp(Operation):
-    """A value a loop body receives at each step (a sequence slice, a past output, a state)."""
-
-    def __init__(self, tensor_type: TensorType, role: str, name: str):
-        super().__init__(())
-        self.role = role
-        self._add_outputs([tensor_type], [name])
-
-    def describe(self) -> str:
-        return f"{self.role} (an argument of fn)"
 
 
 class Symbol:

@@ -76,20 +76,7 @@ def scan(
     _check_list_length("scan_input_axes", attributes.scan_input_axes, m)
     _check_list_length("scan_input_directions", attributes.scan_input_directions, m)
 
-    axes = []
-    for k, x in enumerate(scan_inputs):
-        axes.append(
-            normalize_axis(
-                attributes.input_axis(k), x.ndim, f"scan_input_axes[{k}]", f"scan input {k}"
-            )
-        )
-    lengths = [x.shape[a] for x, a in zip(scan_inputs, axes)]
-    if len(set(lengths)) > 1:
-        raise LoopError(
-            "scan inputs differ in length along their scan axes: "
-            + ", ".join(f"input {k}: {L}" for k, L in enumerate(lengths))
-        )
-    length = lengths[0]
+    axes, length = _scan_axes(scan_inputs, attributes)
     guard.check_planned(length)
 
     def elements_at(t: int) -> list:
@@ -114,17 +101,7 @@ def scan(
         produced.append(outs[n:], t)
 
     if length == 0:  # zero iterations: learn the element shapes from one probe run
-        probe = body(
-            states
-            + [np.zeros(_without_axis(x.shape, a), x.dtype) for x, a in zip(scan_inputs, axes)],
-            None,
-        )
-        _check_body_arity(probe, n)
-        empties = [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[n:]]
-        _check_list_length("scan_output_axes", attributes.scan_output_axes, len(empties))
-        return states + [
-            _place(e, attributes.output_axis(j), False, j) for j, e in enumerate(empties)
-        ]
+        return states + _empty_outputs(body, states, scan_inputs, axes, attributes)
 
     results = []
     for j, stacked in enumerate(produced.arrays()):
@@ -175,6 +152,43 @@ def scan_batched(
             ]
         results.append(np.stack(parts))
     return results
+
+
+def _scan_axes(scan_inputs: list[np.ndarray], attributes: ScanAttributes) -> tuple[list, int]:
+    """Each scan input's axis (normalized), and the one length they share along it."""
+    axes = []
+    for k, x in enumerate(scan_inputs):
+        axes.append(
+            normalize_axis(
+                attributes.input_axis(k), x.ndim, f"scan_input_axes[{k}]", f"scan input {k}"
+            )
+        )
+    lengths = [x.shape[a] for x, a in zip(scan_inputs, axes)]
+    if len(set(lengths)) > 1:
+        raise LoopError(
+            "scan inputs differ in length along their scan axes: "
+            + ", ".join(f"input {k}: {L}" for k, L in enumerate(lengths))
+        )
+    return axes, lengths[0]
+
+
+def _empty_outputs(
+    body: Body,
+    states: list,
+    scan_inputs: list[np.ndarray],
+    axes: list[int],
+    attributes: ScanAttributes,
+) -> list:
+    """The scan outputs of zero iterations: empty, shaped by one probe run of the body."""
+    n = len(states)
+    probe = body(
+        states + [np.zeros(_without_axis(x.shape, a), x.dtype) for x, a in zip(scan_inputs, axes)],
+        None,
+    )
+    _check_body_arity(probe, n)
+    empties = [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[n:]]
+    _check_list_length("scan_output_axes", attributes.scan_output_axes, len(empties))
+    return [_place(e, attributes.output_axis(j), False, j) for j, e in enumerate(empties)]
 
 
 def _without_axis(shape: tuple, axis: int) -> tuple:

@@ -9,10 +9,11 @@ list, tuple, dict or set literal; a call to one of :data:`SAFE_BUILTINS` or to a
 Anything else (other attributes, dunder names, other builtins such as ``open``
 or ``__import__``, lambdas, comprehensions, f-strings, calls of computed values)
 is refused, as are literal sizes that would allocate more than ``max_elements``
-elements and literal exponents that would make giant Python integers. Sizes
-computed at run time are checked then: inside :func:`untrusted_expressions`,
-``numpy.`` in an expression is :func:`expression_numpy`, a namespace of the
-allowed functions whose constructors check ``max_elements`` before allocating.
+elements and literal exponents that would make giant Python integers
+(:mod:`mdf_loops.safety.literal_sizes`). Sizes computed at run time are checked
+then: inside :func:`untrusted_expressions`, ``numpy.`` in an expression is
+:func:`expression_numpy`, a namespace of the allowed functions whose
+constructors check ``max_elements`` before allocating.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from typing import Any
 import numpy as np
 
 from mdf_loops.errors import did_you_mean
-from mdf_loops.ops.common import current_limits
+from mdf_loops.safety.literal_sizes import (
+    SIZED_CONSTRUCTORS,
+    allocation_refusal,
+    dtype_refusal,
+    literal_operation_refusal,
+)
 
 __all__ = [
     "expression_refusal",
@@ -73,13 +79,8 @@ _NUMPY_OTHER = frozenset(
 """.split()
 )
 _NUMPY_UFUNCS = frozenset(n for n in dir(np) if isinstance(getattr(np, n, None), np.ufunc))
-#: numpy functions that allocate as many elements as their arguments ask for
-_NUMPY_SIZED = frozenset(
-    {"zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace"}
-)
-_NUMPY_LIKE = frozenset({"zeros_like", "ones_like", "full_like"})  # shape= may ask for any size
 NUMPY_FUNCTIONS = frozenset(
-    n for n in _NUMPY_OTHER | _NUMPY_UFUNCS | _NUMPY_SIZED if hasattr(np, n)
+    n for n in _NUMPY_OTHER | _NUMPY_UFUNCS | SIZED_CONSTRUCTORS if hasattr(np, n)
 )
 _NUMPY_LINALG = frozenset({"norm", "det", "inv", "solve"})
 #: math functions allowed (factorial, comb and perm can take hours on a large int)
@@ -94,8 +95,6 @@ _ATTRIBUTES = {
     ("math",): MATH_FUNCTIONS,
 }
 
-_MAX_EXPONENT = 10_000  # a literal exponent or shift above this is refused (Python ints)
-_MAX_REPEAT = 10_000  # elements a literal sequence times a literal count may make
 _REFUSED_SYNTAX = {
     ast.Lambda: "a lambda",
     ast.ListComp: "a comprehension",
@@ -199,7 +198,7 @@ class _ExpressionCheck:
         if isinstance(node, ast.Call):
             return _call(node)
         if isinstance(node, ast.BinOp):
-            return _binary(node)
+            return literal_operation_refusal(node)
         return None
 
     def _name(self, name: str, called: bool, is_base: bool) -> str | None:
@@ -272,104 +271,8 @@ def _call(node: ast.Call) -> str | None:
             and dtype_refusal(keyword.value.value)
         ):
             return dtype_refusal(keyword.value.value)
-    if _dotted(func.value) == ("numpy",) and func.attr in _NUMPY_SIZED | _NUMPY_LIKE:
-        count = _sized_count(func.attr, node)
-        limit = current_limits().max_elements
-        if count is not None and count > limit:
-            return (
-                f"it asks for {count} elements, over the limit of {limit} (max_elements; "
-                "raise it with run(..., max_elements=N) or --max-elements N)"
-            )
-    return None
-
-
-def _binary(node: ast.BinOp) -> str | None:
-    left, right = _literal_int(node.left), _literal_int(node.right)
-    if isinstance(node.op, (ast.Pow, ast.LShift)) and right is not None:
-        if abs(right) > _MAX_EXPONENT:
-            return f"a literal exponent or shift above {_MAX_EXPONENT}"
-    if isinstance(node.op, ast.Mult):
-        for sequence, count in ((node.left, right), (node.right, left)):
-            length = _literal_length(sequence)
-            if length is not None and (count is None or length * abs(count) > _MAX_REPEAT):
-                return "repeating a literal list, tuple or string beyond a small literal count"
-    return None
-
-
-def _literal_int(node: ast.AST, depth: int = 0) -> int | None:
-    """The value of an integer literal expression (``10**9``, ``-3``, ``2*4``), else None."""
-    if depth > 20:
-        return None
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _literal_int(node.operand, depth + 1)
-        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Pow)):
-        a, b = _literal_int(node.left, depth + 1), _literal_int(node.right, depth + 1)
-        if a is None or b is None or abs(a).bit_length() * max(abs(b), 1) > 4096:
-            return None
-        if isinstance(node.op, ast.Pow):
-            return a**b if b >= 0 else None
-        return (
-            a + b
-            if isinstance(node.op, ast.Add)
-            else a - b
-            if isinstance(node.op, ast.Sub)
-            else a * b
-        )
-    return None
-
-
-def _literal_length(node: ast.AST) -> int | None:
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return len(node.elts)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-        return len(node.value)
-    return None
-
-
-def _sized_count(function: str, node: ast.Call) -> int | None:
-    """Elements a numpy constructor call with literal sizes allocates (None: not literal)."""
-    args = list(node.args)
-    keywords = {k.arg: k.value for k in node.keywords if k.arg}
-    if function in _NUMPY_LIKE:
-        if "shape" not in keywords:
-            return None  # as large as its first argument
-        args = [keywords["shape"]]
-        function = "zeros"
-    if function in ("zeros", "ones", "empty", "full"):
-        shape = args[0] if args else keywords.get("shape")
-        dims = shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
-        values = [_literal_int(d) for d in dims if d is not None]
-        known = [v for v in values if v is not None]
-        return math.prod(abs(v) for v in known) if values and len(known) == len(values) else None
-    if function in ("eye", "identity"):
-        n = _literal_int(args[0]) if args else None
-        m = _literal_int(args[1]) if function == "eye" and len(args) > 1 else n
-        return abs(n * m) if n is not None and m is not None else None
-    if function == "linspace":
-        num = args[2] if len(args) > 2 else keywords.get("num")
-        return 50 if num is None else _literal_int(num)
-    numbers = [_literal_number(a) for a in args[:3]]  # arange
-    given = [n for n in numbers if n is not None]
-    if not numbers or len(given) != len(numbers):
-        return None
-    start, stop, step = (
-        (0, given[0], 1) if len(given) == 1 else (*given[:2], 1) if len(given) == 2 else given
-    )
-    return max(math.ceil((stop - start) / step), 0) if step else 0
-
-
-def _literal_number(node: ast.AST) -> float | None:
-    value = _literal_int(node)
-    if value is not None:
-        return value
-    if isinstance(node, ast.Constant) and type(node.value) is float and math.isfinite(node.value):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _literal_number(node.operand)
-        return None if inner is None else -inner
+    if _dotted(func.value) == ("numpy",):
+        return allocation_refusal(func.attr, node)
     return None
 
 
@@ -393,34 +296,6 @@ def _is_number(text: str) -> bool:
         except ValueError:
             pass
     return False
-
-
-_MAX_ITEMSIZE = 32  # bytes of one element: complex256 at most
-
-
-def dtype_refusal(value: Any) -> str | None:
-    """Why ``value`` may not be the dtype of a numpy call in an expression, or None.
-
-    A sub-array dtype (``('u1', (46000, 46000))``) makes one element of any size,
-    so an element count says nothing about the memory; structured, object and
-    void dtypes and dtype objects have no use in an MDF expression.
-    """
-    if value is None:
-        return None
-    if isinstance(value, (tuple, list, dict, np.dtype)):
-        return f"dtype {value!r:.60} is refused: only plain element types (float64, 'int32')"
-    try:
-        dtype = np.dtype(value)
-    except (TypeError, ValueError):
-        return None  # numpy reports it
-    if (
-        dtype.subdtype is not None
-        or dtype.fields is not None
-        or dtype.kind in "OV"
-        or dtype.itemsize > _MAX_ITEMSIZE
-    ):
-        return f"dtype {value!r:.60} is refused: only plain element types (float64, 'int32')"
-    return None
 
 
 # the numpy namespace expressions see (kept importable from here)

@@ -5,8 +5,9 @@ model file could run any code. Before :func:`mdf_loops.run` evaluates anything,
 :func:`check_model` parses every expression, in bodies at every depth, and
 refuses anything outside the allow-list of :mod:`mdf_loops.safety.allowlist`.
 :func:`check_structure` refuses the model shapes that would hang or crash
-modeci-mdf's engine (edges it can never order, dangling edges, repeated ids, a
-body that contains itself, text edge weights, unknown scheduler conditions).
+modeci-mdf's engine (a body that contains itself, and those of
+:mod:`mdf_loops.safety.structure`: edges it can never order, dangling edges,
+repeated ids, text edge weights, unknown scheduler conditions).
 :func:`check_document` does the same for the raw content of a JSON/YAML file
 (YAML alias bombs, repeated keys).
 
@@ -16,13 +17,11 @@ body that contains itself, text edge weights, unknown scheduler conditions).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-import numpy as np
-from modeci_mdf.mdf import Condition, Graph, Model, Node
+from modeci_mdf.mdf import Graph, Model, Node
 
 from mdf_loops.errors import MdfLoopsError, ModelError, did_you_mean
 from mdf_loops.model.compat import input_default
@@ -37,6 +36,12 @@ from mdf_loops.safety.documents import (  # noqa: F401 - part of this module's i
     model_digest,
 )
 from mdf_loops.safety.evaluation import function_refusal
+from mdf_loops.safety.structure import (
+    condition_problems,
+    edge_problems,
+    field_of,
+    listed_elements,
+)
 from mdf_loops.validation.report import Problem, format_path
 
 __all__ = [
@@ -65,19 +70,6 @@ class UnsafeExpressionError(MdfLoopsError):
             f"{self.problems[0]}{more}; nothing was evaluated. Run the model with "
             "trusted=True (command line: --trusted) only if you trust its author"
         )
-
-
-@lru_cache(maxsize=1)
-def _scheduler_conditions() -> frozenset:
-    """The condition classes of graph-scheduler (imported when a model has conditions)."""
-    import graph_scheduler.condition as conditions
-
-    return frozenset(
-        n
-        for n in dir(conditions)
-        if isinstance(getattr(conditions, n), type)
-        and issubclass(getattr(conditions, n), conditions.Condition)
-    )
 
 
 def _known_function(name: str) -> bool:
@@ -166,11 +158,6 @@ def _walked(model: Model) -> _ModelWalker:
     return walker
 
 
-def _as_list(value: Any) -> list:
-    """A list field's items; nothing for a field of another type (reported where it is walked)."""
-    return value if isinstance(value, list) else []
-
-
 # ---------------------------------------------------------------- models
 
 
@@ -207,8 +194,8 @@ class _ModelWalker:
     def graph(self, graph: Graph, path: tuple, depth: int) -> None:
         nodes = self._elements(graph, "nodes", path)
         edges = self._elements(graph, "edges", path)
-        self._edges(graph.id, nodes, edges, path)
-        self._conditions(graph, path)
+        self.structure.extend(edge_problems(graph.id, nodes, edges, path))
+        self.structure.extend(condition_problems(graph, path))
         for node in nodes:
             self.node(node, path + ("nodes", node.id), depth)
 
@@ -233,10 +220,10 @@ class _ModelWalker:
             self._callable(parameter, where, early, depth)
             conditions = parameter.conditions or ()
             for index, condition in enumerate(conditions if isinstance(conditions, list) else ()):
-                cid = _field(condition, "id") or index
+                cid = field_of(condition, "id") or index
                 for field in ("test", "value"):
                     self.value(
-                        _field(condition, field), where + ("conditions", cid, field), early, depth
+                        field_of(condition, field), where + ("conditions", cid, field), early, depth
                     )
         for function in functions:
             self._callable(function, path + ("functions", function.id), early, depth)
@@ -336,121 +323,8 @@ class _ModelWalker:
             self._open -= {key, id(graph)}
         return True
 
-    # -- structure
     def _elements(self, owner: Any, field: str, path: tuple) -> list:
         """The elements of a list field, after reporting a field of another type or repeated ids."""
-        items = getattr(owner, field, None)
-        where = format_path(path + (field,))
-        if not isinstance(items, list) or not all(
-            isinstance(getattr(i, "id", None), str) for i in items
-        ):
-            self.structure.append(
-                Problem(where, f"expected a list of elements with ids, found {items!r:.60}")
-            )
-            return []
-        seen: set = set()
-        for item in items:
-            if item.id in seen:
-                self.structure.append(Problem(where, f"'{item.id}' is defined more than once"))
-            seen.add(item.id)
+        items, problems = listed_elements(owner, field, path)
+        self.structure.extend(problems)
         return items
-
-    def _edges(self, graph_id: str, nodes: list, edges: list, path: tuple) -> None:
-        known = len(self.structure)
-        by_id = {n.id: n for n in nodes}
-        for edge in edges:
-            where = format_path(path + ("edges", edge.id))
-            for end, port, ports in (
-                ("sender", edge.sender_port, "output_ports"),
-                ("receiver", edge.receiver_port, "input_ports"),
-            ):
-                node = by_id.get(getattr(edge, end))
-                if node is None:
-                    self.structure.append(
-                        Problem(
-                            where,
-                            f"{end} '{getattr(edge, end)}' is not a node of graph '{graph_id}'",
-                        )
-                    )
-                elif all(getattr(p, "id", None) != port for p in _as_list(getattr(node, ports))):
-                    kind = ports.replace("_", " ")
-                    self.structure.append(
-                        Problem(
-                            where, f"{end} port '{port}' is not one of the {kind} of '{node.id}'"
-                        )
-                    )
-            parameters = edge.parameters or {}
-            weight = parameters.get("weight", 1) if isinstance(parameters, Mapping) else None
-            if not _numeric(weight):
-                self.structure.append(
-                    Problem(where + ".parameters.weight", f"weight {weight!r:.60} is not a number")
-                )
-        stuck = _unordered_edges(nodes, edges)
-        if stuck and len(self.structure) == known:  # a dangling edge explains it already
-            self.structure.append(
-                Problem(
-                    format_path(path + ("edges",)),
-                    f"edges {sorted(stuck)} start at nodes no root node leads to (a cycle without "
-                    "an entry); modeci-mdf's engine would never finish ordering them",
-                )
-            )
-
-    def _conditions(self, graph: Graph, path: tuple) -> None:
-        conditions = graph.conditions
-        if conditions is None:
-            return
-        for group in ("node_specific", "termination"):
-            entries = getattr(conditions, group, None) or {}
-            for key, condition in entries.items() if isinstance(entries, Mapping) else ():
-                for kind in _condition_types(condition):
-                    if kind not in _scheduler_conditions():
-                        self.structure.append(
-                            Problem(
-                                format_path(path + ("conditions", group, key)),
-                                f"'{kind}' is not a scheduler condition",
-                            )
-                        )
-
-
-def _condition_types(condition: Any) -> Iterator[Any]:
-    """The ``type`` of a condition and of every condition nested in its arguments."""
-    stack = [condition]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (Condition, Mapping)) and _field(item, "type") is not None:
-            yield _field(item, "type")
-            kwargs = _field(item, "kwargs")
-            stack.extend(kwargs.values() if isinstance(kwargs, Mapping) else ())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
-def _unordered_edges(nodes: list, edges: list) -> set[str]:
-    """Edges modeci-mdf's EvaluableGraph would requeue for ever (it orders them from root nodes)."""
-    receivers = {e.receiver for e in edges}
-    reached = {n.id for n in nodes if n.id not in receivers}
-    if not reached:
-        reached = {
-            n.id for n in nodes if any(input_default(p) is not None for p in n.input_ports or ())
-        }
-    pending = list(edges)
-    changed = True
-    while pending and changed:
-        changed = False
-        for edge in list(pending):
-            if edge.sender in reached:
-                reached.add(edge.receiver)
-                pending.remove(edge)
-                changed = True
-    return {e.id for e in pending}
-
-
-def _numeric(value: Any) -> bool:
-    if isinstance(value, (bool, int, float, np.number)):
-        return True
-    return isinstance(value, list) and all(_numeric(v) for v in value)
-
-
-def _field(item: Any, name: str) -> Any:
-    """An attribute of an object, or an entry of a dict (conditions come as either)."""
-    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
