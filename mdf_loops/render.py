@@ -34,7 +34,7 @@ from mdf_loops.model.interface import load_model
 from mdf_loops.rendering.graphs import Drawing
 from mdf_loops.rendering.labels import html_label, text
 
-__all__ = ["to_graphviz", "render", "FORMATS"]
+__all__ = ["to_graphviz", "render", "picture", "image_format", "FORMATS"]
 
 #: file extensions :func:`render` writes, and the Graphviz output format of each
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -80,14 +80,30 @@ def render(
     The file is written through a temporary file, so an earlier file survives a failure.
     """
     path = Path(path)
-    image_format = FORMATS.get(path.suffix.lower())
-    if image_format is None:
+    return write_atomically(path, picture(model, image_format(path), graph, where=str(path)))
+
+
+def image_format(path: str | os.PathLike) -> str:
+    """The Graphviz format :func:`render` writes to ``path``, by its extension."""
+    found = FORMATS.get(Path(path).suffix.lower())
+    if found is None:
         raise MdfLoopsError(
             f"{path}: cannot tell the picture format; use one of {', '.join(FORMATS)}"
         )
+    return found
+
+
+def picture(
+    model: Model | str | os.PathLike,
+    image_format: str,
+    graph: str | None = None,
+    where: str = "the picture",
+) -> bytes:
+    """The drawing of ``model`` (:func:`to_graphviz`) as ``"png"``, ``"svg"`` or ``"pdf"``
+    bytes; ``where`` names the picture in errors."""
     dot = to_graphviz(model, graph)
     try:
-        image = dot.pipe(format=image_format, quiet=True)
+        return dot.pipe(format=image_format, quiet=True)
     except graphviz.ExecutableNotFound:
         raise MdfLoopsError(
             "drawing needs Graphviz's 'dot' program on the PATH "
@@ -95,5 +111,4 @@ def render(
         ) from None
     except graphviz.CalledProcessError as exc:
         reason = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-        raise MdfLoopsError(f"{path}: Graphviz failed: {reason[-1] if reason else exc}") from None
-    return write_atomically(path, image)
+        raise MdfLoopsError(f"{where}: Graphviz failed: {reason[-1] if reason else exc}") from None

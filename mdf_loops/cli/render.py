@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from mdf_loops.cli.common import check_model_path, check_output, note
+from mdf_loops.cli.common import add_limit_options, check_model_path, check_output, limited, note
+from mdf_loops.files import write_atomically
 
 
 def add(subparsers, common) -> None:
@@ -20,15 +21,20 @@ def add(subparsers, common) -> None:
         "-o", "--output", required=True, metavar="FILE.png|svg|pdf", help="the picture to write"
     )
     p.add_argument("--graph", metavar="ID", help="the graph to draw (default: the first)")
+    add_limit_options(p)
     p.set_defaults(command=_render)
 
 
 def _render(args: argparse.Namespace) -> int:
-    from mdf_loops.render import FORMATS, render
-    from mdf_loops.run import load_model
+    from mdf_loops.render import FORMATS, image_format, picture
 
     check_output(args.output, tuple(FORMATS), args.model)
     check_model_path(args.model)
-    render(load_model(args.model), args.output, graph=args.graph)
+    image = limited(
+        args,
+        lambda: picture(args.model, image_format(args.output), args.graph, where=args.output),
+        f"drawing {args.model}",
+    )
+    write_atomically(args.output, image)
     note(args, f"wrote {args.output}")
     return 0

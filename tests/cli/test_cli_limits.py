@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import needs_dot
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 
 import mdf_loops
@@ -119,7 +120,8 @@ def test_timeout_stops_one_long_c_call_and_writes_nothing(tmp_path):
     assert not out.exists() and not list(tmp_path.glob(".out.npz.*"))
 
 
-@pytest.mark.parametrize("command", [["validate"], ["export", "-o", "out.onnx"]])
+@pytest.mark.parametrize(
+    "command", [["validate"], ["export", "-o", "out.onnx"], ["render", "-o", "out.svg"]])
 def test_timeout_covers_loading_a_huge_file(tmp_path, command):
     path = tmp_path / "keys.yaml"
     with open(path, "w") as handle:
@@ -133,13 +135,16 @@ def test_timeout_covers_loading_a_huge_file(tmp_path, command):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.yaml"]  # nothing written
 
 
-def test_export_under_limits_writes_the_same_file(tmp_path):
+@pytest.mark.parametrize(
+    "command, suffix", [("export", ".onnx"), pytest.param("render", ".svg", marks=needs_dot)])
+def test_a_command_under_limits_writes_the_same_file(tmp_path, command, suffix):
     example = str(EXAMPLES / "elman_rnn.json")
-    assert _command("export", example, "-o", "plain.onnx", cwd=tmp_path).returncode == 0
-    result = _command("export", example, "-o", "limited.onnx", "--timeout", "60",
+    plain = _command(command, example, "-o", f"plain{suffix}", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    result = _command(command, example, "-o", f"limited{suffix}", "--timeout", "60",
                       "--max-memory", "4G", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "plain.onnx").read_bytes() == (tmp_path / "limited.onnx").read_bytes()
+    assert (tmp_path / f"plain{suffix}").read_bytes() == (tmp_path / f"limited{suffix}").read_bytes()
 
 
 def test_max_memory_caps_the_run_and_memory_stays_under_it(tmp_path):
