@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -71,20 +72,24 @@ def _memory_size(text: str) -> int:
 
 def limited(args: argparse.Namespace, work: Callable[[], Any], what: str) -> Any:
     """``work()`` with the ONNX file access the options give; in a child process under hard
-    limits when --timeout or --max-memory is given (mdf_loops.safety.sandbox)."""
-    from mdf_loops.safety.onnx_files import onnx_file_access
-
-    def accessed() -> Any:
-        with onnx_file_access(
-            trusted=getattr(args, "trusted", False), external_data_dir=args.external_data_dir
-        ):
-            return work()
-
+    limits when --timeout or --max-memory is given (mdf_loops.safety.sandbox). ``work``
+    is picklable (a ``functools.partial`` of a module's function): a child started afresh
+    receives it pickled."""
+    accessed = functools.partial(
+        _with_file_access, getattr(args, "trusted", False), args.external_data_dir, work
+    )
     if not (args.timeout or args.max_memory):
         return accessed()
     from mdf_loops.safety.sandbox import call_limited
 
     return call_limited(accessed, timeout=args.timeout, max_memory=args.max_memory, what=what)
+
+
+def _with_file_access(trusted: bool, external_data_dir: str | None, work: Callable[[], Any]):
+    from mdf_loops.safety.onnx_files import onnx_file_access
+
+    with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
+        return work()
 
 
 def check_model_path(path: str) -> None:

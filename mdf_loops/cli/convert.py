@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 
 from mdf_loops.cli.common import (
     MdfLoopsError,
@@ -34,17 +35,11 @@ def add_import(subparsers, common) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from mdf_loops.onnx.import_ import onnx_to_mdf
-
     check_output(args.output, (".json", ".yaml", ".yml"), args.model)
     if not args.model.endswith(".onnx"):
         raise MdfLoopsError(f"{args.model}: expected an .onnx file to import")
 
-    def convert() -> str:
-        model = onnx_to_mdf(args.model)
-        return model.to_json() if args.output.endswith(".json") else model.to_yaml()
-
-    text = limited(args, convert, f"importing {args.model}")
+    text = limited(args, functools.partial(_imported, args), f"importing {args.model}")
     write_atomically(args.output, text)
     note(args, f"wrote {args.output}")
     return 0
@@ -63,6 +58,13 @@ def _exported(args: argparse.Namespace) -> bytes:
             exc.graph_id, exc.name, f"give an example value with -i {exc.name}=VALUE"
         ) from None
     return exported.SerializeToString()
+
+
+def _imported(args: argparse.Namespace) -> str:
+    from mdf_loops.onnx.import_ import onnx_to_mdf
+
+    model = onnx_to_mdf(args.model)
+    return model.to_json() if args.output.endswith(".json") else model.to_yaml()
 
 
 def add_export(subparsers, common) -> None:
@@ -92,7 +94,7 @@ def add_export(subparsers, common) -> None:
 
 def _export(args: argparse.Namespace) -> int:
     check_output(args.output, (".onnx",), args.model)
-    exported = limited(args, lambda: _exported(args), f"exporting {args.model}")
+    exported = limited(args, functools.partial(_exported, args), f"exporting {args.model}")
     write_atomically(args.output, exported)
     note(args, f"wrote {args.output}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 
 from mdf_loops.cli.common import add_limit_options, check_model_path, check_output, limited, note
 from mdf_loops.files import write_atomically
@@ -32,7 +33,9 @@ def _render(args: argparse.Namespace) -> int:
     check_model_path(args.model)
     image = limited(
         args,
-        lambda: picture(args.model, image_format(args.output), args.graph, where=args.output),
+        functools.partial(
+            picture, args.model, image_format(args.output), args.graph, where=args.output
+        ),
         f"drawing {args.model}",
     )
     write_atomically(args.output, image)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 import time
@@ -93,33 +94,36 @@ def _run_keywords(args: argparse.Namespace) -> dict[str, Any]:
     return keywords
 
 
-def _run(args: argparse.Namespace) -> int:
-    from mdf_loops.cli.io import OUTPUT_FORMATS, encode_outputs, format_outputs, read_inputs
+def _load_and_run(args: argparse.Namespace) -> dict[str, Any]:
+    from mdf_loops.cli.io import read_inputs
     from mdf_loops.model.interface import graph_interface
     from mdf_loops.run import run
+
+    model = load_valid_model(args.model, args.trusted)
+    graph = graph_of(model, args.graph)
+    if args.output and args.output.lower().endswith(".npy"):
+        names = list(graph_interface(graph).outputs)
+        if len(names) != 1:
+            raise MdfLoopsError(
+                f"{args.output}: an .npy file holds one array, and the model has "
+                f"{len(names)} outputs ({', '.join(names)}); write -o OUT.npz, "
+                "OUT.json or OUT.csv"
+            )
+    inputs = read_inputs(args.input, graph)
+    with ExitStack() as stack:
+        if shows_progress(args):
+            stack.enter_context(progress(sys.stderr))
+        return run(model, inputs, **_run_keywords(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from mdf_loops.cli.io import OUTPUT_FORMATS, encode_outputs, format_outputs
 
     if args.output:
         check_output(args.output, OUTPUT_FORMATS, args.model)
 
-    def load_and_run() -> dict[str, Any]:
-        model = load_valid_model(args.model, args.trusted)
-        graph = graph_of(model, args.graph)
-        if args.output and args.output.lower().endswith(".npy"):
-            names = list(graph_interface(graph).outputs)
-            if len(names) != 1:
-                raise MdfLoopsError(
-                    f"{args.output}: an .npy file holds one array, and the model has "
-                    f"{len(names)} outputs ({', '.join(names)}); write -o OUT.npz, "
-                    "OUT.json or OUT.csv"
-                )
-        inputs = read_inputs(args.input, graph)
-        with ExitStack() as stack:
-            if shows_progress(args):
-                stack.enter_context(progress(sys.stderr))
-            return run(model, inputs, **_run_keywords(args))
-
     started = time.monotonic()
-    outputs = limited(args, load_and_run, f"running {args.model}")
+    outputs = limited(args, functools.partial(_load_and_run, args), f"running {args.model}")
     _log.info("ran %s in %.3f s", args.model, time.monotonic() - started)
     if args.output:
         data, left_out = encode_outputs(outputs, args.output)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
+from mdf_loops.cli.common import add_limit_options, limited
 from mdf_loops.errors import MdfLoopsError
 
 __all__ = ["add_simulate"]
@@ -50,12 +52,13 @@ def add_simulate(subparsers, common) -> None:
         "matplotlib: pip install 'mdf-loops[plot]')",
     )
     p.add_argument("--save-model", help="also write the time-loop model (.json/.yaml)")
+    add_limit_options(p)
     p.set_defaults(command=_simulate)
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from mdf_loops.files import refuse_overwriting
-    from mdf_loops.timeloop import simulate, to_time_loop
+    from mdf_loops.files import refuse_overwriting, write_atomically
+    from mdf_loops.timeloop import Trajectories
 
     for path, kinds in (
         (args.output, _TRACE_FILES),
@@ -68,25 +71,11 @@ def _simulate(args: argparse.Namespace) -> int:
             refuse_overwriting(path, args.model)
     if not Path(args.model).exists():
         raise MdfLoopsError(f"{args.model}: no such file")
-    options = dict(
-        dt=args.dt, steps=args.steps, duration=args.duration, until=args.until, record=args.record
-    )
-    model = args.model
+    result = limited(args, functools.partial(_simulated, args), f"simulating {args.model}")
     if args.save_model:
-        model = to_time_loop(
-            args.model,
-            trusted=args.trusted,
-            record=args.record or _every_output(args.model),
-            **{k: options[k] for k in ("dt", "steps", "duration", "until")},
-        )
-        _save_model(model, args.save_model)
-        options = {"steps": None}
-    traces = simulate(
-        model,
-        backend=args.backend,
-        trusted=args.trusted,
-        **{k: v for k, v in options.items() if v is not None or k == "steps"},
-    )
+        write_atomically(args.save_model, str(result.pop(_MODEL)))
+    time, backend = result.pop(_TIME), str(result.pop(_BACKEND))
+    traces = Trajectories(time, result, backend)
     if args.output:
         traces.save(args.output)
     if args.plot:
@@ -108,11 +97,40 @@ def _every_output(path: str) -> list[str]:
     return [f"{n.id}.{p.id}" for n in graph.nodes for p in n.output_ports]
 
 
-def _save_model(model, path: str) -> None:
-    if path.endswith(".json"):
-        model.to_json_file(path)
-    else:
-        model.to_yaml_file(path)
+#: keys of the simulation's result beside the recorded values (a value ref has a dot)
+_TIME, _BACKEND, _MODEL = "time", "backend", "model"
+
+
+def _simulated(args: argparse.Namespace) -> dict:
+    """The simulation as data (arrays and text), so that it can come back from a limited
+    child: the recorded values, the time, the backend, the time-loop model's text."""
+    import numpy as np
+
+    from mdf_loops.timeloop import simulate, to_time_loop
+
+    options = dict(
+        dt=args.dt, steps=args.steps, duration=args.duration, until=args.until, record=args.record
+    )
+    model, text = args.model, None
+    if args.save_model:
+        model = to_time_loop(
+            args.model,
+            trusted=args.trusted,
+            record=args.record or _every_output(args.model),
+            **{k: options[k] for k in ("dt", "steps", "duration", "until")},
+        )
+        text = model.to_json() if args.save_model.endswith(".json") else model.to_yaml()
+        options = {"steps": None}
+    traces = simulate(
+        model,
+        backend=args.backend,
+        trusted=args.trusted,
+        **{k: v for k, v in options.items() if v is not None or k == "steps"},
+    )
+    result = {_TIME: traces.time, _BACKEND: np.array(traces.backend), **traces.values}
+    if text is not None:
+        result[_MODEL] = np.array(text)
+    return result
 
 
 def plot(traces, path: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from mdf_loops.cli.common import add_limit_options, check_model_path, count, limited, note
@@ -23,12 +24,9 @@ def add(subparsers, common) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from mdf_loops.validation.report import validate
 
     check_model_path(args.model)
-    problems = limited(
-        args, lambda: [str(p) for p in validate(args.model)], f"validating {args.model}"
-    )
+    problems = limited(args, functools.partial(_problems, args.model), f"validating {args.model}")
     for problem in problems:
         print(problem)
     if problems:
@@ -36,3 +34,9 @@ def _validate(args: argparse.Namespace) -> int:
         return 1
     note(args, f"{args.model}: valid", stream=sys.stdout)
     return 0
+
+
+def _problems(path: str) -> list[str]:
+    from mdf_loops.validation.report import validate
+
+    return [str(p) for p in validate(path)]

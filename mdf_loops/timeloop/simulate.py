@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -14,6 +15,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import SIMULATE_BACKENDS, SimulateBackend
 from mdf_loops.errors import ModelError
+from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
 from mdf_loops.timeloop.convert import to_time_loop
 from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
@@ -43,13 +45,15 @@ class Trajectories:
         return len(self.time)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write ``.npz`` or ``.csv``.
+        """Write ``.npz`` or ``.csv`` (through a temporary file: a complete file or none).
 
         ``.npz`` holds ``time`` and one array per value, ``.csv`` one column per element.
         """
         path = os.fspath(path)
         if path.endswith(".npz"):
-            np.savez(path, time=self.time, **self.values)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
+            buffer = io.BytesIO()
+            np.savez(buffer, time=self.time, **self.values)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
+            write_atomically(path, buffer.getvalue())
         elif path.endswith(".csv"):
             columns = {"time": self.time}
             for ref, values in self.values.items():
@@ -58,10 +62,11 @@ class Trajectories:
                     columns[ref] = flat[:, 0]
                 else:
                     columns.update({f"{ref}[{i}]": flat[:, i] for i in range(flat.shape[1])})
-            with open(path, "w", newline="") as handle:
-                writer = csv.writer(handle)
-                writer.writerow(columns)
-                writer.writerows(zip(*(c.tolist() for c in columns.values())))
+            text = io.StringIO(newline="")
+            writer = csv.writer(text)
+            writer.writerow(columns)
+            writer.writerows(zip(*(c.tolist() for c in columns.values())))
+            write_atomically(path, text.getvalue())
         else:
             raise ValueError(f"{path}: write .npz or .csv")
 

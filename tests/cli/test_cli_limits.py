@@ -177,3 +177,23 @@ def test_a_model_runs_normally_under_limits(tmp_path):
 
     with np.load(out) as archive:
         assert float(archive["counter.final"]) == 5.0
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "{example}", "--backend", "scheduler"],
+    ["validate", "{example}"],
+    ["export", "{example}", "-o", "{tmp}/out.onnx"],
+])
+def test_commands_called_in_a_process_with_jax_loaded_run_limited_in_a_new_python(
+        tmp_path, argv, capsys):
+    """With JAX loaded the limited child is started afresh, not forked: the work of each
+    command must travel pickled."""
+    pytest.importorskip("jax")
+    from mdf_loops.cli.commands import main
+
+    example = str(EXAMPLES / "leaky_integrator.json")
+    argv = [a.format(example=example, tmp=tmp_path) for a in argv]
+    assert main([*argv, "--timeout", "120"]) == 0, capsys.readouterr().err
+    limited = capsys.readouterr().out
+    assert main(argv) == 0
+    assert capsys.readouterr().out == limited

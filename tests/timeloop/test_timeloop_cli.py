@@ -66,3 +66,29 @@ def test_simulate_errors_are_one_line(argv, message, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_simulate_under_limits_gives_the_same_files(tmp_path, capsys):
+    """With --timeout/--max-memory the simulation runs in a child and returns as data."""
+    plain, limited = tmp_path / "plain.npz", tmp_path / "limited.npz"
+    model_plain, model_limited = tmp_path / "plain.json", tmp_path / "limited.json"
+    common = [FHN, "--dt", "0.05", "--steps", "40", "--record", "fn.V", "fn.W"]
+    assert main(["simulate", *common, "-o", str(plain), "--save-model", str(model_plain)]) == 0
+    assert main(["simulate", *common, "-o", str(limited), "--save-model", str(model_limited),
+                 "--timeout", "120", "--max-memory", "4G"]) == 0
+    with np.load(plain) as a, np.load(limited) as b:
+        assert sorted(a.files) == sorted(b.files) == ["fn.V", "fn.W", "time"]
+        for name in a.files:
+            np.testing.assert_array_equal(a[name], b[name])
+    np.testing.assert_allclose(np.load(limited)["fn.V"], _numpy_fhn(40, 0.05)[:, 0], rtol=1e-12)
+    assert model_plain.read_text() == model_limited.read_text()
+
+
+def test_simulate_timeout_stops_a_long_simulation_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "long.npz"
+    status = main(["simulate", FHN, "--dt", "0.05", "--steps", "200000000", "--record", "fn.V",
+                   "--backend", "scheduler", "-o", str(out), "--timeout", "3"])
+    assert status == 1
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "took longer than 3 s" in error[0], error
+    assert list(tmp_path.iterdir()) == []
