@@ -354,7 +354,7 @@ def test_export_of_an_untyped_input_names_example_inputs_and_port_type(tmp_path)
         mdf_loops.mdf_to_onnx(_leaky_variant(tmp_path, edit))
     message = str(info.value)
     assert "input 'x0': its type and rank are unknown" in message
-    assert "example_inputs={'x0': ...}" in message and "mdf_loops.port_type(" in message
+    assert "example_inputs={'x0': ...}" in message and "mdf_loops.model.port_type(" in message
 
 
 def test_export_of_an_untyped_input_on_the_command_line_names_dash_i(tmp_path, capsys):

@@ -17,17 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.errors import ModelError
+from mdf_loops.errors import ExpressionError
 from mdf_loops.model.values import promoted_dtype
 from mdf_loops.onnx.builder import GraphBuilder, Weak
 
 __all__ = ["translate", "ExpressionError", "Operand"]
 
 Operand = "str | Weak"
-
-
-class ExpressionError(ModelError):
-    """An expression uses something ONNX cannot express (or that is not understood)."""
 
 
 _BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Pow: "Pow", ast.MatMult: "MatMul"}

@@ -23,7 +23,7 @@ from typing import Any, TypeGuard
 import numpy as np
 from modeci_mdf.mdf import Graph, Model, Node
 
-from mdf_loops.errors import ModelError
+from mdf_loops.errors import NotCompilable
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.timeloop.convert import _LOOP_FUNCTION, LOOP_NODE
@@ -34,10 +34,6 @@ __all__ = ["NotCompilable", "compile_time_loop"]
 log = logging.getLogger(__name__)
 
 _FIRST_FLAG = "iteration == 0"
-
-
-class NotCompilable(ModelError):
-    """The body uses something the Python backend does not write out."""
 
 
 @dataclass(frozen=True)

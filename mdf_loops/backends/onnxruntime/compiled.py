@@ -22,17 +22,13 @@ from modeci_mdf.mdf import Model
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
 from mdf_loops.backends.onnxruntime.ort_safe import make_safe
-from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError
+from mdf_loops.errors import CompileError, IterationLimitError, MdfLoopsError, ModelError
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
 log = logging.getLogger(__name__)
-
-
-class CompileError(MdfLoopsError):
-    """The model cannot run in the compiled mode (export or onnxruntime refused it)."""
 
 
 @dataclass
