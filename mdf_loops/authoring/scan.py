@@ -87,7 +87,7 @@ def scan(
     strict: bool = False,
     return_list: bool = False,
     return_updates: bool = True,
-):
+) -> Any:
     """Loop ``fn`` over ``sequences`` and/or ``n_steps`` steps, as Theano's ``scan`` does.
 
     The parameters are PyTensor's, in PyTensor's order. ``fn`` receives, in
