@@ -45,7 +45,7 @@ class CompiledModel:
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """Outputs by name; inputs by name as numpy arrays (or lists for sequences).
 
-        Raises :class:`~mdf_loops.IterationLimitError` when a loop passed the
+        Raises :class:`~mdf_loops.errors.IterationLimitError` when a loop passed the
         limits the model was compiled with.
         """
         feed = {name: _feed_value(inputs[name]) for name in self.input_names if name in inputs}
