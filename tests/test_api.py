@@ -270,3 +270,25 @@ def test_docs_examples_and_benchmarks_use_the_new_homes():
             for number, line in enumerate(path.read_text().splitlines(), 1)
             if moved.search(line) and "mdf_loops.<name>" not in line]
     assert not uses, "\n".join(uses)
+
+
+def _attribute_uses_of_moved_names(path: Path) -> list[str]:
+    uses = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "mdf_loops" and node.attr in MOVED):
+            uses.append(f"{path.relative_to(ROOT)}:{node.lineno}: mdf_loops.{node.attr}")
+        elif (isinstance(node, ast.ImportFrom) and node.module == "mdf_loops"
+              and any(alias.name in MOVED for alias in node.names)):
+            uses.append(f"{path.relative_to(ROOT)}:{node.lineno}: from mdf_loops import ...")
+    return uses
+
+
+def test_no_code_uses_a_moved_name():
+    """The package, its examples, benchmarks and tests reach every name at its new home
+    (this file excepted: it checks the old names)."""
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "examples").rglob("*.py"),
+             *(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    uses = [use for path in files if path != Path(__file__)
+            for use in _attribute_uses_of_moved_names(path)]
+    assert not uses, "\n".join(uses)
