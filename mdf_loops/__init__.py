@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import sys as _sys
 import types as _types
+import typing as _typing
 import warnings as _warnings
 from importlib import import_module as _import_module
-from typing import TYPE_CHECKING
 
 from mdf_loops.errors import MdfLoopsError
 
-if TYPE_CHECKING:  # what type checkers see; at run time the names load on first use
+if _typing.TYPE_CHECKING:  # what type checkers see; at run time the names load on first use
     from mdf_loops.authoring import tensor as pt
     from mdf_loops.authoring.scan import scan, until
     from mdf_loops.backends.cache import clear_compiled
@@ -138,7 +138,9 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """The public names and the subpackages imported so far (not the moved names)."""
+    modules = {n for n, v in globals().items() if isinstance(v, _types.ModuleType)}
+    return sorted({*__all__, *(n for n in modules if not n.startswith("_"))})
 
 
 #: public functions that share their name with a submodule
