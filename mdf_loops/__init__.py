@@ -117,7 +117,7 @@ _MOVED = {
 _MODULES = ("pt",)  # public names that are modules themselves
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> _typing.Any:
     if name in _MOVED:
         new_home = _MOVED[name]
         _warnings.warn(

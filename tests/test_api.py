@@ -292,3 +292,23 @@ def test_no_code_uses_a_moved_name():
     uses = [use for path in files if path != Path(__file__)
             for use in _attribute_uses_of_moved_names(path)]
     assert not uses, "\n".join(uses)
+
+
+def test_what_type_checkers_see_is_what_runs():
+    """The ``TYPE_CHECKING`` imports of ``mdf_loops/__init__.py`` name, for every name of
+    ``__all__``, the object the lazy import returns."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and "TYPE_CHECKING" in ast.unparse(node.test))
+    seen = {}
+    for statement in block.body:
+        assert isinstance(statement, ast.ImportFrom) and statement.module
+        module = importlib.import_module(statement.module)
+        for alias in statement.names:
+            value = getattr(module, alias.name, None)
+            if value is None:  # a submodule: from package import module
+                value = importlib.import_module(f"{statement.module}.{alias.name}")
+            seen[alias.asname or alias.name] = value
+    assert set(seen) == set(mdf_loops.__all__) - {"MdfLoopsError", "__version__"}
+    for name, value in seen.items():
+        assert getattr(mdf_loops, name) is value, name
