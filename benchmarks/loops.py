@@ -106,7 +106,7 @@ def _jit_runners(work: Workload, model) -> dict[str, tuple[Callable, int]]:
 
         def jax_model():
             if not compiled:
-                compiled.append(jax_compile(model, work.inputs, limits=mdf_loops.Limits()))
+                compiled.append(jax_compile(model, work.inputs, limits=mdf_loops.safety.Limits()))
             return compiled[0].run(work.inputs)
 
         runners["mdf_loops JaxModel"] = (jax_model, 0)

@@ -66,18 +66,18 @@ def build_model() -> Model:
     body.nodes += [_direction_node(d, w) for d in DIRECTIONS]
     # formal inputs: the two states, then the two scan elements (x[t], x[T-1-t]);
     # outputs: the two new states, then the same two as scan outputs
-    mdf_loops.set_body_signature(
+    mdf_loops.model.set_body_signature(
         body,
         ["h_fwd_prev", "h_bwd_prev", "x_fwd", "x_bwd"],
         ["rnn_fwd.h", "rnn_bwd.h", "rnn_fwd.h", "rnn_bwd.h"],
     )
 
     birnn = Node(id="birnn")
-    birnn.input_ports += [InputPort(id="h0_fwd", metadata=mdf_loops.port_type(N_HIDDEN)),
-                            InputPort(id="h0_bwd", metadata=mdf_loops.port_type(N_HIDDEN)),
-                            InputPort(id="x", metadata=mdf_loops.port_type("steps", N_INPUT))]
+    birnn.input_ports += [InputPort(id="h0_fwd", metadata=mdf_loops.model.port_type(N_HIDDEN)),
+                            InputPort(id="h0_bwd", metadata=mdf_loops.model.port_type(N_HIDDEN)),
+                            InputPort(id="x", metadata=mdf_loops.model.port_type("steps", N_INPUT))]
     birnn.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=2),
         Parameter(id="scan_input_directions", value=[0, 1]),
         Parameter(id="scan_output_directions", value=[0, 1]),
@@ -105,9 +105,9 @@ def build_model() -> Model:
     main = Graph(id="main", nodes=[birnn, concat], edges=edges)
     model = Model(id="bidirectional_scan", graphs=[main])
     # default inputs: `mdf-loops run bidirectional_scan.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     # onnx::Concat outside the loop means ONNX's Concat, on the stock engine too
-    return mdf_loops.mark_onnx_semantics(model)
+    return mdf_loops.model.mark_onnx_semantics(model)
 
 
 def main() -> None:

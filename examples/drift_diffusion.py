@@ -71,7 +71,7 @@ def build_model(drift: float = 1.0, threshold: float = 1.0, noise_sd: float = 1.
                            receiver="accumulate", receiver_port="noise_i"))
     # Loop body: (iteration number, condition, carried x, carried t) ->
     #            (next condition, new x, new t, scan output x)
-    mdf_loops.set_body_signature(
+    mdf_loops.model.set_body_signature(
         body,
         ["i", "cond_in", "x_prev", "t_prev"],
         ["accumulate.undecided", "accumulate.x", "accumulate.t", "accumulate.x"],
@@ -79,15 +79,15 @@ def build_model(drift: float = 1.0, threshold: float = 1.0, noise_sd: float = 1.
     )
 
     count = Node(id="count")
-    count.input_ports.append(InputPort(id="noise", metadata=mdf_loops.port_type("max_steps")))
+    count.input_ports.append(InputPort(id="noise", metadata=mdf_loops.model.port_type("max_steps")))
     count.parameters.append(Parameter(id="size", function="onnx::Size", args={"data": "noise"}))
     count.output_ports.append(OutputPort(id="n", value="size"))
 
     ddm = Node(id="ddm")
-    ddm.input_ports += [InputPort(id="noise", metadata=mdf_loops.port_type("max_steps")),
+    ddm.input_ports += [InputPort(id="noise", metadata=mdf_loops.model.port_type("max_steps")),
                         InputPort(id="max_steps")]
     ddm.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="start", value=True),
         Parameter(id="x0", value=0.0),
         Parameter(id="t0", value=0.0),
@@ -116,7 +116,7 @@ def build_model(drift: float = 1.0, threshold: float = 1.0, noise_sd: float = 1.
     ])
     model = Model(id="drift_diffusion", graphs=[main])
     # default inputs: `mdf-loops run drift_diffusion.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 

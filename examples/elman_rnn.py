@@ -52,13 +52,13 @@ def build_model() -> Model:
     cell.output_ports.append(OutputPort(id="h", value="numpy.tanh(W @ x_t + U @ h_prev + b)"))
     body.nodes.append(cell)
     # formal inputs: the state, then the scan element; outputs: new state, then scan output
-    mdf_loops.set_body_signature(body, ["h_prev", "x_t"], ["cell.h", "cell.h"])
+    mdf_loops.model.set_body_signature(body, ["h_prev", "x_t"], ["cell.h", "cell.h"])
 
     rnn = Node(id="rnn")
-    rnn.input_ports += [InputPort(id="h0", metadata=mdf_loops.port_type(N_HIDDEN)),
-                          InputPort(id="x", metadata=mdf_loops.port_type("steps", N_INPUT))]
+    rnn.input_ports += [InputPort(id="h0", metadata=mdf_loops.model.port_type(N_HIDDEN)),
+                          InputPort(id="x", metadata=mdf_loops.model.port_type("steps", N_INPUT))]
     rnn.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=1),
         Parameter(id="rnn", function="onnx::Scan",
                   args={"initial_state_and_scan_inputs": "[h0, x]"}),
@@ -69,7 +69,7 @@ def build_model() -> Model:
     ]
     model = Model(id="elman_rnn", graphs=[Graph(id="main", nodes=[rnn])])
     # default inputs: `mdf-loops run elman_rnn.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 

@@ -70,13 +70,13 @@ def build_model(patterns: np.ndarray | None = None, max_sweeps: int = 100) -> Mo
     body.nodes.append(update)
     # Loop body: (iteration number, condition, carried s) ->
     #            (next condition, new s, scan outputs s and energy)
-    mdf_loops.set_body_signature(body, ["sweep_number", "cond_in", "s_prev"],
+    mdf_loops.model.set_body_signature(body, ["sweep_number", "cond_in", "s_prev"],
                                  ["update.changed", "update.s", "update.s", "update.energy"])
 
     recall = Node(id="recall")
-    recall.input_ports.append(InputPort(id="s0", metadata=mdf_loops.port_type(N_UNITS)))
+    recall.input_ports.append(InputPort(id="s0", metadata=mdf_loops.model.port_type(N_UNITS)))
     recall.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="max_sweeps", value=max_sweeps),
         Parameter(id="start", value=True),
         Parameter(id="recall", function="onnx::Loop",
@@ -89,7 +89,7 @@ def build_model(patterns: np.ndarray | None = None, max_sweeps: int = 100) -> Mo
     ]
     model = Model(id="hopfield", graphs=[Graph(id="main", nodes=[recall])])
     # default inputs: `mdf-loops run hopfield.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 

@@ -31,14 +31,14 @@ def build_model(dt: float = 0.1, tau: float = 2.0) -> Model:
     step.output_ports.append(OutputPort(id="x_next", value="x_prev + dt * (-x_prev + I_t) / tau"))
     body.nodes.append(step)
     # formal inputs: state, then scan element; formal outputs: new state, then scan output
-    mdf_loops.set_body_signature(body, ["x_prev", "I_t"], ["step.x_next", "step.x_next"])
+    mdf_loops.model.set_body_signature(body, ["x_prev", "I_t"], ["step.x_next", "step.x_next"])
 
     integrate = Node(id="integrate")
     # typed inputs: a scalar state and a sequence of any length (mdf-loops export reads them)
-    integrate.input_ports += [InputPort(id="x0", metadata=mdf_loops.port_type()),
-                              InputPort(id="I", metadata=mdf_loops.port_type("steps"))]
+    integrate.input_ports += [InputPort(id="x0", metadata=mdf_loops.model.port_type()),
+                              InputPort(id="I", metadata=mdf_loops.model.port_type("steps"))]
     integrate.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=1),
         Parameter(
             id="integrate",
@@ -52,7 +52,7 @@ def build_model(dt: float = 0.1, tau: float = 2.0) -> Model:
     ]
     model = Model(id="leaky_integrator", graphs=[Graph(id="main", nodes=[integrate])])
     # default inputs: `mdf-loops run leaky_integrator.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 

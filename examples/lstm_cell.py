@@ -82,15 +82,15 @@ def build_model() -> Model:
         body.edges.append(Edge(id=f"{sender}_{port}_to_{receiver}", sender=sender,
                                sender_port=port, receiver=receiver, receiver_port=port))
     # formal inputs: states h, c, then the scan element; outputs: new h, new c, then h per step
-    mdf_loops.set_body_signature(body, ["h_prev", "c_prev", "x_t"],
+    mdf_loops.model.set_body_signature(body, ["h_prev", "c_prev", "x_t"],
                                  ["hidden.h", "cell.c", "hidden.h"])
 
     lstm = Node(id="lstm")
-    lstm.input_ports += [InputPort(id="h0", metadata=mdf_loops.port_type(N_HIDDEN)),
-                           InputPort(id="c0", metadata=mdf_loops.port_type(N_HIDDEN)),
-                           InputPort(id="x", metadata=mdf_loops.port_type("steps", N_INPUT))]
+    lstm.input_ports += [InputPort(id="h0", metadata=mdf_loops.model.port_type(N_HIDDEN)),
+                           InputPort(id="c0", metadata=mdf_loops.model.port_type(N_HIDDEN)),
+                           InputPort(id="x", metadata=mdf_loops.model.port_type("steps", N_INPUT))]
     lstm.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=1),
         Parameter(id="lstm", function="onnx::Scan",
                   args={"initial_state_and_scan_inputs": "[h0, c0, x]"}),
@@ -102,7 +102,7 @@ def build_model() -> Model:
     ]
     model = Model(id="lstm_cell", graphs=[Graph(id="main", nodes=[lstm])])
     # default inputs: `mdf-loops run lstm_cell.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 

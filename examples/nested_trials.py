@@ -51,7 +51,7 @@ def _time_step_body(dt: float) -> Graph:
     integrate.output_ports.append(OutputPort(id="x", value="x_prev + dt * (-x_prev + s_t) / tau"))
     body.nodes.append(integrate)
     # state x, scan element s_t -> new state, scan output x; tau from the enclosing graph
-    return mdf_loops.set_body_signature(body, ["x_prev", "s_t"], ["integrate.x", "integrate.x"],
+    return mdf_loops.model.set_body_signature(body, ["x_prev", "s_t"], ["integrate.x", "integrate.x"],
                                         outer_scope_inputs=["tau"])
 
 
@@ -66,7 +66,7 @@ def _trial_body(dt: float, carryover: float) -> Graph:
     time_steps.input_ports += [InputPort(id="x_start"), InputPort(id="stimulus"),
                                InputPort(id="tau")]
     time_steps.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(_time_step_body(dt))),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(_time_step_body(dt))),
         Parameter(id="num_scan_inputs", value=1),
         Parameter(id="time_steps", function="onnx::Scan",
                   args={"initial_state_and_scan_inputs": "[x_start, stimulus]"}),
@@ -80,7 +80,7 @@ def _trial_body(dt: float, carryover: float) -> Graph:
                            receiver="time_steps", receiver_port="x_start"))
     # state x (carried across trials), scan element: this trial's stimulus row ->
     # new state, scan outputs: x at the end of the trial and the trial's trace
-    return mdf_loops.set_body_signature(
+    return mdf_loops.model.set_body_signature(
         body, ["x_carry", "stimulus"],
         ["time_steps.x_end", "time_steps.x_end", "time_steps.trace"],
         outer_scope_inputs=["tau"],
@@ -94,11 +94,11 @@ def build_model(tau: float = 1.0, dt: float = 0.1, carryover: float = 0.5) -> Mo
     constants.output_ports.append(OutputPort(id="tau", value="tau"))
 
     trials = Node(id="trials")
-    trials.input_ports += [InputPort(id="x_init", metadata=mdf_loops.port_type()),
-                           InputPort(id="stimuli", metadata=mdf_loops.port_type("trials", "steps")),
+    trials.input_ports += [InputPort(id="x_init", metadata=mdf_loops.model.port_type()),
+                           InputPort(id="stimuli", metadata=mdf_loops.model.port_type("trials", "steps")),
                            InputPort(id="tau")]
     trials.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(_trial_body(dt, carryover))),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(_trial_body(dt, carryover))),
         Parameter(id="num_scan_inputs", value=1),
         Parameter(id="trials", function="onnx::Scan",
                   args={"initial_state_and_scan_inputs": "[x_init, stimuli]"}),
@@ -114,7 +114,7 @@ def build_model(tau: float = 1.0, dt: float = 0.1, carryover: float = 0.5) -> Mo
     ])
     model = Model(id="nested_trials", graphs=[main])
     # default inputs: `mdf-loops run nested_trials.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 

@@ -61,13 +61,13 @@ def build_model(coefficients: tuple[float, float, float, float] = WALLIS,
     body.nodes.append(step)
     # Loop body: (iteration number, condition, carried x) ->
     #            (next condition, new x, scan output x)
-    mdf_loops.set_body_signature(body, ["iteration", "cond_in", "x_prev"],
+    mdf_loops.model.set_body_signature(body, ["iteration", "cond_in", "x_prev"],
                                  ["step.not_converged", "step.x", "step.x"])
 
     newton = Node(id="newton")
-    newton.input_ports.append(InputPort(id="x0", metadata=mdf_loops.port_type()))
+    newton.input_ports.append(InputPort(id="x0", metadata=mdf_loops.model.port_type()))
     newton.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="start", value=True),
         Parameter(id="newton", function="onnx::Loop",
                   args={"cond": "start", "v_initial": "[x0]"}),
@@ -78,7 +78,7 @@ def build_model(coefficients: tuple[float, float, float, float] = WALLIS,
     ]
     model = Model(id="newton", graphs=[Graph(id="main", nodes=[newton])])
     # default inputs: `mdf-loops run newton.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 

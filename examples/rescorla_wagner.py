@@ -57,15 +57,15 @@ def build_model(alpha: float = 0.2) -> Model:
     body.nodes.append(learn)
     # formal inputs: state V, then the two scan elements (cues, outcome of trial t);
     # outputs: new V, then V and the prediction error as scan outputs
-    mdf_loops.set_body_signature(body, ["V_prev", "x_t", "lambda_t"],
+    mdf_loops.model.set_body_signature(body, ["V_prev", "x_t", "lambda_t"],
                                  ["learn.V", "learn.V", "learn.prediction_error"])
 
     trials = Node(id="trials")
-    trials.input_ports += [InputPort(id="V0", metadata=mdf_loops.port_type(len(CUES))),
-                           InputPort(id="cues", metadata=mdf_loops.port_type("trials", len(CUES))),
-                           InputPort(id="outcomes", metadata=mdf_loops.port_type("trials"))]
+    trials.input_ports += [InputPort(id="V0", metadata=mdf_loops.model.port_type(len(CUES))),
+                           InputPort(id="cues", metadata=mdf_loops.model.port_type("trials", len(CUES))),
+                           InputPort(id="outcomes", metadata=mdf_loops.model.port_type("trials"))]
     trials.parameters += [
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="num_scan_inputs", value=2),
         Parameter(id="trials", function="onnx::Scan",
                   args={"initial_state_and_scan_inputs": "[V0, cues, outcomes]"}),
@@ -77,7 +77,7 @@ def build_model(alpha: float = 0.2) -> Model:
     ]
     model = Model(id="rescorla_wagner", graphs=[Graph(id="main", nodes=[trials])])
     # default inputs: `mdf-loops run rescorla_wagner.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 

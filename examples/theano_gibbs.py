@@ -56,7 +56,7 @@ def build_model(steps: int = 10) -> Model:
                            "hidden_rng_after": updates[hidden_rng],
                            "visible_rng_after": updates[visible_rng]}, name=NAME)
     # default inputs: `mdf-loops run theano_gibbs.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 
@@ -72,7 +72,7 @@ def example_inputs(seed: int = 1234) -> dict:
 
 def run_with_stock_engine(path: Path, inputs: dict) -> dict:
     """Evaluate the saved model with modeci-mdf's ``EvaluableGraph``; outputs by name."""
-    return mdf_loops.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
+    return mdf_loops.model.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
 
 
 def main() -> None:

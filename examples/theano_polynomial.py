@@ -31,7 +31,7 @@ def build_model(max_coefficients_supported: int = 10000) -> Model:
     polynomial = components.sum()
     model = T.build_model({"polynomial": polynomial}, name=NAME)
     # default inputs: `mdf-loops run theano_polynomial.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 
@@ -41,7 +41,7 @@ def example_inputs() -> dict:
 
 def run_with_stock_engine(path: Path, inputs: dict) -> dict:
     """Evaluate the saved model with modeci-mdf's ``EvaluableGraph``; outputs by name."""
-    return mdf_loops.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
+    return mdf_loops.model.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ def build_model() -> Model:
     final_result = result[-1]  # A**k; the steps before are not kept
     model = T.build_model({"A_to_the_k": final_result}, name=NAME)
     # default inputs: `mdf-loops run theano_power.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 
@@ -40,7 +40,7 @@ def example_inputs(k: int = 2) -> dict:
 
 def run_with_stock_engine(path: Path, inputs: dict) -> dict:
     """Evaluate the saved model with modeci-mdf's ``EvaluableGraph``; outputs by name."""
-    return mdf_loops.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
+    return mdf_loops.model.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
 
 
 def main() -> None:

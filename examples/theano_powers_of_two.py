@@ -32,7 +32,7 @@ def build_model() -> Model:
                        n_steps=1024)
     model = T.build_model({"values": values}, name=NAME)
     # default inputs: `mdf-loops run theano_powers_of_two.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 
@@ -42,7 +42,7 @@ def example_inputs(max_value: float = 45.0) -> dict:
 
 def run_with_stock_engine(path: Path, inputs: dict) -> dict:
     """Evaluate the saved model with modeci-mdf's ``EvaluableGraph``; outputs by name."""
-    return mdf_loops.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
+    return mdf_loops.model.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
 
 
 def main() -> None:

@@ -53,7 +53,7 @@ def build_model() -> Model:
         name="rnn")
     model = T.build_model({"x_vals": x_vals, "y_vals": y_vals}, name=NAME)
     # default inputs: `mdf-loops run theano_rnn.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 
@@ -73,7 +73,7 @@ def example_inputs(steps: int = 12, seed: int = 0) -> dict:
 
 def run_with_stock_engine(path: Path, inputs: dict) -> dict:
     """Evaluate the saved model with modeci-mdf's ``EvaluableGraph``; outputs by name."""
-    return mdf_loops.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
+    return mdf_loops.model.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ def build_model() -> Model:
                              non_sequences=output_model)
     model = T.build_model({"result": result}, name=NAME)
     # default inputs: `mdf-loops run theano_set_value.json` needs no -i
-    mdf_loops.set_input_defaults(model.graphs[0], example_inputs())
+    mdf_loops.model.set_input_defaults(model.graphs[0], example_inputs())
     return model
 
 
@@ -49,7 +49,7 @@ def example_inputs() -> dict:
 
 def run_with_stock_engine(path: Path, inputs: dict) -> dict:
     """Evaluate the saved model with modeci-mdf's ``EvaluableGraph``; outputs by name."""
-    return mdf_loops.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
+    return mdf_loops.model.stock_evaluate(load_mdf(str(path)).graphs[0], inputs)
 
 
 def main() -> None:

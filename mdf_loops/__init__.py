@@ -4,88 +4,128 @@ Importing the package registers ``onnx::Scan``, ``onnx::Loop``, ``onnx::If`` (an
 the ONNX operators it lacks) in modeci-mdf's function registry, so modeci-mdf's
 own ``EvaluableGraph`` runs models that contain loops. Models without loops keep
 stock modeci-mdf's behaviour unless mdf-loops imported or built them
-(:func:`mark_onnx_semantics`) or they run through :func:`run`. The registration happens
-at once when modeci-mdf's execution engine is already imported, else the moment
-it is imported (``from modeci_mdf.execution_engine import EvaluableGraph``);
-:func:`register` does it explicitly. The public names below are imported when
-first used, so ``import mdf_loops`` (and the ``mdf-loops`` command) starts fast.
+(:func:`mdf_loops.model.mark_onnx_semantics`) or they run through :func:`run`. The
+registration happens at once when modeci-mdf's execution engine is already imported,
+else the moment it is imported (``from modeci_mdf.execution_engine import
+EvaluableGraph``); :func:`register` does it explicitly.
+
+The top level holds what users reach for first (``__all__``, docs/api.md); the rest
+lives in namespaces: :mod:`mdf_loops.errors` (every error class),
+:mod:`mdf_loops.authoring` (``scan``, ``map``, ``reduce``, ...), :mod:`mdf_loops.model`
+(the loop-node convention), :mod:`mdf_loops.safety` (limits, sandboxed runs) and
+:mod:`mdf_loops.backends` (backend names). The public names are imported when first
+used, so ``import mdf_loops`` (and the ``mdf-loops`` command) starts fast.
 """
 
 from __future__ import annotations
 
 import sys as _sys
 import types as _types
+import typing as _typing
+import warnings as _warnings
 from importlib import import_module as _import_module
 
-from mdf_loops.errors import (
-    DepthLimitError,
-    EvaluationError,
-    IterationLimitError,
-    LimitError,
-    LoopError,
-    MdfLoopsError,
-    ModelError,
-    SizeLimitError,
-)
+from mdf_loops.errors import MdfLoopsError
+
+if _typing.TYPE_CHECKING:  # what type checkers see; at run time the names load on first use
+    from mdf_loops.authoring import tensor as pt
+    from mdf_loops.authoring.scan import scan, until
+    from mdf_loops.backends.cache import clear_compiled
+    from mdf_loops.backends.jax.batch import run_batch
+    from mdf_loops.backends.jax.grad import grad, value_and_grad
+    from mdf_loops.backends.onnxruntime.compiled import CompiledModel, compile_model
+    from mdf_loops.backends.scheduler.registry import register, unregister
+    from mdf_loops.model.interface import load_model
+    from mdf_loops.onnx.export import mdf_to_onnx, save_onnx
+    from mdf_loops.onnx.import_ import onnx_to_mdf
+    from mdf_loops.render import render, to_graphviz
+    from mdf_loops.run import run
+    from mdf_loops.sweep import sweep
+    from mdf_loops.timeloop import Trajectories, to_time_loop
+    from mdf_loops.timeloop.simulate import simulate
+    from mdf_loops.validation.report import Problem, validate
 
 __version__ = "0.1.0"
 
 #: public name -> the module that defines it (imported on first use)
 _LAZY = {
-    "authoring": "mdf_loops.authoring",
-    "pt": "mdf_loops.authoring.tensor",  # the PyTensor-style namespace
-    "foldl": "mdf_loops.authoring",
-    "foldr": "mdf_loops.authoring",
-    "map": "mdf_loops.authoring",
-    "reduce": "mdf_loops.authoring",
-    "scan": "mdf_loops.authoring",
-    "until": "mdf_loops.authoring",
-    "CompiledModel": "mdf_loops.backends.onnxruntime.compiled",
-    "CompileError": "mdf_loops.backends.onnxruntime.compiled",
-    "clear_compiled": "mdf_loops.backends.cache",
+    "run": "mdf_loops.run",
+    "run_batch": "mdf_loops.backends.jax.batch",
+    "load_model": "mdf_loops.model.interface",
+    "validate": "mdf_loops.validation.report",
+    "Problem": "mdf_loops.validation.report",
     "compile_model": "mdf_loops.backends.onnxruntime.compiled",
-    "Limits": "mdf_loops.ops",
-    "limits": "mdf_loops.ops",
+    "CompiledModel": "mdf_loops.backends.onnxruntime.compiled",
+    "clear_compiled": "mdf_loops.backends.cache",
+    "onnx_to_mdf": "mdf_loops.onnx.import_",
     "mdf_to_onnx": "mdf_loops.onnx.export",
     "save_onnx": "mdf_loops.onnx.export",
-    "onnx_to_mdf": "mdf_loops.onnx.import_",
-    "register": "mdf_loops.backends.scheduler.registry",
-    "unregister": "mdf_loops.backends.scheduler.registry",
-    "BodySignature": "mdf_loops.model.convention",
-    "body_graph": "mdf_loops.model.convention",
-    "body_signature": "mdf_loops.model.convention",
-    "port_type": "mdf_loops.model.convention",
-    "set_body_signature": "mdf_loops.model.convention",
-    "wrap_body": "mdf_loops.model.convention",
-    "render": "mdf_loops.render",
-    "to_graphviz": "mdf_loops.render",
-    "set_input_defaults": "mdf_loops.model.interface",
-    "stock_evaluate": "mdf_loops.model.interface",
-    "graph_interface": "mdf_loops.run",
-    "load_model": "mdf_loops.run",
-    "run": "mdf_loops.run",
-    "UnsafeExpressionError": "mdf_loops.safety.checks",
-    "Problem": "mdf_loops.validation.report",
-    "validate": "mdf_loops.validation.report",
-    "mark_onnx_semantics": "mdf_loops.model.semantics",
-    "onnx_file_access": "mdf_loops.safety.onnx_files",
-    "run_limited": "mdf_loops.safety.sandbox",
-    "ResourceLimitError": "mdf_loops.safety.sandbox",
+    "scan": "mdf_loops.authoring",
+    "until": "mdf_loops.authoring",
+    "pt": "mdf_loops.authoring.tensor",  # the PyTensor-style namespace
+    "simulate": "mdf_loops.timeloop",
+    "to_time_loop": "mdf_loops.timeloop",
+    "Trajectories": "mdf_loops.timeloop",
     "sweep": "mdf_loops.sweep",
-    "SweepError": "mdf_loops.sweep",
     "grad": "mdf_loops.backends.jax.grad",
     "value_and_grad": "mdf_loops.backends.jax.grad",
-    "run_batch": "mdf_loops.backends.jax.batch",
-    "to_time_loop": "mdf_loops.timeloop",
-    "simulate": "mdf_loops.timeloop",
-    "Trajectories": "mdf_loops.timeloop",
+    "render": "mdf_loops.render",
+    "to_graphviz": "mdf_loops.render",
+    "register": "mdf_loops.backends.scheduler.registry",
+    "unregister": "mdf_loops.backends.scheduler.registry",
+}
+
+#: old top-level name -> the namespace it moved to; reachable here, with a
+#: DeprecationWarning, until the next release
+_MOVED = {
+    **dict.fromkeys(("map", "reduce", "foldl", "foldr"), "mdf_loops.authoring"),
+    **dict.fromkeys(
+        (
+            "ModelError",
+            "EvaluationError",
+            "LoopError",
+            "LimitError",
+            "IterationLimitError",
+            "DepthLimitError",
+            "SizeLimitError",
+            "CompileError",
+            "UnsafeExpressionError",
+            "ResourceLimitError",
+            "SweepError",
+        ),
+        "mdf_loops.errors",
+    ),
+    **dict.fromkeys(
+        (
+            "BodySignature",
+            "body_graph",
+            "body_signature",
+            "set_body_signature",
+            "wrap_body",
+            "port_type",
+            "graph_interface",
+            "set_input_defaults",
+            "stock_evaluate",
+            "mark_onnx_semantics",
+        ),
+        "mdf_loops.model",
+    ),
+    **dict.fromkeys(("Limits", "limits", "onnx_file_access", "run_limited"), "mdf_loops.safety"),
 }
 
 
-_MODULES = ("authoring", "pt")  # public names that are modules themselves
+_MODULES = ("pt",)  # public names that are modules themselves
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> _typing.Any:
+    if name in _MOVED:
+        new_home = _MOVED[name]
+        _warnings.warn(
+            f"mdf_loops.{name} moved to {new_home}.{name}; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_import_module(new_home), name)
     module = _LAZY.get(name)
     if module is None:  # a subpackage not imported yet (mdf_loops.model, mdf_loops.ops, ...)
         try:
@@ -98,7 +138,9 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """The public names and the subpackages imported so far (not the moved names)."""
+    modules = {n for n, v in globals().items() if isinstance(v, _types.ModuleType)}
+    return sorted({*__all__, *(n for n in modules if not n.startswith("_"))})
 
 
 #: public functions that share their name with a submodule
@@ -176,62 +218,34 @@ def _register_now_or_with_the_engine() -> None:
         _sys.meta_path.insert(0, _RegisterWithTheEngine())
 
 
+#: the top-level API (docs/api.md says why these and not more)
 __all__ = [
-    "register",
-    "unregister",
+    "run",
+    "run_batch",
+    "load_model",
+    "validate",
+    "Problem",
+    "compile_model",
+    "CompiledModel",
+    "clear_compiled",
     "onnx_to_mdf",
     "mdf_to_onnx",
     "save_onnx",
-    "run",
-    "compile_model",
-    "CompiledModel",
-    "CompileError",
-    "clear_compiled",
-    "authoring",
     "scan",
-    "map",
-    "reduce",
-    "foldl",
-    "foldr",
     "until",
     "pt",
-    "load_model",
-    "graph_interface",
-    "stock_evaluate",
-    "set_input_defaults",
-    "mark_onnx_semantics",
-    "validate",
-    "Problem",
-    "render",
-    "to_graphviz",
-    "limits",
-    "Limits",
-    "BodySignature",
-    "body_graph",
-    "body_signature",
-    "set_body_signature",
-    "wrap_body",
-    "port_type",
-    "MdfLoopsError",
-    "ModelError",
-    "EvaluationError",
-    "LoopError",
-    "IterationLimitError",
-    "LimitError",
-    "DepthLimitError",
-    "SizeLimitError",
-    "UnsafeExpressionError",
-    "onnx_file_access",
-    "run_limited",
-    "ResourceLimitError",
+    "simulate",
+    "to_time_loop",
+    "Trajectories",
     "sweep",
-    "SweepError",
     "grad",
     "value_and_grad",
-    "run_batch",
-    "to_time_loop",
-    "simulate",
-    "Trajectories",
+    "render",
+    "to_graphviz",
+    "register",
+    "unregister",
+    "MdfLoopsError",
+    "__version__",
 ]
 
 _register_now_or_with_the_engine()

@@ -1,28 +1,63 @@
 """The exceptions mdf-loops raises, and where in a model they happened.
 
-Every error a user can cause derives from :class:`MdfLoopsError`. Errors raised
-while a model runs carry a *location*: the path from the top-level graph down
-to the node (and loop iteration) that failed, e.g.
+Every error a user can cause derives from :class:`MdfLoopsError`, and every class a
+user may catch is defined here, in one hierarchy::
+
+    MdfLoopsError
+    ├── ModelError               the model (or a file, or an input) cannot be used as given
+    │   ├── InputError           a value given for a graph input does not fit its declared type
+    │   ├── ExpressionError      an expression ONNX cannot express (export)
+    │   ├── UntypedInputError    an exported input with no type and no example value
+    │   ├── ConditionError       a scheduling condition with no time-loop equivalent
+    │   └── NotCompilable        a time loop the ``python`` backend does not write out
+    ├── EvaluationError          evaluating a node failed (``location`` says where)
+    │   └── LoopError            a loop's inputs or body outputs break the operator's rules
+    │       └── LimitError       a work limit was hit (:class:`mdf_loops.safety.Limits`)
+    │           ├── IterationLimitError
+    │           ├── DepthLimitError
+    │           └── SizeLimitError
+    ├── CompileError             the model cannot run compiled (onnxruntime, JAX)
+    ├── UnsafeExpressionError    an untrusted model uses something outside the allow-list
+    ├── ResourceLimitError       a limited child process ran out of time or memory
+    ├── SweepError               a sweep's grid, outputs, file or cluster cannot be used
+    └── AuthoringError           a traced operation is invalid
+        └── ScanError            the arguments of ``scan`` break scan's rules
+
+Errors raised while a model runs carry a *location*: the path from the top-level
+graph down to the node (and loop iteration) that failed, e.g.
 ``graph 'main' > node 'rnn' > iteration 3 > node 'add'``.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mdf_loops.validation.report import Problem
 
 __all__ = [
     "MdfLoopsError",
     "ModelError",
+    "InputError",
+    "ExpressionError",
+    "UntypedInputError",
+    "ConditionError",
+    "NotCompilable",
     "EvaluationError",
     "LoopError",
     "LimitError",
     "IterationLimitError",
     "DepthLimitError",
     "SizeLimitError",
-    "current_location",
-    "location_frame",
+    "CompileError",
+    "UnsafeExpressionError",
+    "ResourceLimitError",
+    "SweepError",
+    "AuthoringError",
+    "ScanError",
 ]
 
 
@@ -31,7 +66,37 @@ class MdfLoopsError(Exception):
 
 
 class ModelError(MdfLoopsError):
-    """The model breaks the loop-node convention (see docs/representation.md)."""
+    """The model breaks the loop-node convention (see docs/representation.md), or a file
+    or an input cannot be used as given."""
+
+
+class InputError(ModelError):
+    """A value given for a graph input does not fit what the model declares."""
+
+
+class ExpressionError(ModelError):
+    """An expression uses something ONNX cannot express (or that is not understood)."""
+
+
+class UntypedInputError(ModelError):
+    """An input of the exported graph has no declared type and no example value."""
+
+    def __init__(self, graph_id: str, name: str, how: str = ""):
+        self.graph_id, self.name = graph_id, name
+        how = how or f"pass example_inputs={{'{name}': ...}} to mdf_to_onnx"
+        super().__init__(
+            f"graph '{graph_id}' input '{name}': its type and rank are unknown; {how}, or "
+            f"declare them on the input port: metadata=mdf_loops.model.port_type(...) "
+            f"(e.g. port_type('steps', 3, dtype='float64'); docs/representation.md)"
+        )
+
+
+class ConditionError(ModelError):
+    """A scheduling condition with no time-loop equivalent."""
+
+
+class NotCompilable(ModelError):
+    """A time loop's body uses something the ``python`` backend does not write out."""
 
 
 class EvaluationError(MdfLoopsError):
@@ -48,7 +113,7 @@ class LoopError(EvaluationError):
 
 
 class LimitError(LoopError):
-    """A run hit one of its work limits (:class:`mdf_loops.Limits`).
+    """A run hit one of its work limits (:class:`mdf_loops.safety.Limits`).
 
     The message says how to raise it.
     """
@@ -64,6 +129,41 @@ class DepthLimitError(LimitError):
 
 class SizeLimitError(LimitError):
     """A loop or an operator produced a value with more elements than the limit allows."""
+
+
+class CompileError(MdfLoopsError):
+    """The model cannot run in the compiled mode (export or onnxruntime refused it)."""
+
+
+class UnsafeExpressionError(MdfLoopsError):
+    """A model expression uses something outside the allow-list; nothing was evaluated.
+
+    ``problems`` lists every refused expression (path and reason).
+    """
+
+    def __init__(self, problems: Sequence[Problem]):
+        self.problems = list(problems)
+        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        super().__init__(
+            f"{self.problems[0]}{more}; nothing was evaluated. Run the model with "
+            "trusted=True (command line: --trusted) only if you trust its author"
+        )
+
+
+class ResourceLimitError(MdfLoopsError):
+    """Work in a limited child process ran out of time or memory."""
+
+
+class SweepError(MdfLoopsError):
+    """A sweep's grid, samples, outputs, output file or cluster cannot be used as given."""
+
+
+class AuthoringError(MdfLoopsError):
+    """A traced operation is invalid (wrong types, a value used outside its scope, ...)."""
+
+
+class ScanError(AuthoringError):
+    """The arguments of ``scan`` (or of what ``fn`` returns) break scan's rules."""
 
 
 _FRAMES: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(

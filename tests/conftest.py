@@ -168,7 +168,7 @@ def mdf_body(graph_id: str, nodes: Sequence[Node], formal_inputs, formal_outputs
     graph = Graph(id=graph_id)
     graph.nodes.extend(nodes)
     graph.edges.extend(edges)
-    return mdf_loops.set_body_signature(graph, list(formal_inputs), list(formal_outputs),
+    return mdf_loops.model.set_body_signature(graph, list(formal_inputs), list(formal_outputs),
                                         list(outer_scope_inputs))
 
 
@@ -189,7 +189,7 @@ def loop_node(node_id: str, op: str, args: Mapping[str, str], bodies: Mapping[st
     node = Node(id=node_id)
     node.input_ports.extend(InputPort(id=p) for p in inputs)
     for attr, body in bodies.items():
-        node.parameters.append(Parameter(id=attr, value=mdf_loops.wrap_body(body)))
+        node.parameters.append(Parameter(id=attr, value=mdf_loops.model.wrap_body(body)))
     for attr, value in (attributes or {}).items():
         node.parameters.append(Parameter(id=attr, value=value))
     node.parameters.append(Parameter(id=node_id, function=f"onnx::{op}", args=dict(args)))

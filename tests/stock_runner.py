@@ -6,7 +6,7 @@ A CASE is a name of stock_models.CASES, or ``file:PATH`` for an MDF file (its
 first graph evaluated once, every output port read).
 
 ``with`` imports mdf_loops first and runs every case under
-``mdf_loops.limits(max_iterations=SMALL_LIMIT)``; ``stock`` never imports it.
+``mdf_loops.safety.limits(max_iterations=SMALL_LIMIT)``; ``stock`` never imports it.
 For each case the result file holds, after each ``evaluate``, a bit-exact
 description of the output values, the order the nodes ran in, the exception
 (type and message) if one was raised, everything printed, and the seconds each
@@ -97,7 +97,7 @@ def main(mode: str, result_path: str, names: list[str]) -> None:
         from mdf_loops.backends.scheduler import hooks
 
         results["_installed"] = hooks.installed()
-        limits = mdf_loops.limits(max_iterations=SMALL_LIMIT)
+        limits = mdf_loops.safety.limits(max_iterations=SMALL_LIMIT)
     elif "mdf_loops" in sys.modules:
         raise SystemExit("the stock run imported mdf_loops")
     with limits:

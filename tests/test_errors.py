@@ -53,7 +53,7 @@ def _raises(error_type, model, inputs, *fragments, **run_kwargs):
 def test_scan_state_changing_shape_names_node_and_iteration():
     step = expression_node("step", ["s", "x"], {"s_next": "s if x < 2 else numpy.append(s, x)"})
     body = mdf_body("grow", [step], ["s", "x"], ["step.s_next"])
-    _raises(mdf_loops.LoopError, _scan(body, n_outputs=1), {"s0": np.zeros(1), "xs": np.arange(5.0)},
+    _raises(mdf_loops.errors.LoopError, _scan(body, n_outputs=1), {"s0": np.zeros(1), "xs": np.arange(5.0)},
             "my_scan", "iteration 2", "shape")
 
 
@@ -65,14 +65,14 @@ def test_imported_scan_state_changing_shape():
                                      body=body, num_scan_inputs=1)],
                        [value_info("s0", FLOAT, [1]), value_info("xs", FLOAT, [3, 1])],
                        [value_info("s_final", FLOAT, None)])
-    with pytest.raises(mdf_loops.LoopError, match=r"growing_scan.*iteration 0"):
+    with pytest.raises(mdf_loops.errors.LoopError, match=r"growing_scan.*iteration 0"):
         run_imported(model, {"s0": np.zeros(1, np.float32), "xs": np.ones((3, 1), np.float32)})
 
 
 def test_scan_body_with_too_many_formal_inputs():
     step = expression_node("step", ["s", "x", "extra"], {"s_next": "s + x + extra"})
     body = mdf_body("b", [step], ["s", "x", "extra"], ["step.s_next"])
-    _raises(mdf_loops.LoopError, _scan(body, n_outputs=1), {"s0": 0.0, "xs": np.arange(3.0)},
+    _raises(mdf_loops.errors.LoopError, _scan(body, n_outputs=1), {"s0": 0.0, "xs": np.arange(3.0)},
             "my_scan", "3 formal inputs", "passes 2")
 
 
@@ -85,14 +85,14 @@ def test_imported_scan_body_with_wrong_number_of_inputs():
                                      body=body, num_scan_inputs=1)],
                        [value_info("s0", FLOAT, []), value_info("xs", FLOAT, [3])],
                        [value_info("s_final", FLOAT, None)])
-    with pytest.raises(mdf_loops.LoopError, match="bad_scan"):
+    with pytest.raises(mdf_loops.errors.LoopError, match="bad_scan"):
         run_imported(model, {"s0": np.zeros((), np.float32), "xs": np.ones(3, np.float32)})
 
 
 def test_scan_body_with_fewer_outputs_than_states():
     step = expression_node("step", ["s", "t", "x"], {"s_next": "s + x"})
     body = mdf_body("b", [step], ["s", "t", "x"], ["step.s_next"])
-    _raises(mdf_loops.LoopError, _scan(body, inputs=("s0", "t0", "xs"), n_outputs=2),
+    _raises(mdf_loops.errors.LoopError, _scan(body, inputs=("s0", "t0", "xs"), n_outputs=2),
             {"s0": 0.0, "t0": 0.0, "xs": np.arange(3.0)}, "my_scan", "1 outputs", "2 states")
 
 
@@ -100,7 +100,7 @@ def test_scan_inputs_of_different_lengths():
     step = expression_node("step", ["s", "x", "y"], {"s_next": "s + x * y"})
     body = mdf_body("b", [step], ["s", "x", "y"], ["step.s_next"])
     model = _scan(body, inputs=("s0", "xs", "ys"), n_outputs=1, num_scan_inputs=2)
-    _raises(mdf_loops.LoopError, model, {"s0": 0.0, "xs": np.arange(3.0), "ys": np.arange(4.0)},
+    _raises(mdf_loops.errors.LoopError, model, {"s0": 0.0, "xs": np.arange(3.0), "ys": np.arange(4.0)},
             "my_scan", "input 0: 3", "input 1: 4")
 
 
@@ -112,13 +112,13 @@ def test_scan_inputs_of_different_lengths():
 ])
 def test_scan_axis_out_of_range(attribute, axes, fragment):
     model = _scan(_accumulate_body(), **{attribute: axes})
-    _raises(mdf_loops.LoopError, model, {"s0": np.zeros(2), "xs": np.ones((3, 2))},
+    _raises(mdf_loops.errors.LoopError, model, {"s0": np.zeros(2), "xs": np.ones((3, 2))},
             "my_scan", fragment, "out of range")
 
 
 def test_scan_attribute_list_of_wrong_length():
     model = _scan(_accumulate_body(), scan_input_directions=[0, 1])
-    _raises(mdf_loops.LoopError, model, {"s0": np.zeros(2), "xs": np.ones((3, 2))},
+    _raises(mdf_loops.errors.LoopError, model, {"s0": np.zeros(2), "xs": np.ones((3, 2))},
             "my_scan", "scan_input_directions")
 
 
@@ -128,27 +128,27 @@ def test_scan_attribute_list_of_wrong_length():
 def test_body_port_not_bound():
     step = expression_node("step", ["s", "x", "ghost"], {"s_next": "s + x + ghost"})
     body = mdf_body("haunted", [step], ["s", "x"], ["step.s_next"])
-    _raises(mdf_loops.ModelError, _scan(body, n_outputs=1), {"s0": 0.0, "xs": np.arange(3.0)},
+    _raises(mdf_loops.errors.ModelError, _scan(body, n_outputs=1), {"s0": 0.0, "xs": np.arange(3.0)},
             "my_scan", "step.ghost")
 
 
 def test_body_reads_outer_value_the_node_does_not_carry():
     step = expression_node("step", ["s", "x", "w"], {"s_next": "s + x * w"})
     body = mdf_body("b", [step], ["s", "x"], ["step.s_next"], outer_scope_inputs=["w"])
-    _raises(mdf_loops.ModelError, _scan(body, n_outputs=1), {"s0": 0.0, "xs": np.arange(3.0)},
+    _raises(mdf_loops.errors.ModelError, _scan(body, n_outputs=1), {"s0": 0.0, "xs": np.arange(3.0)},
             "my_scan", "'w'")
 
 
 def test_body_without_signature():
     bare = Graph(id="bare", nodes=[expression_node("step", ["s", "x"], {"s_next": "s + x"})])
-    _raises(mdf_loops.ModelError, _scan(bare, n_outputs=1), {"s0": 0.0, "xs": np.arange(3.0)},
+    _raises(mdf_loops.errors.ModelError, _scan(bare, n_outputs=1), {"s0": 0.0, "xs": np.arange(3.0)},
             "my_scan", "formal_inputs")
 
 
 def test_error_inside_body_names_node_iteration_and_body_node():
     step = expression_node("step", ["s", "x"], {"s_next": "s + numpy.ones(2)[int(x)]"})
     body = mdf_body("b", [step], ["s", "x"], ["step.s_next"])
-    _raises(mdf_loops.EvaluationError, _scan(body, n_outputs=1),
+    _raises(mdf_loops.errors.EvaluationError, _scan(body, n_outputs=1),
             {"s0": np.zeros(1), "xs": np.arange(5.0)}, "my_scan", "iteration 2", "step")
 
 
@@ -163,7 +163,7 @@ def test_loop_body_with_wrong_number_of_inputs():
     step = expression_node("step", ["i", "v"], {"c_out": "True", "v_out": "v"})
     body = mdf_body("b", [step], ["i", "v"], ["step.c_out", "step.v_out"])
     model = _loop(body, {"M": "M", "v_initial": "[v0]"}, ["M", "v0"], 1)
-    _raises(mdf_loops.LoopError, model, {"M": np.array(5), "v0": np.zeros(1)},
+    _raises(mdf_loops.errors.LoopError, model, {"M": np.array(5), "v0": np.zeros(1)},
             "my_loop", "2 formal inputs")
 
 
@@ -171,7 +171,7 @@ def test_loop_body_with_too_few_outputs():
     step = expression_node("step", ["i", "c", "v", "w"], {"c_out": "c", "v_out": "v"})
     body = mdf_body("b", [step], ["i", "c", "v", "w"], ["step.c_out", "step.v_out"])
     model = _loop(body, {"M": "M", "v_initial": "[v0, w0]"}, ["M", "v0", "w0"], 2)
-    _raises(mdf_loops.LoopError, model, {"M": np.array(5), "v0": np.zeros(1), "w0": np.zeros(1)},
+    _raises(mdf_loops.errors.LoopError, model, {"M": np.array(5), "v0": np.zeros(1), "w0": np.zeros(1)},
             "my_loop", "2 outputs")
 
 
@@ -180,7 +180,7 @@ def test_loop_scan_output_changing_shape():
                            {"c_out": "c", "v_out": "v", "y": "numpy.ones(int(i) // 3 + 1)"})
     body = mdf_body("b", [step], ["i", "c", "v"], ["step.c_out", "step.v_out", "step.y"])
     model = _loop(body, {"M": "M", "v_initial": "[v0]"}, ["M", "v0"], 2)
-    _raises(mdf_loops.LoopError, model, {"M": np.array(5), "v0": np.zeros(1)},
+    _raises(mdf_loops.errors.LoopError, model, {"M": np.array(5), "v0": np.zeros(1)},
             "my_loop", "iteration 3", "scan output 0")
 
 
@@ -189,7 +189,7 @@ def test_loop_condition_not_a_scalar():
                            {"c_out": "numpy.array([True, True])", "v_out": "v"})
     body = mdf_body("b", [step], ["i", "c", "v"], ["step.c_out", "step.v_out"])
     model = _loop(body, {"M": "M", "cond": "c0", "v_initial": "[v0]"}, ["M", "c0", "v0"], 1)
-    _raises(mdf_loops.LoopError, model,
+    _raises(mdf_loops.errors.LoopError, model,
             {"M": np.array(5), "c0": np.array(True), "v0": np.zeros(1)},
             "my_loop", "iteration 0", "one boolean")
 
@@ -201,11 +201,11 @@ def test_loop_without_end_hits_the_iteration_limit(how):
     body = mdf_body("b", [step], ["i", "c", "v"], ["step.c_out", "step.v_out"])
     model = _loop(body, {"v_initial": "[v0]"}, ["v0"], 1)
     if how == "run_argument":
-        message = _raises(mdf_loops.IterationLimitError, model, {"v0": np.zeros(1)},
+        message = _raises(mdf_loops.errors.IterationLimitError, model, {"v0": np.zeros(1)},
                           "my_loop", "50", max_iterations=50)
     else:
-        with mdf_loops.limits(max_iterations=50):
-            message = _raises(mdf_loops.IterationLimitError, model, {"v0": np.zeros(1)},
+        with mdf_loops.safety.limits(max_iterations=50):
+            message = _raises(mdf_loops.errors.IterationLimitError, model, {"v0": np.zeros(1)},
                               "my_loop", "50")
     assert "max_iterations" in message  # how to raise the limit
 
@@ -219,7 +219,7 @@ def test_imported_infinite_loop_hits_the_iteration_limit():
     model = onnx_model([oh.make_node("Loop", ["", "", "v0"], ["v_final"], name="forever", body=body)],
                        [value_info("v0", FLOAT, [])], [value_info("v_final", FLOAT, None)],
                        initializers=[oh.make_tensor("one", FLOAT, [], [1.0])])
-    with pytest.raises(mdf_loops.IterationLimitError, match=r"forever.*max_iterations"):
+    with pytest.raises(mdf_loops.errors.IterationLimitError, match=r"forever.*max_iterations"):
         run_imported(model, {"v0": np.zeros((), np.float32)}, max_iterations=20)
 
 
@@ -228,7 +228,7 @@ def test_if_condition_not_a_scalar():
     branch = mdf_body("branch", [pick], [], ["pick.out"], outer_scope_inputs=["u"])
     model = mdf_model(loop_node("my_if", "If", {"cond": "flag"},
                                 {"then_branch": branch, "else_branch": branch}, ["flag", "u"], 1))
-    _raises(mdf_loops.LoopError, model, {"flag": np.array([True, False]), "u": np.zeros(1)},
+    _raises(mdf_loops.errors.LoopError, model, {"flag": np.array([True, False]), "u": np.zeros(1)},
             "my_if", "one boolean")
 
 
@@ -289,7 +289,7 @@ def _validate_and_run(path: Path, *fragments: str) -> None:
     """``validate`` lists the problem and ``run`` refuses the model, both naming the cause."""
     problems = [str(p) for p in mdf_loops.validate(path)]
     assert any(all(f in p for f in fragments) for p in problems), problems
-    with pytest.raises(mdf_loops.ModelError) as info:
+    with pytest.raises(mdf_loops.errors.ModelError) as info:
         mdf_loops.run(path)
     assert all(f in str(info.value) for f in fragments), str(info.value)
 
@@ -341,7 +341,7 @@ def test_a_body_graph_without_id_is_caught_by_validate_and_by_the_schema(tmp_pat
             yield from messages(error.context or ())
     errors = jsonschema.Draft202012Validator(schema).iter_errors(json.loads(path.read_text()))
     assert "'id' is a required property" in set(messages(errors))
-    with pytest.raises(mdf_loops.ModelError, match="got a graph without 'id'"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="got a graph without 'id'"):
         mdf_loops.run(mdf_loops.load_model(path), backend="scheduler")
 
 
@@ -350,11 +350,11 @@ def test_export_of_an_untyped_input_names_example_inputs_and_port_type(tmp_path)
         for port in node["input_ports"].values():
             port.pop("metadata")
             port.pop("default_value")
-    with pytest.raises(mdf_loops.ModelError) as info:
+    with pytest.raises(mdf_loops.errors.ModelError) as info:
         mdf_loops.mdf_to_onnx(_leaky_variant(tmp_path, edit))
     message = str(info.value)
     assert "input 'x0': its type and rank are unknown" in message
-    assert "example_inputs={'x0': ...}" in message and "mdf_loops.port_type(" in message
+    assert "example_inputs={'x0': ...}" in message and "mdf_loops.model.port_type(" in message
 
 
 def test_export_of_an_untyped_input_on_the_command_line_names_dash_i(tmp_path, capsys):
@@ -374,20 +374,20 @@ def test_export_of_an_untyped_input_on_the_command_line_names_dash_i(tmp_path, c
 
 
 def test_run_refuses_a_string_input_naming_it():
-    with pytest.raises(mdf_loops.ModelError, match="input 'x0': expected numbers or booleans"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="input 'x0': expected numbers or booleans"):
         mdf_loops.run(LEAKY, {"x0": "zero"})
 
 
 def test_run_refuses_a_float_for_a_declared_integer_input():
     power = Path(LEAKY).parent / "theano_power.json"
-    with pytest.raises(mdf_loops.ModelError, match="input 'k': float64 values .* int32"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="input 'k': float64 values .* int32"):
         mdf_loops.run(power, {"k": 2.5})
     out = mdf_loops.run(power, {"k": 3})  # a Python int takes the declared int32
     np.testing.assert_array_equal(out["A_to_the_k"], np.arange(10, dtype=np.float32) ** 3)
 
 
 def test_run_refuses_a_shape_the_model_does_not_declare():
-    with pytest.raises(mdf_loops.ModelError, match=r"input 'I': expected shape \[\?\].*got \[2, 2\]"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"input 'I': expected shape \[\?\].*got \[2, 2\]"):
         mdf_loops.run(LEAKY, {"I": np.ones((2, 2))})
 
 
@@ -398,9 +398,9 @@ def _counting_loop(typed: bool):
     step = expression_node("step", ["i", "c", "total"], {"cond_out": "c", "total_next": "total + 1"})
     body = mdf_body("count", [step], ("i", "c", "total"), ("step.cond_out", "step.total_next"))
     node = Node(id="counter")
-    node.input_ports += [InputPort(id="n", metadata=mdf_loops.port_type(dtype="int64") if typed else None),
+    node.input_ports += [InputPort(id="n", metadata=mdf_loops.model.port_type(dtype="int64") if typed else None),
                          input_port("go", True), input_port("zero", 0.0)]
-    node.parameters += [Parameter(id="body", value=mdf_loops.wrap_body(body)),
+    node.parameters += [Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
                         Parameter(id="counter", function="onnx::Loop",
                                   args={"M": "n", "cond": "go", "v_initial": "[zero]"})]
     node.output_ports.append(OutputPort(id="total", value="counter[0]"))
@@ -445,7 +445,7 @@ def test_auto_does_not_rerun_after_a_failure_on_onnxruntime(monkeypatch):
 
     monkeypatch.setattr(CompiledModel, "run", fail)
     monkeypatch.setattr(run_module, "_run_scheduler", never)
-    with pytest.raises(mdf_loops.EvaluationError, match="onnxruntime failed.*backend='scheduler'"):
+    with pytest.raises(mdf_loops.errors.EvaluationError, match="onnxruntime failed.*backend='scheduler'"):
         mdf_loops.run(_counting_loop(True), {"n": 2})
 
 
@@ -456,13 +456,13 @@ def test_auto_does_not_rerun_after_a_failure_on_onnxruntime(monkeypatch):
 def test_a_malformed_input_declaration_is_a_model_error_naming_the_port(declaration):
     model = mdf_loops.load_model(LEAKY)
     model.graphs[0].nodes[0].input_ports[0].metadata = {"onnx_type": declaration}
-    with pytest.raises(mdf_loops.ModelError, match="input port 'x0': metadata 'onnx_type' is not an ONNX type"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="input port 'x0': metadata 'onnx_type' is not an ONNX type"):
         mdf_loops.run(model, {"x0": 0.0})
 
 
 def test_an_undeclared_trip_count_takes_whole_floats_and_refuses_fractions():
     out = mdf_loops.run(_counting_loop(False), {"n": 4.0})
     assert float(out["counter.total"]) == 4.0
-    with pytest.raises(mdf_loops.ModelError, match="input 'n': float64 values .* trip count of "
+    with pytest.raises(mdf_loops.errors.ModelError, match="input 'n': float64 values .* trip count of "
                                                    "loop node 'counter', which is int64"):
         mdf_loops.run(_counting_loop(False), {"n": 2.5})

@@ -122,7 +122,7 @@ def test_elman_rnn_stock_engine():
 
 
 def test_elman_rnn_wrong_input_width_is_refused_before_running():
-    with pytest.raises(mdf_loops.ModelError, match=r"input 'x': expected shape \[\?, 3\]"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"input 'x': expected shape \[\?, 3\]"):
         mdf_loops.run(_load("elman_rnn", "json"), {"x": np.zeros((4, 2))})
 
 
@@ -130,7 +130,7 @@ def test_elman_rnn_wrong_input_width_names_node_and_iteration():
     model = _load("elman_rnn", "json")
     for port in model.graphs[0].nodes[0].input_ports:
         port.metadata = None  # undeclared: the mistake surfaces inside the loop
-    with pytest.raises(mdf_loops.EvaluationError) as info:
+    with pytest.raises(mdf_loops.errors.EvaluationError) as info:
         mdf_loops.run(model, {"h0": np.zeros(5), "x": np.zeros((4, 2))}, backend="scheduler")
     message = str(info.value)
     assert "node 'rnn'" in message and "iteration 0" in message and "node 'cell'" in message
@@ -256,12 +256,12 @@ def test_drift_diffusion_noise_of_wrong_rank_names_the_loop():
     for node in model.graphs[0].nodes:
         for port in node.input_ports:
             port.metadata = None  # undeclared: the mistake surfaces inside the loop
-    with pytest.raises(mdf_loops.LoopError, match="node 'ddm'.*condition.*iteration 0"):
+    with pytest.raises(mdf_loops.errors.LoopError, match="node 'ddm'.*condition.*iteration 0"):
         mdf_loops.run(model, {"noise": np.zeros((3, 2))}, backend="scheduler")
 
 
 def test_drift_diffusion_noise_of_wrong_rank_is_refused_before_running():
-    with pytest.raises(mdf_loops.ModelError, match=r"input 'noise': expected shape \[\?\]"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"input 'noise': expected shape \[\?\]"):
         mdf_loops.run(_load("drift_diffusion", "json"), {"noise": np.zeros((3, 2))})
 
 
@@ -390,7 +390,7 @@ def test_newton_other_cubic_stock_engine():
 def test_newton_that_cycles_hits_the_iteration_limit():
     # x^3 - 2x + 2 from 0: Newton jumps 0 -> 1 -> 0 -> ... for ever
     model = _example("newton").build_model((1.0, 0.0, -2.0, 2.0))
-    with pytest.raises(mdf_loops.IterationLimitError, match="node 'newton'.*20 iterations"):
+    with pytest.raises(mdf_loops.errors.IterationLimitError, match="node 'newton'.*20 iterations"):
         mdf_loops.run(model, {"x0": np.array(0.0)}, max_iterations=20, backend="scheduler")
 
 

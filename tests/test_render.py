@@ -204,7 +204,7 @@ def test_scan_directions_appear_in_the_label(tmp_path):
 
 
 def test_a_loop_without_trip_count_or_condition_says_so():
-    body = mdf_loops.set_body_signature(_forever_body(), ["i", "c", "v"], ["step.c", "step.v"])
+    body = mdf_loops.model.set_body_signature(_forever_body(), ["i", "c", "v"], ["step.c", "step.v"])
     model = _forever_model(body)
     assert "runs until the iteration limit" in to_graphviz(model).source
 
@@ -221,7 +221,7 @@ def _forever_model(body):
     from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 
     node = Node(id="forever", input_ports=[InputPort(id="v0")],
-                parameters=[Parameter(id="body", value=mdf_loops.wrap_body(body)),
+                parameters=[Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
                             Parameter(id="forever", function="onnx::Loop", args={"v_initial": "[v0]"})],
                 output_ports=[OutputPort(id="v", value="forever[0]")])
     return Model(id="forever_model", graphs=[Graph(id="main", nodes=[node])])
@@ -245,7 +245,7 @@ def test_a_failed_drawing_leaves_the_earlier_file_intact(tmp_path):
     target.write_text("earlier")
     model = mdf_loops.load_model(EXAMPLES / "leaky_integrator.json")
     model.graphs[0].nodes[0].parameters = [p for p in model.graphs[0].nodes[0].parameters if p.id != "body"]
-    with pytest.raises(mdf_loops.ModelError, match="node 'integrate': onnx::Scan needs a 'body' parameter"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="node 'integrate': onnx::Scan needs a 'body' parameter"):
         render(model, target)
     assert target.read_text() == "earlier"
     assert [p.name for p in tmp_path.iterdir()] == ["picture.svg"]
@@ -326,10 +326,10 @@ def test_a_loop_parameter_read_in_the_body_has_an_edge_to_where_it_is_read():
     step = Node(id="step", input_ports=[InputPort(id="s"), InputPort(id="x"), InputPort(id="gain")],
                 output_ports=[OutputPort(id="s_next", value="s + gain * x")])
     body = Graph(id="scaled_sum", nodes=[step])
-    mdf_loops.set_body_signature(body, ["s", "x"], ["step.s_next"], outer_scope_inputs=["gain"])
+    mdf_loops.model.set_body_signature(body, ["s", "x"], ["step.s_next"], outer_scope_inputs=["gain"])
     node = Node(id="total", input_ports=[InputPort(id="s0"), InputPort(id="xs")],
                 parameters=[Parameter(id="gain", value=2.5),
-                            Parameter(id="body", value=mdf_loops.wrap_body(body)),
+                            Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
                             Parameter(id="num_scan_inputs", value=1),
                             Parameter(id="total", function="onnx::Scan",
                                       args={"initial_state_and_scan_inputs": "[s0, xs]"})],

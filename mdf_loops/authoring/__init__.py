@@ -13,6 +13,13 @@ whose loops are ``onnx::Scan`` / ``onnx::Loop`` nodes::
     powers, _ = A.scan(lambda prior, x: prior * x, outputs_info=A.ones_like(x),
                        non_sequences=x, n_steps=k)
     model = A.build_model({"x_to_the_k": powers[-1]}, name="power")
+
+:data:`pt` (:mod:`mdf_loops.authoring.tensor`) is the PyTensor-style namespace. Like
+``numpy``, this namespace has functions named like Python's builtins (``map``, ``sum``,
+``max``, ``min``, ``abs``, ``round``, ``input``): import it as a module
+(``from mdf_loops import authoring as A``), not with ``import *``. ``scan``, ``until``
+and ``pt`` are also at the top level (``mdf_loops.scan``); docs/authoring.md describes
+them all.
 """
 
 from types import SimpleNamespace as _SimpleNamespace
@@ -32,6 +39,9 @@ from mdf_loops.authoring.symbolic import Symbol, constant, input
 from mdf_loops.authoring.tensor import as_tensor_variable
 from mdf_loops.authoring.types import OPSET
 from mdf_loops.authoring.views import foldl, foldr, map, reduce
+
+#: the PyTensor-style namespace (``import pytensor.tensor as pt``), also ``mdf_loops.pt``
+pt = tensor
 
 #: Theano's ``theano.scan_module.until``
 scan_module = _SimpleNamespace(until=until)
@@ -61,6 +71,7 @@ __all__ = [
     "function",
     "Function",
     "tensor",
+    "pt",
     "as_tensor_variable",
     "scan_module",
 ]

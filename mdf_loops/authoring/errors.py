@@ -1,15 +1,8 @@
-"""Errors raised while tracing a computation or canonicalising a ``scan`` call."""
+"""Errors raised while tracing a computation or canonicalising a ``scan`` call (defined in
+:mod:`mdf_loops.errors`)."""
 
 from __future__ import annotations
 
-from mdf_loops.errors import MdfLoopsError
+from mdf_loops.errors import AuthoringError, ScanError
 
 __all__ = ["AuthoringError", "ScanError"]
-
-
-class AuthoringError(MdfLoopsError):
-    """A traced operation is invalid (wrong types, a value used outside its scope, ...)."""
-
-
-class ScanError(AuthoringError):
-    """The arguments of ``scan`` (or of what ``fn`` returns) break scan's rules."""

@@ -89,7 +89,7 @@ def scan(
     strict: bool = False,
     return_list: bool = False,
     return_updates: bool = True,
-):
+) -> Any:
     """Loop ``fn`` over ``sequences`` and/or ``n_steps`` steps, as Theano's ``scan`` does.
 
     Args: PyTensor's, in its order. ``fn`` receives every tap of every sequence,

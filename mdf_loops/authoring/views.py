@@ -24,7 +24,7 @@ def map(
     mode: Any = None,
     name: str | None = None,
     return_updates: bool = True,
-):
+) -> Any:
     """``fn`` applied to each step of ``sequences`` (Python's ``map``); PyTensor's parameters."""
     return scan(
         fn,
@@ -48,7 +48,7 @@ def reduce(
     mode: Any = None,
     name: str | None = None,
     return_updates: bool = True,
-):
+) -> Any:
     """Python's ``reduce``: the last step of scan's outputs; PyTensor's parameters."""
     outputs, updates = scan(
         fn,
@@ -81,7 +81,7 @@ def foldl(
     mode: Any = None,
     name: str | None = None,
     return_updates: bool = True,
-):
+) -> Any:
     """Haskell's ``foldl``: :func:`reduce` from the first step to the last."""
     return reduce(
         fn,
@@ -103,7 +103,7 @@ def foldr(
     mode: Any = None,
     name: str | None = None,
     return_updates: bool = True,
-):
+) -> Any:
     """Haskell's ``foldr``: :func:`reduce` from the last step to the first."""
     return reduce(
         fn,

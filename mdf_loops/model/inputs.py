@@ -3,7 +3,7 @@
 One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
 
 * A **declared** input (``metadata={"onnx_type": ...}`` as written by
-  :func:`mdf_loops.port_type` and by the ONNX importer, or the port's ``type``
+  :func:`mdf_loops.model.port_type` and by the ONNX importer, or the port's ``type``
   and ``shape``) takes the declared element type: numbers are cast to it when
   that keeps their kind or widens it (bool -> int -> float), and refused
   otherwise (a float for an int input). The rank and every fixed dimension must
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Graph, InputPort
 
-from mdf_loops.errors import ModelError
+from mdf_loops.errors import InputError, ModelError
 from mdf_loops.model.compat import input_default
 
 __all__ = [
@@ -40,10 +40,6 @@ __all__ = [
     "default_input",
     "input_ports",
 ]
-
-
-class InputError(ModelError):
-    """A value given for a graph input does not fit what the model declares."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +115,7 @@ def _declared(port: InputPort) -> DeclaredInput:
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ModelError(
                 f"input port '{port.id}': metadata 'onnx_type' is not an ONNX type "
-                f"({type(exc).__name__}: {exc}); write it with mdf_loops.port_type(...)"
+                f"({type(exc).__name__}: {exc}); write it with mdf_loops.model.port_type(...)"
             ) from None
     dtype = _dtype_or_none(port.type)
     dims = tuple(d if isinstance(d, int) else None for d in port.shape) if port.shape else None

@@ -198,7 +198,7 @@ def set_input_defaults(graph: Graph, values: Mapping[str, Any]) -> None:
 
     Each value is stored as MDF's ``default_value`` (nested lists) on every input
     port that takes the input, so ``mdf_loops.run(model)`` and ``mdf-loops run
-    MODEL`` need no inputs; declared element types (:func:`mdf_loops.port_type`)
+    MODEL`` need no inputs; declared element types (:func:`mdf_loops.model.port_type`)
     restore the dtype when the model runs.
     """
     import numpy as np

@@ -16,7 +16,7 @@ from google.protobuf import json_format
 from modeci_mdf.mdf import Graph, Node
 from onnx import TypeProto, helper, numpy_helper
 
-from mdf_loops.errors import ModelError
+from mdf_loops.errors import ModelError, UntypedInputError
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_signature, output_reference
 from mdf_loops.model.interface import graph_interface
@@ -37,19 +37,6 @@ from mdf_loops.onnx.expressions import translate
 from mdf_loops.onnx.types import complete_output_shapes, declared_type
 
 __all__ = ["Exporter", "UntypedInputError"]
-
-
-class UntypedInputError(ModelError):
-    """An input of the exported graph has no declared type and no example value."""
-
-    def __init__(self, graph_id: str, name: str, how: str = ""):
-        self.graph_id, self.name = graph_id, name
-        how = how or f"pass example_inputs={{'{name}': ...}} to mdf_to_onnx"
-        super().__init__(
-            f"graph '{graph_id}' input '{name}': its type and rank are unknown; {how}, or "
-            f"declare them on the input port: metadata=mdf_loops.port_type(...) "
-            f"(e.g. port_type('steps', 3, dtype='float64'); docs/representation.md)"
-        )
 
 
 class Exporter:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.errors import ModelError
+from mdf_loops.errors import ExpressionError
 from mdf_loops.model.values import promoted_dtype
 from mdf_loops.onnx.builder import GraphBuilder, Weak, onnx_dtype
 from mdf_loops.onnx.expression_calls import translate_call
@@ -37,10 +37,6 @@ from mdf_loops.onnx.expression_tables import (
 __all__ = ["translate", "ExpressionError", "Operand", "onnx_dtype"]
 
 Operand = "str | Weak"
-
-
-class ExpressionError(ModelError):
-    """An expression uses something ONNX cannot express (or that is not understood)."""
 
 
 def translate(expression: Any, env: Mapping[str, Any], builder: GraphBuilder, where: str) -> Any:

@@ -61,7 +61,9 @@ def load_onnx(model_or_path) -> onnx.ModelProto:
     return checked_onnx(model, path)  # external data and sizes: docs/safety.md
 
 
-def onnx_to_mdf(model_or_path, model_id: str | None = None) -> Model:
+def onnx_to_mdf(
+    model_or_path: onnx.ModelProto | str | os.PathLike, model_id: str | None = None
+) -> Model:
     """Convert an ONNX model (a ``ModelProto`` or a path) into an MDF ``Model``.
 
     Model-local functions are inlined first, whatever their opset

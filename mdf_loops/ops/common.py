@@ -55,7 +55,7 @@ class Limits:
 
 #: how to raise each limit, for the error messages
 _HOW_TO_RAISE = (
-    "mdf_loops.run(..., {name}=N), `with mdf_loops.limits({name}=N):` "
+    "mdf_loops.run(..., {name}=N), `with mdf_loops.safety.limits({name}=N):` "
     "or `mdf-loops run --{option} N`"
 )
 

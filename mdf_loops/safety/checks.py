@@ -23,7 +23,7 @@ from typing import Any
 
 from modeci_mdf.mdf import Graph, Model, Node
 
-from mdf_loops.errors import MdfLoopsError, ModelError, did_you_mean
+from mdf_loops.errors import ModelError, UnsafeExpressionError, did_you_mean
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph
 from mdf_loops.onnx.domains import DOMAINS, domain_of_function
@@ -55,21 +55,6 @@ __all__ = [
     "model_digest",
     "current_limits_key",
 ]
-
-
-class UnsafeExpressionError(MdfLoopsError):
-    """A model expression uses something outside the allow-list; nothing was evaluated.
-
-    ``problems`` lists every refused expression (path and reason).
-    """
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = list(problems)
-        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
-        super().__init__(
-            f"{self.problems[0]}{more}; nothing was evaluated. Run the model with "
-            "trusted=True (command line: --trusted) only if you trust its author"
-        )
 
 
 def _known_function(name: str) -> bool:

@@ -34,13 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.errors import MdfLoopsError
+from mdf_loops.errors import MdfLoopsError, ResourceLimitError
 
 __all__ = ["ResourceLimitError", "call_limited", "run_limited", "parse_memory"]
-
-
-class ResourceLimitError(MdfLoopsError):
-    """Work in a limited child process ran out of time or memory."""
 
 
 def parse_memory(text: str) -> int:

@@ -1,9 +1,6 @@
-"""The error a sweep raises for settings, names and files it cannot use."""
+"""The error a sweep raises for settings, names and files it cannot use (defined in
+:mod:`mdf_loops.errors`)."""
 
-from mdf_loops.errors import MdfLoopsError
+from mdf_loops.errors import SweepError
 
 __all__ = ["SweepError"]
-
-
-class SweepError(MdfLoopsError):
-    """A sweep's grid, samples, outputs, output file or cluster cannot be used as given."""

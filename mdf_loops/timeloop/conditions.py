@@ -29,13 +29,9 @@ from typing import Any
 import graph_scheduler.condition as gs
 from graph_scheduler import TimeScale
 
-from mdf_loops.errors import ModelError
+from mdf_loops.errors import ConditionError
 
 __all__ = ["SchedulePlan", "plan_schedule", "ConditionError"]
-
-
-class ConditionError(ModelError):
-    """A scheduling condition with no time-loop equivalent."""
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
-from mdf_loops.backends import SIMULATE_BACKENDS, SimulateBackend
+from mdf_loops.backends import SIMULATE_BACKENDS, Backend, SimulateBackend
 from mdf_loops.errors import ModelError
 from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
@@ -160,15 +160,16 @@ def _run(model: Model, inputs: dict, backend: str, trusted: bool) -> Trajectorie
                 "model '%s' does not compile to Python (%s); trying onnxruntime", model.id, exc
             )
     import mdf_loops
+    from mdf_loops.safety import limits
 
     names = {"time": spec.time_port, **spec.records}
     chosen = "auto: onnxruntime, else scheduler" if backend == "auto" else backend
-    with mdf_loops.limits(max_iterations=max(steps, 1)):
+    with limits(max_iterations=max(steps, 1)):
         outputs = mdf_loops.run(
             model,
             {k: v for k, v in inputs.items()},
             trusted=trusted,
-            backend="auto" if backend == "auto" else backend,
+            backend=cast(Backend, backend),  # "python" stopped above
         )
     values = {ref: np.asarray(outputs[f"{LOOP_NODE}.{port}"]) for ref, port in names.items()}
     time = values.pop("time")

@@ -198,7 +198,7 @@ def test_default_run_matches_numpy(index):
 def test_stock_evaluable_graph_matches_numpy(index, file_format):
     name, inputs, expected = _case(index)
     graph = load_mdf(str(EXAMPLES / f"{name}.{file_format}")).graphs[0]
-    interface = mdf_loops.graph_interface(graph)
+    interface = mdf_loops.model.graph_interface(graph)
     engine = EvaluableGraph(graph)
     engine.evaluate(initializer={interface.inputs[k]: np.asarray(v) for k, v in inputs.items()})
     outputs = {out: engine.enodes[node].evaluable_outputs[port].curr_value
@@ -250,7 +250,7 @@ def _nodes_by_function(graph) -> dict[str, list]:
 
 def _body(node):
     value = next(p.value for p in node.parameters if p.id == "body")
-    return mdf_loops.body_graph(value)
+    return mdf_loops.model.body_graph(value)
 
 
 def test_power_keeps_a_state_instead_of_stacking_every_step():

@@ -28,7 +28,7 @@ def loops_of(outputs: dict) -> list:
         for p in node.parameters:
             if p.function in ("onnx::Scan", "onnx::Loop"):
                 body = next(q.value for q in node.parameters if q.id == "body")
-                found.append((p.function, mdf_loops.body_graph(body).metadata))
+                found.append((p.function, mdf_loops.model.body_graph(body).metadata))
     return found
 
 

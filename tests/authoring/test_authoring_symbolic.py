@@ -212,11 +212,11 @@ def test_build_model_names_inputs_and_outputs():
     total.name = "total"
     model = A.build_model([total, a * 2], name="named")
     assert model.id == "named" and model.onnx_opset_version == str(A.OPSET)
-    interface = mdf_loops.graph_interface(model.graphs[0])
+    interface = mdf_loops.model.graph_interface(model.graphs[0])
     assert list(interface.inputs) == ["a", "b"]
     assert list(interface.outputs) == ["total", "output_1"]
     ordered = A.build_model({"s": total}, inputs=[b, a, A.input("unused", ())])
-    assert list(mdf_loops.graph_interface(ordered.graphs[0]).inputs) == ["b", "a", "unused"]
+    assert list(mdf_loops.model.graph_interface(ordered.graphs[0]).inputs) == ["b", "a", "unused"]
     for node in model.graphs[0].nodes:
         assert all(p.function is None or p.function.startswith("onnx::") for p in node.parameters)
 

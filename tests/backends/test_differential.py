@@ -279,7 +279,7 @@ def _check(case: _Case) -> None:
     exported = mdf_to_onnx(imported)
     onnx.checker.check_model(exported, full_check=True)
     if case.infinite:
-        with pytest.raises(mdf_loops.IterationLimitError, match="node '.*'"):
+        with pytest.raises(mdf_loops.errors.IterationLimitError, match="node '.*'"):
             run_mdf(imported, case.feeds, max_iterations=_INFINITE_LIMIT)
         return
     scheduled = run_mdf(imported, case.feeds)

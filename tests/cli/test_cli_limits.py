@@ -35,9 +35,9 @@ def _counter_model(path, limit_expression: str = "x < 1e12") -> str:
                 output_ports=[OutputPort(id="x_next", value="x + 1"),
                               OutputPort(id="go", value=limit_expression.replace("x", "(x + 1)"))])
     body = Graph(id="count_body", nodes=[step])
-    mdf_loops.set_body_signature(body, ["i", "cond", "x"], ["step.go", "step.x_next"])
+    mdf_loops.model.set_body_signature(body, ["i", "cond", "x"], ["step.go", "step.x_next"])
     loop = Node(id="counter", input_ports=[InputPort(id="start")], parameters=[
-        Parameter(id="body", value=mdf_loops.wrap_body(body)),
+        Parameter(id="body", value=mdf_loops.model.wrap_body(body)),
         Parameter(id="counter", function="onnx::Loop", args={"cond": "True", "v_initial": "[start]"}),
     ], output_ports=[OutputPort(id="final", value="counter[0]")])
     Model(id="counter", graphs=[Graph(id="main", nodes=[loop])]).to_json_file(str(path))

@@ -36,7 +36,7 @@ def _two_node_body() -> Graph:
 
 
 def test_body_signature_reads_the_order_written():
-    signature = mdf_loops.body_signature(_two_node_body())
+    signature = mdf_loops.model.body_signature(_two_node_body())
     assert signature.formal_inputs == ("z_in", "m_in")
     assert signature.formal_outputs == (("b", "scaled"), ("a", "diff"), ("b", "scaled"))
     assert signature.outer_scope_inputs == ("w",)
@@ -77,29 +77,29 @@ def _add_unbound_port(graph):
 ], ids=["no_formal_inputs", "no_formal_outputs", "missing_port", "missing_node", "not_node_dot_port",
         "repeated_input", "formal_and_outer", "outer_read_not_listed", "unbound_port"])
 def test_body_signature_errors(change, fragments):
-    with pytest.raises(mdf_loops.ModelError) as info:
-        mdf_loops.body_signature(_broken(change))
+    with pytest.raises(mdf_loops.errors.ModelError) as info:
+        mdf_loops.model.body_signature(_broken(change))
     for fragment in fragments:
         assert fragment in str(info.value)
 
 
 def test_set_body_signature_rejects_bad_output_reference():
     graph = Graph(id="g", nodes=[expression_node("n", ["x"], {"y": "x"})])
-    with pytest.raises(mdf_loops.ModelError, match="'g'.*node_id.port_id"):
-        mdf_loops.set_body_signature(graph, ["x"], ["n.y.z"])
+    with pytest.raises(mdf_loops.errors.ModelError, match="'g'.*node_id.port_id"):
+        mdf_loops.model.set_body_signature(graph, ["x"], ["n.y.z"])
 
 
 @pytest.mark.parametrize("value", [42, {"graph_x": 3}, {"not_a_graph": {}}, "body"])
 def test_body_graph_rejects_non_graph_values(value):
-    with pytest.raises(mdf_loops.ModelError, match="where_it_is"):
-        mdf_loops.body_graph(value, "where_it_is")
+    with pytest.raises(mdf_loops.errors.ModelError, match="where_it_is"):
+        mdf_loops.model.body_graph(value, "where_it_is")
 
 
 def test_body_graph_accepts_stored_forms():
     body = _two_node_body()
-    assert mdf_loops.body_graph(mdf_loops.wrap_body(body)) is body
-    assert mdf_loops.body_graph(body) is body
-    assert mdf_loops.body_graph({"graph_pair": json.loads(body.to_json())["pair"] | {"id": "pair"}}).id == "pair"
+    assert mdf_loops.model.body_graph(mdf_loops.model.wrap_body(body)) is body
+    assert mdf_loops.model.body_graph(body) is body
+    assert mdf_loops.model.body_graph({"graph_pair": json.loads(body.to_json())["pair"] | {"id": "pair"}}).id == "pair"
 
 
 # ------------------------------------------------ round trip through files
@@ -118,8 +118,8 @@ def test_signature_round_trips_through_files(suffix, tmp_path):
     model = _pair_model()
     (model.to_json_file if suffix == "json" else model.to_yaml_file)(str(path))
     loaded = load_mdf(str(path))
-    body = mdf_loops.body_graph(loaded.graphs[0].nodes[0].get_parameter("body").value)
-    assert mdf_loops.body_signature(body) == mdf_loops.body_signature(_two_node_body())
+    body = mdf_loops.model.body_graph(loaded.graphs[0].nodes[0].get_parameter("body").value)
+    assert mdf_loops.model.body_signature(body) == mdf_loops.model.body_signature(_two_node_body())
     assert [p.id for p in body.nodes[0].input_ports] == ["z_in", "m_in"]
 
     # and it runs to the same numbers as a numpy loop
@@ -202,5 +202,5 @@ def test_body_without_metadata_is_rejected_by_schema_and_engine(validator):
                      ["x0", "xs"], 1, {"num_scan_inputs": 1})
     document = json.loads(mdf_model(node).to_json())
     assert _errors(validator, document)
-    with pytest.raises(mdf_loops.ModelError, match="apply"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="apply"):
         run_mdf(mdf_model(node), {"x0": 0.0, "xs": np.ones(2)})

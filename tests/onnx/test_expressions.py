@@ -246,7 +246,7 @@ def test_every_mdf_standard_function_exports_or_names_the_node():
         inputs = {a: np.full((2, 2), 0.25) for a in spec["arguments"]}
         try:
             mdf_to_onnx(mdf_model(node), example_inputs=inputs)
-        except mdf_loops.ModelError as exc:
+        except mdf_loops.errors.ModelError as exc:
             assert "node 'n'" in str(exc) and name in str(exc), str(exc)
             refused.append(name)
     assert set(refused) == {n for n, s in mdf_functions.items()
@@ -312,7 +312,7 @@ def test_expression_that_onnx_cannot_express_names_node_and_expression(expressio
 def test_parameter_that_does_not_export_names_node_and_parameter(parameter, why):
     node = expression_node("n", ["x"], {"y": "s"})
     node.parameters.append(parameter)
-    with pytest.raises(mdf_loops.ModelError) as info:
+    with pytest.raises(mdf_loops.errors.ModelError) as info:
         mdf_to_onnx(mdf_model(node), example_inputs={"x": X})
     message = str(info.value)
     assert "node 'n' parameter 's'" in message and why in message

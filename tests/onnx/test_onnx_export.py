@@ -175,7 +175,7 @@ def test_example_inputs_give_element_type_and_rank():
 
 
 def test_input_of_unknown_rank_is_an_error_naming_the_input():
-    with pytest.raises(mdf_loops.ModelError, match="input 'x'.*example_inputs"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="input 'x'.*example_inputs"):
         mdf_to_onnx(mdf_model(expression_node("n", ["x"], {"y": "x + 1"})))
 
 
@@ -187,7 +187,7 @@ def test_input_no_port_reads_needs_example_inputs(rng):
                           [value_info("x", FLOAT, [2]), value_info("unused", FLOAT, [3])],
                           [value_info("y", FLOAT, [2])])
     model = mdf_loops.onnx_to_mdf(original)
-    with pytest.raises(mdf_loops.ModelError, match="input 'unused'.*example_inputs"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="input 'unused'.*example_inputs"):
         mdf_to_onnx(model)
     feeds = {"x": rng.normal(size=2).astype(np.float32), "unused": np.zeros(3, np.float32)}
     exported = _exported(model, example_inputs=feeds)
@@ -197,7 +197,7 @@ def test_input_no_port_reads_needs_example_inputs(rng):
 def test_unknown_port_type_is_an_error_naming_the_port():
     node = expression_node("n", ["x"], {"y": "x + 1"})
     node.input_ports[0].type, node.input_ports[0].shape = "quaternion", (2,)
-    with pytest.raises(mdf_loops.ModelError, match="port 'x'.*quaternion"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="port 'x'.*quaternion"):
         mdf_to_onnx(mdf_model(node))
 
 
@@ -227,7 +227,7 @@ def _euler(x0, current, dt, tau):
 def test_leaky_integrator_with_an_expression_body_runs_in_onnxruntime(dtype):
     model = _leaky_integrator(dt=0.1, tau=2.0)
     # no onnx:: function in the body: it is plain MDF
-    body = mdf_loops.body_graph(model.graphs[0].nodes[0].parameters[0].value)
+    body = mdf_loops.model.body_graph(model.graphs[0].nodes[0].parameters[0].value)
     assert all(not p.function for n in body.nodes for p in n.parameters)
     current = np.where(np.arange(40) < 20, 1.0, 0.0).astype(dtype)
     x0 = np.asarray(0.25, dtype=dtype)
@@ -335,10 +335,10 @@ def test_state_that_changes_element_type_names_the_body_port():
     scan = loop_node("scan", "Scan", {"initial_state_and_scan_inputs": "[s0, xs]"}, {"body": body},
                      ["s0", "xs"], 2, {"num_scan_inputs": 1})
     feeds = {"s0": np.zeros(2, np.float32), "xs": np.ones((3, 2), np.float32)}
-    with pytest.raises(mdf_loops.ModelError,
+    with pytest.raises(mdf_loops.errors.ModelError,
                        match="node 'scan'.*'step.y' as float64 for 's', which comes in as float32"):
         mdf_to_onnx(mdf_model(scan), example_inputs=feeds)
-    with pytest.raises(mdf_loops.LoopError, match="node 'scan'.*float32 to float64"):
+    with pytest.raises(mdf_loops.errors.LoopError, match="node 'scan'.*float32 to float64"):
         run_mdf(mdf_model(scan), feeds)  # the scheduler refuses it the same way
 
 
@@ -353,19 +353,19 @@ def _scan_of(body: Graph, inputs=("s0", "xs"), args="[s0, xs]") -> Model:
 def test_body_with_the_wrong_number_of_formal_inputs_names_the_node():
     step = expression_node("step", ["s", "x"], {"y": "s + x"})
     body = mdf_body("body", [step], ["s", "x", "extra"], ["step.y", "step.y"])
-    with pytest.raises(mdf_loops.ModelError, match="node 'scan'.*3 formal inputs.*passes 2"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="node 'scan'.*3 formal inputs.*passes 2"):
         mdf_to_onnx(_scan_of(body), example_inputs={"s0": np.zeros(2), "xs": np.zeros((3, 2))})
 
 
 def test_outer_scope_read_the_loop_node_does_not_carry_names_it():
     step = expression_node("step", ["s", "x", "W"], {"y": "s + x * W"})
     body = mdf_body("body", [step], ["s", "x"], ["step.y", "step.y"], outer_scope_inputs=["W"])
-    with pytest.raises(mdf_loops.ModelError, match="node 'scan'.*reads 'W'"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="node 'scan'.*reads 'W'"):
         mdf_to_onnx(_scan_of(body), example_inputs={"s0": np.zeros(2), "xs": np.zeros((3, 2))})
 
 
 def test_unknown_graph_id_is_an_error():
-    with pytest.raises(mdf_loops.ModelError, match="no graph 'other'"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="no graph 'other'"):
         mdf_to_onnx(_chain_model(), graph="other")
 
 
@@ -374,7 +374,7 @@ def test_cycle_is_an_error_naming_the_nodes():
     b = expression_node("b", ["x"], {"y": "x"})
     edges = [Edge(id="ab", sender="a", sender_port="y", receiver="b", receiver_port="x"),
              Edge(id="ba", sender="b", sender_port="y", receiver="a", receiver_port="x")]
-    with pytest.raises(mdf_loops.ModelError, match="cycle.*'a', 'b'"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="cycle.*'a', 'b'"):
         mdf_to_onnx(mdf_model(a, b, edges=edges))
 
 
@@ -384,7 +384,7 @@ def test_two_edges_into_one_port_is_an_error_naming_the_port():
     c = expression_node("c", ["v"], {"w": "v"})
     edges = [Edge(id="ac", sender="a", sender_port="y", receiver="c", receiver_port="v"),
              Edge(id="bc", sender="b", sender_port="y", receiver="c", receiver_port="v")]
-    with pytest.raises(mdf_loops.ModelError, match="node 'c' port 'v': receives 2 edges"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="node 'c' port 'v': receives 2 edges"):
         mdf_to_onnx(mdf_model(a, b, c, edges=edges), example_inputs={"x": np.zeros(1)})
 
 
@@ -392,5 +392,5 @@ def test_unknown_onnx_operator_names_the_node():
     node = Node(id="n", input_ports=[InputPort(id="x", shape=(2,))],
                 parameters=[Parameter(id="f", function="onnx::NoSuchOp", args={"X": "x"})],
                 output_ports=[OutputPort(id="y", value="f")])
-    with pytest.raises(mdf_loops.ModelError, match="node 'n'.*onnx::NoSuchOp.*no such operator"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="node 'n'.*onnx::NoSuchOp.*no such operator"):
         mdf_to_onnx(mdf_model(node))

@@ -115,7 +115,7 @@ def test_graph_inputs_and_outputs_keep_their_onnx_names(rng):
         [value_info("out.product", FLOAT, [2]), value_info("class", FLOAT, [2])],
     )
     mdf = mdf_loops.onnx_to_mdf(model)
-    interface = mdf_loops.graph_interface(mdf.graphs[0])
+    interface = mdf_loops.model.graph_interface(mdf.graphs[0])
     assert list(interface.inputs) == ["input:0", "2"]
     assert list(interface.outputs) == ["out.product", "class"]
     feeds = {"input:0": rng.standard_normal(2).astype(np.float32),
@@ -123,7 +123,7 @@ def test_graph_inputs_and_outputs_keep_their_onnx_names(rng):
     results = run_mdf(mdf, feeds)
     assert_same(results["out.product"], feeds["input:0"] * feeds["2"])
     assert_same(results["class"], -feeds["input:0"])
-    with pytest.raises(mdf_loops.ModelError, match="input:0"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="input:0"):
         run_mdf(mdf, {"2": feeds["2"]})
 
 
@@ -188,14 +188,14 @@ def test_unknown_domain_node_is_a_model_error():
     model = onnx_model([oh.make_node("Frobnicate", ["x"], ["y"], name="frob_node", domain="com.example")],
                        [value_info("x", FLOAT, [2])], [value_info("y", FLOAT, [2])],
                        extra_opsets={"com.example": 1})
-    with pytest.raises(mdf_loops.ModelError, match="frob_node.*com.example"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="frob_node.*com.example"):
         mdf_loops.onnx_to_mdf(model)
 
 
 def test_unknown_operator_is_a_model_error():
     model = onnx_model([oh.make_node("NoSuchOp", ["x"], ["y"], name="mystery")],
                        [value_info("x", FLOAT, [2])], [value_info("y", FLOAT, [2])])
-    with pytest.raises(mdf_loops.ModelError, match="mystery.*NoSuchOp"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="mystery.*NoSuchOp"):
         mdf_loops.onnx_to_mdf(model)
 
 
@@ -206,14 +206,14 @@ def test_truncated_onnx_file_is_a_model_error(tmp_path):
     data = model.SerializeToString()
     path = tmp_path / "truncated.onnx"
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(mdf_loops.ModelError, match="truncated.onnx"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="truncated.onnx"):
         mdf_loops.onnx_to_mdf(path)
-    with pytest.raises(mdf_loops.ModelError, match="truncated.onnx"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="truncated.onnx"):
         run_mdf(path, {"x": np.zeros(2, np.float32)})
 
 
 def test_missing_onnx_file_is_a_model_error(tmp_path):
-    with pytest.raises(mdf_loops.ModelError, match="absent.onnx"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="absent.onnx"):
         mdf_loops.onnx_to_mdf(tmp_path / "absent.onnx")
 
 

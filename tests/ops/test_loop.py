@@ -150,7 +150,7 @@ def test_loop_without_end_stops_at_the_iteration_limit():
     model = _counting_model(False, False)
     # the body's condition stays true: only the iteration limit stops the loop
     feeds = {"x0": np.zeros(2, np.float32), "limit": np.array(1e30, np.float32)}
-    with pytest.raises(mdf_loops.IterationLimitError) as info:
+    with pytest.raises(mdf_loops.errors.IterationLimitError) as info:
         run_imported(model, feeds, max_iterations=25)
     message = str(info.value)
     assert "Loop_0" in message
@@ -162,10 +162,10 @@ def test_iteration_limit_set_with_limits_context():
     model = mdf_loops.onnx_to_mdf(_counting_model(True, False))
     feeds = {"x0": np.zeros(2, np.float32), "limit": np.array(1e30, np.float32),
              "M": np.array(30, np.int64)}
-    with mdf_loops.limits(max_iterations=29):
-        with pytest.raises(mdf_loops.IterationLimitError, match="29"):
+    with mdf_loops.safety.limits(max_iterations=29):
+        with pytest.raises(mdf_loops.errors.IterationLimitError, match="29"):
             run_mdf(model, feeds)
-    with mdf_loops.limits(max_iterations=30):  # exactly enough
+    with mdf_loops.safety.limits(max_iterations=30):  # exactly enough
         results = run_mdf(model, feeds)
     assert results["counters"].shape == (30,)
 
@@ -327,14 +327,14 @@ def test_nested_outer_scope_reads_are_explicit_in_mdf():
     """The convention: each level lists what it reads, and the loop node carries it."""
     graph = mdf_loops.onnx_to_mdf(_nested_model()).graphs[0]
     (loop,) = [n for n in graph.nodes if n.get_parameter("body") is not None]
-    outer = mdf_loops.body_graph(loop.get_parameter("body").value)
-    outer_signature = mdf_loops.body_signature(outer)
+    outer = mdf_loops.model.body_graph(loop.get_parameter("body").value)
+    outer_signature = mdf_loops.model.body_signature(outer)
     assert {"N", "w"} <= set(outer_signature.outer_scope_inputs)
     assert {"N", "w"} <= {p.id for p in loop.input_ports}
     (inner_loop,) = [n for n in outer.nodes if n.get_parameter("body") is not None
                      and n.get_parameter("then_branch") is None]
-    inner = mdf_loops.body_graph(inner_loop.get_parameter("body").value)
-    assert set(mdf_loops.body_signature(inner).outer_scope_inputs) == {"w", "i_float"}
+    inner = mdf_loops.model.body_graph(inner_loop.get_parameter("body").value)
+    assert set(mdf_loops.model.body_signature(inner).outer_scope_inputs) == {"w", "i_float"}
     assert {"w", "i_float"} <= {p.id for p in inner_loop.input_ports}
 
 

@@ -101,5 +101,5 @@ def test_a_huge_trip_count_with_an_early_break_runs_within_the_limits():
 def test_a_loop_that_does_not_break_still_hits_the_iteration_limit(backend):
     model = mdf_loops.onnx_to_mdf(_break_model())
     feeds = {**FEEDS, "n": np.array(10**12, np.int64), "limit": np.array(1e30, np.float32)}
-    with pytest.raises(mdf_loops.IterationLimitError, match="max_iterations"):
+    with pytest.raises(mdf_loops.errors.IterationLimitError, match="max_iterations"):
         mdf_loops.run(model, feeds, backend=backend, max_iterations=30)

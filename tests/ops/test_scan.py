@@ -322,7 +322,7 @@ def test_authored_scan_keeps_formal_order(form, tmp_path, rng):
         path = tmp_path / f"scan.{form}"
         (model.to_json_file if form == "json" else model.to_yaml_file)(str(path))
         model = load_mdf(str(path))
-        body = mdf_loops.body_graph(model.graphs[0].nodes[0].get_parameter("body").value)
+        body = mdf_loops.model.body_graph(model.graphs[0].nodes[0].get_parameter("body").value)
         assert body.metadata["formal_inputs"] == ["z_acc", "a_x"]
         assert body.metadata["formal_outputs"] == ["step.z_next", "step.a_out"]
     xs = rng.standard_normal(9)

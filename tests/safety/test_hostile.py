@@ -170,7 +170,7 @@ def test_code_in_any_field_is_refused_before_anything_runs(tmp_path, bounded, fi
         node.input_ports[0].id = "x"
         edges = [Edge(id="e", sender="source", sender_port="one", receiver="evil",
                       receiver_port="x", parameters={"weight": attack})]
-        with pytest.raises(mdf_loops.ModelError, match="weight"):
+        with pytest.raises(mdf_loops.errors.ModelError, match="weight"):
             mdf_loops.run(_node_model(source, node, edges=edges))
         assert not marker.exists()
         return
@@ -350,7 +350,7 @@ def test_scan_state_cannot_grow():
     body = mdf_body("grow", [step], ["s", "x"], ["step.s_next"])
     model = mdf_model(loop_node("my_scan", "Scan", {"initial_state_and_scan_inputs": "[s0, xs]"},
                                 {"body": body}, ["s0", "xs"], 1, {"num_scan_inputs": 1}))
-    with pytest.raises(mdf_loops.LoopError, match="my_scan.*changed shape"):
+    with pytest.raises(mdf_loops.errors.LoopError, match="my_scan.*changed shape"):
         mdf_loops.run(model, {"s0": np.zeros(1), "xs": np.arange(40.0)})
 
 
@@ -424,7 +424,7 @@ def test_a_gigabyte_constant_of_shape_stops_before_allocating(bounded, backend):
                        [value_info("shape", INT64, [1])], [value_info("y", FLOAT, None)])
     if backend == "auto":  # onnxruntime's guard does not bound ConstantOfShape: its allocation
         # fails under this test's address-space cap, and auto does not rerun after a failure
-        with pytest.raises((SizeLimitError, mdf_loops.EvaluationError), match="onnxruntime|max_"):
+        with pytest.raises((SizeLimitError, mdf_loops.errors.EvaluationError), match="onnxruntime|max_"):
             mdf_loops.run(mdf_loops.onnx_to_mdf(model), {"shape": np.array([10**9], np.int64)},
                           backend=backend)
         return
@@ -485,7 +485,7 @@ _BILLION_LAUGHS = "".join(
 ])
 def test_malformed_files_give_one_clear_error(tmp_path, bounded, name, content, fragments):
     path = _write(tmp_path, name, content)
-    with pytest.raises(mdf_loops.ModelError) as info:
+    with pytest.raises(mdf_loops.errors.ModelError) as info:
         mdf_loops.run(path, {"x0": 0.0, "I": np.ones(3)})
     message = str(info.value)
     assert name in message
@@ -494,12 +494,12 @@ def test_malformed_files_give_one_clear_error(tmp_path, bounded, name, content, 
 
 
 def test_missing_file_and_directory(tmp_path):
-    with pytest.raises(mdf_loops.ModelError, match="no such file"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="no such file"):
         mdf_loops.load_model(tmp_path / "absent.json")
     (tmp_path / "folder.json").mkdir()
-    with pytest.raises(mdf_loops.ModelError, match="is a directory"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="is a directory"):
         mdf_loops.load_model(tmp_path / "folder.json")
-    with pytest.raises(mdf_loops.ModelError, match="expected an MDF Model or a file path"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="expected an MDF Model or a file path"):
         mdf_loops.load_model(42)
 
 
@@ -553,7 +553,7 @@ def test_onnx_names_that_are_not_strings(tmp_path, bounded):
         "formal_inputs": ["x0", "I"], "formal_outputs": ["integrate.x_final"],
         "onnx_names": {"x0": None}}
     path = _write(tmp_path, "names.json", document)
-    with pytest.raises(mdf_loops.ModelError, match="graph 'main': metadata 'onnx_names' must map"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="graph 'main': metadata 'onnx_names' must map"):
         mdf_loops.run(path, {"x0": 0.0, "I": np.ones(3)})
 
 
@@ -566,7 +566,7 @@ def test_dangling_edge_endpoints(bounded):
         (Edge(id="e", sender="a", sender_port="y", receiver="ghost", receiver_port="x"), "ghost"),
         (Edge(id="e", sender="a", sender_port="y", receiver="b", receiver_port="nope"), "nope"),
     ]:
-        with pytest.raises(mdf_loops.ModelError, match=fragment):  # the stock engine hangs here
+        with pytest.raises(mdf_loops.errors.ModelError, match=fragment):  # the stock engine hangs here
             mdf_loops.run(_node_model(a, b, edges=[edge]), {"x": np.array(1.0)})
 
 
@@ -575,13 +575,13 @@ def test_a_cycle_of_edges_without_an_entry_is_refused(bounded):
     c = expression_node("c", ["x"], {"y": "x * 2"})
     edges = [Edge(id="bc", sender="b", sender_port="y", receiver="c", receiver_port="x"),
              Edge(id="cb", sender="c", sender_port="y", receiver="b", receiver_port="z")]
-    with pytest.raises(mdf_loops.ModelError, match=r"\['bc', 'cb'\].*cycle"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"\['bc', 'cb'\].*cycle"):
         mdf_loops.run(_node_model(b, c, edges=edges), {"x": np.array(1.0)})
 
 
 def test_duplicate_ids_in_a_model_object(bounded):
     a = expression_node("a", ["x"], {"y": "x + 1"})
-    with pytest.raises(mdf_loops.ModelError, match="'a' is defined more than once"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="'a' is defined more than once"):
         mdf_loops.run(_node_model(a, expression_node("a", ["x"], {"y": "x"})),
                       {"x": np.array(1.0)})
 
@@ -593,7 +593,7 @@ def test_a_body_that_contains_itself(bounded):
                       {"M": 1}, output_ids=["c_out"])
     body.nodes.append(again)  # the body's own loop node runs the body itself
     for trusted in (False, True):
-        with pytest.raises(mdf_loops.ModelError, match="graph_selfish: this body contains itself"):
+        with pytest.raises(mdf_loops.errors.ModelError, match="graph_selfish: this body contains itself"):
             mdf_loops.run(mdf_model(again), {"c": np.array(0.0)}, trusted=trusted)
     from modeci_mdf.execution_engine import EvaluableGraph
 
@@ -618,7 +618,7 @@ def test_nan_and_inf_inputs_are_values(bounded):
 
 def test_a_nan_trip_count_is_an_error_of_its_loop(bounded):
     model = _nested_loops(depth=1, trips=float("nan"))
-    with pytest.raises(mdf_loops.EvaluationError, match="node 'loop0'.*NaN"):
+    with pytest.raises(mdf_loops.errors.EvaluationError, match="node 'loop0'.*NaN"):
         mdf_loops.run(model, {"c": np.array(0.0)}, backend="scheduler")
 
 
@@ -626,5 +626,5 @@ def test_the_validator_refuses_a_yaml_alias_bomb_quickly(tmp_path, bounded):
     from mdf_loops.validation.report import validate
 
     path = _write(tmp_path, "bomb.yaml", _BILLION_LAUGHS)
-    with pytest.raises(mdf_loops.ModelError, match="multiplies its own content"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="multiplies its own content"):
         validate(path)

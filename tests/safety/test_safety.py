@@ -111,7 +111,7 @@ def test_refused_expressions_name_the_piece(expression, piece):
 
 def test_size_of_literal_allocations_follows_max_elements():
     assert expression_refusal("numpy.zeros(1000)", NAMES) is None
-    with mdf_loops.limits(max_elements=999):
+    with mdf_loops.safety.limits(max_elements=999):
         assert "1000 elements" in expression_refusal("numpy.zeros(1000)", NAMES)
 
 
@@ -123,7 +123,7 @@ def test_text_that_is_not_an_expression_is_accepted_as_data_only_for_defaults():
 
 def test_guarded_numpy_checks_computed_sizes_and_lacks_other_functions():
     assert expression_numpy() is np  # outside an untrusted run: numpy itself
-    with untrusted_expressions(), mdf_loops.limits(max_elements=100):
+    with untrusted_expressions(), mdf_loops.safety.limits(max_elements=100):
         guarded = expression_numpy()
         assert guarded is not np
         np.testing.assert_array_equal(guarded.ones(10), np.ones(10))
@@ -235,7 +235,7 @@ def test_structure_problems():
     assert "graphs.main.edges.e1: sender 'ghost' is not a node of graph 'main'" in messages
     assert any(m.startswith("graphs.main.edges.e2: sender port 'nope'") for m in messages)
     assert any(m.startswith("graphs.main.edges.e3.parameters.weight: weight") for m in messages)
-    with pytest.raises(mdf_loops.ModelError, match="defined more than once"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="defined more than once"):
         check_structure(model)
 
 
@@ -244,7 +244,7 @@ def test_a_cycle_without_entry_is_refused_and_one_with_an_entry_is_not():
     c = expression_node("c", ["x"], {"y": "x * 2"})
     cycle = [Edge(id="e2", sender="b", sender_port="y", receiver="c", receiver_port="x"),
              Edge(id="e3", sender="c", sender_port="y", receiver="b", receiver_port="z")]
-    with pytest.raises(mdf_loops.ModelError, match=r"edges \['e2', 'e3'\].*never finish"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"edges \['e2', 'e3'\].*never finish"):
         check_structure(Model(id="m", graphs=[Graph(id="main", nodes=[b, c], edges=cycle)]))
     root = expression_node("r", [], {"o": "1"})
     entry = Edge(id="e1", sender="r", sender_port="o", receiver="b", receiver_port="x")
@@ -257,7 +257,7 @@ def test_unknown_scheduler_condition_is_refused():
 
     graph = Graph(id="main", nodes=[expression_node("a", ["x"], {"y": "x"})])
     graph.conditions = ConditionSet(node_specific={"a": Condition(type="call_with_pruned_args")})
-    with pytest.raises(mdf_loops.ModelError, match="'call_with_pruned_args' is not a scheduler"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="'call_with_pruned_args' is not a scheduler"):
         check_structure(Model(id="m", graphs=[graph]))
     graph.conditions = ConditionSet(node_specific={"a": Condition(type="EveryNCalls", n=1,
                                                                   dependency="a")})
@@ -276,7 +276,7 @@ def test_trusted_skips_the_expression_check_only():
         "n.y": 2.0}
     broken = Model(id="m", graphs=[Graph(id="main", nodes=[node], edges=[
         Edge(id="e", sender="ghost", sender_port="o", receiver="n", receiver_port="x")])])
-    with pytest.raises(mdf_loops.ModelError, match="ghost"):  # structure is always checked
+    with pytest.raises(mdf_loops.errors.ModelError, match="ghost"):  # structure is always checked
         mdf_loops.run(broken, {}, trusted=True)
 
 
@@ -327,5 +327,5 @@ def test_a_flat_file_of_a_million_keys_is_no_alias_bomb():
     shared = [1] * 10
     for _ in range(6):
         shared = [shared] * 10
-    with pytest.raises(mdf_loops.ModelError, match="YAML aliases expand"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="YAML aliases expand"):
         check_aliases(shared, "bomb.yaml")

@@ -470,10 +470,10 @@ def test_run_limited_runs_a_model_in_a_child_and_stops_a_long_one():
     model = Model(id="m", graphs=[Graph(id="main", nodes=[Node(
         id="n", input_ports=[InputPort(id="a")],
         output_ports=[OutputPort(id="y", value="numpy.einsum('ij,jk,kl,lm->im', a, a, a, a)")])])])
-    small = mdf_loops.run_limited(model, {"a": np.eye(3)}, timeout=60, backend="scheduler")
+    small = mdf_loops.safety.run_limited(model, {"a": np.eye(3)}, timeout=60, backend="scheduler")
     assert np.array_equal(small["n.y"], np.eye(3))
     with pytest.raises(ResourceLimitError, match="took longer than 2 s"):
-        mdf_loops.run_limited(model, {"a": np.ones((1000, 1000))}, timeout=2,
+        mdf_loops.safety.run_limited(model, {"a": np.ones((1000, 1000))}, timeout=2,
                               backend="scheduler")
 
 

@@ -101,7 +101,7 @@ def test_a_node_id_used_in_two_graphs_must_be_given_by_its_path():
     twice = lift_parameters(model, "main", [])[0]
     outer = twice.graphs[0]
     inner = next(n for n in outer.nodes if n.id == "ddm")
-    body = mdf_loops.body_graph(next(p for p in inner.parameters if p.id == "body").value)
+    body = mdf_loops.model.body_graph(next(p for p in inner.parameters if p.id == "body").value)
     accumulate = next(n for n in body.nodes if n.id == "accumulate")
     decide = next(n for n in outer.nodes if n.id == "decide")
     decide.id = "accumulate"  # the top-level node now shares the body node's id

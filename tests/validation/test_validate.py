@@ -187,7 +187,7 @@ def test_a_scan_axis_out_of_range_for_a_declared_shape(leaky):
 
 
 def test_a_scan_axis_out_of_range_for_a_declared_onnx_type(leaky):
-    # the example declares I with mdf_loops.port_type("steps"): rank 1
+    # the example declares I with mdf_loops.model.port_type("steps"): rank 1
     _node(leaky)["parameters"]["scan_input_axes"] = {"value": [1]}
     messages = _messages(validate(leaky))
     assert messages[f"{SCAN}.parameters.scan_input_axes"] == (
@@ -359,28 +359,28 @@ def test_validate_leaves_the_document_unchanged(leaky):
 
 
 def test_a_missing_file(tmp_path):
-    with pytest.raises(mdf_loops.ModelError, match=r"absent\.json: no such file"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"absent\.json: no such file"):
         validate(tmp_path / "absent.json")
 
 
 def test_malformed_json_names_line_and_column(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('{\n  "m": {"graphs": }\n}\n')
-    with pytest.raises(mdf_loops.ModelError, match=r"broken\.json: not valid JSON: .*\(line 2, column 19\)"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"broken\.json: not valid JSON: .*\(line 2, column 19\)"):
         read_document(path)
 
 
 def test_malformed_yaml_names_line_and_column(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("m:\n  graphs: [1, 2\n")
-    with pytest.raises(mdf_loops.ModelError, match=r"broken\.yaml: not valid YAML: .*\(line 3, column 1\)"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"broken\.yaml: not valid YAML: .*\(line 3, column 1\)"):
         validate(path)
 
 
 def test_a_file_of_another_kind(tmp_path):
     path = tmp_path / "model.txt"
     path.write_text("{}")
-    with pytest.raises(mdf_loops.ModelError, match=r"model\.txt: expected a \.json, \.yaml"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"model\.txt: expected a \.json, \.yaml"):
         validate(path)
 
 

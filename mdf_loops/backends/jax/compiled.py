@@ -182,7 +182,7 @@ def compile(
 ) -> JaxModel:
     """Lower ``model``'s graph to JAX; ``example_inputs`` type its inputs.
 
-    Raises :class:`~mdf_loops.CompileError` naming the node when the model cannot
+    Raises :class:`~mdf_loops.errors.CompileError` naming the node when the model cannot
     be lowered (an operator with no JAX lowering, a shape JAX cannot fix).
     """
     try:

@@ -23,17 +23,19 @@ from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signatu
 from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
 from mdf_loops.backends.onnxruntime.memory import VALUES, refused_by_cap, use_capped_arena
 from mdf_loops.backends.onnxruntime.ort_safe import make_safe
-from mdf_loops.errors import IterationLimitError, MdfLoopsError, ModelError, SizeLimitError
+from mdf_loops.errors import (
+    CompileError,
+    IterationLimitError,
+    MdfLoopsError,
+    ModelError,
+    SizeLimitError,
+)
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
 log = logging.getLogger(__name__)
-
-
-class CompileError(MdfLoopsError):
-    """The model cannot run in the compiled mode (export or onnxruntime refused it)."""
 
 
 @dataclass
@@ -51,8 +53,8 @@ class CompiledModel:
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """Outputs by name; inputs by name as numpy arrays (or lists for sequences).
 
-        Raises :class:`~mdf_loops.IterationLimitError` when a loop passed the
-        limits the model was compiled with, :class:`~mdf_loops.SizeLimitError` when
+        Raises :class:`~mdf_loops.errors.IterationLimitError` when a loop passed the
+        limits the model was compiled with, :class:`~mdf_loops.errors.SizeLimitError` when
         an operator asked for more memory than the capped arena of untrusted models holds.
         """
         feed = {name: _feed_value(inputs[name]) for name in self.input_names if name in inputs}

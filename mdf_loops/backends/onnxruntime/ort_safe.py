@@ -53,7 +53,7 @@ def make_safe(model: onnx.ModelProto) -> onnx.ModelProto:
 
     Returns ``model`` itself when it has no Scan with a non-zero axis and no
     ``Div`` or ``Mod`` (else a copy, with shape inference's types). Raises
-    :class:`~mdf_loops.ModelError` when the rank of a value whose scan axis
+    :class:`~mdf_loops.errors.ModelError` when the rank of a value whose scan axis
     must move is unknown. Then loops that may run zero times get the reference
     answer (:mod:`mdf_loops.backends.onnxruntime.zero_steps`): onnxruntime never
     runs a zero-length Scan.

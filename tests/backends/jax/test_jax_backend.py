@@ -84,14 +84,14 @@ def test_a_loop_stopped_by_its_condition_records_every_iteration():
 def test_a_loop_past_max_iterations_is_stopped_with_the_limit_named():
     model = mdf_loops.onnx_to_mdf(while_loop(500).model)
     inputs = while_loop(500).inputs
-    with pytest.raises(mdf_loops.IterationLimitError, match="max_iterations"):
+    with pytest.raises(mdf_loops.errors.IterationLimitError, match="max_iterations"):
         mdf_loops.run(model, inputs, backend="jax", max_iterations=100)
     assert mdf_loops.run(model, inputs, backend="jax", max_iterations=1000)["x_final"] == 500
 
 
 def test_a_long_scan_is_refused_at_the_iteration_limit():
     work = running_sum(300)
-    with pytest.raises(mdf_loops.IterationLimitError, match="300 iterations"):
+    with pytest.raises(mdf_loops.errors.IterationLimitError, match="300 iterations"):
         mdf_loops.run(mdf_loops.onnx_to_mdf(work.model), work.inputs, backend="jax",
                       max_iterations=100)
 
@@ -100,7 +100,7 @@ def test_an_operator_with_no_lowering_is_a_compile_error_naming_the_node():
     model = onnx_model([oh.make_node("Det", ["x"], ["d"], name="determinant")],
                        [value_info("x", FLOAT, [2, 2])], [value_info("d", FLOAT, [])])
     mdf = mdf_loops.onnx_to_mdf(model)
-    with pytest.raises(mdf_loops.CompileError, match="Det"):
+    with pytest.raises(mdf_loops.errors.CompileError, match="Det"):
         mdf_loops.run(mdf, {"x": np.eye(2, dtype=np.float32)}, backend="jax")
     # the other backends still run it
     assert mdf_loops.run(mdf, {"x": np.eye(2, dtype=np.float32)})["d"] == 1
@@ -196,7 +196,7 @@ def test_exporter_corpus_on_jax(name):
 
     case = _case(name)
     if name == "skl_knn_imputer":  # Compress: its output size depends on the data
-        with pytest.raises(mdf_loops.CompileError, match="Compress"):
+        with pytest.raises(mdf_loops.errors.CompileError, match="Compress"):
             mdf_loops.run(_imported(name), case.feeds, backend="jax")
         return
     _compare(name, "jax", mdf_loops.run(_imported(name), case.feeds, backend="jax"))

@@ -72,9 +72,9 @@ def test_without_jax_the_backend_says_how_to_install_it(monkeypatch):
 
     clear_compiled()
     model = rescorla_wagner.build_model()
-    with pytest.raises(mdf_loops.CompileError, match=r"mdf-loops\[jax\]"):
+    with pytest.raises(mdf_loops.errors.CompileError, match=r"mdf-loops\[jax\]"):
         mdf_loops.run(model, rescorla_wagner.example_inputs(), backend="jax")
-    with pytest.raises(mdf_loops.CompileError, match=r"mdf-loops\[jax\]"):
+    with pytest.raises(mdf_loops.errors.CompileError, match=r"mdf-loops\[jax\]"):
         mdf_loops.grad(model, lambda out: out["trials.V_final"].sum(), ["alpha"],
                        rescorla_wagner.example_inputs())
     clear_compiled()

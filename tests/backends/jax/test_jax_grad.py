@@ -161,17 +161,17 @@ def test_gradient_wrt_a_top_level_parameter():
 
 
 def test_an_unknown_name_lists_the_constant_parameters():
-    with pytest.raises(mdf_loops.ModelError, match=r"amplify\.gain"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"amplify\.gain"):
         mdf_loops.grad(_gain_model(), "amplify.y", ["beta"], {"x": np.ones(3)})
 
 
 def test_the_objective_must_be_a_scalar():
-    with pytest.raises(mdf_loops.ModelError, match="scalar"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="scalar"):
         mdf_loops.grad(_gain_model(), "amplify.y", ["gain"], {"x": np.ones(3)})
 
 
 def test_integer_inputs_have_no_gradient():
-    with pytest.raises(mdf_loops.ModelError, match="floating-point"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="floating-point"):
         mdf_loops.grad(_gain_model(), lambda out: out["amplify.y"].sum(), ["x"],
                        {"x": np.ones(3, dtype=np.int64)})
 
@@ -220,7 +220,7 @@ def test_a_loop_scan_output_of_run_time_length_is_refused_as_objective():
 
     model = mdf_loops.onnx_to_mdf(_long_while_with_scan_outputs())
     inputs = {"cond": np.array(True), "x0": np.float64(0.0), "limit": np.float64(5.0)}
-    with pytest.raises(mdf_loops.ModelError, match="run time"):
+    with pytest.raises(mdf_loops.errors.ModelError, match="run time"):
         mdf_loops.grad(model, lambda out: out["xs"].sum(), ["x0"], inputs)
     # its loop-carried value can be differentiated
     grads = mdf_loops.grad(model, "x_final", ["x0"], {**inputs, "x0": np.float64(0.5)})

@@ -49,7 +49,7 @@ def test_guard_names_the_labelled_node_else_the_onnx_name():
 
 def test_onnxruntime_limit_error_names_the_mdf_node():
     feeds = {"n": np.array(10**9, np.int64), "x0": np.array(0.0, np.float32)}
-    with pytest.raises(mdf_loops.IterationLimitError, match="node 'counter'"):
+    with pytest.raises(mdf_loops.errors.IterationLimitError, match="node 'counter'"):
         mdf_loops.run(_counting_model(), feeds, backend="onnxruntime", max_iterations=5)
     # within the limit the loop runs to the end: onnxruntime's answer is numpy's count
     few = {"n": np.array(4, np.int64), "x0": np.array(0.5, np.float32)}

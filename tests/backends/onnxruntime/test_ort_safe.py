@@ -97,7 +97,7 @@ def test_an_unknown_rank_is_refused_with_the_value_named():
     model = _scan_model([1], [0], (2, 3))
     del model.graph.input[1].type.tensor_type.shape.dim[:]
     model.graph.input[1].type.tensor_type.ClearField("shape")
-    with pytest.raises(mdf_loops.ModelError, match=r"rank of scan input 0 \('x'\) .* is unknown"):
+    with pytest.raises(mdf_loops.errors.ModelError, match=r"rank of scan input 0 \('x'\) .* is unknown"):
         scan_axes_to_zero(model)
 
 

@@ -160,7 +160,7 @@ def test_the_importer_marks_its_graphs_with_their_opset(tmp_path):
 @pytest.mark.parametrize("marked", [True, False])
 def test_a_marked_graph_keeps_onnx_dtypes_on_the_stock_engine(marked, rng):
     a, b = (rng.standard_normal(3).astype(np.float32) for _ in range(2))
-    result = mdf_loops.stock_evaluate(_add_model(marked).graphs[0], {"a": a, "b": b})["c"]
+    result = mdf_loops.model.stock_evaluate(_add_model(marked).graphs[0], {"a": a, "b": b})["c"]
     np.testing.assert_allclose(result, a + b, rtol=1e-6)
     # modeci-mdf's own onnx:: evaluation returns float64; ONNX's Add keeps float32
     assert result.dtype == (np.float32 if marked else np.float64)
@@ -180,7 +180,7 @@ def test_the_opset_8_scan_cases_pass_on_the_stock_engine():
         graph = mdf_loops.onnx_to_mdf(case.model).graphs[0]
         names = [i.name for i in case.model.graph.input]
         for inputs, expected in case.data_sets:
-            outputs = mdf_loops.stock_evaluate(graph, dict(zip(names, inputs)))
+            outputs = mdf_loops.model.stock_evaluate(graph, dict(zip(names, inputs)))
             for actual, wanted in zip(outputs.values(), expected, strict=True):
                 np.testing.assert_allclose(actual, wanted, rtol=1e-6, err_msg=name)
 
@@ -197,7 +197,7 @@ def test_loop_bodies_get_onnx_semantics_in_an_unmarked_model(capsys):
     graph = _unmarked_scan_with_failing_body().graphs[0]
     engine = EvaluableGraph(graph)
     assert "Init graph" in capsys.readouterr().out  # the outer graph prints as stock does
-    with pytest.raises(mdf_loops.EvaluationError, match=r"node 'scan' > .*node 'step'.*x\[5\]"):
+    with pytest.raises(mdf_loops.errors.EvaluationError, match=r"node 'scan' > .*node 'step'.*x\[5\]"):
         engine.evaluate(initializer={"h0": np.array(0.0), "xs": np.ones(3)})
     assert "step_body" not in capsys.readouterr().out  # the body's prints go to the log
 

@@ -126,7 +126,7 @@ def _function_node(function: str, args: dict) -> Graph:
     node.output_ports.append(OutputPort(id="y", value="out"))
     graph = Graph(id="g")
     graph.nodes.append(node)
-    return mdf_loops.mark_onnx_semantics(graph)
+    return mdf_loops.model.mark_onnx_semantics(graph)
 
 
 def _evaluate(graph: Graph, x: np.ndarray) -> np.ndarray:
@@ -155,7 +155,7 @@ def test_a_function_registered_over_an_onnx_name_is_used(monkeypatch, rng):
 
 def test_onnx_function_errors_still_name_the_node():
     graph = _function_node("onnx::MatMul", {"A": "x", "B": "x"})
-    with pytest.raises(mdf_loops.EvaluationError, match=r"node 'f'.*MatMul"):
+    with pytest.raises(mdf_loops.errors.EvaluationError, match=r"node 'f'.*MatMul"):
         _evaluate(graph, np.ones((2, 3), np.float32))
 
 
