@@ -47,25 +47,25 @@ def _call(expression: str) -> tuple[str, ast.Call]:
 def test_the_elements_counted_are_those_numpy_allocates(expression):
     size = eval(expression, {"numpy": np}).size  # the oracle: numpy itself, at a small size
     function, node = _call(expression)
-    with mdf_loops.limits(max_elements=1):
+    with mdf_loops.safety.limits(max_elements=1):
         refusal = allocation_refusal(function, node)
     if size <= 1:
         assert refusal is None
     else:
         assert refusal is not None and f"it asks for {size} elements" in refusal, refusal
-    with mdf_loops.limits(max_elements=max(size, 1)):
+    with mdf_loops.safety.limits(max_elements=max(size, 1)):
         assert allocation_refusal(function, node) is None
 
 
 def test_sizes_that_are_not_literal_and_other_functions_are_left_to_run_time():
-    with mdf_loops.limits(max_elements=1):
+    with mdf_loops.safety.limits(max_elements=1):
         for expression in ["numpy.zeros(n)", "numpy.ones((2, n))", "numpy.zeros_like(x)",
                            "numpy.arange(n)", "numpy.tanh(x)", "numpy.linspace(0, 1, n)"]:
             assert allocation_refusal(*_call(expression)) is None, expression
 
 
 def test_the_refusal_says_how_to_raise_the_limit():
-    with mdf_loops.limits(max_elements=100):
+    with mdf_loops.safety.limits(max_elements=100):
         refusal = allocation_refusal(*_call("numpy.zeros((10, 11))"))
     assert refusal is not None
     assert "110 elements, over the limit of 100" in refusal

@@ -493,10 +493,10 @@ def test_with_jax_loaded_the_limited_child_is_a_new_process_not_a_fork(tmp_path)
         "node = Node(id='n', input_ports=[InputPort(id='a')], output_ports=[OutputPort(\n"
         "    id='y', value=\"numpy.einsum('ij,jk,kl,lm->im', a, a, a, a)\")])\n"
         "model = Model(id='m', graphs=[Graph(id='main', nodes=[node])])\n"
-        "small = mdf_loops.run_limited(model, {'a': np.eye(3)}, timeout=120)\n"
+        "small = mdf_loops.safety.run_limited(model, {'a': np.eye(3)}, timeout=120)\n"
         "print('SMALL', small['n.y'].tolist())\n"
         "try:\n"
-        "    mdf_loops.run_limited(model, {'a': np.ones((1000, 1000))}, timeout=2)\n"
+        "    mdf_loops.safety.run_limited(model, {'a': np.ones((1000, 1000))}, timeout=2)\n"
         "except mdf_loops.MdfLoopsError as exc:\n"
         "    print('LONG', type(exc).__name__, exc)\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
