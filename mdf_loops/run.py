@@ -65,7 +65,7 @@ def run(
         trusted: skip the expression allow-list and the limit guards. Only for models
             whose author you trust: their expressions run as Python (docs/safety.md).
         max_iterations, max_total_iterations, max_depth, max_elements: the work limits
-            of :class:`mdf_loops.Limits` for this run (``max_total_iterations``: the
+            of :class:`mdf_loops.safety.Limits` for this run (``max_total_iterations``: the
             scheduler only).
         backend: ``"scheduler"`` (node by node through modeci-mdf's ``EvaluableGraph``),
             ``"onnxruntime"`` (one ONNX model, compiled once and cached), ``"jax"`` (one
