@@ -16,6 +16,7 @@ counts the changes seen, so that caches of compiled forms drop what an edit made
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import threading
 import weakref
@@ -23,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from itertools import chain
-from operator import attrgetter, call, eq, is_
+from operator import eq, is_
 from typing import Any
 
 import numpy as np
@@ -95,23 +96,18 @@ def _is_atom(value: Any) -> bool:
 
 
 class _Snapshot:
-    """What a model object held when it was walked: the identity of every field and item,
-    (the value, for lists of atoms); ``None`` from :meth:`take` when something in it
-    cannot be watched this way. :meth:`holds` compares it all in a few C-level passes."""
+    """What a model object held when it was walked: the identity of everything its
+    objects, lists and dicts refer to (the value, for lists of atoms), read back in one C
+    call (``gc.get_referents``); ``None`` from :meth:`take` when something in it cannot
+    be watched this way."""
 
     def __init__(self) -> None:
-        self.objects: list[Any] = []  # attrs objects, with their field getters and values
-        self.getters: list[attrgetter] = []
-        self.fields: list[Any] = []
+        self.owners: list[Any] = []  # attrs objects, lists and dicts, in walk order
+        self.referents: list[Any] = []  # what they referred to, in gc.get_referents' order
+        self.dicts: list[dict] = []  # their keys (not all of them are gc referents)
+        self.keys: list[Any] = []
         self.atom_lists: list[list] = []  # lists of atoms, with copies
         self.atom_copies: list[list] = []
-        self.sequences: list[Any] = []  # lists and tuples holding containers
-        self.sequence_sizes: list[int] = []
-        self.items: list[Any] = []
-        self.dicts: list[dict] = []
-        self.dict_sizes: list[int] = []
-        self.keys: list[Any] = []
-        self.values: list[Any] = []
         self.arrays: list[np.ndarray] = []  # numeric arrays: dtype and shape
         self.array_types: list[tuple] = []
 
@@ -125,35 +121,27 @@ class _Snapshot:
             seen.add(id(value))
             if not snapshot._add(value, stack):
                 return None
+        snapshot.referents = gc.get_referents(*snapshot.owners)
+        snapshot.keys = list(chain.from_iterable(snapshot.dicts))
         return snapshot
 
     def _add(self, value: Any, stack: list) -> bool:
         kind = type(value)
         if hasattr(kind, "__attrs_attrs__"):
-            names = [field.name for field in kind.__attrs_attrs__]
-            if not names:
-                return True
-            get = attrgetter(*names, names[0])  # a tuple, even of one field
-            held = get(value)
-            self.objects.append(value)
-            self.getters.append(get)
-            self.fields.extend(held)
-            stack.extend(held)
-        elif kind is list or kind is tuple:
-            if all(type(item) in _ATOMS for item in value):
-                if kind is list:
-                    self.atom_lists.append(value)
-                    self.atom_copies.append(list(value))
-            else:
-                self.sequences.append(value)
-                self.sequence_sizes.append(len(value))
-                self.items.extend(value)
-                stack.extend(value)
+            self.owners.append(value)  # its slots are its referents
+            if hasattr(value, "__dict__"):  # fields in an instance dict: watch the dict
+                self._add_dict(vars(value))
+            stack.extend(getattr(value, field.name) for field in kind.__attrs_attrs__)
+        elif kind is list and all(type(item) in _ATOMS for item in value):
+            self.atom_lists.append(value)
+            self.atom_copies.append(list(value))
+        elif kind is list:
+            self.owners.append(value)
+            stack.extend(value)
+        elif kind is tuple:  # immutable: only what it holds can change
+            stack.extend(value)
         elif kind is dict:
-            self.dicts.append(value)
-            self.dict_sizes.append(len(value))
-            self.keys.extend(value)
-            self.values.extend(value.values())
+            self._add_dict(value)
             stack.extend(value.values())
         elif kind is np.ndarray and value.dtype.kind in "biufc":
             self.arrays.append(value)
@@ -162,17 +150,20 @@ class _Snapshot:
             return False
         return True
 
+    def _add_dict(self, value: dict) -> None:
+        self.owners.append(value)
+        self.dicts.append(value)
+
     def holds(self) -> bool:
         """Whether everything walked still holds what it held."""
-        fields = chain.from_iterable(map(call, self.getters, self.objects))
+        live = gc.get_referents(*self.owners)
+        keys = list(chain.from_iterable(self.dicts))
         return (
-            all(map(is_, fields, self.fields))
+            len(live) == len(self.referents)
+            and all(map(is_, live, self.referents))
+            and len(keys) == len(self.keys)
+            and all(map(is_, keys, self.keys))
             and all(map(eq, self.atom_lists, self.atom_copies))
-            and list(map(len, self.sequences)) == self.sequence_sizes
-            and all(map(is_, chain.from_iterable(self.sequences), self.items))
-            and list(map(len, self.dicts)) == self.dict_sizes
-            and all(map(is_, chain.from_iterable(self.dicts), self.keys))
-            and all(map(is_, chain.from_iterable(map(dict.values, self.dicts)), self.values))
             and all((a.dtype, a.shape) == saved for a, saved in zip(self.arrays, self.array_types))
         )
 

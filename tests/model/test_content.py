@@ -127,3 +127,19 @@ def test_an_edit_to_a_loop_body_is_seen(source):
         nodes[0]["parameters"] = {"p": {"value": "open('f')"}}
     assert content_version(model) == version + 1
     assert content_key(model) == model_digest(model)
+
+
+def test_fields_in_an_instance_dict_are_watched_too():
+    import attr
+
+    @attr.s(slots=False)
+    class Note:  # an attrs object without slots: its fields live in __dict__
+        text = attr.ib(default="ok")
+
+    model = _model()
+    note = Note()
+    model.graphs[0].nodes[0].metadata["note"] = note
+    version = content_version(model)
+    note.text = "open('f')"
+    assert content_version(model) == version + 1
+    assert content_key(model) == model_digest(model)
