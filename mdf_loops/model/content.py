@@ -173,7 +173,10 @@ class _Snapshot:
             and list(map(len, self.dicts)) == self.dict_sizes
             and all(map(is_, chain.from_iterable(self.dicts), self.keys))
             and all(map(is_, chain.from_iterable(map(dict.values, self.dicts)), self.values))
-            and all((a.dtype, a.shape) == saved for a, saved in zip(self.arrays, self.array_types))
+            and all(
+                (a.dtype, a.shape) == saved
+                for a, saved in zip(self.arrays, self.array_types, strict=True)
+            )
         )
 
 

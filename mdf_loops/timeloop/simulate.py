@@ -65,7 +65,7 @@ class Trajectories:
             text = io.StringIO(newline="")
             writer = csv.writer(text)
             writer.writerow(columns)
-            writer.writerows(zip(*(c.tolist() for c in columns.values())))
+            writer.writerows(zip(*(c.tolist() for c in columns.values()), strict=True))
             write_atomically(path, text.getvalue())
         else:
             raise ValueError(f"{path}: write .npz or .csv")
