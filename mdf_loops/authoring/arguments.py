@@ -237,7 +237,7 @@ def prepare_sequences(
         return PreparedSequences([], steps, steps_static)
     lengths = [piece.length for piece in slices]
     if steps is not None:
-        for arg, piece in zip(_per_slice(args), slices):
+        for arg, piece in zip(_per_slice(args), slices, strict=True):
             if (
                 piece.length is not None
                 and steps_static is not None
@@ -256,7 +256,7 @@ def prepare_sequences(
             constant(np.array(shortest, np.int64)),
             shortest,
         )
-    firsts = {id(arg): piece.rows for arg, piece in zip(_per_slice(args), slices)}
+    firsts = {id(arg): piece.rows for arg, piece in zip(_per_slice(args), slices, strict=True)}
     sizes = [
         apply("Gather", [apply("Shape", [rows]), np.array(0, np.int64)]) for rows in firsts.values()
     ]

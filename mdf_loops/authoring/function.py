@@ -58,18 +58,23 @@ class Function:
             raise AuthoringError(
                 f"{self.model.id}: called with {len(args)} arguments, it takes {len(self.inputs)}"
             )
-        values = dict(zip(self._input_names, args))
-        by_name = {symbol.name: name for symbol, name in zip(self.inputs, self._input_names)}
+        # strict=False: the inputs after the positional arguments come by keyword
+        values = dict(zip(self._input_names, args, strict=False))
+        by_name = {
+            symbol.name: name for symbol, name in zip(self.inputs, self._input_names, strict=True)
+        }
         for key, value in kwargs.items():
             if key not in by_name or by_name[key] in values:
                 raise AuthoringError(f"{self.model.id}: unexpected or repeated argument {key!r}")
             values[by_name[key]] = value
-        missing = [s.name for s, n in zip(self.inputs, self._input_names) if n not in values]
+        missing = [
+            s.name for s, n in zip(self.inputs, self._input_names, strict=True) if n not in values
+        ]
         if missing:
             raise AuthoringError(f"{self.model.id}: missing values for inputs {missing}")
         feeds = {
             name: _as_input(values[name], symbol, self._downcast)
-            for symbol, name in zip(self.inputs, self._input_names)
+            for symbol, name in zip(self.inputs, self._input_names, strict=True)
         }
         feeds.update({name: op.storage.value for name, op in self._shared})
         from mdf_loops.run import run
@@ -127,7 +132,7 @@ def function(
 
     model = onnx_to_mdf(onnx_model, model_id=model_name)
     graph_names = [i.name for i in onnx_model.graph.input]
-    shared = list(zip(graph_names[len(inputs) :], shared_ops))
+    shared = list(zip(graph_names[len(inputs) :], shared_ops, strict=True))
     update_targets = [(f"update_{k}", key) for k, (key, _) in enumerate(pairs)]
     return Function(
         model,

@@ -203,7 +203,7 @@ class _Writer:
             output_names=self.output_names(op.outputs),
             **attributes,
         )
-        for symbol, name in zip(op.outputs, names):
+        for symbol, name in zip(op.outputs, names, strict=True):
             graph.bound[symbol] = name
 
     def _final_names(self, op: LoopOp) -> list[str]:
@@ -231,7 +231,7 @@ class _Writer:
             **attributes,
         )
         results = [s.final for s in op.states] + [o.result for o in op.stacked]
-        for symbol, name in zip(results, outputs):
+        for symbol, name in zip(results, outputs, strict=True):
             assert symbol is not None, "LoopOp sets every final value and stacked result"
             graph.bound[symbol] = name
 

@@ -83,7 +83,7 @@ def lower(
             key=lambda op: op.serial,
         )
         graph_inputs += [op.outputs[0] for op in shared]
-    return to_onnx(list(zip([n for n, _ in named], roots)), graph_inputs, name), shared
+    return to_onnx(list(zip([n for n, _ in named], roots, strict=True)), graph_inputs, name), shared
 
 
 def _named_outputs(outputs: Any) -> list[tuple[str, Symbol]]:

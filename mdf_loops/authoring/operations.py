@@ -106,7 +106,9 @@ class Operation:
     def _add_outputs(self, types: Sequence[TensorType], names: Sequence[str | None]) -> None:
         from mdf_loops.authoring.symbolic import Symbol  # a symbol refers to its operation
 
-        self.outputs = [Symbol(self, k, t, n) for k, (t, n) in enumerate(zip(types, names))]
+        self.outputs = [
+            Symbol(self, k, t, n) for k, (t, n) in enumerate(zip(types, names, strict=True))
+        ]
 
     def dependencies(self) -> list[Symbol]:
         """The symbols that must exist before this operation runs."""

@@ -121,7 +121,8 @@ def scan(
     if strict:
         _check_strict(loop, non_seqs, seq_args, label)
     final_updates = OrderedDict(
-        (key, state.final) for key, state in zip(traced.replacements, traced.update_states)
+        (key, state.final)
+        for key, state in zip(traced.replacements, traced.update_states, strict=True)
     )
     _advance_enclosing_streams(traced.scope, final_updates)
     return _returned(
@@ -311,7 +312,7 @@ def _recurrent_states(
 ):
     states: list[LoopState] = []
     stacked: list[StackedOutput] = []
-    for i, (out, arg, state) in enumerate(zip(outputs, args, carried)):
+    for i, (out, arg, state) in enumerate(zip(outputs, args, carried, strict=True)):
         if state is None:
             stacked.append(StackedOutput(out))
             continue

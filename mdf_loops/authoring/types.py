@@ -70,7 +70,9 @@ class TensorType:
             return True
         if len(self.shape) != len(other.shape):
             return False
-        return all(a is None or b is None or a == b for a, b in zip(self.shape, other.shape))
+        return all(
+            a is None or b is None or a == b for a, b in zip(self.shape, other.shape, strict=True)
+        )
 
     def to_onnx(self, dim_names: Sequence[str | None] | None = None) -> TypeProto:
         """The ONNX ``TypeProto``; ``dim_names`` names unknown dimensions (dim_param)."""
@@ -78,7 +80,7 @@ class TensorType:
             return helper.make_tensor_type_proto(onnx_elem_type(self.dtype), None)
         dims: list[Any] = list(self.shape)
         if dim_names is not None:
-            dims = [d if d is not None else name for d, name in zip(dims, dim_names)]
+            dims = [d if d is not None else name for d, name in zip(dims, dim_names, strict=True)]
         return helper.make_tensor_type_proto(onnx_elem_type(self.dtype), dims)
 
     @classmethod

@@ -146,7 +146,7 @@ def plot(traces, path: str) -> None:
     figure, axes = plt.subplots(
         len(refs), 1, sharex=True, squeeze=False, figsize=(7, 1.6 + 1.4 * len(refs))
     )
-    for ax, ref in zip(axes[:, 0], refs):
+    for ax, ref in zip(axes[:, 0], refs, strict=True):
         values = traces.values[ref]
         ax.plot(traces.time, values.reshape(len(values), -1), linewidth=1)
         ax.set_ylabel(ref, fontsize=8)

@@ -164,7 +164,10 @@ class _Snapshot:
             and len(keys) == len(self.keys)
             and all(map(is_, keys, self.keys))
             and all(map(eq, self.atom_lists, self.atom_copies))
-            and all((a.dtype, a.shape) == saved for a, saved in zip(self.arrays, self.array_types))
+            and all(
+                (a.dtype, a.shape) == saved
+                for a, saved in zip(self.arrays, self.array_types, strict=True)
+            )
         )
 
 

@@ -200,7 +200,7 @@ def _checked(
 ) -> np.ndarray:
     if dims is not None:
         fits = array.ndim == len(dims) and all(
-            d is None or d == s for d, s in zip(dims, array.shape)
+            d is None or d == s for d, s in zip(dims, array.shape, strict=True)
         )
         if not fits:
             shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"

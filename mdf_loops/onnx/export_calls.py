@@ -118,7 +118,7 @@ def _call_inputs(
     inputs = _strong_inputs(builder, inputs, constraint_of)
     inputs = [
         conformed(builder, value, required_elem_type(schema, constraint))
-        for value, constraint in zip(inputs, constraint_of)
+        for value, constraint in zip(inputs, constraint_of, strict=True)
     ]
     while len(inputs) > schema.min_input and inputs[-1] == "":  # Loop keeps its cond
         inputs.pop()
@@ -152,12 +152,12 @@ def _call_attributes(
 def _strong_inputs(builder, inputs: list, constraints: list[str]) -> list[str]:
     """Weak values as tensors of the type of another input of the same type constraint."""
     result = []
-    for value, constraint in zip(inputs, constraints):
+    for value, constraint in zip(inputs, constraints, strict=True):
         if isinstance(value, Weak):
             like = next(
                 (
                     v
-                    for v, c in zip(inputs, constraints)
+                    for v, c in zip(inputs, constraints, strict=True)
                     if isinstance(v, str) and v and c == constraint
                 ),
                 None,

@@ -126,7 +126,7 @@ class Exporter:
         builder = self._builder()
         bindings: dict[str, str | Weak] = {}
         inputs = []
-        for port_id, type_proto in zip(signature.formal_inputs, input_types):
+        for port_id, type_proto in zip(signature.formal_inputs, input_types, strict=True):
             name = self.names.fresh(port_id)
             bindings[port_id] = name
             builder.types[name] = type_proto

@@ -68,7 +68,7 @@ def export_control_flow(
     # ONNX's inference cannot see the bodies' outer-scope values and drops the shapes of
     # loop-carried values: complete what it left unknown from the exported bodies
     derived = control_flow_output_types(signature, body, attributes, types)
-    for name, t in zip(names, derived):
+    for name, t in zip(names, derived, strict=True):
         if t is not None and not has_shape(builder.types.get(name)):
             builder.types[name] = t
     return Outputs(tuple(names))
@@ -150,7 +150,7 @@ def _loop_body(
         exported = exporter.body_graph(body, given, outer, builder.types, owner)
         returned = [o.type for o in exported.output[signature.body_carried_outputs]]
         looser = list(given)
-        looser[carried] = [loosened(g, r) for g, r in zip(given[carried], returned)]
+        looser[carried] = [loosened(g, r) for g, r in zip(given[carried], returned, strict=True)]
         if looser == given:
             return exported
         given = looser
@@ -162,6 +162,7 @@ def _scan_body_types(signature: ScanSignature, types, attributes, where) -> list
     m, legacy = signature.num_scan_inputs, signature.sequence_lens
     values = types[signature.node_values]
     n = signature.num_states
+    _check_axes_counts(signature, attributes, where)
     axes = list(attributes.get("scan_input_axes") or [0] * m)
     result = []
     for k, t in enumerate(values):
@@ -174,3 +175,18 @@ def _scan_body_types(signature: ScanSignature, types, attributes, where) -> list
             t = drop_axis(t, 0)
         result.append(t if k < n else drop_axis(t, axes[k - n] if not legacy else 0))
     return result
+
+
+def _check_axes_counts(signature: ScanSignature, attributes, where) -> None:
+    """A ModelError when scan_input_axes or scan_output_axes lists another number of axes
+    than the Scan has scan inputs or scan outputs."""
+    for name, expected, what in (
+        ("scan_input_axes", signature.num_scan_inputs, "scan input"),
+        ("scan_output_axes", signature.num_scan_outputs, "scan output"),
+    ):
+        axes = attributes.get(name)
+        if axes and len(axes) != expected:
+            raise ModelError(
+                f"{where}: {name} has {len(axes)} entries, expected {expected} "
+                f"(one per {what}); give one axis per {what}, or leave it out for axis 0"
+            )

@@ -166,7 +166,9 @@ class ExpressionTranslator:
             return [self.b.constant(w.array().astype(common)) for w in weak]
         dtypes = [self.b.dtype(t) for t in tensors]
         if any(d is None for d in dtypes):
-            like = next((t for t, d in zip(tensors, dtypes) if d is not None), tensors[0])
+            like = next(
+                (t for t, d in zip(tensors, dtypes, strict=True) if d is not None), tensors[0]
+            )
             return [self.b.strong(o, like) for o in operands]
         # a 0-d constant is a Python number (weak); a constant array is strong
         common = promoted_dtype(
@@ -203,7 +205,7 @@ class ExpressionTranslator:
     def visit_Compare(self, node: ast.Compare) -> Any:
         results: list[Any] = []
         left = self.visit(node.left)
-        for op, comparator in zip(node.ops, node.comparators):
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.visit(comparator)
             kind = type(op)
             if isinstance(left, Weak) and isinstance(right, Weak):

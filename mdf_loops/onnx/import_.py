@@ -189,7 +189,9 @@ class _Converter:
             outputs.append(self._output_ref(mdf, scope, vi.name))
 
         types = {vi.name: vi.type for vi in list(g.input) + list(g.output)}
-        self._annotate_ports(mdf, formal, list(zip(outputs, [vi.name for vi in g.output])), types)
+        self._annotate_ports(
+            mdf, formal, list(zip(outputs, [vi.name for vi in g.output], strict=True)), types
+        )
         for name, tensor in defaulted.items():  # the input's ports take it as default_value
             for p in (p for n in mdf.nodes for p in n.input_ports if p.id == self.ids[name]):
                 set_input_default(p, numpy_helper.to_array(tensor).tolist())
@@ -201,7 +203,9 @@ class _Converter:
             outer,
         )
         names = {self.ids[n]: n for n in formal if self.ids[n] != n}
-        names.update({f"{node}.{port}": vi.name for (node, port), vi in zip(outputs, g.output)})
+        names.update(
+            {f"{node}.{port}": vi.name for (node, port), vi in zip(outputs, g.output, strict=True)}
+        )
         mdf.metadata["onnx_names"] = names
         mdf.metadata["outer_reads_onnx"] = list(dict.fromkeys(scope.outer_reads))
         if not is_body and scope.outer_reads:

@@ -81,10 +81,14 @@ def control_flow_output_types(
         carried = outputs[signature.body_carried_outputs]
         scanned = outputs[signature.body_scan_outputs]
         # a carried value is its initial value after zero iterations, the body's after more
-        return [merged(a, b) for a, b in zip(initial, carried)] + [add_axis(t, 0) for t in scanned]
+        return [merged(a, b) for a, b in zip(initial, carried, strict=True)] + [
+            add_axis(t, 0) for t in scanned
+        ]
     scanned = outputs[signature.body_scan_outputs]
     axes = list(attributes.get("scan_output_axes") or [0] * len(scanned))
-    return outputs[signature.body_state_outputs] + [add_axis(t, a) for t, a in zip(scanned, axes)]
+    return outputs[signature.body_state_outputs] + [
+        add_axis(t, a) for t, a in zip(scanned, axes, strict=True)
+    ]
 
 
 def has_shape(t: TypeProto | None) -> bool:
@@ -102,7 +106,7 @@ def merged(a: TypeProto | None, b: TypeProto) -> TypeProto | None:
     ):
         return helper.make_tensor_type_proto(a.tensor_type.elem_type, None)
     dims = []
-    for da, db in zip(a.tensor_type.shape.dim, b.tensor_type.shape.dim):
+    for da, db in zip(a.tensor_type.shape.dim, b.tensor_type.shape.dim, strict=True):
         dims.append(
             da.dim_value or da.dim_param if da == db and (da.dim_value or da.dim_param) else None
         )
@@ -139,7 +143,9 @@ def check_state_types(
     ``inputs`` and ``outputs`` are the positions of the states among the body's formal
     inputs and outputs (a signature's ``body_states`` and ``body_state_outputs``)."""
     signature = body_signature(body)
-    positions = zip(range(len(exported.input))[inputs], range(len(exported.output))[outputs])
+    positions = zip(
+        range(len(exported.input))[inputs], range(len(exported.output))[outputs], strict=True
+    )
     for i, j in positions:
         a = elem_dtype(exported.input[i].type)
         b = elem_dtype(exported.output[j].type)

@@ -163,7 +163,7 @@ def _scan_axes(scan_inputs: list[np.ndarray], attributes: ScanAttributes) -> tup
                 attributes.input_axis(k), x.ndim, f"scan_input_axes[{k}]", f"scan input {k}"
             )
         )
-    lengths = [x.shape[a] for x, a in zip(scan_inputs, axes)]
+    lengths = [x.shape[a] for x, a in zip(scan_inputs, axes, strict=True)]
     if len(set(lengths)) > 1:
         raise LoopError(
             "scan inputs differ in length along their scan axes: "
@@ -182,7 +182,11 @@ def _empty_outputs(
     """The scan outputs of zero iterations: empty, shaped by one probe run of the body."""
     n = len(states)
     probe = body(
-        states + [np.zeros(_without_axis(x.shape, a), x.dtype) for x, a in zip(scan_inputs, axes)],
+        states
+        + [
+            np.zeros(_without_axis(x.shape, a), x.dtype)
+            for x, a in zip(scan_inputs, axes, strict=True)
+        ],
         None,
     )
     _check_body_arity(probe, n)

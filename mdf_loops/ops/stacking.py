@@ -44,7 +44,7 @@ class ScanOutputs:
             )
         if self._buffers and self.count == self._buffers[0].shape[0]:
             self._grow()
-        for j, (buffer, element) in enumerate(zip(self._buffers, elements)):
+        for j, (buffer, element) in enumerate(zip(self._buffers, elements, strict=True)):
             element = np.asarray(element)
             if element.shape != buffer.shape[1:]:
                 raise LoopError(

@@ -85,5 +85,5 @@ def body_wiring(op: str, node: Node, arguments: dict[str, list[str]], body: Grap
 
 def in_order(row, names: list[str]) -> None:
     """Keep the nodes of a same-rank row left to right in the order given (invisible edges)."""
-    for left, right in zip(names, names[1:]):
+    for left, right in zip(names, names[1:], strict=False):  # each name with the next
         row.edge(left, right, style="invis")

@@ -215,7 +215,7 @@ def _formal_inputs_row(
     with inner.subgraph() as row:
         row.attr(rank="same")
         row.node(top, "", shape="point", style="invis", width="0")
-        for k, (port_id, formal_name) in enumerate(zip(formals.inputs, formals.names)):
+        for k, (port_id, formal_name) in enumerate(zip(formals.inputs, formals.names, strict=True)):
             role = f"<br/><font point-size='9'>{wiring.roles[k]}</font>" if wiring.roles[k] else ""
             row.node(
                 formal_name,

@@ -124,11 +124,13 @@ def _resize(inputs: list, attributes: Mapping) -> int:
         scales = inputs[1]
     if scales is None and attributes.get("scales") is not None:  # Upsample-7
         scales = attributes["scales"]
+    # strict=False: a malformed node still gets an estimate from what it gives, the
+    # kernel reports the mismatch (an error here would skip the check: see planned_elements)
     if sizes is not None and np.size(sizes):
-        for axis, size in zip(axes, _ints(sizes)):
+        for axis, size in zip(axes, _ints(sizes), strict=False):
             shape[axis] = abs(size)
     elif scales is not None and np.size(scales):
-        for axis, scale in zip(axes, np.asarray(scales, dtype=float).reshape(-1)):
+        for axis, scale in zip(axes, np.asarray(scales, dtype=float).reshape(-1), strict=False):
             shape[axis] = math.floor(shape[axis] * abs(float(scale)))
     return math.prod(shape)
 
@@ -156,13 +158,14 @@ def _einsum(inputs: list, attributes: Mapping) -> int:
     terms, _, output = equation.partition("->")
     sizes: dict[str, int] = {}
     ellipsis: list[list[int]] = []
-    for term, value in zip(terms.split(","), inputs):
+    # strict=False as in _resize: a malformed equation is the kernel's to report
+    for term, value in zip(terms.split(","), inputs, strict=False):
         shape = _shape(value)
         if "..." in term:
             head, tail = term.split("...")
             ellipsis.append(shape[len(head) : len(shape) - len(tail)])
             term, shape = head + tail, shape[: len(head)] + shape[len(shape) - len(tail) :]
-        for letter, size in zip(term, shape):
+        for letter, size in zip(term, shape, strict=False):
             sizes[letter] = max(sizes.get(letter, 1), size)
     if not _:
         letters = terms.replace(",", "").replace("...", "")

@@ -38,7 +38,9 @@ class SweepSpace:
         """``{name: value}`` of setting number ``index``."""
         if self.is_grid:
             position = np.unravel_index(index, self.shape)
-            return {name: self.values[name][k] for name, k in zip(self.names, position)}
+            return {
+                name: self.values[name][k] for name, k in zip(self.names, position, strict=True)
+            }
         return {name: self.values[name][index] for name in self.names}
 
     def coords(self) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:

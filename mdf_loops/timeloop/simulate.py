@@ -14,7 +14,7 @@ import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import SIMULATE_BACKENDS, Backend, SimulateBackend
-from mdf_loops.errors import ModelError
+from mdf_loops.errors import MdfLoopsError, ModelError
 from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
 from mdf_loops.timeloop.convert import to_time_loop
@@ -55,6 +55,13 @@ class Trajectories:
             np.savez(buffer, time=self.time, **self.values)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
             write_atomically(path, buffer.getvalue())
         elif path.endswith(".csv"):
+            uneven = {ref: len(v) for ref, v in self.values.items() if len(v) != len(self.time)}
+            if uneven:
+                raise MdfLoopsError(
+                    f"{path}: a CSV row is one step; time has {len(self.time)} steps but "
+                    f"these values have other numbers of rows: {uneven}; give every value "
+                    "one row per step (or write .npz)"
+                )
             columns = {"time": self.time}
             for ref, values in self.values.items():
                 flat = values.reshape(len(values), -1)
@@ -65,7 +72,7 @@ class Trajectories:
             text = io.StringIO(newline="")
             writer = csv.writer(text)
             writer.writerow(columns)
-            writer.writerows(zip(*(c.tolist() for c in columns.values())))
+            writer.writerows(zip(*(c.tolist() for c in columns.values()), strict=True))
             write_atomically(path, text.getvalue())
         else:
             raise ValueError(f"{path}: write .npz or .csv")

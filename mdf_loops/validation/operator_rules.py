@@ -200,7 +200,8 @@ def _axes(report: Report, parameters, path, axes_name, directions_name, count, r
                 path + ("parameters", axes_name),
                 f"has {_count(len(axes), 'entry', 'entries')}, expected {count}",
             )
-        for k, (axis, rank) in enumerate(zip(axes, ranks)):
+        # strict=False: a wrong count is reported above; the entries given are checked too
+        for k, (axis, rank) in enumerate(zip(axes, ranks, strict=False)):
             if rank is not None and integer_or_none(axis) is not None and not -rank <= axis < rank:
                 report(
                     path + ("parameters", axes_name),

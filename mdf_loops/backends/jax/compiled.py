@@ -138,7 +138,7 @@ class JaxModel:
             )
             values = {**static, **dynamic}
             outputs = evaluator.graph(graph, [values.get(i.name) for i in graph.input], {})
-            return dict(zip(self.output_names, outputs)), evaluator.flag()
+            return dict(zip(self.output_names, outputs, strict=True)), evaluator.flag()
 
         return traced
 

@@ -114,8 +114,9 @@ def _scan9(call, inputs: list) -> list:
     in_back = list(call.attr("scan_input_directions") or [0] * m)
     out_axes = list(call.attr("scan_output_axes") or [0] * n_out)
     out_back = list(call.attr("scan_output_directions") or [0] * n_out)
+    _check_counts(call, m, in_axes, in_back, n_out, out_axes, out_back)
     states, sequences = inputs[:n], []
-    for x, axis, backward in zip(inputs[n:], in_axes, in_back):
+    for x, axis, backward in zip(inputs[n:], in_axes, in_back, strict=True):
         xp = xp_of(x)
         x = xp.moveaxis(x, axis + x.ndim if axis < 0 else axis, 0)
         sequences.append(xp.flip(x, 0) if backward else x)
@@ -135,11 +136,27 @@ def _scan9(call, inputs: list) -> list:
         except NeedsStatic:
             final, produced = _scan_python(call, states, sequences, length)
     outputs = []
-    for y, axis, backward in zip(produced, out_axes, out_back):
+    for y, axis, backward in zip(produced, out_axes, out_back, strict=True):
         xp = xp_of(y)
         y = xp.flip(y, 0) if backward else y
         outputs.append(xp.moveaxis(y, 0, axis + y.ndim if axis < 0 else axis))
     return list(final) + outputs
+
+
+def _check_counts(call, m: int, in_axes, in_back, n_out: int, out_axes, out_back) -> None:
+    """A LoweringError when a Scan's axes or directions do not give one entry per scan
+    input or output."""
+    for name, values, expected in (
+        ("scan_input_axes", in_axes, m),
+        ("scan_input_directions", in_back, m),
+        ("scan_output_axes", out_axes, n_out),
+        ("scan_output_directions", out_back, n_out),
+    ):
+        if len(values) != expected:
+            raise LoweringError(
+                f"{call.where}: {name} has {len(values)} entries, expected {expected} "
+                "(one per scan input or output)"
+            )
 
 
 def _scan_lax(call, states, sequences, length):
@@ -151,7 +168,7 @@ def _scan_lax(call, states, sequences, length):
     def step(values, elements):
         outputs, inner = ev.body(body, list(values) + list(elements), call.scope)
         outputs = structured(outputs, call.where)
-        new = tuple(o.astype(v.dtype) for o, v in zip(outputs[:n], values))
+        new = tuple(o.astype(v.dtype) for o, v in zip(outputs[:n], values, strict=True))
         return new, (tuple(outputs[n:]), inner)
 
     init = tuple(jnp.asarray(s) for s in states)
@@ -201,7 +218,7 @@ def _scan_python(call, states, sequences, length):
         outputs = ev.graph(body, values + [x[t] for x in sequences], call.scope)
         values = outputs[:n]
         columns = columns or [[] for _ in outputs[n:]]
-        for column, y in zip(columns, outputs[n:]):
+        for column, y in zip(columns, outputs[n:], strict=True):
             column.append(y)
     if columns is None:  # zero steps: the element shapes from one probe of the body
         probe = ev.graph(
@@ -272,7 +289,7 @@ def _loop_python(call, trip, cond, carried) -> list:
         keep = bool(concrete(outputs[0], call.where, "the loop condition").reshape(()))
         values = outputs[1 : 1 + n]
         columns = columns or [[] for _ in outputs[1 + n :]]
-        for column, y in zip(columns, outputs[1 + n :]):
+        for column, y in zip(columns, outputs[1 + n :], strict=True):
             column.append(y)
         i += 1
     if columns is None:

@@ -88,7 +88,7 @@ class Evaluator:
         scope = ChainMap(local, outer)  # type: ignore[arg-type]
         for init in graph.initializer:
             local[init.name] = numpy_helper.to_array(init)
-        for formal, value in zip(graph.input, inputs):
+        for formal, value in zip(graph.input, inputs, strict=True):
             local[formal.name] = value
         for node in graph.node:
             self._node(node, scope)
@@ -140,7 +140,8 @@ class Evaluator:
                 raise NeedsStatic(where, f"it needs a value known at compile time ({exc})") from exc
             raise LoweringError(f"{where}: {type(exc).__name__}: {exc}") from exc
         results = result if isinstance(result, tuple) else (result,)
-        for name, value in zip(node.output, results):
+        # strict=False: a node may leave out trailing outputs (a Loop's or Scan's scan outputs)
+        for name, value in zip(node.output, results, strict=False):
             if name:
                 scope.maps[0][name] = value
 

@@ -130,7 +130,7 @@ def _lift(top: Graph, site: ParameterSite, dtype: np.dtype) -> str:
     node.parameters.remove(parameter)
     node.input_ports.append(InputPort(id=port_id, metadata=declared))
     for (holder, body_parameter), body, signature in reversed(
-        list(zip(holders, graphs[1:], signatures))
+        list(zip(holders, graphs[1:], signatures, strict=True))
     ):
         if port_id not in signature.outer_scope_inputs:
             set_body_signature(

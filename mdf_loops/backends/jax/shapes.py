@@ -11,7 +11,7 @@ import numpy as np
 from onnx import numpy_helper
 
 from mdf_loops.backends.jax.registry import op
-from mdf_loops.backends.jax.values import concrete, xp_of
+from mdf_loops.backends.jax.values import LoweringError, concrete, xp_of
 
 
 def _ints(call, value, what: str) -> list[int]:
@@ -105,8 +105,13 @@ def _slice(call, x, starts=None, ends=None, axes=None, steps=None):
         axes = _ints(call, axes, "axes") if axes is not None else None
     axes = list(range(len(starts))) if axes is None else [a + x.ndim if a < 0 else a for a in axes]
     steps = _ints(call, steps, "steps") if steps is not None else [1] * len(starts)
+    if not len(axes) == len(starts) == len(ends) == len(steps):
+        raise LoweringError(
+            f"{call.where}: Slice has {len(starts)} starts, {len(ends)} ends, {len(axes)} axes "
+            f"and {len(steps)} steps; give one of each per sliced axis"
+        )
     index = [slice(None)] * x.ndim
-    for a, s, e, k in zip(axes, starts, ends, steps):
+    for a, s, e, k in zip(axes, starts, ends, steps, strict=True):
         index[a] = slice(s, e, k)
     return x[tuple(index)]
 

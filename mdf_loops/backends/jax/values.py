@@ -122,7 +122,7 @@ def structured(values: list, where: str) -> list:
 
 def same_types(where: str, new, old) -> None:
     """Raise :class:`NeedsStatic` when a loop-carried value changes shape or dtype."""
-    for k, (a, b) in enumerate(zip(new, old)):
+    for k, (a, b) in enumerate(zip(new, old, strict=True)):
         if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
             raise NeedsStatic(
                 where,

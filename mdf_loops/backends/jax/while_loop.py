@@ -91,7 +91,7 @@ def _while(run_body, active, i0, keep0, values0, buffers0):
     def step(state):
         i, keep, values, buffers, flag = state
         keep, values, elements, inner = run_body(i, keep, values)
-        buffers = tuple(b.at[i].set(e) for b, e in zip(buffers, elements))
+        buffers = tuple(b.at[i].set(e) for b, e in zip(buffers, elements, strict=True))
         return i + 1, keep, values, buffers, flag | inner
 
     return jax.lax.while_loop(go_on, step, (i0, keep0, values0, buffers0, jnp.int32(0)))
@@ -105,7 +105,7 @@ def _masked_scan(run_body, active, i0, keep0, values0, rows):
         i, keep, values, flag = state
         on = active(i, keep)
         keep_out, new, elements, inner = run_body(i, keep, values)
-        values = tuple(jnp.where(on, a, b) for a, b in zip(new, values))
+        values = tuple(jnp.where(on, a, b) for a, b in zip(new, values, strict=True))
         state = (
             i + on.astype(i.dtype),
             jnp.where(on, keep_out, keep),

@@ -70,7 +70,7 @@ class CompiledModel:
                 f"{self.limits.max_elements} float64 elements); run with backend='scheduler' "
                 "to see which node, or with trusted=True for a model whose author you trust"
             ) from None
-        results = dict(zip(self.output_names, outputs))
+        results = dict(zip(self.output_names, outputs, strict=True))
         over = [label for name, label in self.limit_flags.items() if bool(results.pop(name))]
         if over:
             assert self.limits is not None, "limit flags are compiled in only with limits"

@@ -197,7 +197,7 @@ class _Rewriter:
         limit (only those whose shape can change), and of an inner loop past a limit."""
         stops = [inner] if inner else []
         carried_out = list(body.output)[signature.body_carried_outputs]
-        for given, value in zip(body.input[signature.body_carried], carried_out):
+        for given, value in zip(body.input[signature.body_carried], carried_out, strict=True):
             if value.type.HasField("tensor_type") and not _same_static_shape(given, value):
                 stops.append(self.over_size(b, value.name))
         for value in list(body.output)[signature.body_scan_outputs]:
@@ -289,7 +289,7 @@ class _Rewriter:
         if flags == [None, None]:
             nodes.append(node)
             return None
-        for branch, flag in zip(branches, flags):
+        for branch, flag in zip(branches, flags, strict=True):
             b = list(branch.node)
             value = flag if flag else self.const_bool(b, False)
             out = self.emit(b, "Identity", [value])

@@ -258,7 +258,9 @@ class _Rewriter:
         body = attrs["body"].g
         nodes, inputs = [], list(node.input[signature.node_states])
         elements = body.input[signature.body_scan_inputs]
-        for k, (name, element) in enumerate(zip(node.input[signature.node_scan_inputs], elements)):
+        for k, (name, element) in enumerate(
+            zip(node.input[signature.node_scan_inputs], elements, strict=True)
+        ):
             elem = _elem_and_rank(element)[0]
             rank = _known_rank(element) + 1
             axis = (axes[k] if k < len(axes) else 0) % rank

@@ -22,6 +22,7 @@ from mdf_loops.backends.python.scalar_types import python_type
 from mdf_loops.backends.python.source import function_source, scan_kinds
 from mdf_loops.backends.python.writer import StepWriter
 from mdf_loops.model.convention import body_graph, body_signature
+from mdf_loops.model.signatures import mdf_signature
 from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE
 
 __all__ = ["CompiledTimeLoop", "compile_time_loop"]
@@ -43,6 +44,7 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     if loop is None or len(graph.nodes) != 1:
         raise NotCompilable(f"graph '{graph.id}': expected the single node '{LOOP_NODE}'")
     params = {p.id: p for p in loop.parameters}
+    mdf_signature(loop)  # a ModelError unless v_initial gives one value per carried input
     body = body_graph(params["body"].value, f"node '{LOOP_NODE}' parameter 'body'")
     signature = body_signature(body)
     n_carried = len(signature.formal_inputs) - 2

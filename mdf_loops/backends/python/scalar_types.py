@@ -67,7 +67,7 @@ def specialize(statements: list[ast.stmt], env: Mapping[str, str | None]) -> dic
                 types[target.id] = _type(statement.value, types)
             elif isinstance(target, ast.Tuple) and isinstance(statement.value, ast.Tuple):
                 values = [_type(v, types) for v in statement.value.elts]
-                for name, kind in zip(target.elts, values):
+                for name, kind in zip(target.elts, values, strict=True):
                     types[getattr(name, "id", "")] = kind
     return types
 

@@ -78,7 +78,9 @@ def function_source(
     while True:
         first_code, first_out = simplify(first + tail, _env(initial_types))
         rest_code, rest_out = simplify(rest + tail, _env(assumed))
-        agreed = [a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out)]
+        agreed = [
+            a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out, strict=True)
+        ]
         if agreed == assumed:
             break
         assumed = agreed

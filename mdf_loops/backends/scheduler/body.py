@@ -71,7 +71,7 @@ class BodyRunner:
                 f"inputs {list(self.signature.formal_inputs)} but the operator passes "
                 f"{len(values)} values"
             )
-        for slots, value in zip(self._formal_slots, values):
+        for slots, value in zip(self._formal_slots, values, strict=True):
             value = to_engine(value)
             for slot in slots:
                 slot.curr_value = value

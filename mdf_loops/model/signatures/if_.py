@@ -44,7 +44,7 @@ class IfSignature:
         where: str = "If",
     ) -> IfSignature:
         """The layout of branches with these formal input and output counts."""
-        for branch, inputs in zip(cls.BRANCHES, (then_inputs, else_inputs)):
+        for branch, inputs in zip(cls.BRANCHES, (then_inputs, else_inputs), strict=True):
             if inputs:
                 raise ModelError(
                     f"{where}: {branch} has {count(inputs, 'formal input')}; a branch takes "
