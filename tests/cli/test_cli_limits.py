@@ -82,15 +82,16 @@ def test_an_untrusted_expression_is_refused_and_trusted_runs_it(tmp_path):
 
 
 def _peak_command(*args: str) -> tuple[subprocess.CompletedProcess, int]:
-    """The command run by a Python child that reports the peak memory (MB) of the command's
-    process tree it waited for (ru_maxrss of its children)."""
-    code = ("import resource, subprocess, sys\n"
-            "done = subprocess.run([sys.executable, '-m', 'mdf_loops', *sys.argv[1:]],"
-            " capture_output=True, text=True)\n"
-            "sys.stderr.write(done.stderr); sys.stdout.write(done.stdout)\n"
+    """The command run inside a Python child, which reports the peak memory (MB) of the
+    processes the command forked and waited for: with --max-memory, the one that did
+    the work. (Measured in a fresh Python: a process started from this one would count
+    this process's own peak too, which Linux keeps across exec.)"""
+    code = ("import resource, sys\n"
+            "from mdf_loops.cli.commands import main\n"
+            "status = main(sys.argv[1:])\n"
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024,"
             " file=sys.stderr)\n"
-            "sys.exit(done.returncode)\n")
+            "sys.exit(status)\n")
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           timeout=300)
     *lines, peak = done.stderr.strip().splitlines()

@@ -199,7 +199,7 @@ SECRET = b"SECRET-KEY-BYTES-0123456789abcdef"
 
 def _child_peak(code: str, *args: str, limit_mb: int = 1500) -> tuple[str, int]:
     """Run ``code`` in a fresh Python under an address-space cap; (its one-line result,
-    its peak resident memory in MB, measured by the child itself)."""
+    its peak resident memory in MB, measured by the child itself: VmHWM, Linux)."""
     import subprocess
     import sys
 
@@ -210,7 +210,11 @@ def _child_peak(code: str, *args: str, limit_mb: int = 1500) -> tuple[str, int]:
         "    result = 'ok'\n"
         "except Exception as exc:\n"
         "    result = f'{type(exc).__name__}: {exc}'\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
+        # the child's own high-water mark: ru_maxrss would include the peak of the
+        # process that started it (Linux keeps it across exec)
+        "import re\n"
+        "status = open('/proc/self/status').read()\n"
+        "peak = int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1)) // 1024\n"
         "print(repr(result)); print(peak)\n")
     done = subprocess.run([sys.executable, "-c", wrapper, *args], capture_output=True,
                           text=True, timeout=300)
