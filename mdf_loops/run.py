@@ -88,9 +88,11 @@ def run(
     )
     register()
     with ExitStack() as stack:
-        stack.enter_context(ops.limits(**changed))
-        with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
-            model = load_model(model)
+        if changed:
+            stack.enter_context(ops.limits(**changed))
+        if not isinstance(model, Model) or external_data_dir is not None:
+            with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
+                model = load_model(model)
         stack.enter_context(unchanged_during(model))  # one comparison with its snapshot
         _verify(model, trusted)  # safety: before anything is evaluated (docs/safety.md)
         if not trusted:
