@@ -103,6 +103,7 @@ class _Snapshot:
 
     def __init__(self) -> None:
         self.owners: list[Any] = []  # attrs objects, lists and dicts, in walk order
+        self.rooted = False  # whether the model itself was the first (and is left out)
         self.referents: list[Any] = []  # what they referred to, in gc.get_referents' order
         self.dicts: list[dict] = []  # their keys (not all of them are gc referents)
         self.keys: list[Any] = []
@@ -121,9 +122,21 @@ class _Snapshot:
             seen.add(id(value))
             if not snapshot._add(value, stack):
                 return None
-        snapshot.referents = gc.get_referents(*snapshot.owners)
+        # the model itself is not kept (the snapshot lives in a dict weakly keyed by it):
+        # holds() is given it again
+        snapshot.rooted = bool(snapshot.owners) and snapshot.owners[0] is model
+        if snapshot.rooted:
+            del snapshot.owners[0]
+        snapshot.referents = snapshot._referents(model)
+        if any(item is model for item in snapshot.referents):  # a model that holds itself
+            return None
         snapshot.keys = list(chain.from_iterable(snapshot.dicts))
         return snapshot
+
+    def _referents(self, model: Any) -> list[Any]:
+        return (
+            gc.get_referents(model, *self.owners) if self.rooted else gc.get_referents(*self.owners)
+        )
 
     def _add(self, value: Any, stack: list) -> bool:
         kind = type(value)
@@ -154,9 +167,9 @@ class _Snapshot:
         self.owners.append(value)
         self.dicts.append(value)
 
-    def holds(self) -> bool:
-        """Whether everything walked still holds what it held."""
-        live = gc.get_referents(*self.owners)
+    def holds(self, model: Any) -> bool:
+        """Whether everything walked in ``model`` still holds what it held."""
+        live = self._referents(model)
         keys = list(chain.from_iterable(self.dicts))
         return (
             len(live) == len(self.referents)
@@ -205,7 +218,7 @@ def _watched(model: Any) -> _Watched:
         return still[1]
     with _LOCK:
         entry = _WATCHED.get(model)
-    if entry is not None and entry.snapshot is not None and entry.snapshot.holds():
+    if entry is not None and entry.snapshot is not None and entry.snapshot.holds(model):
         return entry
     key = model_digest(model)
     if entry is None:

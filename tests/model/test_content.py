@@ -143,3 +143,40 @@ def test_fields_in_an_instance_dict_are_watched_too():
     note.text = "open('f')"
     assert content_version(model) == version + 1
     assert content_key(model) == model_digest(model)
+
+
+@pytest.mark.parametrize("backend", ["scheduler", "onnxruntime", "jax"])
+def test_a_model_run_and_dropped_is_freed(backend):
+    """The snapshot and the caches are keyed weakly by the model and hold nothing that
+    keeps it alive."""
+    import gc
+    import weakref
+
+    if backend == "jax":
+        pytest.importorskip("jax")
+    from mdf_loops.workloads import elman_rnn
+
+    work = elman_rnn(5)
+    model = mdf_loops.onnx_to_mdf(work.model)
+    for _ in range(2):
+        mdf_loops.run(model, work.inputs, backend=backend)
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None
+
+
+def test_a_model_that_holds_itself_is_walked_every_time_and_freed():
+    import gc
+    import weakref
+
+    model = _model()
+    model.graphs[0].nodes[0].metadata["owner"] = model  # a cycle through the model
+    key = content_key(model)
+    model.graphs[0].nodes[0].output_ports[0].value = "x"
+    edited = content_key(model)
+    assert edited != key and edited == model_digest(model)
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None
