@@ -90,9 +90,7 @@ def run(
     with ExitStack() as stack:
         if changed:
             stack.enter_context(ops.limits(**changed))
-        if not isinstance(model, Model) or external_data_dir is not None:
-            with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
-                model = load_model(model)
+        model = _loaded(model, trusted, external_data_dir)
         stack.enter_context(unchanged_during(model))  # one comparison with its snapshot
         _verify(model, trusted)  # safety: before anything is evaluated (docs/safety.md)
         if not trusted:
@@ -101,6 +99,13 @@ def run(
             backend = "scheduler"  # only the scheduler counts iterations across loops
         limits = None if trusted else ops.current_limits()
         return _run_checked(model, inputs, graph, backend, threads, limits)
+
+
+def _loaded(model: Model | str | os.PathLike, trusted: bool, external_data_dir) -> Model:
+    if isinstance(model, Model) and external_data_dir is None:
+        return model  # nothing to read
+    with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
+        return load_model(model)
 
 
 def _changed_limits(backend: str, **limits: int | None) -> dict[str, int]:
