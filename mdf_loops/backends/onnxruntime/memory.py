@@ -13,7 +13,8 @@ The arena is made once per process, at the first untrusted session, with room fo
 limits); onnxruntime cannot resize it. Sessions compiled later with a larger
 ``max_elements`` do without it (logged at INFO), bounded by the loop guard and, where
 given, ``--max-memory``. Only sessions that ask for it use the arena: onnxruntime's
-other users in the process are not affected.
+other users in the process are not affected. The arena keeps what it has taken (at most
+its size) for reuse until the process ends.
 """
 
 from __future__ import annotations
