@@ -200,6 +200,15 @@ def did_you_mean(name: str, known, what: str = "") -> str:
 
     Case is ignored in the comparison (``onnx::scan`` finds ``onnx::Scan``).
     """
+    close = closest_names(name, known, 3)
+    if not close:
+        return ""
+    names = " or ".join(f"'{c}'" for c in close)
+    return f"; did you mean {names}{f' ({what})' if what else ''}?"
+
+
+def closest_names(name: str, known, n: int = 1) -> list[str]:
+    """The (at most ``n``) known names closest to ``name``, case ignored (difflib)."""
     import difflib
 
     by_folded: dict[str, str] = {}
@@ -207,12 +216,6 @@ def did_you_mean(name: str, known, what: str = "") -> str:
         if isinstance(candidate, str):
             by_folded.setdefault(candidate.lower(), candidate)
     folded = str(name).lower()
-    close = (
-        [folded]
-        if folded in by_folded
-        else difflib.get_close_matches(folded, list(by_folded), n=3, cutoff=0.6)
-    )
-    if not close:
-        return ""
-    names = " or ".join(f"'{by_folded[c]}'" for c in close)
-    return f"; did you mean {names}{f' ({what})' if what else ''}?"
+    if folded in by_folded:
+        return [by_folded[folded]]
+    return [by_folded[c] for c in difflib.get_close_matches(folded, list(by_folded), n=n)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 from collections import OrderedDict
@@ -22,7 +21,7 @@ from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
 from mdf_loops.backends.scheduler.onnx_functions import opset
 from mdf_loops.backends.scheduler.registry import register
 from mdf_loops.backends.scheduler.semantics import onnx_semantics
-from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
+from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError, closest_names
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.content import content_key, unchanged_during
 from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
@@ -232,7 +231,7 @@ def _typed_inputs(prepared: _Prepared, inputs: dict) -> dict:
 
 
 def _nearest(name: str, known) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
+    close = closest_names(name, known)
     return f" ('{name}': did you mean '{close[0]}'?)" if close else ""
 
 

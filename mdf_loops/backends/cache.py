@@ -25,7 +25,6 @@ __all__ = ["CompileCache", "input_signature", "clear_compiled"]
 
 T = TypeVar("T")
 
-_VERSION = object()  # the key, in a model's entries, of the content version they belong to
 _ALL: weakref.WeakSet[CompileCache[Any]] = weakref.WeakSet()
 
 
@@ -33,7 +32,8 @@ class CompileCache(Generic[T]):
     """Compiled forms by model object and key; failures of ``failure`` type cached too."""
 
     def __init__(self, failure: type[MdfLoopsError] | None = None) -> None:
-        self._entries: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = (
+        #: per model: the content version its entries were built for, and the entries
+        self._entries: weakref.WeakKeyDictionary[Any, tuple[int, dict[Hashable, Any]]] = (
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
@@ -45,10 +45,10 @@ class CompileCache(Generic[T]):
         after ``model`` was edited)."""
         version = content_version(model)
         with self._lock:
-            entries = self._entries.get(model)
-            if entries is None or entries.get(_VERSION) != version:
-                entries = self._entries[model] = {_VERSION: version}
-            entry = entries.get(key)
+            held = self._entries.get(model)
+            if held is None or held[0] != version:  # new, or edited: what it held is stale
+                held = self._entries[model] = (version, {})
+            entry = held[1].get(key)
         if entry is None:
             try:
                 entry = build()
@@ -57,7 +57,7 @@ class CompileCache(Generic[T]):
                     raise
                 entry = exc
             with self._lock:
-                self._entries.setdefault(model, {_VERSION: version})[key] = entry
+                held[1][key] = entry
         if isinstance(entry, MdfLoopsError):
             raise entry
         return entry
@@ -66,8 +66,8 @@ class CompileCache(Generic[T]):
         """How many entries ``model`` has (every model's, without one)."""
         with self._lock:
             if model is not None:
-                return len(self._entries.get(model, {_VERSION: None})) - 1
-            return sum(len(entries) - 1 for entries in self._entries.values())
+                return len(self._entries.get(model, (0, {}))[1])
+            return sum(len(entries) for _, entries in self._entries.values())
 
     def clear(self) -> None:
         with self._lock:

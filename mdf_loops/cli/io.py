@@ -67,9 +67,9 @@ def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
 
 
 def _near_miss(name: str, known) -> str:
-    import difflib
+    from mdf_loops.errors import closest_names
 
-    close = difflib.get_close_matches(name, list(known), n=1)
+    close = closest_names(name, known)
     return f" (did you mean '{close[0]}' for '{name}'?)" if close else ""
 
 

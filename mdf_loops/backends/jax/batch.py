@@ -14,7 +14,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import Backend
 from mdf_loops.backends.jax.grad import lift, prepare
-from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED
+from mdf_loops.backends.jax.values import LIMIT_PASSED
 from mdf_loops.errors import IterationLimitError, ModelError
 
 __all__ = ["run_batch"]
@@ -115,11 +115,8 @@ def _run_jax(model, inputs, batch, size, graph, trusted, max_iterations) -> dict
             fn, layout = _batched_function(lowered, static, rows, shared)
             flat, flags = fn(rows, shared)
             flag = int(np.bitwise_or.reduce(np.asarray(flags).reshape(-1)))
-            if flag & BUFFER_FULL and lowered.buffer_rows < lowered._max_rows():
-                lowered.buffer_rows = min(lowered.buffer_rows * 8, lowered._max_rows())
-                lowered._jitted.clear()
-                continue
-            break
+            if not lowered.grew_buffer(flag):
+                break
     if flag & LIMIT_PASSED:
         raise IterationLimitError(
             "a Loop passed max_iterations (jax backend, batch); raise it with max_iterations=N"

@@ -78,11 +78,8 @@ class JaxModel:
                 fn, layout = self._entry(static, dynamic)
                 flat, flag = fn(dynamic)
                 flag = 0 if flag is None else int(flag)
-                if flag & BUFFER_FULL and self.buffer_rows < self._max_rows():
-                    self.buffer_rows = min(self.buffer_rows * 8, self._max_rows())
-                    self._jitted.clear()
-                    continue
-                break
+                if not self.grew_buffer(flag):
+                    break
         if flag & LIMIT_PASSED:
             limit = self.limits.max_iterations if self.limits else None
             raise IterationLimitError(
@@ -91,6 +88,15 @@ class JaxModel:
                 "the loop and the iteration"
             )
         return _unflatten(flat, layout)
+
+    def grew_buffer(self, flag: int) -> bool:
+        """Whether a loop filled its scan-output buffer and the buffer grew (8x, up to
+        ``max_iterations`` rows): the caller runs again."""
+        if not flag & BUFFER_FULL or self.buffer_rows >= self._max_rows():
+            return False
+        self.buffer_rows = min(self.buffer_rows * 8, self._max_rows())
+        self._jitted.clear()
+        return True
 
     def _max_rows(self) -> int:
         return self.limits.max_iterations if self.limits is not None else 1 << 40
