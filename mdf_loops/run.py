@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections import OrderedDict
@@ -14,7 +15,7 @@ import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, Model
 
-from mdf_loops import ops
+from mdf_loops import ops, run_plans
 from mdf_loops.backends import BACKENDS, Backend
 from mdf_loops.backends.cache import CompileCache
 from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
@@ -78,13 +79,13 @@ def run(
         ``{output name: value}``: arrays, lists for sequences, ``None`` for an
         empty optional.
     """
-    changed = _changed_limits(
-        backend,
-        max_iterations=max_iterations,
-        max_total_iterations=max_total_iterations,
-        max_depth=max_depth,
-        max_elements=max_elements,
-    )
+    given_limits = (max_iterations, max_total_iterations, max_depth, max_elements)
+    plan_key = (graph, backend, trusted, threads, given_limits, ops.current_limits())
+    if external_data_dir is None and isinstance(model, Model):
+        plan = run_plans.find(model, inputs, plan_key)
+        if plan is not None:  # a call repeated: run as the last one ran (run_plans)
+            return plan.run({} if inputs is None else inputs)
+    backend, changed = _checked_arguments(backend, given_limits)
     register()
     with ExitStack() as stack:
         if changed:
@@ -94,10 +95,8 @@ def run(
         _verify(model, trusted)  # safety: before anything is evaluated (docs/safety.md)
         if not trusted:
             stack.enter_context(untrusted_expressions())
-        if backend == "auto" and "max_total_iterations" in changed:
-            backend = "scheduler"  # only the scheduler counts iterations across loops
         limits = None if trusted else ops.current_limits()
-        return _run_checked(model, inputs, graph, backend, threads, limits)
+        return _run_checked(_Call(model, graph, backend, threads, limits, plan_key), inputs)
 
 
 def _loaded(model: Model | str | os.PathLike, trusted: bool, external_data_dir) -> Model:
@@ -107,13 +106,20 @@ def _loaded(model: Model | str | os.PathLike, trusted: bool, external_data_dir) 
         return load_model(model)
 
 
-def _changed_limits(backend: str, **limits: int | None) -> dict[str, int]:
+_LIMIT_NAMES = ("max_iterations", "max_total_iterations", "max_depth", "max_elements")
+
+
+def _checked_arguments(backend: str, given_limits: tuple) -> tuple[str, dict[str, int]]:
+    """The backend that runs, and the limits changed for this run."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
-    changed = {name: value for name, value in limits.items() if value is not None}
-    if backend in ("onnxruntime", "jax") and "max_total_iterations" in changed:
-        raise ValueError("max_total_iterations applies to the scheduler backend only")
-    return changed
+    limits = zip(_LIMIT_NAMES, given_limits, strict=True)
+    changed = {name: value for name, value in limits if value is not None}
+    if "max_total_iterations" in changed:
+        if backend in ("onnxruntime", "jax"):
+            raise ValueError("max_total_iterations applies to the scheduler backend only")
+        backend = "scheduler"  # only the scheduler counts iterations across loops
+    return backend, changed
 
 
 _VERIFIED: OrderedDict[tuple, set] = OrderedDict()  # content key -> checks passed
@@ -162,38 +168,71 @@ def _prepare(model: Model, graph: str | None) -> _Prepared:
     return _Prepared(target, interface, _input_ports(target), types)
 
 
-def _run_checked(model, inputs, graph, backend, threads, limits) -> dict[str, Any]:
-    prepared = _PREPARED.get(model, graph, lambda: _prepare(model, graph))
-    target, interface, ports = prepared.target, prepared.interface, prepared.ports
-    inputs = _typed_inputs(prepared, dict(inputs or {}))
+@dataclass(frozen=True)
+class _Call:
+    """One call's model (loaded and checked) and arguments."""
 
-    if backend == "jax":  # docs/jax.md: lowered to one jit-compiled JAX function
-        from mdf_loops.backends.jax.compiled import run_jax
+    model: Model
+    graph: str | None
+    backend: str
+    threads: int
+    limits: ops.Limits | None
+    plan_key: tuple
 
-        return run_jax(model, inputs, target.id, limits)
-    if backend != "scheduler":
-        try:
-            compiled = cached_compile(
-                model, inputs, graph=target.id, threads=threads, limits=limits
-            )
-        except CompileError as exc:
-            if backend == "onnxruntime":
-                raise
-            log.warning(
-                "model '%s' runs on the scheduler, not onnxruntime (slower): %s", model.id, exc
-            )
-        else:
-            try:
-                outputs = compiled.run(inputs)
-            except MdfLoopsError:
-                raise
-            except Exception as exc:  # onnxruntime's errors name no model element
-                raise EvaluationError(
-                    f"graph '{target.id}' (onnxruntime backend): {exc}; run with "
-                    "backend='scheduler' (--backend scheduler) to find the failing node"
-                ) from exc
-            return {name: to_user(value) for name, value in outputs.items()}
-    return _run_scheduler(model, target, interface, inputs, ports)
+
+def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any]:
+    model = call.model
+    prepared = _PREPARED.get(model, call.graph, lambda: _prepare(model, call.graph))
+    given = dict(inputs or {})
+    typed = _typed_inputs(prepared, given)
+    runner = _compiled_runner(call, prepared.target.id, typed)
+    if runner is None:
+        return _run_scheduler(model, prepared, typed)
+    outputs = runner(typed)
+    interface, ports, types = prepared.interface, prepared.ports, prepared.types
+    defaults = {
+        name: (ports.get(port_id, []), types[name])
+        for name, port_id in interface.inputs.items()
+        if name in typed and name not in given
+    }
+    run_plans.keep(model, call.plan_key, runner, given, typed, defaults)
+    return outputs
+
+
+def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runner | None:
+    """The compiled form of the call's backend as a runner; ``None``: the scheduler runs it."""
+    if call.backend == "jax":  # docs/jax.md: lowered to one jit-compiled JAX function
+        from mdf_loops.backends.jax import compiled as jax
+
+        lowered = jax.cached_compile(call.model, typed, graph=graph_id, limits=call.limits)
+        return jax.jax_runner(lowered)
+    if call.backend == "scheduler":
+        return None
+    try:
+        compiled = cached_compile(
+            call.model, typed, graph=graph_id, threads=call.threads, limits=call.limits
+        )
+    except CompileError as exc:
+        if call.backend == "onnxruntime":
+            raise
+        log.warning(
+            "model '%s' runs on the scheduler, not onnxruntime (slower): %s", call.model.id, exc
+        )
+        return None
+    return functools.partial(_onnxruntime_outputs, compiled, graph_id)
+
+
+def _onnxruntime_outputs(compiled, graph_id: str, inputs: dict) -> dict[str, Any]:
+    try:
+        outputs = compiled.run(inputs)
+    except MdfLoopsError:
+        raise
+    except Exception as exc:  # onnxruntime's errors name no model element
+        raise EvaluationError(
+            f"graph '{graph_id}' (onnxruntime backend): {exc}; run with "
+            "backend='scheduler' (--backend scheduler) to find the failing node"
+        ) from exc
+    return {name: to_user(value) for name, value in outputs.items()}
 
 
 def _typed_inputs(prepared: _Prepared, inputs: dict) -> dict:
@@ -235,7 +274,8 @@ def _nearest(name: str, known) -> str:
     return f" ('{name}': did you mean '{close[0]}'?)" if close else ""
 
 
-def _run_scheduler(model, target, interface, inputs, ports) -> dict[str, Any]:
+def _run_scheduler(model: Model, prepared: _Prepared, inputs: dict) -> dict[str, Any]:
+    target, interface, ports = prepared.target, prepared.interface, prepared.ports
     with ExitStack() as stack:
         stack.enter_context(onnx_semantics())  # loop-free models too: ONNX semantics in run()
         stack.enter_context(opset(_opset_of(model), other_opsets(target.metadata)))

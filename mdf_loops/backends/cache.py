@@ -43,12 +43,10 @@ class CompileCache(Generic[T]):
     def get(self, model: Any, key: Hashable, build: Callable[[], T]) -> T:
         """The entry of ``(model, key)``, built by ``build()`` the first time (and again
         after ``model`` was edited)."""
-        version = content_version(model)
+        version = content_version(model)  # outside the lock: it may walk the model
         with self._lock:
-            held = self._entries.get(model)
-            if held is None or held[0] != version:  # new, or edited: what it held is stale
-                held = self._entries[model] = (version, {})
-            entry = held[1].get(key)
+            entries = self._current(model, version)
+            entry = entries.get(key)
         if entry is None:
             try:
                 entry = build()
@@ -57,10 +55,34 @@ class CompileCache(Generic[T]):
                     raise
                 entry = exc
             with self._lock:
-                held[1][key] = entry
+                entries[key] = entry
         if isinstance(entry, MdfLoopsError):
             raise entry
         return entry
+
+    def _current(self, model: Any, version: int) -> dict[Hashable, Any]:
+        """``model``'s entries, emptied first when it was edited since they were built
+        (call with the lock held)."""
+        held = self._entries.get(model)
+        if held is None or held[0] != version:  # new, or edited: what it held is stale
+            held = self._entries[model] = (version, {})
+        return held[1]
+
+    def peek(self, model: Any, key: Hashable) -> T | None:
+        """The entry of ``(model, key)`` when there is one and ``model`` was not edited
+        since it was built; ``None`` otherwise (nor a kept failure)."""
+        version = content_version(model)
+        held = self._entries.get(model)
+        if held is None or held[0] != version:
+            return None
+        entry = held[1].get(key)
+        return None if isinstance(entry, MdfLoopsError) else entry
+
+    def put(self, model: Any, key: Hashable, entry: T) -> None:
+        """Keep ``entry`` for ``(model, key)`` in place of what was there."""
+        version = content_version(model)
+        with self._lock:
+            self._current(model, version)[key] = entry
 
     def count(self, model: Any = None) -> int:
         """How many entries ``model`` has (every model's, without one)."""

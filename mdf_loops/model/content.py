@@ -20,11 +20,11 @@ import gc
 import hashlib
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from itertools import chain
-from operator import eq, is_
+from operator import is_, itemgetter
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ __all__ = ["model_digest", "content_key", "content_version", "unchanged_during"]
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 _ATOMS = frozenset({str, bytes, type(None), bool, int, float, complex})
 _PLAIN_NUMBERS = frozenset({int, float, bool})
+_EQUAL_IS_SAME = frozenset({str, type(None), type})  # an equal value is the same content
 
 
 def model_digest(model: Any) -> Any:
@@ -111,6 +112,8 @@ class _Snapshot:
         self.atom_copies: list[list] = []
         self.arrays: list[np.ndarray] = []  # numeric arrays: dtype and shape
         self.array_types: list[tuple] = []
+        self.pick: Callable[[list], tuple] = tuple  # the referents compared by identity
+        self.picked: tuple = ()
 
     @classmethod
     def take(cls, model: Any) -> _Snapshot | None:
@@ -131,7 +134,19 @@ class _Snapshot:
         if any(item is model for item in snapshot.referents):  # a model that holds itself
             return None
         snapshot.keys = list(chain.from_iterable(snapshot.dicts))
+        snapshot._pick_identities()
         return snapshot
+
+    def _pick_identities(self) -> None:
+        """Where an equal value may still be another object (anything but a string, None
+        or a class), :meth:`holds` compares identities too: what is watched must be the
+        very object that was walked."""
+        where = [i for i, item in enumerate(self.referents) if type(item) not in _EQUAL_IS_SAME]
+        if len(where) > 1:
+            self.pick = itemgetter(*where)
+        else:
+            self.pick = lambda items: tuple(items[i] for i in where)
+        self.picked = self.pick(self.referents)
 
     def _referents(self, model: Any) -> list[Any]:
         return (
@@ -170,13 +185,15 @@ class _Snapshot:
     def holds(self, model: Any) -> bool:
         """Whether everything walked in ``model`` still holds what it held."""
         live = self._referents(model)
-        keys = list(chain.from_iterable(self.dicts))
+        try:  # in C, identity first: about 1 ns a reference where nothing changed
+            equal = live == self.referents
+        except Exception:  # an array (or a strange object) in the place of another
+            return False
         return (
-            len(live) == len(self.referents)
-            and all(map(is_, live, self.referents))
-            and len(keys) == len(self.keys)
-            and all(map(is_, keys, self.keys))
-            and all(map(eq, self.atom_lists, self.atom_copies))
+            equal
+            and all(map(is_, self.pick(live), self.picked))
+            and list(chain.from_iterable(self.dicts)) == self.keys
+            and self.atom_lists == self.atom_copies
             and all(
                 (a.dtype, a.shape) == saved
                 for a, saved in zip(self.arrays, self.array_types, strict=True)

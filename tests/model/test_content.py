@@ -3,6 +3,7 @@
 The oracle of every edit is a fresh walk (``model_digest``) and, for runs, numpy.
 """
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,6 @@ from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 
 import mdf_loops
 from mdf_loops.model.content import content_key, content_version, model_digest
-
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -40,6 +40,9 @@ EDITS = {
     "dict value at depth": lambda m: m.graphs[0].nodes[0].metadata["note"]["depth"].append("c"),
     "dict key added": lambda m: m.graphs[0].nodes[0].metadata.__setitem__("other", 1),
     "node added": lambda m: m.graphs[0].nodes.append(Node(id="n2")),
+    "number replaced by an equal one of another type": lambda m: setattr(
+        m.graphs[0].nodes[0].parameters[0], "value", 3
+    ),
     "array replaced by a new shape": lambda m: setattr(
         m.graphs[0].nodes[0].parameters[2], "value", np.ones((3, 3))
     ),
@@ -64,6 +67,44 @@ def test_a_list_replaced_by_an_equal_one_is_watched_from_then_on():
     node.parameters = list(node.parameters)  # the same items, a new list
     version = content_version(model)
     node.parameters.append(Parameter(id="late", value="open('f')"))
+    assert content_version(model) == version + 1
+    assert content_key(model) == model_digest(model)
+
+
+# (where, in a node, a container holding the number 1.0 sits)
+REPLACED = {
+    "dict": (lambda node: node.metadata, lambda node, new: setattr(node, "metadata", new)),
+    "tuple holding a dict": (
+        lambda node: node.metadata["pair"],
+        lambda node, new: node.metadata.__setitem__("pair", new),
+    ),
+    "parameter": (
+        lambda node: node.parameters[0],
+        lambda node, new: node.parameters.__setitem__(0, new),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REPLACED))
+def test_a_container_replaced_by_an_equal_copy_is_watched_from_then_on(kind):
+    """An equal copy compares equal to what it replaced even after 1.0 in it becomes 1
+    (another content): only the copy's identity shows it must be watched instead."""
+    model = _model()
+    node = model.graphs[0].nodes[0]
+    node.metadata["one"] = 1.0
+    node.metadata["pair"] = ({"one": 1.0},)
+    node.parameters[0].value = 1.0
+    get, put = REPLACED[kind]
+    content_key(model)
+    put(node, copy.deepcopy(get(node)))
+    content_key(model)
+    version = content_version(model)
+    edited = get(node)
+    edited = edited[0] if isinstance(edited, tuple) else edited
+    if isinstance(edited, dict):
+        edited["one"] = 1
+    else:
+        edited.value = 1
     assert content_version(model) == version + 1
     assert content_key(model) == model_digest(model)
 

@@ -15,6 +15,7 @@ inputs, as compile-time constants (compiled again for each new value).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,11 +37,12 @@ from mdf_loops.backends.jax.values import (
     np_dtype,
 )
 from mdf_loops.backends.onnxruntime.compiled import CompileError
-from mdf_loops.errors import IterationLimitError, ModelError
+from mdf_loops.errors import EvaluationError, IterationLimitError, MdfLoopsError, ModelError
+from mdf_loops.model.values import to_user
 from mdf_loops.onnx.export import mdf_to_onnx
 from mdf_loops.ops.common import Limits
 
-__all__ = ["JaxModel", "compile", "cached_compile", "clear_compiled", "x64"]
+__all__ = ["JaxModel", "compile", "cached_compile", "clear_compiled", "jax_runner", "x64"]
 
 log = logging.getLogger(__name__)
 
@@ -351,20 +353,17 @@ def cached_compile(
     return _CACHE.get(model, key, lambda: compile(model, inputs, graph=graph, limits=limits))
 
 
-def run_jax(
-    model: Model, inputs: Mapping[str, Any], graph: str | None, limits: Limits | None
-) -> dict[str, Any]:
-    """:func:`mdf_loops.run` with ``backend="jax"``: compile (cached), run, user values out."""
-    from mdf_loops.errors import EvaluationError, MdfLoopsError
-    from mdf_loops.model.values import to_user
+def jax_runner(lowered: JaxModel) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """:func:`mdf_loops.run`'s runner of ``lowered``: inputs in, the user's values out."""
+    return functools.partial(_user_outputs, lowered)
 
-    lowered = cached_compile(model, inputs, graph=graph, limits=limits)
+
+def _user_outputs(lowered: JaxModel, inputs: Mapping[str, Any]) -> dict[str, Any]:
     try:
         outputs = lowered.run(inputs)
     except MdfLoopsError:
         raise
     except Exception as exc:  # XLA's errors name no model element
-        raise EvaluationError(
-            f"graph '{graph}' (jax backend): {type(exc).__name__}: {exc}"
-        ) from exc
+        where = f"graph '{lowered.onnx_model.graph.name}' (jax backend)"
+        raise EvaluationError(f"{where}: {type(exc).__name__}: {exc}") from exc
     return {name: to_user(value) for name, value in outputs.items()}
