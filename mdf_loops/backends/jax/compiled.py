@@ -26,6 +26,7 @@ import onnx
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
+from mdf_loops.backends.jax.precision import uses_64_bits, x64
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
@@ -50,13 +51,6 @@ log = logging.getLogger(__name__)
 _LEVELS = (0, 1, 2)
 
 
-def x64() -> contextlib.AbstractContextManager:
-    """64-bit types on for the block (thread-local; the caller's setting is restored)."""
-    import jax
-
-    return jax.enable_x64(True)
-
-
 @dataclass
 class JaxModel:
     """An MDF graph lowered to JAX: :meth:`run` it, or take :meth:`function` to transform it."""
@@ -68,13 +62,15 @@ class JaxModel:
     input_types: dict[str, onnx.TypeProto]
     output_names: tuple[str, ...]
     buffer_rows: int = 4096
+    #: whether the traced program holds a 64-bit value (:mod:`.precision`)
+    needs_x64: bool = True
     _jitted: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------ running
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """Outputs by name (numpy arrays, lists for sequences, None for empty optionals)."""
         feed = self.feed(inputs)
-        with x64():
+        with x64() if self.needs_x64 else contextlib.nullcontext():
             while True:
                 static, dynamic = self.split(feed)
                 fn, layout = self._entry(static, dynamic)
@@ -215,7 +211,7 @@ def compile(
         lowered.level = level
         static, dynamic = lowered.split(feed)
         try:
-            _probe(lowered, static, dynamic)
+            lowered.needs_x64 = uses_64_bits(_probe(lowered, static, dynamic))
             return lowered
         except NeedsStatic as exc:
             reason = exc
@@ -255,12 +251,14 @@ def _register_pytrees() -> None:
     _REGISTERED.append(True)
 
 
-def _probe(lowered: JaxModel, static: dict, dynamic: dict) -> None:
-    """Trace once (no compilation) to find out whether this level lowers."""
+def _probe(lowered: JaxModel, static: dict, dynamic: dict) -> Any:
+    """Trace once (no compilation): the traced program, if this level lowers."""
     import jax
 
     with x64():
-        jax.eval_shape(lambda values: _drop_python(lowered.function(static)(values)), dynamic)
+        return jax.make_jaxpr(lambda values: _drop_python(lowered.function(static)(values)))(
+            dynamic
+        )
 
 
 def _drop_python(result):
