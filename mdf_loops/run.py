@@ -109,7 +109,7 @@ def _loaded(model: Model | str | os.PathLike, trusted: bool, external_data_dir) 
 _LIMIT_NAMES = ("max_iterations", "max_total_iterations", "max_depth", "max_elements")
 
 
-def _checked_arguments(backend: str, given_limits: tuple) -> tuple[str, dict[str, int]]:
+def _checked_arguments(backend: Backend, given_limits: tuple) -> tuple[Backend, dict[str, int]]:
     """The backend that runs, and the limits changed for this run."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
@@ -205,7 +205,7 @@ def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runne
         from mdf_loops.backends.jax import compiled as jax
 
         lowered = jax.cached_compile(call.model, typed, graph=graph_id, limits=call.limits)
-        return jax.jax_runner(lowered)
+        return jax.jax_runner(lowered, typed)
     if call.backend == "scheduler":
         return None
     try:

@@ -89,7 +89,7 @@ def _stack(values: list) -> Any:
 
 def _run_jax(model, inputs, batch, size, graph, trusted, max_iterations) -> dict:
     from mdf_loops import ops
-    from mdf_loops.backends.jax.compiled import x64
+    from mdf_loops.backends.jax.precision import x64
 
     names = list(batch)
     first = {n: (v[0] if size else v) for n, v in batch.items()}
@@ -127,11 +127,11 @@ def _run_jax(model, inputs, batch, size, graph, trusted, max_iterations) -> dict
 def _batched_function(lowered, static, rows, shared):
     import jax
 
-    from mdf_loops.backends.jax.compiled import _flatten, _key
+    from mdf_loops.backends.jax.flat import flatten, static_key
 
     key = (
         "batch",
-        _key(static),
+        static_key(static),
         lowered.buffer_rows,
         tuple((k, v.shape, v.dtype.str) for k, v in rows.items()),
         tuple((k, np.shape(v)) for k, v in shared.items() if not isinstance(v, list)),
@@ -144,7 +144,7 @@ def _batched_function(lowered, static, rows, shared):
         def one(row, rest):
             outputs, flag = traced({**rest, **row})
             layout.clear()
-            return _flatten(outputs, layout), flag
+            return flatten(outputs, layout), flag
 
         entry = lowered._jitted[key] = (jax.jit(jax.vmap(one, in_axes=(0, None))), layout)
     return entry

@@ -26,6 +26,7 @@ import onnx
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
+from mdf_loops.backends.jax.flat import feed_value, flatten, is_discrete, static_key, unflatten
 from mdf_loops.backends.jax.precision import uses_64_bits, x64
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
@@ -33,7 +34,6 @@ from mdf_loops.backends.jax.values import (
     LoweringError,
     NeedsStatic,
     Opt,
-    Ragged,
     is_concrete,
     np_dtype,
 )
@@ -85,7 +85,34 @@ class JaxModel:
                 "mdf_loops.run(..., max_iterations=N), or run with backend='scheduler' to see "
                 "the loop and the iteration"
             )
-        return _unflatten(flat, layout)
+        return unflatten(flat, layout)
+
+    def runner(self, example: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+        """:meth:`run` for inputs of the form of ``example`` (the same names, dtypes and
+        shapes): the compiled function is looked up once, not on each call.
+
+        Falls back to :meth:`run` where that cannot hold: inputs compiled in as constants
+        (``level`` > 0), inputs that need converting, and calls whose loop filled its
+        output buffer or passed a limit (run again there, to grow it or to raise).
+        """
+        feed = self.feed(example)
+        if self.level or feed.keys() != example.keys():
+            return self.run
+        if any(feed[name] is not value for name, value in example.items()):
+            return self.run
+        key = self._key({}, feed)
+
+        def run_form(inputs: Mapping[str, Any]) -> dict[str, Any]:
+            entry = self._jitted.get(key)  # gone when a buffer grew
+            if entry is None:
+                return self.run(inputs)
+            with x64() if self.needs_x64 else contextlib.nullcontext():
+                flat, flag = entry[0](inputs)
+            if flag is not None and int(flag):
+                return self.run(inputs)
+            return unflatten(flat, entry[1])
+
+        return run_form
 
     def grew_buffer(self, flag: int) -> bool:
         """Whether a loop filled its scan-output buffer and the buffer grew (8x, up to
@@ -99,16 +126,21 @@ class JaxModel:
     def _max_rows(self) -> int:
         return self.limits.max_iterations if self.limits is not None else 1 << 40
 
-    def _entry(self, static: dict, dynamic: dict) -> tuple[Callable, list]:
-        import jax
-
-        key = (
-            _key(static) if static else (),
+    @staticmethod
+    def _key(static: Mapping[str, Any], dynamic: Mapping[str, Any]) -> tuple:
+        """What a compiled function is kept by: static values, dynamic shapes and dtypes."""
+        return (
+            static_key(static) if static else (),
             tuple(
-                (k, v.shape, v.dtype) if isinstance(v, np.ndarray) else (k, _key({k: v}))
+                (k, v.shape, v.dtype) if isinstance(v, np.ndarray) else (k, static_key({k: v}))
                 for k, v in dynamic.items()
             ),
         )
+
+    def _entry(self, static: dict, dynamic: dict) -> tuple[Callable, list]:
+        import jax
+
+        key = self._key(static, dynamic)
         entry = self._jitted.get(key)
         if entry is None:
             layout: list = []
@@ -118,7 +150,7 @@ class JaxModel:
                 outputs, flag = traced(values)
                 layout.clear()
                 # no loop that stops at run time: no flag to copy back each call
-                return _flatten(outputs, layout), None if is_concrete(flag) else flag
+                return flatten(outputs, layout), None if is_concrete(flag) else flag
 
             entry = self._jitted[key] = (jax.jit(flat_outputs), layout)
         return entry
@@ -155,7 +187,7 @@ class JaxModel:
                 if isinstance(value, np.ndarray) and value.dtype == dtype:
                     feed[name] = value  # the common case, without conversions
                 else:
-                    feed[name] = _feed_value(value, type_proto)
+                    feed[name] = feed_value(value, type_proto)
         return feed
 
     def __post_init__(self) -> None:
@@ -172,7 +204,7 @@ class JaxModel:
         static: dict[str, Any] = {}
         dynamic: dict[str, Any] = {}
         for name, value in feed.items():
-            constant = self.level == 2 or (self.level == 1 and _is_discrete(value))
+            constant = self.level == 2 or (self.level == 1 and is_discrete(value))
             (static if constant else dynamic)[name] = value
         return static, dynamic
 
@@ -264,78 +296,7 @@ def _probe(lowered: JaxModel, static: dict, dynamic: dict) -> Any:
 def _drop_python(result):
     outputs, flag = result
     layout: list = []
-    return _flatten(outputs, layout), flag
-
-
-# ---------------------------------------------------------------- values in and out
-
-
-def _feed_value(value: Any, type_proto: onnx.TypeProto) -> Any:
-    kind = type_proto.WhichOneof("value")
-    if kind == "sequence_type":
-        return [_feed_value(v, type_proto.sequence_type.elem_type) for v in value]
-    if kind == "optional_type":
-        return Opt(
-            None if value is None else _feed_value(value, type_proto.optional_type.elem_type)
-        )
-    array = np.asarray(value)
-    if kind == "tensor_type" and type_proto.tensor_type.elem_type:
-        array = array.astype(np_dtype(type_proto.tensor_type.elem_type), copy=False)
-    return array
-
-
-def _is_discrete(value: Any) -> bool:
-    if isinstance(value, list):
-        return all(_is_discrete(v) for v in value)
-    if isinstance(value, Opt):
-        return value.value is None or _is_discrete(value.value)
-    return np.asarray(value).dtype.kind in "biu"
-
-
-def _key(static: Mapping[str, Any]) -> tuple:
-    def one(v):
-        if isinstance(v, list):
-            return tuple(one(x) for x in v)
-        if isinstance(v, Opt):
-            return ("opt", None if v.value is None else one(v.value))
-        return (v.dtype.str, v.shape, v.tobytes())
-
-    return tuple((k, one(v)) for k, v in sorted(static.items()))
-
-
-def _flatten(outputs: Mapping[str, Any], layout: list) -> list:
-    """Arrays for JAX to return; ``layout`` records how to rebuild the values."""
-    flat: list = []
-    for name, value in outputs.items():
-        layout.append((name, _flatten_one(value, flat)))
-    return flat
-
-
-def _flatten_one(value: Any, flat: list) -> Any:
-    if isinstance(value, Ragged):
-        flat += [value.buffer, value.count]
-        return ("ragged", len(flat) - 2)
-    if isinstance(value, list):
-        return ("list", [_flatten_one(v, flat) for v in value])
-    if isinstance(value, Opt):
-        return ("opt", None if value.value is None else _flatten_one(value.value, flat))
-    flat.append(value)
-    return ("array", len(flat) - 1)
-
-
-def _unflatten(flat: list, layout: list) -> dict[str, Any]:
-    return {name: _rebuild(spec, flat) for name, spec in layout}
-
-
-def _rebuild(spec, flat: list) -> Any:
-    kind, where = spec
-    if kind == "ragged":
-        return np.asarray(flat[where])[: int(flat[where + 1])]
-    if kind == "list":
-        return [_rebuild(s, flat) for s in where]
-    if kind == "opt":
-        return None if where is None else _rebuild(where, flat)
-    return np.asarray(flat[where])
+    return flatten(outputs, layout), flag
 
 
 # ---------------------------------------------------------------- cache
@@ -351,17 +312,18 @@ def cached_compile(
     return _CACHE.get(model, key, lambda: compile(model, inputs, graph=graph, limits=limits))
 
 
-def jax_runner(lowered: JaxModel) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """:func:`mdf_loops.run`'s runner of ``lowered``: inputs in, the user's values out."""
-    return functools.partial(_user_outputs, lowered)
+def jax_runner(lowered: JaxModel, example: Mapping[str, Any]) -> Callable[..., dict[str, Any]]:
+    """:func:`mdf_loops.run`'s runner of ``lowered`` for inputs of the form of ``example``:
+    inputs in, the user's values out."""
+    return functools.partial(_user_outputs, lowered.runner(example), lowered.onnx_model.graph.name)
 
 
-def _user_outputs(lowered: JaxModel, inputs: Mapping[str, Any]) -> dict[str, Any]:
+def _user_outputs(run: Callable, graph: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     try:
-        outputs = lowered.run(inputs)
+        outputs = run(inputs)
     except MdfLoopsError:
         raise
     except Exception as exc:  # XLA's errors name no model element
-        where = f"graph '{lowered.onnx_model.graph.name}' (jax backend)"
+        where = f"graph '{graph}' (jax backend)"
         raise EvaluationError(f"{where}: {type(exc).__name__}: {exc}") from exc
     return {name: to_user(value) for name, value in outputs.items()}

@@ -125,7 +125,7 @@ def value_and_grad(
         ``(value, {name: gradient})``, numpy arrays.
     """
     from mdf_loops import ops
-    from mdf_loops.backends.jax.compiled import x64
+    from mdf_loops.backends.jax.precision import x64
 
     names = list(wrt)
     changed = {} if max_iterations is None else {"max_iterations": max_iterations}
@@ -193,11 +193,11 @@ def grad(
 def _gradient_function(lowered, static, dynamic, of, wrt: tuple) -> Callable:
     import jax
 
-    from mdf_loops.backends.jax.compiled import _key
+    from mdf_loops.backends.jax.flat import static_key
 
     key = (
         "grad",
-        _key(static),
+        static_key(static),
         of,
         wrt,
         lowered.buffer_rows,

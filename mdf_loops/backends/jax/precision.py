@@ -68,4 +68,3 @@ def _is_64_bit(aval: Any) -> bool:
     except TypeError:  # an extended type (a PRNG key): not read here
         return True
     return dtype.itemsize >= 8 and dtype.kind in "iufc"
-
