@@ -183,6 +183,11 @@ class _Call:
 def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any]:
     model = call.model
     prepared = _PREPARED.get(model, call.graph, lambda: _prepare(model, call.graph))
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise ModelError(
+            f"graph '{prepared.target.id}': inputs must map input names to values "
+            f"(a dict), not {type(inputs).__name__}; it takes {sorted(prepared.interface.inputs)}"
+        )
     given = dict(inputs or {})
     typed = _typed_inputs(prepared, given)
     runner = _compiled_runner(call, prepared.target.id, typed)

@@ -72,7 +72,7 @@ def find(model: Any, inputs: Mapping[str, Any] | None, key: Hashable) -> Plan | 
     """The plan for calling ``run(model, inputs, ...)`` with the arguments and limits
     of ``key``, if one holds."""
     plan = _PLANS.peek(model, key)
-    if plan is None:
+    if plan is None or not isinstance(inputs, (Mapping, type(None))):
         return None
     return plan if plan.takes({} if inputs is None else inputs) else None
 

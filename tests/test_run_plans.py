@@ -148,6 +148,15 @@ def test_trusted_and_untrusted_calls_are_planned_apart(backend, full_calls, monk
     assert verified == [True, False]
 
 
+def test_inputs_that_are_not_a_mapping_are_refused_with_the_names_it_takes(backend):
+    model, x = _scaled(), np.ones(3)
+    for planned in (False, True):
+        with pytest.raises(ModelError, match=r"inputs must map input names.*not list.*\['x'\]"):
+            mdf_loops.run(model, [x], backend=backend)
+        if not planned:
+            mdf_loops.run(model, {"x": x}, backend=backend)
+
+
 def test_wrong_inputs_after_a_plan_raise_as_before(backend):
     model, x = _scaled(), np.ones(3)
     mdf_loops.run(model, {"x": x}, backend=backend)
