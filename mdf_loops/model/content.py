@@ -8,10 +8,12 @@ milliseconds for a model with a few hundred ports and parameters).
 :func:`content_key` is that digest, computed again only when the object changed:
 the first call takes a *snapshot* of the model (each container walked, with the
 identity of what it holds), and each later call compares the live object against it
-(a few microseconds per container, in C). Any assignment to a field, any item added,
-removed or replaced in a list or dict, at any depth, shows as a change; numbers
-written into a numeric array in place do not (no check reads them). :func:`content_version`
-counts the changes seen, so that caches of compiled forms drop what an edit made stale.
+(in C: about 20 µs for a model of 800 objects, some 80 µs when the CPU caches are cold).
+Any assignment to a field, any item added, removed or replaced in a list or dict, at any
+depth, shows as a change, except a string, None or class put in the place of an equal
+one (the same content); numbers written into a numeric array in place do not (no check
+reads them). :func:`content_version` counts the changes seen, so that caches of compiled
+forms drop what an edit made stale.
 """
 
 from __future__ import annotations
