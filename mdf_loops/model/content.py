@@ -39,15 +39,16 @@ _PLAIN_NUMBERS = frozenset({int, float, bool})
 _EQUAL_IS_SAME = frozenset({str, type(None), type})  # an equal value is the same content
 
 
-def model_digest(model: Any) -> Any:
+def model_digest(model: Any, numbers: bool = False) -> Any:
     """A key of what the safety checks read in ``model``: equal for equal content,
     different after any edit that could change their verdict.
 
     A SHA-256 over every element, field, text, key and number of the model, walked
     like its serialized form. Numeric arrays and lists of plain numbers enter by type
     and shape only: no check reads their values, and hashing a large weight matrix
-    on every run would cost more than the checks. A model too deep or strange to
-    walk gets a key equal to nothing else, so it is checked every time.
+    on every run would cost more than the checks (``numbers=True``: lists of plain
+    numbers enter with their values, for a model no snapshot can watch). A model too
+    deep or strange to walk gets a key equal to nothing else, so it is checked every time.
     """
     digest = hashlib.sha256()
     stack: list[Any] = [model]
@@ -60,13 +61,13 @@ def model_digest(model: Any) -> Any:
                     digest.update(f"r{seen[id(value)][0]}\0".encode())
                     continue
                 seen[id(value)] = (len(seen), value)
-            _feed(digest, value, stack)
+            _feed(digest, value, stack, numbers)
     except Exception:  # never reuse a check of content that could not be walked
         return object()
     return digest.hexdigest()
 
 
-def _feed(digest: Any, value: Any, stack: list) -> None:
+def _feed(digest: Any, value: Any, stack: list, numbers: bool = False) -> None:
     """Add ``value`` (and push what it contains) to ``digest``."""
     if isinstance(value, str):
         token = f"s{len(value)}:{value}"
@@ -82,7 +83,7 @@ def _feed(digest: Any, value: Any, stack: list) -> None:
             stack.extend((item, key))
     elif isinstance(value, (list, tuple)):
         token = f"l{len(value)}"
-        if not all(type(item) in _PLAIN_NUMBERS for item in value):
+        if numbers or not all(type(item) in _PLAIN_NUMBERS for item in value):
             stack.extend(reversed(value))
     elif hasattr(type(value), "__attrs_attrs__"):
         token = f"o{type(value).__qualname__}"
@@ -114,6 +115,8 @@ class _Snapshot:
         self.atom_copies: list[list] = []
         self.arrays: list[np.ndarray] = []  # numeric arrays: dtype and shape
         self.array_types: list[tuple] = []
+        self.opaque: list[Any] = []  # other objects, by their repr (as the digest reads them)
+        self.opaque_reprs: list[str] = []
         self.pick: Callable[[list], tuple] = tuple  # the referents compared by identity
         self.picked: tuple = ()
 
@@ -176,8 +179,14 @@ class _Snapshot:
         elif kind is np.ndarray and value.dtype.kind in "biufc":
             self.arrays.append(value)
             self.array_types.append((value.dtype, value.shape))
-        else:  # an object whose content cannot be compared cheaply: never trusted
+        elif kind is np.ndarray:  # text or objects: walked by the digest, not watched here
             return False
+        else:  # a set, or another object the digest reads by its repr: watched the same way
+            try:
+                self.opaque_reprs.append(repr(value))
+            except Exception:
+                return False
+            self.opaque.append(value)
         return True
 
     def _add_dict(self, value: dict) -> None:
@@ -189,6 +198,7 @@ class _Snapshot:
         live = self._referents(model)
         try:  # in C, identity first: about 1 ns a reference where nothing changed
             equal = live == self.referents
+            opaque_same = not self.opaque or list(map(repr, self.opaque)) == self.opaque_reprs
         except Exception:  # an array (or a strange object) in the place of another
             return False
         return (
@@ -196,6 +206,7 @@ class _Snapshot:
             and all(map(is_, self.pick(live), self.picked))
             and list(chain.from_iterable(self.dicts)) == self.keys
             and self.atom_lists == self.atom_copies
+            and opaque_same
             and all(
                 (a.dtype, a.shape) == saved
                 for a, saved in zip(self.arrays, self.array_types, strict=True)
@@ -239,21 +250,24 @@ def _watched(model: Any) -> _Watched:
         entry = _WATCHED.get(model)
     if entry is not None and entry.snapshot is not None and entry.snapshot.holds(model):
         return entry
-    key = model_digest(model)
+    snapshot = _Snapshot.take(model)
+    # not watchable: the digest, numbers included, tells whether it changed
+    key = model_digest(model, numbers=snapshot is None)
     if entry is None:
         version = 0
-    elif entry.snapshot is None:  # not watchable: a new version when the digest differs
+    elif entry.snapshot is None and snapshot is None:
         version = entry.version + (key != entry.key)
     else:
         version = entry.version + 1
-    entry = _Watched(_Snapshot.take(model), key, version)
+    entry = _Watched(snapshot, key, version)
     with _LOCK:
         _WATCHED[model] = entry
     return entry
 
 
 def content_key(model: Any) -> Any:
-    """:func:`model_digest` of ``model``, walked again only after the object was edited."""
+    """:func:`model_digest` of ``model``, walked again only after the object was edited
+    (with ``numbers=True`` for a model no snapshot can watch, walked on each call)."""
     try:
         return _watched(model).key
     except TypeError:  # not weakly referable: no snapshot to keep
