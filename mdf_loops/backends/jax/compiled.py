@@ -70,7 +70,7 @@ class JaxModel:
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """Outputs by name (numpy arrays, lists for sequences, None for empty optionals)."""
         feed = self.feed(inputs)
-        with x64() if self.needs_x64 else contextlib.nullcontext():
+        with self._precision():
             while True:
                 static, dynamic = self.split(feed)
                 fn, layout = self._entry(static, dynamic)
@@ -106,13 +106,17 @@ class JaxModel:
             entry = self._jitted.get(key)  # gone when a buffer grew
             if entry is None:
                 return self.run(inputs)
-            with x64() if self.needs_x64 else contextlib.nullcontext():
+            with self._precision():
                 flat, flag = entry[0](inputs)
             if flag is not None and int(flag):
                 return self.run(inputs)
             return unflatten(flat, entry[1])
 
         return run_form
+
+    def _precision(self) -> contextlib.AbstractContextManager:
+        """64-bit types on while running, where the traced program has them (:mod:`.precision`)."""
+        return x64() if self.needs_x64 else contextlib.nullcontext()
 
     def grew_buffer(self, flag: int) -> bool:
         """Whether a loop filled its scan-output buffer and the buffer grew (8x, up to
