@@ -45,12 +45,15 @@ class Limits:
     ``max_depth``: how deep loop bodies (and If branches) may nest.
     ``max_elements``: elements of any single value a loop carries or produces
     (a sequence counts its length), and of any operator result.
+    ``max_sweep_settings``: settings of one sweep (a grid's combinations, or samples),
+    counted before any is built.
     """
 
     max_iterations: int = 1_000_000
     max_total_iterations: int = 10_000_000
     max_depth: int = 24
     max_elements: int = 100_000_000
+    max_sweep_settings: int = 10_000_000
 
 
 #: how to raise each limit, for the error messages

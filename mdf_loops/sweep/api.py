@@ -14,15 +14,21 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import Backend
+from mdf_loops.sweep.cluster import (
+    DEFAULT_TIMEOUT,
+    connected,
+    refuse_in_bootstrap,
+    wait_for_workers,
+)
 from mdf_loops.sweep.errors import SweepError
+from mdf_loops.sweep.execute import batch_size_for, run_batches
 from mdf_loops.sweep.results import (
     ResultTable,
     check_output_path,
@@ -31,7 +37,7 @@ from mdf_loops.sweep.results import (
     save_dataset,
 )
 from mdf_loops.sweep.space import SweepSpace, grid_space, sample_space
-from mdf_loops.sweep.worker import SweepTask, run_settings
+from mdf_loops.sweep.worker import SweepTask
 
 if TYPE_CHECKING:
     import xarray
@@ -58,6 +64,7 @@ def sweep(
     graph: str | None = None,
     progress: Progress | None = None,
     checkpoint_seconds: float = 30.0,
+    timeout: float = DEFAULT_TIMEOUT,
     **run_options: Any,
 ) -> xarray.Dataset:
     """Run ``model`` once per setting of ``grid`` or ``samples`` and gather the outputs.
@@ -72,13 +79,19 @@ def sweep(
         outputs: output names to keep (default: all outputs of the graph).
         backend: as for :func:`mdf_loops.run`; with ``"jax"`` and
             ``mdf_loops.run_batch`` available, a batch is one vectorised call.
-        client: a ``dask.distributed.Client``; default: a local cluster of one
-            single-threaded worker process per core, closed at the end.
+        client: a ``dask.distributed.Client``, or a scheduler address such as
+            ``"tcp://host:8786"`` (a client of it is made and closed for the sweep);
+            default: a local cluster of one single-threaded worker process per core
+            (its dashboard on 127.0.0.1 only), closed at the end.
         batch_size: settings per task (default: about four tasks per worker).
         output: a ``.nc`` (netCDF) or ``.zarr`` file. The results are written there
             (also every ``checkpoint_seconds`` while the sweep runs); a sweep whose
             file exists resumes: the settings already in it are skipped.
         progress: called with (settings done, settings in all) as batches finish.
+        timeout: seconds to wait for the scheduler to answer and for a worker to
+            connect (a WARNING says so after a tenth of it); a scheduler that does not
+            answer, goes away or has no workers for that long ends the sweep with
+            :class:`SweepError`, the settings finished so far kept in ``output``.
         run_options: passed to :func:`mdf_loops.run` (``trusted``, ``max_iterations``...).
 
     Returns:
@@ -88,19 +101,29 @@ def sweep(
         or gave NaN is recorded there, not raised) and ``completed``.
     """
     _require_extra()
+    if client is None:
+        refuse_in_bootstrap()  # a worker process importing an unguarded script
+    _check_timeout(timeout)
     plan = _plan(model, grid, samples, inputs, outputs, backend, graph, run_options)
     table = _resumed_table(plan, output)
     pending = table.pending
     if pending:
         saver = _Checkpoints(table, output, checkpoint_seconds)
-        try:
-            with _cluster(client) as active:
-                _execute(plan, table, pending, active, batch_size, progress, saver)
-        finally:
-            saver.save()
+        with connected(client, timeout) as active:
+            try:
+                _execute(plan, table, pending, active, batch_size, progress, saver, timeout)
+            finally:
+                saver.save()  # from the table alone: needs no scheduler
     elif output is not None:
         save_dataset(table.to_dataset(), output)
     return table.to_dataset()
+
+
+def _check_timeout(timeout: Any) -> None:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise SweepError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if not math.isfinite(timeout):
+        raise SweepError("timeout must be finite: a sweep never waits without end")
 
 
 def _resumed_table(plan: _Plan, output: str | os.PathLike | None) -> ResultTable:
@@ -122,6 +145,26 @@ def _require_extra() -> None:
     missing = [name for name in ("xarray", "distributed") if importlib.util.find_spec(name) is None]
     if missing:
         raise SweepError(f"sweep needs {' and '.join(missing)}: pip install 'mdf-loops[sweep]'")
+
+
+def _check_swept_inputs(target, interface, space: SweepSpace) -> None:
+    """Refuse, before anything runs, a swept input value the graph's declared type cannot
+    take (each distinct shape and dtype is checked once)."""
+    from mdf_loops.errors import InputError
+    from mdf_loops.model.inputs import fit_input, graph_input_types
+
+    names = [name for name in space.names if name in interface.inputs]
+    declared = graph_input_types(target, {name: interface.inputs[name] for name in names})
+    for name in names:
+        seen = set()
+        for k, value in enumerate(space.values[name]):
+            if (value.shape, value.dtype) in seen:
+                continue
+            seen.add((value.shape, value.dtype))
+            try:
+                fit_input(name, value, declared[name])
+            except InputError as exc:
+                raise SweepError(f"swept input '{name}', value {k}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -149,6 +192,7 @@ def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) ->
     both = sorted(set(inputs) & set(space.names))
     if both:
         raise SweepError(f"{both} are swept and also given in inputs; give each once")
+    _check_swept_inputs(target, interface, space)
     addresses = [name for name in space.names if name not in interface.inputs]
     lifted, input_of = lift_parameters(model, target.id, addresses)
     input_of.update({name: name for name in space.names if name in interface.inputs})
@@ -166,29 +210,6 @@ def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) ->
     return _Plan(space, task, input_of, attrs)
 
 
-@contextmanager
-def _cluster(client: Any) -> Iterator[Any]:
-    """``client``, or a client of a local cluster (one worker process per core) for the block."""
-    if client is not None:
-        yield client
-        return
-    from dask.distributed import Client, LocalCluster
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cluster = LocalCluster(
-        n_workers=cores or 1, threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
-    try:
-        with Client(cluster) as local:
-            yield local
-    finally:
-        cluster.close()
-
-
-def _batches(pending: list[int], size: int) -> list[list[int]]:
-    return [pending[k : k + size] for k in range(0, len(pending), size)]
-
-
 def _execute(
     plan: _Plan,
     table: ResultTable,
@@ -197,47 +218,27 @@ def _execute(
     batch_size: int | None,
     progress: Progress | None,
     saver: _Checkpoints,
+    timeout: float,
 ) -> None:
-    from dask.distributed import as_completed
-
-    if batch_size is not None and batch_size < 1:
-        raise SweepError(f"batch_size must be at least 1, not {batch_size}")
-    workers = max(1, sum(client.nthreads().values()))
-    size = batch_size or max(1, min(500, math.ceil(len(pending) / (4 * workers))))
-    futures = []
-    for batch in _batches(pending, size):
-        settings = [
-            (
-                index,
-                {plan.input_of[name]: value for name, value in plan.space.setting(index).items()},
-            )
-            for index in batch
+    threads = wait_for_workers(client, timeout)
+    size = batch_size_for(len(pending), threads, batch_size)
+    batches = [
+        [
+            (index, {plan.input_of[name]: v for name, v in plan.space.setting(index).items()})
+            for index in pending[k : k + size]
         ]
-        futures.append(client.submit(run_settings, plan.task, settings, pure=False))
-    done = int(table.completed.sum())
-    try:
-        for future in as_completed(futures):
-            duplicates = sum(not table.record(result) for result in _result(future))
-            if duplicates:
-                log.warning("%d settings arrived twice; the first result is kept", duplicates)
-            done = int(table.completed.sum())
-            if progress is not None:
-                progress(done, len(table.completed))
-            saver.maybe_save()
-    finally:
-        client.cancel([f for f in futures if not f.done()])
+        for k in range(0, len(pending), size)
+    ]
 
+    def record(results: list) -> None:
+        duplicates = sum(not table.record(result) for result in results)
+        if duplicates:
+            log.warning("%d settings arrived twice; the first result is kept", duplicates)
+        if progress is not None:
+            progress(int(table.completed.sum()), len(table.completed))
+        saver.maybe_save()
 
-def _result(future: Any) -> list:
-    from distributed import KilledWorker
-
-    try:
-        return future.result()
-    except KilledWorker as exc:
-        raise SweepError(
-            f"a batch of settings killed its worker several times ({exc}); "
-            "the settings done so far are kept; run again to resume"
-        ) from exc
+    run_batches(client, plan.task, batches, record, timeout)
 
 
 class _Checkpoints:

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from mdf_loops.ops.common import current_limits
 from mdf_loops.sweep.errors import SweepError
 
-__all__ = ["SweepSpace", "grid_space", "sample_space"]
+__all__ = ["SweepSpace", "grid_space", "sample_space", "check_setting_count"]
 
 SAMPLE_DIM = "sample"
 
@@ -67,15 +68,20 @@ class SweepSpace:
 
 
 def grid_space(grid: Mapping[str, Sequence[Any]]) -> SweepSpace:
-    """Every combination of the values of ``grid`` (``{name: values}``)."""
+    """Every combination of the values of ``grid`` (``{name: values}``).
+
+    The number of settings is checked against ``max_sweep_settings`` (see
+    :class:`mdf_loops.safety.Limits`) from the lengths alone, before any value is
+    converted or anything the size of the sweep is built.
+    """
     if not isinstance(grid, Mapping) or not grid:
         raise SweepError(
             "grid must map at least one parameter or input name to its values, "
             "e.g. grid={'node.rate': [0.1, 0.2]}"
         )
-    values = {
-        str(name): _column(str(name), list(_sequence(name, axis))) for name, axis in grid.items()
-    }
+    axes = {str(name): _sequence(name, axis) for name, axis in grid.items()}
+    check_setting_count({name: len(axis) for name, axis in axes.items()})
+    values = {name: _column(name, list(axis)) for name, axis in axes.items()}
     names = tuple(values)
     return SweepSpace(names, values, names, tuple(len(values[n]) for n in names), True)
 
@@ -84,6 +90,7 @@ def sample_space(samples: Sequence[Mapping[str, Any]]) -> SweepSpace:
     """One setting per mapping of ``samples``; all name the same parameters or inputs."""
     if isinstance(samples, Mapping) or not isinstance(samples, Sequence) or not samples:
         raise SweepError("samples must be a non-empty list of {name: value} mappings")
+    check_setting_count({"samples": len(samples)})
     first = samples[0]
     if not isinstance(first, Mapping) or not first:
         raise SweepError("sample 0 must map parameter or input names to values")
@@ -103,8 +110,28 @@ def sample_space(samples: Sequence[Mapping[str, Any]]) -> SweepSpace:
     return SweepSpace(names, values, (SAMPLE_DIM,), (len(samples),), False)
 
 
-def _sequence(name: Any, axis: Any) -> Sequence[Any]:
-    if isinstance(axis, (str, bytes, Mapping)) or np.ndim(axis) == 0:
+def check_setting_count(lengths: Mapping[str, int]) -> int:
+    """The number of settings ``lengths`` (values per name) make, or :class:`SweepError`
+    when it passes the limit ``max_sweep_settings``."""
+    limit = current_limits().max_sweep_settings
+    total = 1
+    for length in lengths.values():
+        total *= length  # Python integers: 10**5 names of 10**5 values do not wrap
+        if total > limit:
+            shown = " x ".join(f"{n:,} ({name})" for name, n in lengths.items())
+            raise SweepError(
+                f"the sweep has {shown} settings, more than the limit of {limit:,} "
+                "(max_sweep_settings); sweep fewer values, or raise the limit with "
+                "`with mdf_loops.safety.limits(max_sweep_settings=N):`"
+            )
+    return total
+
+
+def _sequence(name: Any, axis: Any) -> Sequence[Any] | np.ndarray:
+    """The values of one grid name: a list, tuple, range or array (not a scalar or text)."""
+    if isinstance(axis, (str, bytes, Mapping)) or not isinstance(axis, (Sequence, np.ndarray)):
+        raise SweepError(f"grid '{name}': expected a list of values, got {axis!r:.60}")
+    if isinstance(axis, np.ndarray) and axis.ndim == 0:
         raise SweepError(f"grid '{name}': expected a list of values, got {axis!r:.60}")
     if len(axis) == 0:
         raise SweepError(f"grid '{name}': no values; give at least one")
@@ -112,13 +139,35 @@ def _sequence(name: Any, axis: Any) -> Sequence[Any]:
 
 
 def _column(name: str, values: list[Any]) -> list[np.ndarray]:
-    """The values of one name as arrays of one dtype (so one compiled model serves all)."""
-    arrays = [np.asarray(v) for v in values]
-    if any(a.dtype.kind not in "biufc" for a in arrays):
-        bad = next(a for a in arrays if a.dtype.kind not in "biufc")
+    """The values of one name as arrays of one dtype (so one compiled model serves all).
+
+    The values may differ in shape (input sequences of different lengths) but not in
+    their number of dimensions; each must be a rectangular numeric array.
+    """
+    arrays = [_value(name, k, v) for k, v in enumerate(values)]
+    ranks = sorted({a.ndim for a in arrays})
+    if len(ranks) > 1:
+        first = {rank: next(k for k, a in enumerate(arrays) if a.ndim == rank) for rank in ranks}
+        shown = ", ".join(f"value {k} has shape {arrays[k].shape}" for k in sorted(first.values()))
         raise SweepError(
-            f"'{name}': a swept value must be numeric, got {bad.dtype} "
-            f"({np.ndarray.tolist(bad)!r:.60})"
+            f"'{name}': the values have different numbers of dimensions ({shown}); "
+            "every value of one name must have the same number of dimensions"
         )
     dtype = np.result_type(*arrays)
     return [a.astype(dtype, copy=False) for a in arrays]
+
+
+def _value(name: str, k: int, value: Any) -> np.ndarray:
+    """Value number ``k`` of ``name`` as a numeric array."""
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nesting: numpy's "inhomogeneous shape"
+        raise SweepError(
+            f"'{name}': value {k} is not a rectangular array of numbers "
+            f"({str(exc).split('.')[0].lower()}); give each value as one array"
+        ) from None
+    if array.dtype.kind not in "biufc":
+        raise SweepError(
+            f"'{name}': a swept value must be numeric; value {k} is {array.dtype} ({value!r:.60})"
+        )
+    return array

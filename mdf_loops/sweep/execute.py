@@ -1,0 +1,109 @@
+"""Sending a sweep's batches of settings to Dask and taking each batch's results as it finishes.
+
+Results are fetched and recorded one batch at a time, as soon as each finishes, so
+every finished setting is in the caller's table (and so in its output file) whatever
+happens to the scheduler afterwards. Every wait is bounded: between results the
+scheduler is asked, within the sweep's timeout, whether it still answers and still
+has workers; a scheduler that died, stopped answering or lost all its workers for
+that long ends the sweep with one :class:`SweepError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mdf_loops.sweep.cluster import CONNECTION_ERRORS, lost, wait_for_workers, worker_threads
+from mdf_loops.sweep.errors import SweepError
+from mdf_loops.sweep.worker import SettingResult, Settings, SweepTask, run_settings
+
+__all__ = ["batch_size_for", "run_batches"]
+
+log = logging.getLogger(__name__)
+
+#: seconds between checks on the scheduler while no batch finishes
+_POLL = 1.0
+
+
+def batch_size_for(settings: int, threads: int, asked: int | None) -> int:
+    """Settings per task: ``asked``, or about four tasks per worker thread (at most 500
+    settings a task), so that Dask's cost per task is paid a few times per worker, not
+    once per setting."""
+    if asked is not None:
+        if isinstance(asked, bool) or not isinstance(asked, int) or asked < 1:
+            raise SweepError(f"batch_size must be a whole number of at least 1, not {asked!r}")
+        return asked
+    return max(1, min(500, math.ceil(settings / (4 * max(threads, 1)))))
+
+
+def run_batches(
+    client: Any,
+    task: SweepTask,
+    batches: Sequence[Settings],
+    record: Callable[[list[SettingResult]], None],
+    timeout: float,
+) -> None:
+    """Run every batch on ``client``'s cluster; ``record`` each batch's results as it ends."""
+    from dask.distributed import wait
+
+    address = str(getattr(client.scheduler, "address", "of the client"))
+    try:
+        pending = {client.submit(run_settings, task, batch, pure=False) for batch in batches}
+    except CONNECTION_ERRORS as exc:
+        raise lost(address, f"did not take the work ({type(exc).__name__})", timeout) from None
+    try:
+        quiet_since = time.monotonic()
+        while pending:
+            try:
+                done, pending_now = wait(pending, timeout=_POLL, return_when="FIRST_COMPLETED")
+            except CONNECTION_ERRORS:  # nothing finished within the poll: is the cluster alive?
+                quiet_since = _check_alive(client, address, quiet_since, timeout)
+                continue
+            pending = set(pending_now)
+            for future in done:
+                record(_results(future, address, timeout))
+            quiet_since = time.monotonic()
+    finally:
+        for future in pending:
+            future.release()  # the scheduler forgets what nobody waits for
+
+
+def _check_alive(client: Any, address: str, quiet_since: float, timeout: float) -> float:
+    """Raise :class:`SweepError` when the scheduler does not answer, or has had no workers
+    for ``timeout`` seconds; returns when the quiet time started (reset while workers exist)."""
+    if client.status not in ("running", "connecting"):
+        raise lost(address, f"closed the connection (the client is {client.status})", timeout)
+    if worker_threads(client, timeout):
+        return time.monotonic()
+    left = timeout - (time.monotonic() - quiet_since)
+    if left <= 0:
+        wait_for_workers(client, 0)  # raises the no-workers error
+    log.warning("the Dask scheduler at %s has lost all its workers; waiting for one", address)
+    wait_for_workers(client, left)
+    return time.monotonic()
+
+
+def _results(future: Any, address: str, timeout: float) -> list[SettingResult]:
+    """A finished batch's results; a batch lost with the scheduler is a :class:`SweepError`,
+    and an exception the batch raised (a fault in the code) is raised as it is."""
+    from concurrent.futures import CancelledError
+
+    from distributed import KilledWorker
+
+    try:
+        if future.status != "error":
+            return future.result(timeout=timeout)
+        raised = future.exception(timeout=timeout)
+    except CancelledError:  # the client lost the scheduler: Dask cancels what was running
+        raise lost(address, "went away during the sweep", timeout) from None
+    except CONNECTION_ERRORS as exc:
+        raise lost(address, f"did not send a result ({type(exc).__name__})", timeout) from None
+    if isinstance(raised, KilledWorker):
+        raise SweepError(
+            f"a batch of settings killed its worker several times ({raised}); "
+            "the settings done so far are kept; run again to resume"
+        ) from None
+    raise raised
