@@ -10,6 +10,9 @@ import argparse
 import logging
 import sys
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 __all__ = ["add_sweep", "parse_values"]
@@ -71,6 +74,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--scheduler", metavar="ADDRESS", help="run on this Dask scheduler, e.g. tcp://host:8786"
     )
     p.add_argument(
+        "--scheduler-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long to wait for the scheduler to answer and for a worker to connect; "
+        "past it the sweep ends with an error, its finished settings saved (default: "
+        "mdf_loops.sweep's, 60)",
+    )
+    p.add_argument(
         "--batch-size",
         type=positive_int,
         metavar="N",
@@ -83,6 +94,16 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trusted", action="store_true", help="skip the expression allow-list (see docs/safety.md)"
     )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
 
 
 def parse_values(text: str) -> list[float] | list[int]:
@@ -117,17 +138,9 @@ def _param(text: str) -> tuple[str, list]:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from mdf_loops.cli.common import (
-        graph_of as _graph_of,
-    )
-    from mdf_loops.cli.common import (
-        load_valid_model as _load_valid_model,
-    )
-    from mdf_loops.cli.common import (
-        note as _note,
-    )
+    from mdf_loops.cli.common import graph_of, load_valid_model, note
     from mdf_loops.cli.io import read_inputs
-    from mdf_loops.cli.progress import shows_progress as _shows_progress
+    from mdf_loops.cli.progress import shows_progress
     from mdf_loops.sweep import SweepError, sweep
     from mdf_loops.sweep.results import check_output_path
 
@@ -135,34 +148,31 @@ def _sweep(args: argparse.Namespace) -> int:
     grid = dict(args.param)
     if len(grid) != len(args.param):
         raise SweepError("each --param name may be given once")
-    model = _load_valid_model(args.model, args.trusted)
-    inputs = read_inputs(args.input, _graph_of(model, args.graph))
-    if (getattr(args, "verbose", 0) or 0) < 3:  # Dask logs each worker's start and stop
-        logging.getLogger("distributed").setLevel(logging.WARNING)
-    bar = _ProgressBar(sys.stderr) if _shows_progress(args) else None
-    client = _client(args.scheduler)
+    model = load_valid_model(args.model, args.trusted)
+    inputs = read_inputs(args.input, graph_of(model, args.graph))
+    bar = _ProgressBar(sys.stderr) if shows_progress(args) else None
     try:
-        dataset = sweep(
-            model,
-            grid,
-            inputs=inputs,
-            outputs=args.output_name,
-            backend=args.backend,
-            client=client,
-            batch_size=args.batch_size,
-            output=args.output,
-            graph=args.graph,
-            trusted=args.trusted,
-            progress=bar.update if bar else None,
-        )
+        with _dask_logging(getattr(args, "verbose", 0) or 0):
+            dataset = sweep(
+                model,
+                grid,
+                inputs=inputs,
+                outputs=args.output_name,
+                backend=args.backend,
+                client=args.scheduler,
+                batch_size=args.batch_size,
+                output=args.output,
+                graph=args.graph,
+                trusted=args.trusted,
+                progress=bar.update if bar else None,
+                **({"timeout": args.scheduler_timeout} if args.scheduler_timeout else {}),
+            )
     finally:
         if bar:
             bar.clear()
-        if client is not None:
-            client.close()
     failed = int((dataset["error"] != "").sum())
     total = int(dataset["completed"].size)
-    _note(
+    note(
         args,
         f"wrote {total:,} settings to {args.output}"
         + (f"; {failed:,} failed (see the 'error' variable)" if failed else ""),
@@ -170,12 +180,36 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _client(address: str | None):
-    if address is None:
-        return None
-    from dask.distributed import Client
+#: the loggers of Dask and of the libraries it runs on
+_DASK_LOGGERS = ("distributed", "dask", "tornado", "bokeh", "asyncio")
 
-    return Client(address, timeout=30)
+
+@contextmanager
+def _dask_logging(verbosity: int) -> Iterator[None]:
+    """While the command runs, Dask's log records go to the command's own handler (Dask's
+    handlers are set aside): none without -v, warnings and errors with -v, everything with
+    -vvv; Dask's Python warnings show with -v only. Restored afterwards."""
+    level = {0: logging.CRITICAL + 1, 1: logging.WARNING, 2: logging.WARNING}.get(
+        verbosity, logging.DEBUG
+    )
+    saved = []
+    for name in _DASK_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.level, logger.handlers[:], logger.propagate))
+        logger.handlers[:] = []
+        logger.propagate = True
+        logger.setLevel(level)
+    try:
+        with warnings.catch_warnings():
+            if not verbosity:
+                for module in _DASK_LOGGERS:
+                    warnings.filterwarnings("ignore", module=module)
+            yield
+    finally:
+        for logger, old_level, handlers, propagate in saved:
+            logger.setLevel(old_level)
+            logger.handlers[:] = handlers
+            logger.propagate = propagate
 
 
 class _ProgressBar:

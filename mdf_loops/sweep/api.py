@@ -132,7 +132,7 @@ def _resumed_table(plan: _Plan, output: str | os.PathLike | None) -> ResultTable
     if output is not None:
         check_output_path(output)
         if os.path.exists(output):
-            skipped = table.resume_from(load_dataset(output))
+            skipped = table.resume_from(load_dataset(output, len(plan.space)))
             log.info(
                 "%s: resuming; %d of %d settings already done", output, skipped, len(plan.space)
             )

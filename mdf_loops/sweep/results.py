@@ -200,20 +200,57 @@ def _save_zarr(dataset, target: Path) -> None:
         raise
 
 
-def load_dataset(path: str | os.PathLike):
-    """A dataset written by :func:`save_dataset`, read fully into memory."""
+def load_dataset(path: str | os.PathLike, settings: int):
+    """A dataset written by :func:`save_dataset` for a sweep of ``settings`` settings, read
+    fully into memory once its header has been checked: it must be a regular file (a
+    folder for zarr), its ``completed`` variable must hold ``settings`` values, and its
+    variables together at most ``max_elements`` values (nothing is read before that)."""
     import xarray as xr
 
     path = Path(path)
+    zarr = path.suffix == ".zarr"
+    if not (path.is_dir() if zarr else path.is_file()):
+        kind = "a folder (a zarr store)" if zarr else "a regular file"
+        raise SweepError(f"{path}: the sweep's output must be {kind}; choose another output")
     try:
-        if path.suffix == ".zarr":
-            with xr.open_zarr(path, consolidated=False) as dataset:
-                return dataset.load()
-        return xr.load_dataset(path)
-    except (OSError, ValueError) as exc:
+        opened = xr.open_zarr(path, consolidated=False) if zarr else xr.open_dataset(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SweepError(
             f"{path}: cannot read it as sweep results ({exc}); choose another output file"
         ) from None
+    with opened as dataset:
+        _check_declared_sizes(path, dataset, settings)
+        try:
+            return dataset.load()
+        except (OSError, ValueError) as exc:
+            raise SweepError(
+                f"{path}: cannot read it as sweep results ({exc}); choose another output file"
+            ) from None
+
+
+def _check_declared_sizes(path: Path, dataset, settings: int) -> None:
+    """Refuse a results file whose header declares more values than this sweep can have."""
+    from mdf_loops.ops.common import current_limits
+
+    if "completed" not in dataset.variables or "error" not in dataset.variables:
+        raise SweepError(
+            f"{path}: not a sweep's results (no 'completed' or 'error' variable); "
+            "choose another output file"
+        )
+    declared = int(dataset["completed"].size)
+    if declared != settings:
+        raise SweepError(
+            f"{path}: holds {declared:,} settings, this sweep has {settings:,}: another "
+            "sweep's results; choose another file, or delete it to start again"
+        )
+    limit = current_limits().max_elements
+    total = sum(int(variable.size) for variable in dataset.variables.values())
+    if total > limit:
+        raise SweepError(
+            f"{path}: its header declares {total:,} values, over the limit of {limit:,} "
+            "(max_elements); nothing was read. Choose another output file, or raise the "
+            "limit with `with mdf_loops.safety.limits(max_elements=N):`"
+        )
 
 
 def check_output_path(path: str | os.PathLike) -> None:
