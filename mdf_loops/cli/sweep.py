@@ -192,13 +192,16 @@ def _dask_logging(verbosity: int) -> Iterator[None]:
     level = {0: logging.CRITICAL + 1, 1: logging.WARNING, 2: logging.WARNING}.get(
         verbosity, logging.DEBUG
     )
+    import distributed  # noqa: F401 - it sets its loggers' levels when first imported
+
     saved = []
-    for name in _DASK_LOGGERS:
+    known = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in _DASK_LOGGERS]
+    for name in sorted(set(_DASK_LOGGERS).union(known)):
         logger = logging.getLogger(name)
         saved.append((logger, logger.level, logger.handlers[:], logger.propagate))
         logger.handlers[:] = []
         logger.propagate = True
-        logger.setLevel(level)
+        logger.setLevel(level if name in _DASK_LOGGERS else logging.NOTSET)  # as its root
     try:
         with warnings.catch_warnings():
             if not verbosity:

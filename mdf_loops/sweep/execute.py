@@ -47,6 +47,8 @@ def run_batches(
     timeout: float,
 ) -> None:
     """Run every batch on ``client``'s cluster; ``record`` each batch's results as it ends."""
+    from concurrent.futures import CancelledError
+
     from dask.distributed import wait
 
     address = str(getattr(client.scheduler, "address", "of the client"))
@@ -62,6 +64,8 @@ def run_batches(
             except CONNECTION_ERRORS:  # nothing finished within the poll: is the cluster alive?
                 quiet_since = _check_alive(client, address, quiet_since, timeout)
                 continue
+            except CancelledError:  # the client lost the scheduler: Dask cancels every future
+                raise lost(address, "went away during the sweep", timeout) from None
             pending = set(pending_now)
             for future in done:
                 record(_results(future, address, timeout))

@@ -16,6 +16,8 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -171,11 +173,22 @@ def save_dataset(dataset, path: str | os.PathLike) -> None:
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
     os.close(handle)
     try:
-        dataset.to_netcdf(temporary)
+        with _without_cluster():
+            dataset.to_netcdf(temporary)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def _without_cluster() -> Iterator[None]:
+    """Writing and reading here need no Dask cluster: xarray otherwise takes its file lock
+    from the default Dask client's scheduler, which may be the one that just went away."""
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        yield
 
 
 def _save_zarr(dataset, target: Path) -> None:
@@ -187,7 +200,8 @@ def _save_zarr(dataset, target: Path) -> None:
         ) from None
     temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        dataset.to_zarr(temporary, mode="w", consolidated=False)
+        with _without_cluster():
+            dataset.to_zarr(temporary, mode="w", consolidated=False)
         if target.exists():
             old = target.with_name(f".{target.name}.old")
             os.replace(target, old)
@@ -218,7 +232,7 @@ def load_dataset(path: str | os.PathLike, settings: int):
         raise SweepError(
             f"{path}: cannot read it as sweep results ({exc}); choose another output file"
         ) from None
-    with opened as dataset:
+    with opened as dataset, _without_cluster():
         _check_declared_sizes(path, dataset, settings)
         try:
             return dataset.load()
