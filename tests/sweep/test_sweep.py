@@ -274,3 +274,23 @@ def test_cli_sweep_on_a_scheduler_address(client, tmp_path, capsys):
 def test_bad_arguments_raise_one_clear_error(kwargs, message):
     with pytest.raises(SweepError, match=message):
         mdf_loops.sweep(DDM, **kwargs)
+
+
+def test_a_grid_over_sequences_of_different_lengths_equals_numpy(client):
+    rng = np.random.default_rng(3)
+    xs = [rng.normal(size=(steps, 3)) for steps in (30, 20, 25)]
+    result = mdf_loops.sweep(RNN, grid={"x": xs}, inputs={"h0": np.zeros(5)}, client=client,
+                             outputs=["rnn.hidden", "rnn.h_final"], backend="onnxruntime")
+    assert result["rnn.hidden"].shape == (3, 30, 5)  # padded to the longest sequence
+    weights = json.loads(RNN.read_text())["elman_rnn"]["graphs"]["main"]["nodes"]["rnn"][
+        "parameters"]["body"]["value"]["graph_elman_step"]["nodes"]["cell"]["parameters"]
+    W, U, b = (np.array(weights[k]["value"]) for k in ("W", "U", "b"))
+    for k, x in enumerate(xs):
+        h, states = np.zeros(5), []
+        for x_t in x:
+            h = np.tanh(W @ x_t + U @ h + b)
+            states.append(h)
+        got = result["rnn.hidden"].values[k]
+        np.testing.assert_allclose(got[: len(x)], np.array(states), rtol=1e-6)
+        assert np.isnan(got[len(x):]).all()
+        np.testing.assert_allclose(result["rnn.h_final"].values[k], h, rtol=1e-6)
