@@ -29,7 +29,7 @@ def declared_file(path: Path, settings: int, extra: int) -> None:
         f.create_variable("completed", ("accumulate.drift",), "i1")
         f.create_variable("error", ("accumulate.drift",), "i1")
         f.create_variable("ddm.trace", ("accumulate.drift", "ddm.trace_dim0"), "f8",
-                          chunks=(1, 1024))
+                          chunks=(1, min(extra, 1024)))
 
 
 def test_a_resume_file_declaring_ten_billion_values_is_refused_before_it_is_read(tmp_path):
