@@ -37,7 +37,7 @@ from mdf_loops.sweep.results import (
     save_dataset,
 )
 from mdf_loops.sweep.space import SweepSpace, grid_space, sample_space
-from mdf_loops.sweep.worker import SweepTask
+from mdf_loops.sweep.worker import SettingsBatch, SweepTask
 
 if TYPE_CHECKING:
     import xarray
@@ -223,10 +223,13 @@ def _execute(
     threads = wait_for_workers(client, timeout)
     size = batch_size_for(len(pending), threads, batch_size)
     batches = [
-        [
-            (index, {plan.input_of[name]: v for name, v in plan.space.setting(index).items()})
-            for index in pending[k : k + size]
-        ]
+        SettingsBatch.of(
+            [
+                (index, {plan.input_of[name]: v for name, v in plan.space.setting(index).items()})
+                for index in pending[k : k + size]
+            ],
+            size,
+        )
         for k in range(0, len(pending), size)
     ]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from mdf_loops.sweep.cluster import CONNECTION_ERRORS, lost, wait_for_workers, worker_threads
 from mdf_loops.sweep.errors import SweepError
-from mdf_loops.sweep.worker import SettingResult, Settings, SweepTask, run_settings
+from mdf_loops.sweep.worker import SettingResult, SettingsBatch, SweepTask, run_settings
 
 __all__ = ["batch_size_for", "run_batches"]
 
@@ -42,7 +42,7 @@ def batch_size_for(settings: int, threads: int, asked: int | None) -> int:
 def run_batches(
     client: Any,
     task: SweepTask,
-    batches: Sequence[Settings],
+    batches: Sequence[SettingsBatch],
     record: Callable[[list[SettingResult]], None],
     timeout: float,
 ) -> None:

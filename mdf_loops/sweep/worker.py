@@ -20,7 +20,7 @@ from modeci_mdf.mdf import Model
 from mdf_loops.backends import Backend
 from mdf_loops.errors import MdfLoopsError
 
-__all__ = ["SweepTask", "SettingResult", "run_settings"]
+__all__ = ["SweepTask", "SettingResult", "SettingsBatch", "run_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -68,20 +68,54 @@ def _model(task: SweepTask) -> Model:
 Settings = list[tuple[int, dict[str, np.ndarray]]]  # (setting number, {input name: value})
 
 
-def run_settings(task: SweepTask, settings: Settings) -> list[SettingResult]:
+@dataclass(frozen=True)
+class SettingsBatch:
+    """A batch of settings as it travels to a worker: the setting numbers, and each swept
+    input's values stacked along a new first axis where they share one shape (one buffer
+    per input, not one per setting), else listed. ``size`` is the batch size of the sweep:
+    a shorter last batch is padded to it on ``jax``, so one compiled batch serves all."""
+
+    indices: tuple[int, ...]
+    values: dict[str, np.ndarray | list[np.ndarray]]
+    size: int
+
+    @classmethod
+    def of(cls, settings: Settings, size: int) -> SettingsBatch:
+        columns: dict[str, list[np.ndarray]] = {name: [] for name in settings[0][1]}
+        for _, values in settings:
+            for name, column in columns.items():
+                column.append(values[name])
+        stacked = {
+            name: np.stack(column) if len({v.shape for v in column}) == 1 else column
+            for name, column in columns.items()
+        }
+        return cls(tuple(index for index, _ in settings), stacked, size)
+
+    def settings(self) -> Settings:
+        """``(setting number, {input: value})`` for each setting of the batch."""
+        return [
+            (index, {name: column[k] for name, column in self.values.items()})
+            for k, index in enumerate(self.indices)
+        ]
+
+
+def run_settings(task: SweepTask, batch: Settings | SettingsBatch) -> list[SettingResult]:
     """Run each ``(index, {input: value})`` setting of a batch; one result per setting.
 
     A setting whose run raises an :class:`~mdf_loops.MdfLoopsError` (a limit, a
     failing node) or whose outputs hold NaN is recorded as failed; any other
-    exception is a fault, not a result, and ends the batch.
+    exception is a fault, not a result, and ends the batch. On ``jax`` (where
+    ``mdf_loops.run_batch`` exists) the settings of one shape are one vectorised call.
     """
     model = _model(task)
-    if task.backend == "jax":
+    if isinstance(batch, list):
+        batch = SettingsBatch.of(batch, len(batch)) if batch else SettingsBatch((), {}, 0)
+    if task.backend == "jax" and batch.indices:
         import mdf_loops
 
         if hasattr(mdf_loops, "run_batch"):
-            return _run_vectorised(mdf_loops.run_batch, model, task, settings)
-    return [_run_one(model, task, index, values) for index, values in settings]
+            return _run_vectorised(mdf_loops.run_batch, model, task, batch)
+    return [_run_one(model, task, index, values) for index, values in batch.settings()]
 
 
 def _run_one(
@@ -103,18 +137,32 @@ def _run_one(
 
 
 def _run_vectorised(
-    run_batch, model: Model, task: SweepTask, settings: Settings
+    run_batch, model: Model, task: SweepTask, batch: SettingsBatch
 ) -> list[SettingResult]:
-    """The whole batch as one call of ``mdf_loops.run_batch(model, inputs, params)``
-    (shared inputs, and each swept input stacked along a new first axis); settings are
-    rerun one by one to find which failed when it raises. Run options it does not take
-    (it names those it does) make each setting run alone."""
+    """The settings of each shape as one call of ``mdf_loops.run_batch(model, inputs,
+    params)`` (shared inputs, and each swept input stacked along a new first axis, padded
+    to the sweep's batch size); when a call raises, its settings run one by one to find
+    which failed. Run options it does not take make each setting run alone."""
     import inspect
 
+    settings = batch.settings()
     accepted = inspect.signature(run_batch).parameters
     if any(name not in accepted for name in task.run_options):
         return [_run_one(model, task, index, values) for index, values in settings]
-    params = {name: np.stack([values[name] for _, values in settings]) for name in settings[0][1]}
+    groups: dict[tuple, Settings] = {}
+    for index, values in settings:
+        groups.setdefault(tuple(v.shape for v in values.values()), []).append((index, values))
+    results = {}
+    size = batch.size if len(groups) == 1 else 0  # pad a batch of one shape only
+    for group in groups.values():
+        for result in _run_group(run_batch, model, task, group, size):
+            results[result.index] = result
+    return [results[index] for index in batch.indices]
+
+
+def _run_group(run_batch, model: Model, task: SweepTask, group: Settings, size: int):
+    padded = group + [group[-1]] * max(0, size - len(group))  # one compiled batch size
+    params = {name: np.stack([values[name] for _, values in padded]) for name in group[0][1]}
     try:
         outputs = run_batch(
             model, task.inputs, params, backend="jax", graph=task.graph, **task.run_options
@@ -122,14 +170,14 @@ def _run_vectorised(
     except MdfLoopsError as exc:
         log.info(
             "batch of %d settings failed on run_batch (%s); running them one by one",
-            len(settings),
+            len(group),
             exc,
         )
-        return [_run_one(model, task, index, values) for index, values in settings]
+        return [_run_one(model, task, index, values) for index, values in group]
     # an output is stacked along its first axis, or a list where the runs' shapes differ
     return [
         checked_result(index, {name: value[k] for name, value in outputs.items()}, task.outputs)
-        for k, (index, _) in enumerate(settings)
+        for k, (index, _) in enumerate(group)
     ]
 
 
