@@ -11,7 +11,11 @@ Run ``python benchmarks/sweep_bench.py`` (``--help`` for options). Rows:
   (``--scheduler-steps`` on the scheduler backend).
 
 Each row runs on each of ``--backends`` (onnxruntime: runs of about a
-millisecond, where a sweep's fixed costs show; scheduler: tens of milliseconds).
+millisecond, where a sweep's fixed costs show; scheduler: tens of milliseconds;
+jax: a batch of settings is one vectorised call on each worker, against a loop
+of ``run`` on jax), and on local clusters of each of ``--workers`` worker
+processes (default 1, 2 and 4), in one run of the benchmark: the ratios of one
+invocation were measured under the same load.
 
 The cluster is started, and mdf_loops imported on its workers, before timing:
 the sequential peer has imported it too. Each model's first compilation is timed
@@ -78,7 +82,7 @@ def _forget() -> None:
     clear_compiled()
 
 
-def _measure(client, name, runs, seq_runs, sequential, swept, args) -> dict:
+def _measure(client, workers, name, runs, seq_runs, sequential, swept, args) -> dict:
     best_seq = best_sweep = float("inf")
     for _ in range(args.repeat):
         clear_compiled()
@@ -95,14 +99,14 @@ def _measure(client, name, runs, seq_runs, sequential, swept, args) -> dict:
         sweep_cpu = time.process_time() - cpu  # the client and the scheduler
         sweep_cpu += sum(client.run(time.process_time).values()) - workers_cpu
         assert (result["error"] == "").all(), name
-    row = {"workload": name, "runs": runs, "workers": args.workers,
+    row = {"workload": name, "runs": runs, "workers": workers,
            "sequential_runs_per_s": round(seq_runs / best_seq, 1),
            "sweep_runs_per_s": round(runs / best_sweep, 1),
            "sequential_cpu_ms_per_run": round(1000 * seq_cpu / seq_runs, 2),
            "sweep_cpu_ms_per_run": round(1000 * sweep_cpu / runs, 2)}
     row["speedup"] = round(row["sweep_runs_per_s"] / row["sequential_runs_per_s"], 2)
     print(f"{name:26s} {runs:5d} runs: sequential {row['sequential_runs_per_s']:8.1f} "
-          f"runs/s, sweep on {args.workers} workers {row['sweep_runs_per_s']:8.1f} runs/s, "
+          f"runs/s, sweep on {workers} workers {row['sweep_runs_per_s']:8.1f} runs/s, "
           f"x{row['speedup']}; CPU per run {row['sequential_cpu_ms_per_run']} ms vs "
           f"{row['sweep_cpu_ms_per_run']} ms (all sweep processes)", flush=True)
     return row
@@ -110,7 +114,8 @@ def _measure(client, name, runs, seq_runs, sequential, swept, args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", default="1,2,4",
+                        help="comma-separated worker counts, one local cluster each")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--ddm-runs", type=int, default=1000)
     parser.add_argument("--rnn-runs", type=int, default=200)
@@ -120,15 +125,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=100,
                         help="settings the sequential 'ddm drift' peer runs")
     parser.add_argument("--backends", default="onnxruntime,scheduler",
-                        help="comma-separated backends of run (default: onnxruntime,scheduler)")
+                        help="comma-separated backends of run (onnxruntime, scheduler, jax)")
     parser.add_argument("--only", metavar="NAME", help="only the rows whose name starts so")
     parser.add_argument("--json", metavar="FILE", help="also write the rows to this file")
     args = parser.parse_args(argv)
-    from dask.distributed import Client, LocalCluster
 
     rows = []
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
+    for workers in [int(n) for n in args.workers.split(",")]:
+        rows += _on_cluster(workers, args)
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+def _on_cluster(workers: int, args) -> list[dict]:
+    """The rows measured on a local cluster of ``workers`` single-threaded worker processes."""
+    from mdf_loops.sweep.cluster import local_cluster
+
+    rows = []
+    with local_cluster(workers) as client:  # the cluster sweep starts when given no client
         client.run(lambda: __import__("mdf_loops") and None)
         # warm-up: the sweep's own imports (xarray) happen once per process, not per sweep
         mdf_loops.sweep(EXAMPLES / "elman_rnn.json", samples=[{"x": np.ones((2, 3))}] * 2,
@@ -139,13 +155,9 @@ def main(argv: list[str] | None = None) -> int:
                     backend, args.ddm_runs, args.rnn_runs, steps, args.copies):
                 if args.only and not name.startswith(args.only):
                     continue
-                rows.append(_measure(client, f"{name} ({backend})", runs, seq_runs, sequential,
-                                     dict(swept, backend=backend), args))
-
-    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
-    return 0
+                rows.append(_measure(client, workers, f"{name} ({backend})", runs, seq_runs,
+                                     sequential, dict(swept, backend=backend), args))
+    return rows
 
 
 if __name__ == "__main__":

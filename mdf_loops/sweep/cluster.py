@@ -10,14 +10,17 @@ asked for the scheduler's identity, under the timeout, before a client is made.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import concurrent.futures
+import inspect
 import logging
 import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from mdf_loops.sweep.errors import SweepError
@@ -25,6 +28,7 @@ from mdf_loops.sweep.errors import SweepError
 __all__ = [
     "DEFAULT_TIMEOUT",
     "connected",
+    "local_cluster",
     "lost",
     "refuse_in_bootstrap",
     "wait_for_workers",
@@ -62,7 +66,7 @@ def connected(client: Any, timeout: float) -> Iterator[Any]:
     """A Dask client for the block: ``client`` itself, a client of the scheduler at the
     address ``client`` names (closed after), or of a local cluster started for the block."""
     if client is None:
-        with _local_cluster() as local:
+        with local_cluster() as local:
             yield local
     elif isinstance(client, (str, os.PathLike)):
         with _client_at(os.fspath(client), timeout) as remote:
@@ -178,26 +182,53 @@ def _address(client: Any) -> str:
     return str(getattr(scheduler, "address", None) or "of this client")
 
 
+#: Dask settings of the local cluster: no statistical profiler on the workers and slower
+#: health checks, whose CPU, spent by the clock, a sweep of short runs would otherwise pay
+_LOCAL_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "200ms",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
 @contextmanager
-def _local_cluster() -> Iterator[Any]:
-    """A client of a local cluster, one single-threaded worker process per core, its
-    dashboard on 127.0.0.1 only; closed after the block. Dask logs its own cluster's
-    start and stop only at CRITICAL (``silence_logs``, restored when it closes)."""
+def local_cluster(workers: int | None = None) -> Iterator[Any]:
+    """A client of a local cluster on 127.0.0.1 (its dashboard too), closed after the
+    block: ``workers`` (default: one per core) single-threaded worker processes or, when
+    a script calls ``sweep`` outside ``if __name__ == "__main__":`` (a worker process
+    would run the script again), one worker of that many threads in this process. Dask
+    logs its own cluster's start and stop only at CRITICAL (``silence_logs``, restored
+    when it closes); its workers run with :data:`_LOCAL_CONFIG`."""
+    import dask
     from dask.distributed import Client, LocalCluster
 
     refuse_in_bootstrap()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        cluster = LocalCluster(
-            n_workers=cores or 1,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-            silence_logs=logging.CRITICAL,
+    cores = workers or (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    )
+    script = unguarded_script()
+    if script is not None:
+        log.info(
+            "%s calls sweep outside `if __name__ == '__main__':`, so the local cluster runs "
+            "its workers as threads of this process (put the call under that guard for "
+            "worker processes: faster on the scheduler backend)",
+            script,
         )
+    try:
+        with dask.config.set(_LOCAL_CONFIG):  # the workers take the config as they start
+            cluster = LocalCluster(
+                n_workers=1 if script else cores or 1,
+                threads_per_worker=(cores or 1) if script else 1,
+                processes=script is None,
+                dashboard_address="127.0.0.1:0",
+                silence_logs=logging.CRITICAL,
+                # worker processes talk over TCP on loopback; threads in process, not at all
+                **({"host": "127.0.0.1"} if script is None else {}),
+            )
     except Exception as exc:
-        raise SweepError(_start_failure(exc)) from None
+        raise SweepError(_start_failure(exc, processes=script is None)) from None
     try:
         with Client(cluster) as local:
             yield local
@@ -205,11 +236,52 @@ def _local_cluster() -> Iterator[Any]:
         cluster.close()
 
 
-def _start_failure(exc: BaseException) -> str:
+def unguarded_script() -> str | None:
+    """The main script's name when it is running a top-level statement other than an
+    ``if __name__ == "__main__":`` block (so multiprocessing's spawn would run that
+    statement again in each worker process); else None (the call is guarded, or comes
+    from an interactive session, a notebook, or a package's ``__main__``)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec = getattr(main, "__spec__", None)
+    if main is None or path is None or (spec is not None and spec.name.endswith("__main__")):
+        return None
+    frame = inspect.currentframe()
+    while frame is not None and not (
+        frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"
+    ):
+        frame = frame.f_back
+    if frame is None:
+        return None  # the script has finished its top level (a callback, a thread)
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    line = frame.f_lineno
+    for statement in tree.body:
+        if statement.lineno <= line <= (statement.end_lineno or statement.lineno):
+            return None if _is_main_guard(statement) else os.path.basename(path)
+    return None
+
+
+def _is_main_guard(statement: ast.stmt) -> bool:
+    """Whether ``statement`` is ``if __name__ == "__main__":`` (either way round)."""
+    if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
+        return False
+    test = statement.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    texts = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and texts == ["__main__"]
+
+
+def _start_failure(exc: BaseException, processes: bool) -> str:
     """Why the local cluster did not start, and what to do."""
     script = getattr(sys.modules.get("__main__"), "__file__", None)
     cause = " ".join(str(exc).split()) or type(exc).__name__
-    if script is None:
+    if script is None or not processes:
         return f"the local Dask cluster did not start ({cause})"
     return (
         f"the local Dask cluster's workers did not start ({cause}); each worker runs "
