@@ -77,21 +77,18 @@ def sweep(
         samples: instead of ``grid``, a list of ``{name: value}`` settings.
         inputs: the inputs every setting shares.
         outputs: output names to keep (default: all outputs of the graph).
-        backend: as for :func:`mdf_loops.run`; with ``"jax"`` and
-            ``mdf_loops.run_batch`` available, a batch is one vectorised call.
-        client: a ``dask.distributed.Client``, or a scheduler address such as
-            ``"tcp://host:8786"`` (a client of it is made and closed for the sweep);
-            default: a local cluster of one single-threaded worker process per core
-            (its dashboard on 127.0.0.1 only), closed at the end.
+        backend: as for :func:`mdf_loops.run`; on ``"jax"`` a batch is vectorised.
+        client: a ``dask.distributed.Client`` or a scheduler address such as
+            ``"tcp://host:8786"``; default: a local cluster on 127.0.0.1 of one
+            single-threaded worker process per core, closed at the end.
         batch_size: settings per task (default: about four tasks per worker).
         output: a ``.nc`` (netCDF) or ``.zarr`` file. The results are written there
             (also every ``checkpoint_seconds`` while the sweep runs); a sweep whose
             file exists resumes: the settings already in it are skipped.
-        progress: called with (settings done, settings in all) as batches finish.
-        timeout: seconds to wait for the scheduler to answer and for a worker to
-            connect (a WARNING says so after a tenth of it); a scheduler that does not
-            answer, goes away or has no workers for that long ends the sweep with
-            :class:`SweepError`, the settings finished so far kept in ``output``.
+        progress: called with (settings done, settings in all) as batches end.
+        timeout: seconds a wait on the cluster may last (docs/sweeps.md): a scheduler
+            that does not answer, goes away or has no workers for that long ends the
+            sweep with :class:`SweepError`, the settings finished so far in ``output``.
         run_options: passed to :func:`mdf_loops.run` (``trusted``, ``max_iterations``...).
 
     Returns:
@@ -100,18 +97,14 @@ def sweep(
         setting ran; a setting that raised an :class:`~mdf_loops.MdfLoopsError`
         or gave NaN is recorded there, not raised) and ``completed``.
     """
-    _require_extra()
-    if client is None:
-        refuse_in_bootstrap()  # a worker process importing an unguarded script
-    _check_timeout(timeout)
+    _check_call(client, timeout)
     plan = _plan(model, grid, samples, inputs, outputs, backend, graph, run_options)
     table = _resumed_table(plan, output)
-    pending = table.pending
-    if pending:
+    if table.pending:
         saver = _Checkpoints(table, output, checkpoint_seconds)
         with connected(client, timeout) as active:
             try:
-                _execute(plan, table, pending, active, batch_size, progress, saver, timeout)
+                _execute(plan, table, active, batch_size, progress, saver, timeout)
             finally:
                 saver.save()  # from the table alone: needs no scheduler
     elif output is not None:
@@ -119,7 +112,12 @@ def sweep(
     return table.to_dataset()
 
 
-def _check_timeout(timeout: Any) -> None:
+def _check_call(client: Any, timeout: Any) -> None:
+    """What needs no model: the extra is installed, this is no worker process running an
+    unguarded script again, and ``timeout`` is a positive number of seconds."""
+    _require_extra()
+    if client is None:
+        refuse_in_bootstrap()
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise SweepError(f"timeout must be a positive number of seconds, not {timeout!r}")
     if not math.isfinite(timeout):
@@ -213,13 +211,13 @@ def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) ->
 def _execute(
     plan: _Plan,
     table: ResultTable,
-    pending: list[int],
     client: Any,
     batch_size: int | None,
     progress: Progress | None,
     saver: _Checkpoints,
     timeout: float,
 ) -> None:
+    pending = table.pending
     threads = wait_for_workers(client, timeout)
     size = batch_size_for(len(pending), threads, batch_size)
     batches = [
