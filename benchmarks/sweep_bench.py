@@ -19,7 +19,8 @@ invocation were measured under the same load.
 
 The cluster is started, and mdf_loops imported on its workers, before timing:
 the sequential peer has imported it too. Each model's first compilation is timed
-on both sides. Best of ``--repeat`` rounds, the two sides interleaved. CPU time
+on both sides (each worker compiles its own), unless ``--warm`` keeps compiled
+models between rounds on both sides. Best of ``--repeat`` rounds, the two sides interleaved. CPU time
 per run (this process, which holds the scheduler, plus the workers) shows the
 sweep's overhead even on a loaded machine, where wall-clock ratios say little.
 """
@@ -85,12 +86,14 @@ def _forget() -> None:
 def _measure(client, workers, name, runs, seq_runs, sequential, swept, args) -> dict:
     best_seq = best_sweep = float("inf")
     for _ in range(args.repeat):
-        clear_compiled()
+        if not args.warm:
+            clear_compiled()
         start, cpu = time.perf_counter(), time.process_time()
         sequential()
         best_seq = min(best_seq, time.perf_counter() - start)
         seq_cpu = time.process_time() - cpu
-        client.run(_forget)  # nothing loaded or compiled on the workers
+        if not args.warm:
+            client.run(_forget)  # nothing loaded or compiled on the workers
         workers_cpu = sum(client.run(time.process_time).values())
         start, cpu = time.perf_counter(), time.process_time()
         result = mdf_loops.sweep(swept["model"], samples=swept["samples"], client=client,
@@ -127,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default="onnxruntime,scheduler",
                         help="comma-separated backends of run (onnxruntime, scheduler, jax)")
     parser.add_argument("--only", metavar="NAME", help="only the rows whose name starts so")
+    parser.add_argument("--warm", action="store_true",
+                        help="keep compiled models between rounds on both sides (a cluster "
+                             "kept between sweeps); the best round is then a warm one")
     parser.add_argument("--json", metavar="FILE", help="also write the rows to this file")
     args = parser.parse_args(argv)
 

@@ -86,7 +86,7 @@ def _client_at(address: str, timeout: float) -> Iterator[Any]:
 
     _ask_identity(address, timeout)
     try:
-        remote = Client(address, timeout=timeout)
+        remote = Client(address, timeout=timeout, set_as_default=False)
     except CONNECTION_ERRORS as exc:
         raise lost(address, f"did not accept a client ({exc})", timeout) from None
     try:
@@ -230,7 +230,7 @@ def local_cluster(workers: int | None = None) -> Iterator[Any]:
     except Exception as exc:
         raise SweepError(_start_failure(exc, processes=script is None)) from None
     try:
-        with Client(cluster) as local:
+        with Client(cluster, set_as_default=False) as local:
             yield local
     finally:
         cluster.close()

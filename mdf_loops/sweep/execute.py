@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 #: seconds between checks on the scheduler while no batch finishes
 _POLL = 1.0
+#: seconds between looks at the batches (a batch is many settings: this adds little)
+_NAP = 0.02
 
 
 def batch_size_for(settings: int, threads: int, asked: int | None) -> int:
@@ -47,31 +49,30 @@ def run_batches(
     timeout: float,
 ) -> None:
     """Run every batch on ``client``'s cluster; ``record`` each batch's results as it ends."""
-    from concurrent.futures import CancelledError
-
-    from dask.distributed import wait
+    from dask.distributed import as_completed
 
     address = str(getattr(client.scheduler, "address", "of the client"))
     try:
-        pending = {client.submit(run_settings, task, batch, pure=False) for batch in batches}
+        futures = [client.submit(run_settings, task, batch, pure=False) for batch in batches]
     except CONNECTION_ERRORS as exc:
         raise lost(address, f"did not take the work ({type(exc).__name__})", timeout) from None
+    finished = as_completed(futures, loop=client.loop)  # not Dask's default client
     try:
-        quiet_since = time.monotonic()
-        while pending:
-            try:
-                done, pending_now = wait(pending, timeout=_POLL, return_when="FIRST_COMPLETED")
-            except CONNECTION_ERRORS:  # nothing finished within the poll: is the cluster alive?
-                quiet_since = _check_alive(client, address, quiet_since, timeout)
-                continue
-            except CancelledError:  # the client lost the scheduler: Dask cancels every future
-                raise lost(address, "went away during the sweep", timeout) from None
-            pending = set(pending_now)
+        quiet_since = checked = time.monotonic()
+        while not finished.is_empty():
+            done = finished.next_batch(block=False)
             for future in done:
                 record(_results(future, address, timeout))
-            quiet_since = time.monotonic()
+            now = time.monotonic()
+            if done:
+                quiet_since = checked = now
+            elif now - checked >= _POLL:  # nothing finished for a while: is the cluster alive?
+                quiet_since = _check_alive(client, address, quiet_since, timeout)
+                checked = time.monotonic()
+            else:
+                time.sleep(_NAP)
     finally:
-        for future in pending:
+        for future in futures:
             future.release()  # the scheduler forgets what nobody waits for
 
 

@@ -143,11 +143,18 @@ def test_the_local_cluster_listens_on_loopback_only():
     psutil = pytest.importorskip("psutil")  # a dependency of distributed
     from mdf_loops.sweep.cluster import local_cluster
 
+    me = psutil.Process()
+
+    def listening(processes):
+        return [c for p in processes for c in p.net_connections(kind="inet")
+                if c.status == psutil.CONN_LISTEN]
+
+    before = {c.laddr for c in listening([me])}
+    others = set(me.children(recursive=True))  # other tests' dask processes
     with local_cluster(2) as client:
         assert len(client.scheduler_info()["workers"]) == 2
-        me = psutil.Process()
-        sockets = [c for p in [me, *me.children(recursive=True)]
-                   for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+        ours = [p for p in me.children(recursive=True) if p not in others]
+        sockets = [c for c in listening([me, *ours]) if c.laddr not in before]
     assert len(sockets) >= 3  # the scheduler, its dashboard, each worker
     assert {c.laddr.ip for c in sockets} == {"127.0.0.1"}
 
