@@ -30,6 +30,7 @@ __all__ = [
     "connected",
     "local_cluster",
     "lost",
+    "no_workers",
     "refuse_in_bootstrap",
     "wait_for_workers",
     "worker_threads",
@@ -160,11 +161,7 @@ def wait_for_workers(client: Any, timeout: float) -> int:
         if threads:
             return threads
         if waited >= timeout:
-            raise SweepError(
-                f"the Dask scheduler at {_address(client)} has no workers: none connected "
-                f"within {timeout:g} s (the sweep's timeout); start some with "
-                f"`dask worker {_address(client)}`, or give the sweep a longer timeout"
-            )
+            raise no_workers(client, timeout)
         if not warned and waited >= _WARN_AFTER * timeout:
             log.warning(
                 "the Dask scheduler at %s has no workers; the sweep waits up to %g s more "
@@ -175,6 +172,17 @@ def wait_for_workers(client: Any, timeout: float) -> int:
             )
             warned = True
         time.sleep(min(0.25, timeout / 20))
+
+
+def no_workers(client: Any, timeout: float) -> SweepError:
+    """The error of a sweep whose scheduler has had no workers for ``timeout`` seconds."""
+    address = _address(client)
+    return SweepError(
+        f"the Dask scheduler at {address} has no workers: none connected within "
+        f"{timeout:g} s (the sweep's timeout); the settings finished so far are kept (in "
+        f"the output file, if given); start workers with `dask worker {address}`, or give "
+        "the sweep a longer timeout"
+    )
 
 
 def _address(client: Any) -> str:

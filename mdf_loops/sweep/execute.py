@@ -16,7 +16,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mdf_loops.sweep.cluster import CONNECTION_ERRORS, lost, wait_for_workers, worker_threads
+from mdf_loops.sweep.cluster import (
+    CONNECTION_ERRORS,
+    lost,
+    no_workers,
+    wait_for_workers,
+    worker_threads,
+)
 from mdf_loops.sweep.errors import SweepError
 from mdf_loops.sweep.worker import SettingResult, SettingsBatch, SweepTask, run_settings
 
@@ -85,7 +91,7 @@ def _check_alive(client: Any, address: str, quiet_since: float, timeout: float) 
         return time.monotonic()
     left = timeout - (time.monotonic() - quiet_since)
     if left <= 0:
-        wait_for_workers(client, 0)  # raises the no-workers error
+        raise no_workers(client, timeout)
     log.warning("the Dask scheduler at %s has lost all its workers; waiting for one", address)
     wait_for_workers(client, left)
     return time.monotonic()

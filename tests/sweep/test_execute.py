@@ -145,3 +145,29 @@ def test_batch_sizes(settings, threads, asked, expected):
 def test_bad_batch_sizes_are_refused(asked):
     with pytest.raises(SweepError, match="batch_size must be"):
         batch_size_for(10, 2, asked)
+
+
+def test_losing_every_worker_keeps_the_finished_settings_and_raises_once(dask_processes,
+                                                                        tmp_path, caplog):
+    import logging
+
+    dask_processes.start_scheduler()
+    dask_processes.start_workers(1)
+    output = tmp_path / "orphaned.nc"
+    seen = []
+
+    def kill_the_worker(done, total):
+        seen.append(done)
+        if len(seen) == 2:
+            dask_processes.kill(dask_processes.workers[0])
+
+    shared = noise(15)
+    with caplog.at_level(logging.WARNING, logger="mdf_loops"), \
+            pytest.raises(SweepError, match="has no workers") as raised:
+        mdf_loops.sweep(DDM, grid={"accumulate.drift": DRIFTS}, inputs={"noise": shared},
+                        client=dask_processes.address, batch_size=1, backend="scheduler",
+                        output=output, progress=kill_the_worker, timeout=5)
+    assert "settings finished so far are kept" in str(raised.value)
+    assert any("lost all its workers" in r.getMessage() for r in caplog.records)
+    saved = xr.load_dataset(output)
+    assert check_against_numpy(saved, shared) == seen[-1] >= 2
