@@ -115,6 +115,11 @@ def parse_values(text: str) -> list[float] | list[int]:
         start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
         if count < 1:
             raise ValueError(f"COUNT must be at least 1, got {count}")
+        from mdf_loops.ops.common import current_limits
+
+        limit = current_limits().max_sweep_settings
+        if count > limit:  # refused before the values are built
+            raise ValueError(f"COUNT {count:,} is more than a sweep's {limit:,} settings")
         return [start + (stop - start) * k / max(count - 1, 1) for k in range(count)]
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:

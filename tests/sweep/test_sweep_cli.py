@@ -26,6 +26,9 @@ def test_parse_values():
     for bad in ("1:2", "a,b", "1:2:0", ""):
         with pytest.raises(ValueError):
             parse_values(bad)
+    with pytest.raises(ValueError, match="COUNT 10,000,000,000 is more than a sweep's "
+                                         "10,000,000 settings"):
+        parse_values("0:1:10000000000")  # refused before 10**10 values are listed
 
 
 def test_bad_param_option_is_one_usage_error(capsys):
