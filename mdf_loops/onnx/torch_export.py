@@ -134,8 +134,11 @@ def export_module(
 def _torchscript_onnx(script, args, input_names, output_names, output_ranks) -> onnx.ModelProto:
     import torch
 
-    dynamic = {n: list(range(a.dim())) for n, a in zip(input_names, args, strict=True)}
-    dynamic |= {n: list(range(r)) for n, r in zip(output_names, output_ranks, strict=True)}
+    ranks = [a.dim() for a in args] + list(output_ranks)
+    names = [*input_names, *output_names]
+    dynamic = {
+        n: {axis: f"{n}_{axis}" for axis in range(r)} for n, r in zip(names, ranks, strict=True)
+    }
     buffer = io.BytesIO()
     try:
         torch.onnx.export(
