@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import re
 from pathlib import Path
 
@@ -22,6 +23,8 @@ def test_python_blocks_run(path, tmp_path, monkeypatch):
     blocks = _blocks(path)
     if path.name == "jax.md":
         pytest.importorskip("jax")  # the optional extra mdf-loops[jax]
+    if path.name == "pytorch.md":
+        pytest.importorskip("torch")  # PyTorch, optional
     if path.name == "timeloops.md" and not INPUT_DEFAULTS:
         pytest.skip("time loops need modeci-mdf >= 0.4.14 (InputPort.default_value, reduce)")
     if not blocks:
@@ -30,8 +33,11 @@ def test_python_blocks_run(path, tmp_path, monkeypatch):
     monkeypatch.setenv("MDF_LOOPS_DOCS_TMP", str(tmp_path))
     namespace: dict = {"__name__": f"docs_{path.stem}"}
     for number, source in enumerate(blocks, 1):
+        name = f"{path.name} block {number}"
+        # the source, where tracebacks and inspect.getsource look (torch.jit.script does)
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
         try:
-            exec(compile(source, f"{path.name} block {number}", "exec"), namespace)
+            exec(compile(source, name, "exec"), namespace)
         except Exception as exc:
             raise AssertionError(f"{path.name}, python block {number} failed: "
                                  f"{type(exc).__name__}: {exc}") from exc
