@@ -55,7 +55,7 @@ def from_pytorch(
     ``output_names`` to ``output_0``, ``output_1``, ... The module is run in
     evaluation mode and left as it was given.
     """
-    torch = _import_torch()
+    torch = import_torch()
     if not isinstance(module, torch.nn.Module):
         raise ModelError(
             f"from_pytorch expects a torch.nn.Module, got {type(module).__name__}; wrap a "
@@ -64,7 +64,8 @@ def from_pytorch(
     name = repr(getattr(module, "original_name", None) or type(module).__name__)
     _refuse_traced(module, name, torch)
     args = _example_tensors(example_args, name, torch)
-    inputs = _names(input_names, _forward_parameters(module, len(args)), "input_names", name)
+    _refuse_fewer_arguments(module, args, name)
+    inputs = _names(input_names, forward_parameters(module, len(args)), "input_names", name)
     with _evaluation_mode(module), quiet_torch():
         outputs = _deterministic_outputs(module, args, name, torch)
         names_out = [f"output_{i}" for i in range(len(outputs))]
@@ -75,7 +76,8 @@ def from_pytorch(
     return onnx_to_mdf(exported.proto, model_id=name.strip("'"))
 
 
-def _import_torch():
+def import_torch() -> Any:
+    """The torch module, or a ModelError that says how to install it."""
     try:
         import torch
     except ImportError:
@@ -111,8 +113,19 @@ def _example_tensors(example_args, name: str, torch) -> tuple:
     return tuple(args)
 
 
-def _forward_parameters(module, count: int) -> list[str]:
-    """The names of ``forward``'s first ``count`` parameters (``input_i`` where unknown)."""
+def _refuse_fewer_arguments(module, args: tuple, name: str) -> None:
+    parameters = forward_parameters(module)
+    if len(args) < len(parameters):
+        raise ModelError(
+            f"module {name}: forward takes {', '.join(parameters)}, example_args gives "
+            f"{len(args)}; give each as a tensor (torch's exporters need every argument, "
+            "those with a default too)"
+        )
+
+
+def forward_parameters(module, count: int | None = None) -> list[str]:
+    """The names of ``forward``'s positional parameters, the first ``count`` of them if
+    given (``input_i`` where unknown)."""
     schema = getattr(getattr(module, "forward", None), "schema", None)
     if schema is not None:  # a ScriptModule: its compiled signature
         names = [a.name for a in schema.arguments][1:]
@@ -123,8 +136,9 @@ def _forward_parameters(module, count: int) -> list[str]:
             parameters = []
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         names = [p.name for p in parameters if p.kind in positional]
-    names = names[:count]
-    return names + [f"input_{i}" for i in range(len(names), count)]
+    if count is None:
+        return names
+    return names[:count] + [f"input_{i}" for i in range(len(names), count)]
 
 
 def _names(given: Sequence[str] | None, default: list[str], what: str, name: str) -> list[str]:

@@ -166,6 +166,11 @@ class _ReturnsDict(torch.nn.Module):
         return {"y": x}
 
 
+class _WithADefault(torch.nn.Module):
+    def forward(self, x, scale: float = 2.0):
+        return scale * x
+
+
 class _PythonWhileOnAValue(torch.nn.Module):
     """A while on a tensor's value, in code TorchScript does not compile (``*rest``)."""
 
@@ -189,6 +194,7 @@ class _PythonWhileOnAValue(torch.nn.Module):
         (ElmanRNN(), (torch.zeros(3, 2), torch.zeros(4)), {}, "fails on example_args"),
         (_Noisy(), (torch.zeros(3),), {}, "two calls on the same example give different"),
         (_ReturnsDict(), (torch.zeros(3),), {}, "forward returned dict"),
+        (_WithADefault(), (torch.zeros(3),), {}, "forward takes x, scale, example_args gives 1"),
     ],
 )
 def test_bad_input_is_one_model_error_naming_the_cause(module, args, options, says):
