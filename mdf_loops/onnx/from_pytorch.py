@@ -22,7 +22,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.errors import ModelError
 from mdf_loops.onnx.import_ import onnx_to_mdf
-from mdf_loops.onnx.torch_check import check_other_lengths, flat_outputs
+from mdf_loops.onnx.torch_check import check_other_lengths, copies, flat_outputs
 from mdf_loops.onnx.torch_export import export_module, first_line, quiet_torch
 
 __all__ = ["from_pytorch"]
@@ -63,7 +63,7 @@ def from_pytorch(
         )
     name = repr(getattr(module, "original_name", None) or type(module).__name__)
     _refuse_traced(module, name, torch)
-    args = _example_tensors(example_args, name, torch)
+    args = copies(_example_tensors(example_args, name, torch))  # the user's stay as given
     _refuse_fewer_arguments(module, args, name)
     inputs = _names(input_names, forward_parameters(module, len(args)), "input_names", name)
     with _evaluation_mode(module), quiet_torch():
@@ -169,8 +169,8 @@ def _deterministic_outputs(module, args: tuple, name: str, torch) -> list:
     """The module's outputs at the example, which a second call must repeat."""
     try:
         with torch.no_grad():
-            first = flat_outputs(module(*args), name)
-            second = flat_outputs(module(*args), name)
+            first = flat_outputs(module(*copies(args)), name)
+            second = flat_outputs(module(*copies(args)), name)
     except ModelError:
         raise
     except Exception as exc:  # the module's own error on its example

@@ -24,7 +24,7 @@ import onnx
 from mdf_loops.errors import ModelError
 from mdf_loops.onnx.torch_export import LOOP_ADVICE, first_line
 
-__all__ = ["flat_outputs", "check_other_lengths"]
+__all__ = ["flat_outputs", "check_other_lengths", "copies"]
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,13 @@ def _eager(module, args: tuple, name: str) -> list:
     import torch
 
     with torch.no_grad():
-        return flat_outputs(module(*args), name)
+        return flat_outputs(module(*copies(args)), name)
+
+
+def copies(args: tuple) -> tuple:
+    """Fresh copies of tensors, so that a forward that writes into its arguments changes
+    neither the user's tensors nor the next call's."""
+    return tuple(a.detach().clone() for a in args)
 
 
 def _grown(arg, axis: int):

@@ -145,6 +145,22 @@ def test_the_module_is_left_in_its_mode_and_nothing_reaches_the_terminal(capfd, 
     assert any("torch warned" in r.getMessage() for r in caplog.records)  # torch's, logged
 
 
+class _WritesIntoItsArgument(torch.nn.Module):
+    def forward(self, x):
+        x.mul_(2.0)
+        for _ in range(x.shape[0]):
+            x = x + 1.0
+        return x
+
+
+def test_a_forward_that_writes_into_its_arguments_changes_nothing_the_user_gave():
+    example = torch.ones(3)
+    model = mdf_loops.from_pytorch(_WritesIntoItsArgument(), (example,))
+    assert torch.equal(example, torch.ones(3))
+    got = mdf_loops.run(model, {"x": np.ones(5, np.float32)})["output_0"]
+    np.testing.assert_array_equal(got, np.full(5, 7.0, np.float32))  # 2 * 1 + 5
+
+
 def test_import_mdf_loops_and_the_name_from_pytorch_import_no_torch():
     code = "import sys, mdf_loops; mdf_loops.from_pytorch; print('torch' in sys.modules)"
     result = subprocess.run(
