@@ -100,3 +100,39 @@ def test_torchs_higher_order_while_loop_comes_in_through_the_dynamo_exporter(tmp
             got = mdf_loops.run(str(path), feeds, backend=backend)
             np.testing.assert_allclose(got["x"], want[0], rtol=1e-6, err_msg=backend)
             assert int(got["t"]) == int(want[1]), backend
+
+
+class HigherOrderRNN(torch.nn.Module):
+    """h_t = tanh(x_t W + h_{t-1}) written with torch's higher-order scan."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([[0.5, -0.3], [0.2, 0.4]]))
+
+    def forward(self, x, h0):
+        try:
+            from torch._higher_order_ops.scan import scan
+        except ImportError:
+            pytest.skip("this torch has no higher-order scan")
+
+        def step(h, xt):
+            h = torch.tanh(xt @ self.w + h)
+            return h, h.clone()
+
+        return scan(step, h0, x)
+
+
+def test_torchs_higher_order_scan_comes_in_as_a_scan_node():
+    pytest.importorskip("onnxscript")
+    module = HigherOrderRNN()
+    g = torch.Generator().manual_seed(4)
+    model = mdf_loops.from_pytorch(module, (torch.randn(5, 2, generator=g), torch.zeros(2)))
+    functions = {next(iter(p.function)) if isinstance(p.function, dict) else p.function
+                 for n in model.graphs[0].nodes for p in n.parameters or [] if p.function}
+    assert "onnx::Scan" in functions
+    for length, backend in ((1, "scheduler"), (9, "onnxruntime"), (50, "onnxruntime")):
+        x, h0 = torch.randn(length, 2, generator=g), torch.randn(2, generator=g)
+        want = [t.detach().numpy() for t in module(x, h0)]
+        got = mdf_loops.run(model, {"x": x.numpy(), "h0": h0.numpy()}, backend=backend)
+        for have, expected in zip(got.values(), want, strict=True):
+            np.testing.assert_allclose(have, expected, rtol=1e-5, atol=1e-6)
