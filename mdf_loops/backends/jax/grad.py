@@ -102,7 +102,7 @@ def prepare(
 def value_and_grad(
     model: Model | Any,
     of: Objective,
-    wrt: Sequence[str],
+    wrt: str | Sequence[str],
     inputs: Mapping[str, Any] | None = None,
     *,
     graph: str | None = None,
@@ -115,8 +115,9 @@ def value_and_grad(
         model: an MDF ``Model`` or a path (as for :func:`mdf_loops.run`).
         of: an output name whose value is a scalar, or ``loss(outputs) -> scalar``
             written with ``jax.numpy`` over the outputs by name.
-        wrt: graph input names and constant parameters (``"node.parameter"``, or a
-            parameter id that occurs once), at any depth of loop bodies.
+        wrt: a name or a list of names: graph inputs and constant parameters
+            (``"node.parameter"``, or a parameter id that occurs once), at any depth of
+            loop bodies.
         inputs: the graph inputs; a parameter given here replaces its model value.
         max_iterations: bound of a Loop stopped by its condition (its differentiable
             form costs one body evaluation per possible iteration, in blocks).
@@ -127,7 +128,7 @@ def value_and_grad(
     from mdf_loops import ops
     from mdf_loops.backends.jax.precision import x64
 
-    names = list(wrt)
+    names = [wrt] if isinstance(wrt, str) else list(wrt)  # one name, not its characters
     changed = {} if max_iterations is None else {"max_iterations": max_iterations}
     with ops.limits(**changed):
         limits = None if trusted else ops.current_limits()
@@ -182,7 +183,7 @@ def _evaluate(lowered, static, dynamic, of, wrt: list[str]) -> tuple[Any, int, d
 def grad(
     model: Model | Any,
     of: Objective,
-    wrt: Sequence[str],
+    wrt: str | Sequence[str],
     inputs: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> dict[str, np.ndarray]:

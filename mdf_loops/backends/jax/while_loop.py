@@ -62,7 +62,11 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
         return go if dynamic_trips is None else go & (i < dynamic_trips)
 
     i0 = jnp.asarray(0, jnp.int64)
-    if ev.mode == "grad":
+    if rows == 0:  # a trip count of 0 (or max_iterations=0): no iteration can run
+        shapes = jax.eval_shape(lambda v: run_body(i0, keep0, v)[2], values0)
+        produced = tuple(jnp.zeros((0,) + s.shape, s.dtype) for s in shapes)
+        i, keep, values, flag = i0, keep0, values0, jnp.int32(0)
+    elif ev.mode == "grad":
         i, keep, values, produced, flag = _masked_scan(run_body, active, i0, keep0, values0, rows)
     else:
         shapes = jax.eval_shape(lambda v: run_body(i0, keep0, v)[2], values0)

@@ -236,3 +236,11 @@ def test_a_loop_with_only_a_condition_is_differentiated_past_the_first_block():
     value, grads = mdf_loops.value_and_grad(model, "x_final", ["x0"], inputs)
     assert value == np.float32(6000.25)
     np.testing.assert_allclose(grads["x0"], 1.0)
+
+
+def test_wrt_given_as_one_string_names_one_input():
+    x = np.array([1.0, 2.0, -1.0])
+    model = mdf_model(expression_node("amplify", ["xy"], {"y": "gain * xy * xy"}, {"gain": 3.0}))
+    grads = mdf_loops.grad(model, lambda out: out["amplify.y"].sum(), "xy", {"xy": x})
+    assert list(grads) == ["xy"]
+    np.testing.assert_allclose(grads["xy"], 2 * 3.0 * x)
