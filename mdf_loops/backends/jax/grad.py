@@ -61,6 +61,7 @@ def lift(
     their model values unless ``inputs`` gives them. The rewritten model is cached.
     """
     from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
+    from mdf_loops.model.constants import plain_constants
     from mdf_loops.model.interface import graph_interface
     from mdf_loops.run import _select_graph, _verify, load_model
 
@@ -73,8 +74,11 @@ def lift(
         return model, dict(inputs), {n: n for n in names}, target.id
 
     def lifted() -> tuple:
-        sites = resolve(target, parameter_names)
-        return (*parameters_as_inputs(model, target.id, sites), sites)
+        plain, addresses = plain_constants(model, target.id, parameter_names)
+        plain_target = next(g for g in plain.graphs if g.id == target.id)
+        found = resolve(plain_target, [addresses.get(n, n) for n in parameter_names])
+        sites = {n: found[addresses.get(n, n)] for n in parameter_names}
+        return (*parameters_as_inputs(plain, target.id, sites), sites)
 
     rewritten, renamed, sites = _LIFTED.get(model, (target.id, tuple(parameter_names)), lifted)
     feed = dict(inputs)
