@@ -81,9 +81,10 @@ def plain_constants(
         if node.id in found.values():
             value = _constant_value(node)
             assert value is not None
-            node.parameters = [Parameter(id=node.id, value=value.value)]
-    for name, node_id in found.items():
-        addresses[name] = f"{node_id}.{node_id}"
+            (port,) = node.output_ports  # the ONNX name: the parameter's name too
+            node.parameters = [Parameter(id=port.id, value=value.value)]
+            port.value = port.id
+            addresses.update({n: f"{node.id}.{port.id}" for n, i in found.items() if i == node.id})
     return model, addresses
 
 

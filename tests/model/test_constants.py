@@ -110,8 +110,8 @@ def test_the_given_model_is_left_as_it_was():
     before = model.to_json()
     plain, addresses = plain_constants(model, model.graphs[0].id, ["Wx", "b", "nothing"])
     assert model.to_json() == before
-    assert plain is not model and addresses == {"Wx": "Wx_constant.Wx_constant",
-                                                "b": "b_constant.b_constant"}
+    assert plain is not model and addresses == {"Wx": "Wx_constant.Wx",
+                                                "b": "b_constant.b"}
     assert constant_names(model.graphs[0]) == ["Wh", "Wx", "b"]
     assert plain_constants(model, model.graphs[0].id, ["nothing"]) == (model, {})
 

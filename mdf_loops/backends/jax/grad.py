@@ -17,8 +17,13 @@ import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache
+from mdf_loops.backends.jax.compiled import cached_compile, jax_errors
+from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
 from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
 from mdf_loops.errors import IterationLimitError, ModelError
+from mdf_loops.model.constants import plain_constants
+from mdf_loops.model.inputs import check_inputs
+from mdf_loops.model.interface import graph_interface
 from mdf_loops.ops.common import Limits
 
 __all__ = ["value_and_grad", "grad", "prepare", "lift"]
@@ -32,23 +37,26 @@ _LIFTED: CompileCache[tuple] = CompileCache()
 class _Outputs(dict):
     """Outputs handed to an objective; names a Loop scan output of run-time length clearly."""
 
-    def __init__(self, values: Mapping[str, Any], ragged: set[str]):
+    def __init__(self, values: Mapping[str, Any], ragged: Mapping[str, str]):
         super().__init__(values)
-        self.ragged = ragged
+        self.ragged = ragged  # output name -> why its length is only known at run time
 
     def __missing__(self, name: str) -> Any:
         if name in self.ragged:
             raise ModelError(
-                f"output '{name}' is a Loop scan output whose length is decided at "
-                "run time; it cannot be differentiated or batched (give the Loop a "
-                "trip count and no condition, or use its loop-carried values)"
+                f"output '{name}' is a Loop scan output whose length is decided at run "
+                f"time, so it cannot be differentiated: {self.ragged[name]} "
+                "(or use the Loop's loop-carried values)"
             )
-        raise KeyError(name)
+        raise ModelError(
+            f"the objective reads '{name}', which is not an output; outputs: "
+            f"{sorted(set(self) | set(self.ragged))}"
+        )
 
 
 def lift(
     model: Model | Any,
-    inputs: Mapping[str, Any],
+    inputs: Mapping[str, Any] | None,
     names: Sequence[str],
     *,
     graph: str | None = None,
@@ -57,39 +65,46 @@ def lift(
     """``(model, feed, input name by name, graph id)`` with ``names`` as graph inputs.
 
     Names that are graph inputs stay inputs; the others must be constant parameters
-    (``"node.parameter"`` or a parameter id found once) and become inputs holding
-    their model values unless ``inputs`` gives them. The rewritten model is cached.
+    (``"node.parameter"`` or a parameter id found once) or imported ONNX constants
+    (:mod:`mdf_loops.model.constants`), and become inputs holding their model values
+    unless ``inputs`` gives them. The rewritten model is cached. ``feed`` has passed
+    the input checks of every entry point (:func:`mdf_loops.model.inputs.check_inputs`).
     """
-    from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
-    from mdf_loops.model.constants import plain_constants
-    from mdf_loops.model.interface import graph_interface
     from mdf_loops.run import _select_graph, _verify, load_model
 
     model = load_model(model)
     _verify(model, trusted)
     target = _select_graph(model, graph)
     interface = graph_interface(target)
+    if not isinstance(inputs, Mapping):  # refused as run refuses it
+        check_inputs(target, interface.inputs, inputs)
     parameter_names = [n for n in names if n not in interface.inputs]
     if not parameter_names:
-        return model, dict(inputs), {n: n for n in names}, target.id
-
-    def lifted() -> tuple:
-        plain, addresses = plain_constants(model, target.id, parameter_names)
-        plain_target = next(g for g in plain.graphs if g.id == target.id)
-        found = resolve(plain_target, [addresses.get(n, n) for n in parameter_names])
-        sites = {n: found[addresses.get(n, n)] for n in parameter_names}
-        return (*parameters_as_inputs(plain, target.id, sites), sites)
-
-    rewritten, renamed, sites = _LIFTED.get(model, (target.id, tuple(parameter_names)), lifted)
-    feed = dict(inputs)
+        feed = check_inputs(target, interface.inputs, inputs)
+        return model, feed, {n: n for n in names}, target.id
+    rewritten, renamed, sites = _LIFTED.get(
+        model, (target.id, tuple(parameter_names)), lambda: _lifted(model, target, parameter_names)
+    )
+    feed = dict(inputs or {})
     for name in parameter_names:
         feed.setdefault(renamed[name], feed.pop(name, sites[name].value))
+    lifted_target = _select_graph(rewritten, target.id)
+    feed = check_inputs(lifted_target, graph_interface(lifted_target).inputs, feed)
     return rewritten, feed, {n: renamed.get(n, n) for n in names}, target.id
+
+
+def _lifted(model: Model, target: Any, names: list[str]) -> tuple:
+    """``(model copy, input name by name, site by name)``: ``names`` made graph inputs."""
+    plain, addresses = plain_constants(model, target.id, names)
+    plain_target = next(g for g in plain.graphs if g.id == target.id)
+    found = resolve(plain_target, [addresses.get(n, n) for n in names])
+    sites = {n: found[addresses.get(n, n)] for n in names}
+    return (*parameters_as_inputs(plain, target.id, sites), sites)
 
 
 def prepare(
     model: Model | Any,
-    inputs: Mapping[str, Any],
+    inputs: Mapping[str, Any] | None,
     names: Sequence[str],
     *,
     graph: str | None = None,
@@ -97,8 +112,6 @@ def prepare(
     limits: Limits | None = None,
 ):
     """``(lowered, feed, input name by name)``: :func:`lift`, then lowered to JAX (cached)."""
-    from mdf_loops.backends.jax.compiled import cached_compile
-
     rewritten, feed, renamed, graph_id = lift(model, inputs, names, graph=graph, trusted=trusted)
     return cached_compile(rewritten, feed, graph=graph_id, limits=limits), feed, renamed
 
@@ -137,7 +150,7 @@ def value_and_grad(
     with ops.limits(**changed):
         limits = None if trusted else ops.current_limits()
         lowered, feed, renamed = prepare(
-            model, inputs or {}, names, graph=graph, trusted=trusted, limits=limits
+            model, inputs, names, graph=graph, trusted=trusted, limits=limits
         )
     static, dynamic = lowered.split(lowered.feed(feed))
     _check_differentiable(names, renamed, static, dynamic)
@@ -175,7 +188,8 @@ def _evaluate(lowered, static, dynamic, of, wrt: list[str]) -> tuple[Any, int, d
         fn = _gradient_function(lowered, static, dynamic, of, tuple(wrt))
         points = {name: dynamic[name] for name in wrt}
         rest = {k: v for k, v in dynamic.items() if k not in points}
-        (value, flag), grads = fn(points, rest)
+        with jax_errors(f"graph '{lowered.onnx_model.graph.name}' (jax backend, gradient)"):
+            (value, flag), grads = fn(points, rest)
         flag = int(flag)
         if flag & BUFFER_FULL and lowered.buffer_rows < lowered._max_rows():
             lowered.buffer_rows = min(lowered.buffer_rows * 8, lowered._max_rows())
@@ -224,7 +238,7 @@ def _gradient_function(lowered, static, dynamic, of, wrt: tuple) -> Callable:
 def _objective_value(of, outputs: Mapping[str, Any]) -> Any:
     import jax.numpy as jnp
 
-    ragged = {k for k, v in outputs.items() if isinstance(v, Ragged)}
+    ragged = {k: v.why for k, v in outputs.items() if isinstance(v, Ragged)}
     visible = _Outputs({k: v for k, v in outputs.items() if k not in ragged}, ragged)
     if isinstance(of, str):
         if of not in outputs:

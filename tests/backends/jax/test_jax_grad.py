@@ -244,3 +244,39 @@ def test_wrt_given_as_one_string_names_one_input():
     grads = mdf_loops.grad(model, lambda out: out["amplify.y"].sum(), "xy", {"xy": x})
     assert list(grads) == ["xy"]
     np.testing.assert_allclose(grads["xy"], 2 * 3.0 * x)
+
+
+def _loop_with_scan_output(control: str):
+    """x <- x + 1 recording each x; stopped by: a constant trip count and a body condition
+    from data ("condition"), only a condition ("no trip count"), or a trip count from a graph
+    input ("run-time trip count")."""
+    go = (oh.make_node("Less", ["x_next", "hundred"], ["go"]) if control != "run-time trip count"
+          else oh.make_node("Identity", ["c"], ["go"]))
+    body = body_graph([oh.make_node("Add", ["x", "one"], ["x_next"]), go,
+                       oh.make_node("Identity", ["x_next"], ["x_seen"])],
+                      [value_info("i", INT64, []), value_info("c", BOOL, []), value_info("x", DOUBLE, [])],
+                      [value_info("go", BOOL, []), value_info("x_next", DOUBLE, []),
+                       value_info("x_seen", DOUBLE, [])])
+    trip = {"condition": "M", "no trip count": "", "run-time trip count": "n"}[control]
+    loop = oh.make_node("Loop", [trip, "", "x0"], ["x_final", "xs"], body=body)
+    constants = [oh.make_tensor("one", DOUBLE, [], [1.0]), oh.make_tensor("hundred", DOUBLE, [], [100.0]),
+                 oh.make_tensor("M", TensorProto.INT64, [], [5])]
+    inputs = [value_info("x0", DOUBLE, [])] + ([value_info("n", INT64, [])] if trip == "n" else [])
+    return onnx_model([loop], inputs, [value_info("x_final", DOUBLE, []), value_info("xs", DOUBLE, [None])],
+                      initializers=constants)
+
+
+@pytest.mark.parametrize("control, advice", [
+    ("condition", "may stop before its trip count of 5.*make the body's condition output always true"),
+    ("no trip count", "has no trip count, only a condition; give it a constant trip count"),
+    ("run-time trip count", "takes its trip count from a run-time value; make the trip count a constant"),
+])
+def test_the_refusal_of_a_run_time_length_scan_output_fits_the_loop(control, advice):
+    model = mdf_loops.onnx_to_mdf(_loop_with_scan_output(control))
+    inputs = {"x0": np.float64(0.5), **({"n": np.int64(3)} if control == "run-time trip count" else {})}
+    with pytest.raises(mdf_loops.errors.ModelError, match=f"output 'xs'.*{advice}") as refusal:
+        mdf_loops.grad(model, lambda out: out["xs"].sum(), "x0", inputs)
+    if control != "no trip count":
+        assert "give it a constant trip count" not in str(refusal.value)
+    # its loop-carried value is differentiated: x_final = x0 + iterations
+    np.testing.assert_allclose(mdf_loops.grad(model, "x_final", "x0", inputs)["x0"], 1.0)
