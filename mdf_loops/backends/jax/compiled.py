@@ -27,6 +27,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.jax.flat import feed_value, flatten, is_discrete, static_key, unflatten
+from mdf_loops.backends.jax.jitted import JittedFunctions
 from mdf_loops.backends.jax.precision import uses_64_bits, x64
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
@@ -76,7 +77,8 @@ class JaxModel:
     buffer_rows: int = 4096
     #: whether the traced program holds a 64-bit value (:mod:`.precision`)
     needs_x64: bool = True
-    _jitted: dict = field(default_factory=dict, repr=False)
+    #: compiled functions, the most recently used (:mod:`.jitted`)
+    _jitted: JittedFunctions = field(default_factory=JittedFunctions, repr=False)
 
     # ------------------------------------------------------------ running
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:

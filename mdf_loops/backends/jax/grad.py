@@ -18,6 +18,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache
 from mdf_loops.backends.jax.compiled import cached_compile, jax_errors
+from mdf_loops.backends.jax.jitted import objective_key
 from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
 from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
 from mdf_loops.errors import IterationLimitError, ModelError
@@ -217,7 +218,7 @@ def _gradient_function(lowered, static, dynamic, of, wrt: tuple) -> Callable:
     key = (
         "grad",
         static_key(static),
-        of,
+        objective_key(of),
         wrt,
         lowered.buffer_rows,
         tuple((k, np.shape(v)) for k, v in dynamic.items() if not isinstance(v, list)),
