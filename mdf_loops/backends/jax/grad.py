@@ -10,17 +10,20 @@ compilation once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops import ops, run_plans
 from mdf_loops.backends.cache import CompileCache
 from mdf_loops.backends.jax.compiled import cached_compile, jax_errors
 from mdf_loops.backends.jax.jitted import objective_key
 from mdf_loops.backends.jax.parameters import parameters_as_inputs, resolve
-from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged
+from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED, Ragged, is_concrete
 from mdf_loops.errors import IterationLimitError, ModelError
 from mdf_loops.model.constants import plain_constants
 from mdf_loops.model.inputs import check_inputs
@@ -143,10 +146,13 @@ def value_and_grad(
     Returns:
         ``(value, {name: gradient})``, numpy arrays.
     """
-    from mdf_loops import ops
-    from mdf_loops.backends.jax.precision import x64
-
     names = [wrt] if isinstance(wrt, str) else list(wrt)  # one name, not its characters
+    limits_now = ops.current_limits()
+    key = ("grad", objective_key(of), tuple(names), graph, trusted, max_iterations, limits_now)
+    plan = run_plans.find(model, inputs, key) if isinstance(model, Model) else None
+    if plan is not None:  # a call repeated: run as the last one ran (mdf_loops.run_plans)
+        result = plan.run({} if inputs is None else inputs)
+        return result["value"], result["gradients"]
     changed = {} if max_iterations is None else {"max_iterations": max_iterations}
     with ops.limits(**changed):
         limits = None if trusted else ops.current_limits()
@@ -155,14 +161,54 @@ def value_and_grad(
         )
     static, dynamic = lowered.split(lowered.feed(feed))
     _check_differentiable(names, renamed, static, dynamic)
-    with x64():
-        value, flag, grads = _evaluate(lowered, static, dynamic, of, [renamed[n] for n in names])
-    if flag & LIMIT_PASSED:
-        raise IterationLimitError(
-            f"a Loop passed max_iterations={limits and limits.max_iterations}"
-            " (jax backend, gradient); raise it with max_iterations=N"
-        )
-    return np.asarray(value), {n: np.asarray(grads[renamed[n]]) for n in names}
+    call = _Gradients(lowered, static, of, names, renamed, limits)
+    result = call(dynamic)
+    if isinstance(model, Model):
+        _keep_plan(model, key, call, inputs or {}, dynamic)
+    return result["value"], result["gradients"]
+
+
+@dataclass(frozen=True)
+class _Gradients:
+    """One objective's value and gradients on a lowered model, for its dynamic inputs."""
+
+    lowered: Any  # JaxModel
+    static: dict[str, Any]
+    of: Any
+    names: list[str]
+    renamed: Mapping[str, str]  # input name of the lowered model by name in wrt
+    limits: Limits | None
+
+    def __call__(self, dynamic: Mapping[str, Any]) -> dict[str, Any]:
+        from mdf_loops.backends.jax.precision import x64
+
+        wrt = [self.renamed[n] for n in self.names]
+        with x64():
+            value, flag, grads = _evaluate(self.lowered, self.static, dynamic, self.of, wrt)
+        if flag & LIMIT_PASSED:
+            raise IterationLimitError(
+                f"a Loop passed max_iterations={self.limits and self.limits.max_iterations}"
+                " (jax backend, gradient); raise it with max_iterations=N"
+            )
+        gradients = {n: np.asarray(grads[self.renamed[n]]) for n in self.names}
+        return {"value": np.asarray(value), "gradients": gradients}
+
+    def replay(self, fixed: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`__call__` on the caller's inputs (checked by the plan) and ``fixed``."""
+        renamed = self.renamed
+        return self({**fixed, **{renamed.get(n, n): v for n, v in inputs.items()}})
+
+
+def _keep_plan(model: Model, key: tuple, call: _Gradients, given: Mapping, dynamic: dict) -> None:
+    """Keep the call as a plan (:mod:`mdf_loops.run_plans`) where a replay computes the same:
+    every input traced, each given one used as given, the others parameter values."""
+    as_given = {call.renamed.get(n, n): n for n in given}
+    fixed = {k: v for k, v in dynamic.items() if k not in as_given}
+    lifted = {call.renamed[n] for n in call.names}
+    if call.static or not set(fixed) <= lifted or len(as_given) + len(fixed) != len(dynamic):
+        return  # constants compiled in, or an input's default (read again on each call)
+    typed = {n: dynamic[k] for k, n in as_given.items()}
+    run_plans.keep(model, key, functools.partial(call.replay, fixed), given, typed, {})
 
 
 def _check_differentiable(
@@ -191,7 +237,7 @@ def _evaluate(lowered, static, dynamic, of, wrt: list[str]) -> tuple[Any, int, d
         rest = {k: v for k, v in dynamic.items() if k not in points}
         with jax_errors(f"graph '{lowered.onnx_model.graph.name}' (jax backend, gradient)"):
             (value, flag), grads = fn(points, rest)
-        flag = int(flag)
+        flag = 0 if flag is None else int(flag)  # None: no loop stops at run time
         if flag & BUFFER_FULL and lowered.buffer_rows < lowered._max_rows():
             lowered.buffer_rows = min(lowered.buffer_rows * 8, lowered._max_rows())
             lowered._jitted.clear()
@@ -221,7 +267,7 @@ def _gradient_function(lowered, static, dynamic, of, wrt: tuple) -> Callable:
         objective_key(of),
         wrt,
         lowered.buffer_rows,
-        tuple((k, np.shape(v)) for k, v in dynamic.items() if not isinstance(v, list)),
+        tuple(sorted((k, np.shape(v)) for k, v in dynamic.items() if not isinstance(v, list))),
     )
     fn = lowered._jitted.get(key)
     if fn is None:
@@ -230,7 +276,7 @@ def _gradient_function(lowered, static, dynamic, of, wrt: tuple) -> Callable:
         def objective(points, rest):
             outputs, flag = traced({**rest, **points})
             value = _objective_value(of, outputs)
-            return value, flag
+            return value, None if is_concrete(flag) else flag
 
         fn = lowered._jitted[key] = jax.jit(jax.value_and_grad(objective, has_aux=True))
     return fn

@@ -280,3 +280,29 @@ def test_the_refusal_of_a_run_time_length_scan_output_fits_the_loop(control, adv
         assert "give it a constant trip count" not in str(refusal.value)
     # its loop-carried value is differentiated: x_final = x0 + iterations
     np.testing.assert_allclose(mdf_loops.grad(model, "x_final", "x0", inputs)["x0"], 1.0)
+
+
+def test_repeated_calls_follow_new_inputs_and_edits_of_the_model():
+    # a repeated call replays the last one's plan (mdf_loops.run_plans); it must see
+    # new input values and an edit of the model
+    model = rescorla_wagner.build_model(alpha=0.2)
+    inputs = rescorla_wagner.example_inputs()
+    weights = np.array([1.0, -2.0, 0.5, 3.0])
+
+    def objective(out):
+        return out["trials.V_final"] @ weights
+
+    def loss(alpha, v0):
+        return _rw_numpy(alpha, v0, inputs["cues"], inputs["outcomes"]) @ weights
+
+    for v0 in (inputs["V0"], inputs["V0"] + 0.25, inputs["V0"] - 0.5):
+        value, grads = mdf_loops.value_and_grad(model, objective, "alpha", {**inputs, "V0": v0})
+        np.testing.assert_allclose(value, loss(0.2, v0), rtol=1e-12)
+        np.testing.assert_allclose(grads["alpha"], _central(lambda a: loss(a, v0), 0.2), rtol=1e-6)
+    learn = model.graphs[0].nodes[0].parameters[0].value["graph_trial"].nodes[0]
+    alpha = next(p for p in learn.parameters if p.id == "alpha")
+    alpha.value = 0.45  # an edit of the model: planned calls must not answer for the old one
+    value, grads = mdf_loops.value_and_grad(model, objective, "alpha", inputs)
+    np.testing.assert_allclose(value, loss(0.45, inputs["V0"]), rtol=1e-12)
+    np.testing.assert_allclose(grads["alpha"], _central(lambda a: loss(a, inputs["V0"]), 0.45),
+                               rtol=1e-6)
