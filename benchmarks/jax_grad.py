@@ -72,11 +72,11 @@ def _rnn_rows(work: Workload) -> dict[str, Pair]:
 
     return {
         "value_and_grad wrt h0": (
-            lambda: mdf_loops.value_and_grad(model, objective, "h0", inputs),
+            lambda: mdf_loops.value_and_grad(model, objective, ["h0"], inputs),
             lambda: to_numpy(hand_h0(inputs["h0"], *params, inputs["X"])),
         ),
         "grad wrt h0": (
-            lambda: mdf_loops.grad(model, objective, "h0", inputs),
+            lambda: mdf_loops.grad(model, objective, ["h0"], inputs),
             lambda: to_numpy(hand_h0(inputs["h0"], *params, inputs["X"])[1]),
         ),
         "grad wrt Wx, Wh, b": (
@@ -109,7 +109,7 @@ def _sum_rows(work: Workload) -> dict[str, Pair]:
 
     return {
         "value_and_grad wrt s0": (
-            lambda: mdf_loops.value_and_grad(model, objective, "s0", inputs),
+            lambda: mdf_loops.value_and_grad(model, objective, ["s0"], inputs),
             lambda: jax.tree_util.tree_map(np.asarray, hand(inputs["s0"], inputs["x"])),
         ),
     }

@@ -38,10 +38,12 @@ class JittedFunctions(OrderedDict):
         self.limit = JITTED_LIMIT if limit is None else limit
 
     def get(self, key: Hashable, default: Any = None) -> Any:
-        if key not in self:
+        try:
+            value = self[key]
+        except KeyError:
             return default
         self.move_to_end(key)
-        return self[key]
+        return value
 
     def __setitem__(self, key: Hashable, value: Any) -> None:
         super().__setitem__(key, value)
@@ -50,19 +52,22 @@ class JittedFunctions(OrderedDict):
             self.popitem(last=False)
 
 
-class _Same:
-    """An object compared by identity (and held, so its id stays its own)."""
+class _Identities:
+    """Objects compared by identity, held so that no id is reused while the key lives;
+    hashed once (a key is looked up on every call)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("held", "ids", "_hash")
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def __init__(self, *held: Any) -> None:
+        self.held = held
+        self.ids = tuple(map(id, held))
+        self._hash = hash(self.ids)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.value is self.value
+        return isinstance(other, _Identities) and other.ids == self.ids
 
     def __hash__(self) -> int:
-        return id(self.value)
+        return self._hash
 
 
 def objective_key(of: Any) -> Hashable:
@@ -71,17 +76,11 @@ def objective_key(of: Any) -> Hashable:
     if isinstance(of, str):
         return of
     if not isinstance(of, types.FunctionType):
-        return _Same(of)
+        return _Identities(of)
     cells = []
     for cell in of.__closure__ or ():
         try:
-            cells.append(_Same(cell.cell_contents))
+            cells.append(cell.cell_contents)
         except ValueError:  # a cell not yet filled
-            cells.append(_Same(cell))
-    return (
-        of.__code__,
-        tuple(cells),
-        _Same(of.__defaults__),
-        _Same(of.__kwdefaults__),
-        _Same(of.__globals__),
-    )
+            cells.append(cell)
+    return _Identities(of.__code__, of.__defaults__, of.__kwdefaults__, of.__globals__, *cells)
