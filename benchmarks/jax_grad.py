@@ -9,6 +9,8 @@ Run ``python benchmarks/jax_grad.py`` (``--help`` for options). On the Elman RNN
 * the same with respect to the imported weights (``Wx``, ``Wh``, ``b``) on the RNN;
 * ``mdf_loops.run(model, inputs, backend="jax")`` beside the hand-written ``lax.scan``.
 
+Each row also checks that the two give the same values ("same").
+
 Each row's runners run once per round in a shuffled order (so load on the machine
 hits all alike); times are medians in milliseconds, ratios are to the hand-written
 peer of the row. ``--repeat N`` runs the whole measurement N times and prints the
@@ -67,27 +69,40 @@ def _rnn_rows(work: Workload) -> dict[str, Pair]:
     def objective(out):
         return (out["H"] * w).sum()
 
-    def to_numpy(result):
-        return jax.tree_util.tree_map(np.asarray, result)
+    def value_and_gradient():
+        value, gradients = mdf_loops.value_and_grad(model, objective, ["h0"], inputs)
+        return [value, gradients["h0"]]
+
+    def weights_gradient():
+        gradients = mdf_loops.grad(model, objective, ["Wx", "Wh", "b"], inputs)
+        return [gradients["Wx"], gradients["Wh"], gradients["b"]]
+
+    def run():
+        outputs = mdf_loops.run(model, inputs, backend="jax")
+        return [outputs["h_last"], outputs["H"]]
 
     return {
         "value_and_grad wrt h0": (
-            lambda: mdf_loops.value_and_grad(model, objective, ["h0"], inputs),
-            lambda: to_numpy(hand_h0(inputs["h0"], *params, inputs["X"])),
+            value_and_gradient,
+            lambda: _arrays(hand_h0(inputs["h0"], *params, inputs["X"])),
         ),
         "grad wrt h0": (
-            lambda: mdf_loops.grad(model, objective, ["h0"], inputs),
-            lambda: to_numpy(hand_h0(inputs["h0"], *params, inputs["X"])[1]),
+            lambda: [mdf_loops.grad(model, objective, ["h0"], inputs)["h0"]],
+            lambda: _arrays(hand_h0(inputs["h0"], *params, inputs["X"])[1]),
         ),
         "grad wrt Wx, Wh, b": (
-            lambda: mdf_loops.grad(model, objective, ["Wx", "Wh", "b"], inputs),
-            lambda: to_numpy(hand_w(inputs["h0"], *params, inputs["X"])[1]),
+            weights_gradient,
+            lambda: _arrays(hand_w(inputs["h0"], *params, inputs["X"])[1]),
         ),
-        "run": (
-            lambda: mdf_loops.run(model, inputs, backend="jax"),
-            lambda: to_numpy(hand_run(inputs["h0"], inputs["X"])),
-        ),
+        "run": (run, lambda: _arrays(hand_run(inputs["h0"], inputs["X"]))),
     }
+
+
+def _arrays(result) -> list[np.ndarray]:
+    """A hand-written peer's result as numpy arrays (copied back, as ours are)."""
+    import jax
+
+    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(result)]
 
 
 def _sum_rows(work: Workload) -> dict[str, Pair]:
@@ -107,18 +122,28 @@ def _sum_rows(work: Workload) -> dict[str, Pair]:
     def objective(out):
         return (out[scanned] * w).sum()
 
+    def value_and_gradient():
+        value, gradients = mdf_loops.value_and_grad(model, objective, ["s0"], inputs)
+        return [value, gradients["s0"]]
+
     return {
         "value_and_grad wrt s0": (
-            lambda: mdf_loops.value_and_grad(model, objective, ["s0"], inputs),
-            lambda: jax.tree_util.tree_map(np.asarray, hand(inputs["s0"], inputs["x"])),
+            value_and_gradient,
+            lambda: _arrays(hand(inputs["s0"], inputs["x"])),
         ),
     }
 
 
-def _time(pairs: dict[str, Pair], runs: int) -> dict[tuple[str, str], list[float]]:
+def _agree(ours: list, hand: list) -> bool:
+    return len(ours) == len(hand) and all(
+        np.shape(a) == np.shape(b) and np.allclose(a, b, rtol=1e-4, atol=1e-5)
+        for a, b in zip(ours, hand))
+
+
+def _time(pairs: dict[str, Pair], runs: int) -> tuple[dict[tuple[str, str], list[float]], dict]:
+    """Times per (row, "ours" or "hand"), and per row whether the two results agree."""
     runners = {(row, who): fn for row, pair in pairs.items() for who, fn in zip(("ours", "hand"), pair)}
-    for fn in runners.values():
-        fn()  # compile
+    agree = {row: _agree(ours(), hand()) for row, (ours, hand) in pairs.items()}  # compiles too
     times: dict[tuple[str, str], list[float]] = {key: [] for key in runners}
     order = random.Random(0)
     for _ in range(runs):
@@ -126,21 +151,21 @@ def _time(pairs: dict[str, Pair], runs: int) -> dict[tuple[str, str], list[float
             start = time.perf_counter()
             runners[key]()
             times[key].append(time.perf_counter() - start)
-    return times
+    return times, agree
 
 
-def measure(steps: int, runs: int) -> list[tuple[str, str, float, float, float]]:
-    """``(workload, row, ours ms, hand-written ms, ratio)`` per row (medians)."""
+def measure(steps: int, runs: int) -> list[tuple[str, str, float, float, float, bool]]:
+    """``(workload, row, ours ms, hand-written ms, ratio, results agree)`` per row (medians)."""
     results = []
     for name, work, rows in (
         (f"Elman RNN, T={steps}", elman_rnn(steps), _rnn_rows),
         (f"running sum, {20 * steps} steps", running_sum(20 * steps), _sum_rows),
     ):
-        times = _time(rows(work), runs)
-        for row in dict.fromkeys(r for r, _ in times):
+        times, agree = _time(rows(work), runs)
+        for row in agree:
             ours = statistics.median(times[(row, "ours")]) * 1e3
             hand = statistics.median(times[(row, "hand")]) * 1e3
-            results.append((name, row, ours, hand, ours / hand))
+            results.append((name, row, ours, hand, ours / hand, agree[row]))
     return results
 
 
@@ -157,9 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     ratios: dict[tuple[str, str], list[float]] = {}
     for k in range(args.repeat):
         print(f"measurement {k + 1} of {args.repeat}")
-        print(f"{'workload':<26}{'row':<24}{'ours ms':>9}{'hand ms':>9}{'ratio':>7}")
-        for workload, row, ours, hand, ratio in measure(args.steps, args.runs):
-            print(f"{workload:<26}{row:<24}{ours:>9.2f}{hand:>9.2f}{ratio:>7.2f}")
+        print(f"{'workload':<26}{'row':<24}{'ours ms':>9}{'hand ms':>9}{'ratio':>7}  same")
+        for workload, row, ours, hand, ratio, same in measure(args.steps, args.runs):
+            print(f"{workload:<26}{row:<24}{ours:>9.2f}{hand:>9.2f}{ratio:>7.2f}  "
+                  f"{'yes' if same else 'NO'}")
             ratios.setdefault((workload, row), []).append(ratio)
     if args.repeat > 1:
         print("\nratio to the hand-written peer: median (min to max) over the measurements")
