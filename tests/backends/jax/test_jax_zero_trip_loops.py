@@ -138,3 +138,18 @@ def test_the_gradient_through_a_zero_trip_loop_matches_finite_differences(seed):
         step[k] = h
         fd = (loss(x0 + step) - loss(x0 - step)) / (2 * h)
         np.testing.assert_allclose(grads["x0_0"][k], fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", [s for s, f in enumerate(FORMS) if f.scanned][:3])
+def test_a_batch_through_a_zero_trip_loop_matches_onnxruntime_row_by_row(seed):
+    form, rng = FORMS[seed], np.random.default_rng(100 + seed)
+    onnx_loop = zero_trip_loop(form)
+    feeds = _feeds(form, rng)
+    rows = np.stack([feeds["x0_0"], feeds["x0_0"] + 1])
+    shared = {k: v for k, v in feeds.items() if k != "x0_0"}
+    batch = mdf_loops.run_batch(mdf_loops.onnx_to_mdf(onnx_loop), shared, {"x0_0": rows})
+    for k in range(2):
+        expected = ort_run(onnx_loop, {**feeds, "x0_0": np.asarray(rows[k])})
+        for name, value in expected.items():
+            assert_same(np.asarray(batch[name][k]), value)
+            assert np.shape(batch[name][k]) == value.shape
