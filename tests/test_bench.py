@@ -42,3 +42,14 @@ def test_memory_probe_reports_growth_against_the_data_size():
     probe = bench.memory_growth(2000, "auto")
     assert probe["steps"] == 2000 and probe["inputs_outputs_mb"] > 0
     assert probe["growth_mb"] >= 0
+
+
+def test_the_jax_gradient_benchmark_checks_ours_against_the_hand_written_jax(capsys):
+    import pytest
+
+    pytest.importorskip("jax")
+    import jax_grad
+
+    rows = jax_grad.measure(steps=5, runs=1)
+    assert {row for _, row, *_ in rows} >= {"value_and_grad wrt h0", "grad wrt Wx, Wh, b", "run"}
+    assert all(same for *_, same in rows)
