@@ -34,17 +34,21 @@ print(json.dumps({{"result": result, "imported": [m for m in {HEAVY!r} if m in s
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_the_command_line_runs_a_compiling_model_without_the_engine():
-    report = _run_python("""
+def test_the_command_line_runs_a_compiling_model_without_the_engine(tmp_path):
+    report = _run_python(f"""
 import contextlib, io
 from mdf_loops.cli.commands import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     status = main(["run", "examples/newton.json"])
-result = [status, out.getvalue()]
+others = [main(["validate", "examples/newton.json"]),
+          main(["export", "examples/elman_rnn.json", "-o", {str(tmp_path / "rnn.onnx")!r}]),
+          main(["import", {str(tmp_path / "rnn.onnx")!r}, "-o", {str(tmp_path / "rnn.json")!r}])]
+result = [status, out.getvalue(), others]
 """)
-    status, printed = report["result"]
-    assert status == 0
+    status, printed, others = report["result"]
+    assert status == 0 and others == [0, 0, 0]
+    assert (tmp_path / "rnn.json").stat().st_size > 0
     root = float(printed.split("newton.root")[1].splitlines()[1])
     assert root == pytest.approx(NEWTON_ROOT, rel=1e-12)
     assert report["imported"] == []
