@@ -12,16 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops, run_plans
 from mdf_loops.backends import BACKENDS, Backend
 from mdf_loops.backends.cache import CompileCache
 from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
-from mdf_loops.backends.scheduler.onnx_functions import opset
-from mdf_loops.backends.scheduler.registry import register
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.model.content import content_key, unchanged_during
 from mdf_loops.model.inputs import check_inputs, graph_input_types
@@ -85,7 +81,6 @@ def run(
         if plan is not None:  # a call repeated: run as the last one ran (run_plans)
             return plan.run({} if inputs is None else inputs)
     backend, changed = _checked_arguments(backend, given_limits)
-    register()
     with ExitStack() as stack:
         if changed:
             stack.enter_context(ops.limits(**changed))
@@ -242,6 +237,14 @@ def _typed_inputs(prepared: _Prepared, inputs: Mapping[str, Any] | None) -> dict
 
 
 def _run_scheduler(model: Model, prepared: _Prepared, inputs: dict) -> dict[str, Any]:
+    # modeci-mdf's engine (with graph-scheduler, pint and torch) only when the scheduler runs
+    from modeci_mdf.execution_engine import EvaluableGraph
+
+    from mdf_loops.backends.scheduler.onnx_functions import opset
+    from mdf_loops.backends.scheduler.registry import register
+    from mdf_loops.backends.scheduler.semantics import onnx_semantics
+
+    register()
     target, interface, ports = prepared.target, prepared.interface, prepared.ports
     with ExitStack() as stack:
         stack.enter_context(onnx_semantics())  # loop-free models too: ONNX semantics in run()

@@ -13,8 +13,9 @@ def test_measure_checks_every_mdf_loops_mode_against_numpy():
     rows = bench.measure(running_sum(50), runs=1, slow_runs=1, memory=False)
     runners = {r.runner for r in rows}
     assert {"onnxruntime", "onnx.reference", "numpy loop", "mdf_loops auto",
-            "mdf_loops scheduler", "mdf_loops onnxruntime"} <= runners
+            "mdf_loops scheduler", "mdf_loops onnxruntime", bench.STOCK_ENGINE} <= runners
     assert all(r.correct for r in rows if r.runner.startswith("mdf_loops"))
+    assert next(r for r in rows if r.runner == bench.STOCK_ENGINE).correct
     assert next(r for r in rows if r.runner == "onnxruntime").ratio_to_onnxruntime == 1.0
     assert next(r for r in rows if r.runner == "onnx.reference").ratio_to_reference == 1.0
     scheduler = next(r for r in rows if r.runner == "mdf_loops scheduler")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.ops.common import check_elements
+from mdf_loops.ops.common import check_elements, current_limits
 
 __all__ = ["planned_elements", "check_planned_size", "BROADCASTING"]
 
@@ -37,9 +37,31 @@ def check_planned_size(
 ) -> None:
     """Raise :class:`SizeLimitError` when ``op_type`` on ``inputs`` would produce more
     than ``max_elements`` elements (nothing is allocated)."""
+    if op_type in _SHAPE_PRODUCTS and _product_of_sizes_within_limit(inputs):
+        return  # the output cannot be larger (called for every operator of every iteration)
     count = planned_elements(op_type, inputs, attributes or {})
     if count is not None:
         check_elements(count, f"the output of onnx::{op_type}")
+
+
+#: operators whose output has no more elements than the product of their inputs' sizes,
+#: when no input is empty: each output dimension is one input's dimension (or a
+#: broadcast maximum), and every dimension counted is a factor of some input's size
+_SHAPE_PRODUCTS = BROADCASTING | {"MatMul", "Gemm"}
+
+
+def _product_of_sizes_within_limit(inputs: Sequence[Any]) -> bool:
+    limit = current_limits().max_elements
+    product = 1
+    for value in inputs:
+        if value is None:
+            continue
+        if type(value) is not np.ndarray or value.size == 0:
+            return False  # an empty input's other dimensions still count: the full estimate
+        product *= value.size
+        if product > limit:
+            return False
+    return True
 
 
 def planned_elements(
