@@ -1,6 +1,15 @@
-"""Writing result files so that a failed, interrupted or killed write leaves nothing behind.
+"""Files crossing the program's boundary: every byte read from outside, and result files.
 
-Data goes to a temporary file ``.NAME.<pid>.<random>.part`` in the target's
+:func:`read_file` is the one reader of files a user or a model names (model
+files, ONNX files and their external data, input arrays): it refuses what is not
+a regular file (a FIFO would block for ever, a link to ``/dev/zero`` would be
+read until memory runs out) before reading anything, and a file larger than
+``8 * max_elements`` bytes (the largest value a run may hold, as float64).
+:func:`read_npy` and :func:`read_npz` check the shape an array file declares
+against ``max_elements`` before the array is made.
+
+Result files are written so that a failed, interrupted or killed write leaves
+nothing behind. Data goes to a temporary file ``.NAME.<pid>.<random>.part`` in the target's
 folder, which is then renamed over the target: the target holds either its
 earlier content or the complete new content, never a part. A failed or
 interrupted write removes its temporary file; a process killed while writing
@@ -10,13 +19,136 @@ earlier writes to the same target whose process has ended.
 
 from __future__ import annotations
 
+import io
+import math
 import os
 import secrets
+import stat
+import zipfile
 from pathlib import Path
+from typing import Any
 
-from mdf_loops.errors import MdfLoopsError
+import numpy as np
 
-__all__ = ["write_atomically", "refuse_overwriting"]
+from mdf_loops.errors import MdfLoopsError, ModelError, SizeLimitError
+from mdf_loops.ops.common import current_limits, how_to_raise
+
+__all__ = ["read_file", "read_npy", "read_npz", "write_atomically", "refuse_overwriting"]
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def read_file(
+    path: str | os.PathLike,
+    error: type[MdfLoopsError] = ModelError,
+    *,
+    start: int = 0,
+    length: int | None = None,
+) -> bytes:
+    """The bytes of the regular file ``path`` (``length`` bytes from ``start``, or to its end).
+
+    The file is opened without blocking and checked before anything is read: what is
+    not a regular file, and a read of more than ``8 * max_elements`` bytes, raise
+    ``error`` (:class:`SizeLimitError` for the size) naming the file.
+    """
+    name = os.fspath(path)
+    try:
+        handle = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise error(f"{name}: no such file") from None
+    except OSError as exc:
+        raise error(f"{name}: cannot be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise error(f"{name}: is {kind}, not a regular file; give the path of a file")
+        wanted = max(info.st_size - start, 0) if length is None else length
+        _check_bytes(wanted, name)
+        os.lseek(handle, start, os.SEEK_SET)
+        chunks, left = [], wanted
+        while left:
+            chunk = os.read(handle, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise error(f"{name}: cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(handle)
+
+
+def _check_bytes(count: int, name: str) -> None:
+    limit = 8 * current_limits().max_elements
+    if count > limit:
+        raise SizeLimitError(
+            f"{name}: reading it means {count} bytes, over the limit of {limit} bytes "
+            f"(8 x max_elements); nothing was read. If the file is meant to be this large, "
+            f"{how_to_raise('max_elements')}"
+        )
+
+
+def read_npy(path: str | os.PathLike, error: type[MdfLoopsError] = ModelError) -> np.ndarray:
+    """The array of a ``.npy`` file, its declared shape and type checked before it is made."""
+    data = read_file(path, error)
+    try:
+        _check_npy_header(io.BytesIO(data), os.fspath(path))
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise error(f"{os.fspath(path)}: not a readable .npy file ({exc})") from None
+
+
+def read_npz(
+    path: str | os.PathLike, error: type[MdfLoopsError] = ModelError
+) -> dict[str, np.ndarray]:
+    """The arrays of a ``.npz`` archive by name, each declared shape checked before any is made."""
+    name = os.fspath(path)
+    data = read_file(path, error)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            total = 0
+            for member in archive.infolist():
+                with archive.open(member) as stream:
+                    total += _check_npy_header(stream, f"{name}: {member.filename}")
+                _check_total(total, name)
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            return {key: arrays[key] for key in arrays.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
+        raise error(f"{name}: not a readable .npz file ({' '.join(str(exc).split())})") from None
+
+
+def _check_npy_header(stream: Any, where: str) -> int:
+    """Elements the ``.npy`` header at the start of ``stream`` declares (refused past the limit)."""
+    version = np.lib.format.read_magic(stream)
+    reader = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    shape, _, dtype = reader(stream)
+    elements = math.prod(shape)
+    if dtype.hasobject or dtype.itemsize > 32 or dtype.subdtype is not None:
+        raise ValueError(f"element type {dtype} is not a plain number type")
+    _check_total(elements, where)
+    return elements
+
+
+def _check_total(elements: int, where: str) -> None:
+    limit = current_limits().max_elements
+    if elements > limit:
+        raise SizeLimitError(
+            f"{where}: declares {elements} elements, over the limit of {limit} "
+            f"(max_elements); nothing was read. If the inputs are meant to be this large, "
+            f"{how_to_raise('max_elements')}"
+        )
 
 
 def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:

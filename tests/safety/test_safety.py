@@ -329,3 +329,15 @@ def test_a_flat_file_of_a_million_keys_is_no_alias_bomb():
         shared = [shared] * 10
     with pytest.raises(mdf_loops.errors.ModelError, match="YAML aliases expand"):
         check_aliases(shared, "bomb.yaml")
+
+
+def test_an_alias_of_long_text_repeated_is_counted_by_its_bytes(tmp_path):
+    path = tmp_path / "m.yaml"
+    text = "x" * 100_000
+    path.write_text(f"m:\n  metadata:\n    a: &t {text}\n    b: [{', '.join(['*t'] * 3000)}]\n"
+                    "  graphs: {}\n")
+    for call in (mdf_loops.load_model, mdf_loops.validate):
+        with pytest.raises(mdf_loops.errors.ModelError, match="into 30010"):
+            call(str(path))
+    path.write_text(f"m:\n  metadata:\n    a: &t {text}\n    b: [*t, *t]\n  graphs: {{}}\n")
+    assert mdf_loops.load_model(str(path)).metadata["b"] == [text, text]  # a few: allowed
