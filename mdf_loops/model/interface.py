@@ -109,7 +109,7 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     if not path.endswith((".json", ".yaml", ".yml")):
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
     from mdf_loops.safety.checks import check_document
-    from mdf_loops.validation.report import read_document
+    from mdf_loops.model.documents import read_document
 
     try:
         document = read_document(path)
