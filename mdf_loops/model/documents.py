@@ -20,7 +20,7 @@ import yaml
 from mdf_loops.errors import ModelError
 from mdf_loops.files import read_file
 
-__all__ = ["read_document", "format_path"]
+__all__ = ["read_document", "format_path", "MAX_INTEGER_BITS"]
 
 
 def format_path(parts: Iterable[Any]) -> str:
@@ -81,7 +81,7 @@ _YamlLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 _YamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)  # text, as in JSON
 
 #: bits of the largest integer a file may hold (Python writes at most 4,300 digits as text)
-_MAX_INTEGER_BITS = 14_000
+MAX_INTEGER_BITS = 14_000
 
 
 def _plain_data_problem(document: Any) -> str | None:
@@ -108,7 +108,7 @@ def _plain_data_problem(document: Any) -> str | None:
         elif isinstance(item, bool) or item is None or isinstance(item, (str, float)):
             continue
         elif isinstance(item, int):
-            if item.bit_length() > _MAX_INTEGER_BITS:
+            if item.bit_length() > MAX_INTEGER_BITS:
                 return f"{here}: an integer of {item.bit_length()} bits is too long to use"
         else:
             return f"{here}: a {type(item).__name__} value is not MDF data"

@@ -43,8 +43,6 @@ ALLOWED = [
     "abs(x) + max(x, y) + min(1, 2) + round(x, 2) + int(x) + float(y) + len(w)",
     "x == y != w is not None",
     "f[0]",
-    "'a' * 3",
-    "[0] * 10",
     "2 ** 64",
     "nan", "inf", "-inf", "1e-3", " 3 ", "1_000",
     "constant",  # a bare unknown name evaluates to its own text at worst
@@ -89,6 +87,9 @@ REFUSED = [  # expression, the refused piece
     ("1 << 100000", "`1 << 100000`"),
     ("[0] * 10 ** 9", "`[0] * 10 ** 9`"),
     ("'a' * x", "`'a' * x`"),
+    ("'a' * 3", "`'a' * 3`"),
+    ("[0] * 10", "`[0] * 10`"),
+    ("'%02500000000d' % 1", "`'%02500000000d' % 1`"),
     ("x +", None),  # not an expression at all
 ]
 
