@@ -62,7 +62,7 @@ def evaluate_expression(
 ) -> Any:
     """modelspec's ``evaluate`` with the same arguments (see the module docstring)."""
     if expressions_untrusted():  # never Python's eval (mdf_loops.safety.interpreter)
-        return _evaluate_untrusted(expr, parameters if parameters is not None else {})
+        return _evaluate_untrusted(expr, parameters or {}, cast_to_int)
     if verbose or rng is not None or array_format != "numpy":
         return _stock_evaluate(
             expr,
@@ -168,8 +168,8 @@ def _evaluate_stock(expr: str, code: Any, parameters: Mapping[str, Any]) -> Any:
         return expr
 
 
-def _evaluate_untrusted(expr: Any, parameters: Mapping[str, Any]) -> Any:
-    done, result = _first_attempt(expr, parameters, False)
+def _evaluate_untrusted(expr: Any, parameters: Mapping[str, Any], cast_to_int: bool) -> Any:
+    done, result = _first_attempt(expr, parameters, cast_to_int)
     if done or type(result) is not str:
         return result  # a value, or data (a numpy.str_ computed at run time): never code
     try:
