@@ -9,12 +9,15 @@ read until memory runs out) before reading anything, and a file larger than
 against ``max_elements`` before the array is made.
 
 Result files are written so that a failed, interrupted or killed write leaves
-nothing behind. Data goes to a temporary file ``.NAME.<pid>.<random>.part`` in the target's
-folder, which is then renamed over the target: the target holds either its
-earlier content or the complete new content, never a part. A failed or
-interrupted write removes its temporary file; a process killed while writing
-(SIGKILL, a power cut) cannot, so each write first removes the temporaries of
-earlier writes to the same target whose process has ended.
+nothing behind. On Linux, where the filesystem allows it, data goes to an
+unnamed file in the target's folder (``O_TMPFILE``), which gets a name
+(``.NAME.<pid>.<random>.part``, by ``linkat``) only once complete and is then
+renamed over the target: a write killed with SIGKILL leaves nothing. Elsewhere
+the data goes to the named temporary file from the start. Either way the target
+holds its earlier content or the complete new content, never a part. A failed
+or interrupted write removes its temporary file; a process killed while the
+file has a name cannot, so each write first removes the temporaries of earlier
+writes to the same target whose process has ended.
 """
 
 from __future__ import annotations
@@ -161,18 +164,8 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
     _remove_stale_temporaries(target)
     temporary = folder / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.part"
     try:
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as exc:
-        raise MdfLoopsError(f"{target}: cannot write in '{folder}' ({exc.strerror})") from None
-    try:
-        try:
-            _write_all(handle, payload)
-            os.fsync(handle)
-            os.fchmod(
-                handle, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
-            )
-        finally:
-            os.close(handle)
+        if not _written_unnamed(folder, temporary, target, payload):
+            _written_named(temporary, target, payload)
         os.replace(temporary, target)
     except BaseException as exc:
         try:
@@ -183,6 +176,46 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
             raise MdfLoopsError(f"{target}: cannot be written ({exc.strerror})") from None
         raise
     return target
+
+
+def _written_unnamed(folder: Path, temporary: Path, target: Path, payload: bytes) -> bool:
+    """Write ``payload`` to an unnamed file in ``folder`` (Linux ``O_TMPFILE``) and link it
+    as ``temporary`` once complete; False where the system or filesystem cannot."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None:
+        return False
+    try:
+        handle = os.open(folder, flag | os.O_WRONLY, 0o600)
+    except OSError:
+        return False
+    try:
+        _fill(handle, target, payload)
+        try:
+            os.link(f"/proc/self/fd/{handle}", temporary, follow_symlinks=True)
+        except OSError:
+            return False  # no /proc: written again under a name
+    finally:
+        os.close(handle)
+    return True
+
+
+def _written_named(temporary: Path, target: Path, payload: bytes) -> None:
+    try:
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise MdfLoopsError(
+            f"{target}: cannot write in '{temporary.parent}' ({exc.strerror})"
+        ) from None
+    try:
+        _fill(handle, target, payload)
+    finally:
+        os.close(handle)
+
+
+def _fill(handle: int, target: Path, payload: bytes) -> None:
+    _write_all(handle, payload)
+    os.fsync(handle)
+    os.fchmod(handle, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask())
 
 
 def _write_all(handle: int, payload: bytes) -> None:
