@@ -75,3 +75,38 @@ mdf_loops.run(model, {"n": np.array(10**10, np.int64)}, backend="scheduler")"""
     result, peak = _child_peak(code, limit_mb=4000)
     assert result.startswith("SizeLimitError") and "onnx::HannWindow" in result, result
     assert peak < 1000
+
+
+def test_a_sequence_is_counted_by_its_members_elements():
+    """A Loop's carried sequence grows by a 1,000-element tensor per iteration: its
+    members are counted, not its length (20 items of 1,000 would pass a count of 20)."""
+    from onnx import TensorProto as T
+
+    body = oh.make_graph(
+        [oh.make_node("Identity", ["cond"], ["cond_out"]),
+         oh.make_node("ConstantOfShape", ["shape"], ["big"]),
+         oh.make_node("SequenceInsert", ["seq", "big"], ["seq_out"])], "body",
+        [oh.make_tensor_value_info("i", T.INT64, []), oh.make_tensor_value_info("cond", T.BOOL, []),
+         oh.make_tensor_sequence_value_info("seq", T.FLOAT, None)],
+        [oh.make_tensor_value_info("cond_out", T.BOOL, []),
+         oh.make_tensor_sequence_value_info("seq_out", T.FLOAT, None)],
+        [oh.make_tensor("shape", T.INT64, [1], [1000])])
+    graph = oh.make_graph(
+        [oh.make_node("SequenceEmpty", [], ["empty"], dtype=T.FLOAT),
+         oh.make_node("Loop", ["n", "", "empty"], ["seq_final"], body=body),
+         oh.make_node("SequenceLength", ["seq_final"], ["length"])], "g",
+        [oh.make_tensor_value_info("n", T.INT64, [])],
+        [oh.make_tensor_value_info("length", T.INT64, [])])
+    model = mdf_loops.onnx_to_mdf(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)]))
+    n = {"n": np.array(20, np.int64)}
+    assert mdf_loops.run(model, n, backend="scheduler")["length"] == 20  # within the limit
+    with pytest.raises(SizeLimitError, match="iteration 5 .* has 6000 elements"):
+        mdf_loops.run(model, n, backend="scheduler", max_elements=5000)
+
+
+def test_text_arrays_are_counted_by_their_bytes():
+    from mdf_loops.ops.common import element_count
+
+    assert element_count(np.array(["x" * 100] * 4)) == 4 * 100 * 4 // 8  # 4 bytes a character
+    assert element_count([np.ones(3), [np.ones(2), np.ones(5)]]) == 10
+    assert element_count([]) == 0 and element_count(np.ones((2, 3))) == 6
