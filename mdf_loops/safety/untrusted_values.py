@@ -106,7 +106,9 @@ def _kind(value: Any) -> str:
 
 
 def binary(op: type, left: Any, right: Any) -> Any:
+    """``left <op> right`` for numbers and numeric arrays, its size planned first."""
     symbol = _SYMBOLS[op]
+    left, right = _numpy_operands(left, right)
     numeric(left, symbol)
     numeric(right, symbol)
     if _is_python_int(left) and _is_python_int(right):
@@ -115,6 +117,21 @@ def binary(op: type, left: Any, right: Any) -> Any:
         plan = _matmul_elements if op is ast.MatMult else _broadcast_elements
         check_elements(plan(left, right), f"the result of `{symbol}`")
     return _BINARY[op](left, right)
+
+
+def _numpy_operands(left: Any, right: Any) -> tuple[Any, Any]:
+    """A list or tuple that Python hands to numpy as the array numpy makes of it: the right
+    operand of a numpy array, or the left one of an array of rank 1 or more (``[1, 2] + x``:
+    the list refuses and numpy's reflected operator runs). Anywhere else it stays a list,
+    refused (Python repeats the list in ``numpy.int64(3) * [0]`` and ``[0] * numpy.int64(3)``)."""
+    if isinstance(right, (list, tuple)) and isinstance(left, np.ndarray):
+        return left, np.asarray(right)
+    if isinstance(left, (list, tuple)) and isinstance(right, np.ndarray) and right.ndim:
+        return np.asarray(left), right
+    return left, right
+
+
+_NUMPY_VALUES = (np.ndarray, np.generic)
 
 
 def _is_python_int(value: Any) -> bool:
@@ -168,13 +185,14 @@ def check_comparison(op: type, left: Any, right: Any) -> None:
         for item in items:
             check_comparison(ast.Eq, left, item)
         return
+    if isinstance(left, _NUMPY_VALUES) or isinstance(right, _NUMPY_VALUES):
+        # numpy compares element-wise, a list beside an array included
+        check_elements(_broadcast_elements(left, right), "the result of a comparison")
+        return
     containers = (list, tuple, dict, set)
     if isinstance(left, containers) or isinstance(right, containers):
         if any(isinstance(x, np.ndarray) for x in _flat(left) + _flat(right)):
             raise EvaluationError("comparing lists or tuples that hold arrays is not allowed")
-        return
-    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
-        check_elements(_broadcast_elements(left, right), "the result of a comparison")
 
 
 def _flat(value: Any) -> list:

@@ -170,3 +170,30 @@ def test_the_issue_s_expressions_through_run_stay_small_in_memory(tmp_path):
         "UnsafeExpressionError", "UnsafeExpressionError", "SizeLimitError", "SizeLimitError",
         "SizeLimitError", "UnsafeExpressionError"], result
     assert peak < 900, peak
+
+
+@pytest.mark.parametrize("expression", ["x + l", "l + x", "x * l", "l * x", "x > l", "l < x",
+                                        "z * i", "i * z", "k * l", "l * k", "k + l"])
+def test_a_list_beside_an_array_is_what_numpy_makes_of_it_and_else_refused(expression):
+    """Where Python hands the list to numpy the interpreter gives eval's value or refuses
+    (it converts only where numpy surely takes over); where Python would repeat or join
+    the list (``numpy.int64(3) * [0]``) it refuses. Never another value."""
+    scope = {"x": np.arange(3.0), "z": np.array(2), "l": [1.0, 2.0, 3.0], "k": np.int64(3),
+             "i": [1, 2]}
+    expected = eval(expression, dict(scope))  # noqa: S307 - the oracle: Python itself
+    with untrusted_expressions():
+        try:
+            value = evaluate_untrusted(expression, scope)
+        except EvaluationError as error:
+            assert "on a list" in str(error)
+            return
+    assert not isinstance(expected, list)
+    np.testing.assert_array_equal(value, expected)
+
+
+def test_numpy_arithmetic_with_a_list_is_kept_where_numpy_surely_takes_over():
+    scope = {"x": np.arange(3.0), "l": [1.0, 2.0, 3.0]}
+    with untrusted_expressions():
+        for expression in ("x + l", "l + x", "x * l", "l * x", "x > l", "l < x"):
+            np.testing.assert_array_equal(evaluate_untrusted(expression, scope),
+                                          eval(expression, dict(scope)))  # noqa: S307
