@@ -107,6 +107,13 @@ def _kind(value: Any) -> str:
 
 def binary(op: type, left: Any, right: Any) -> Any:
     """``left <op> right`` for numbers and numeric arrays, its size planned first."""
+    kinds = (type(left), type(right))
+    if (
+        kinds[0] in _SCALARS
+        and kinds[1] in _SCALARS
+        and (kinds[0] in _FIXED_SIZE or kinds[1] in _FIXED_SIZE)
+    ):  # a float or fixed-width number: a number of fixed size whatever the other
+        return _BINARY[op](left, right)
     symbol = _SYMBOLS[op]
     left, right = _numpy_operands(left, right)
     numeric(left, symbol)
@@ -132,6 +139,11 @@ def _numpy_operands(left: Any, right: Any) -> tuple[Any, Any]:
 
 
 _NUMPY_VALUES = (np.ndarray, np.generic)
+#: numbers whose results are numbers of a fixed size (floats, numpy scalars of fixed width)
+_FIXED_SIZE = frozenset({float, complex, np.float64, np.float32, np.float16, np.int64, np.int32,
+                         np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8,
+                         np.bool_, np.complex128, np.complex64})  # fmt: skip
+_SCALARS = _FIXED_SIZE | {int, bool}
 
 
 def _is_python_int(value: Any) -> bool:
