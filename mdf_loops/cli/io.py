@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ import numpy as np
 from modeci_mdf.mdf import Graph
 
 from mdf_loops.errors import MdfLoopsError
+from mdf_loops.files import read_npy, read_npz
 from mdf_loops.model.inputs import DeclaredInput, InputError, fit_input, graph_input_types
 from mdf_loops.model.interface import graph_interface
 
@@ -124,8 +124,12 @@ def _read_option(option: str) -> list[tuple[str, Any]]:
         return [(name, _JsonValue(json.loads(text)))]
     except json.JSONDecodeError:
         raise InputError(
-            f"input '{name}': {text!r} is neither a .npy/.npz file nor a JSON value"
+            f"input '{name}': {text!r:.80} is neither a .npy/.npz file nor a JSON value"
         ) from None
+    except RecursionError:
+        raise InputError(f"input '{name}': the JSON value is nested too deeply") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise InputError(f"input '{name}': {' '.join(str(exc).split())}") from None
 
 
 @dataclass(frozen=True)
@@ -136,22 +140,11 @@ class _JsonValue:
 
 
 def _load_npy(path: str) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{path}: not a readable .npy file ({exc})") from None
+    return read_npy(path, InputError)  # declared shape checked first (mdf_loops.files)
 
 
 def _load_archive(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise InputError(f"{path}: not a readable .npz file ({exc})") from None
+    return read_npz(path, InputError)
 
 
 # ---------------------------------------------------------------- fitting values

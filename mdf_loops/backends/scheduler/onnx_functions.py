@@ -211,8 +211,7 @@ def _run_kernel(op_type, version, operator, inputs, attributes, scope, domain=""
         n_outputs = _variadic_output_count(op_type, inputs, attrs, scope)
     present = tuple(v is not None for v in inputs)
     kernel = _kernel(op_type, version, _freeze(attrs), present, n_outputs, domain)
-    if not domain:  # ai.onnx operators: mdf_loops.safety.operator_sizes
-        check_planned_size(op_type, inputs, attrs)
+    check_planned_size(op_type, inputs, attrs, domain)  # mdf_loops.safety.operator_sizes
     try:
         results = kernel.run(*inputs)
     except EvaluationError:
