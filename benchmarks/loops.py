@@ -12,6 +12,7 @@ onnxruntime's own arena), measured in a separate run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import statistics
@@ -87,9 +88,28 @@ def _runners(work: Workload, model, slow_runs: int) -> dict[str, tuple[Callable,
         "mdf_loops auto": (lambda: mdf_loops.run(model, inputs), 0),
         "mdf_loops onnxruntime": (lambda: mdf_loops.run(model, inputs, backend="onnxruntime"), 0),
         "mdf_loops scheduler": (lambda: mdf_loops.run(model, inputs, backend="scheduler"), slow_runs),
+        STOCK_ENGINE: (functools.partial(_stock_engine, model, inputs), slow_runs),
         "onnx.reference": (lambda: reference.run(None, inputs), slow_runs),
         "numpy loop": (lambda: work.numpy_loop(inputs), 0),
     }}
+
+
+#: modeci-mdf's own engine after ``import mdf_loops``, run as its users run it
+STOCK_ENGINE = "stock EvaluableGraph"
+
+
+def _stock_engine(model, inputs: dict) -> dict:
+    """Build the model's ``EvaluableGraph`` and evaluate it (as the README shows)."""
+    from modeci_mdf.execution_engine import EvaluableGraph
+
+    from mdf_loops.model import graph_interface
+
+    graph = model.graphs[0]
+    interface = graph_interface(graph)
+    engine = EvaluableGraph(graph)
+    engine.evaluate(initializer={interface.inputs[name]: value for name, value in inputs.items()})
+    return {name: engine.enodes[node].evaluable_outputs[port].curr_value
+            for name, (node, port) in interface.outputs.items()}
 
 
 def _jit_runners(work: Workload, model) -> dict[str, tuple[Callable, int]]:
@@ -143,7 +163,7 @@ def measure(work: Workload, runs: int = 5, slow_runs: int = 1, memory: bool = Tr
     for name, (fn, _) in runners.items():
         row = Row(work.name, name, statistics.median(times[name]) * 1e3, len(times[name]),
                   compile_ms=compile_ms.get(name), best_ms=min(times[name]) * 1e3)
-        if name.startswith("mdf_loops") or name in _COMPILED:
+        if name.startswith("mdf_loops") or name in _COMPILED or name == STOCK_ENGINE:
             outputs = fn()
             outputs = list(outputs.values()) if isinstance(outputs, dict) else list(outputs)
             row.correct = all(np.allclose(a, b, rtol=1e-4, atol=1e-4)

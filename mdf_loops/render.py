@@ -17,12 +17,17 @@ and its body not at all. Here
 
 :func:`to_graphviz` gives the ``graphviz.Digraph``; :func:`render` writes a PNG,
 SVG or PDF (chosen by the file extension) with Graphviz's ``dot`` program. How the
-pieces are drawn is in :mod:`mdf_loops.rendering`.
+pieces are drawn is in :mod:`mdf_loops.rendering`. A model file decides how much
+Graphviz has to lay out, so a drawing of more than :data:`MAX_STATEMENTS` nodes,
+edges and labels is refused before ``dot`` starts, and ``dot`` is stopped after
+:data:`DOT_SECONDS` seconds.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import graphviz
@@ -34,10 +39,22 @@ from mdf_loops.model.interface import load_model
 from mdf_loops.rendering.graphs import Drawing
 from mdf_loops.rendering.labels import html_label, text
 
-__all__ = ["to_graphviz", "render", "picture", "image_format", "FORMATS"]
+__all__ = [
+    "to_graphviz",
+    "render",
+    "picture",
+    "image_format",
+    "FORMATS",
+    "MAX_STATEMENTS",
+    "DOT_SECONDS",
+]
 
 #: file extensions :func:`render` writes, and the Graphviz output format of each
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+#: the most statements (nodes, edges, labels) a drawing may hand to Graphviz
+MAX_STATEMENTS = 10_000
+#: how long Graphviz may take to lay out and draw one picture
+DOT_SECONDS = 60
 
 
 def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> graphviz.Digraph:
@@ -102,13 +119,39 @@ def picture(
     """The drawing of ``model`` (:func:`to_graphviz`) as ``"png"``, ``"svg"`` or ``"pdf"``
     bytes; ``where`` names the picture in errors."""
     dot = to_graphviz(model, graph)
-    try:
-        return dot.pipe(format=image_format, quiet=True)
-    except graphviz.ExecutableNotFound:
+    statements = len(dot.body)
+    if statements > MAX_STATEMENTS:
+        raise MdfLoopsError(
+            f"{where}: the drawing has {statements} nodes, edges and labels, over the "
+            f"{MAX_STATEMENTS} Graphviz lays out in reasonable time; draw one graph "
+            "(graph=..., --graph) or a smaller model"
+        )
+    return _run_dot(dot.source, image_format, where)
+
+
+def _run_dot(source: str, image_format: str, where: str) -> bytes:
+    """Graphviz's ``dot`` on ``source``, stopped after :data:`DOT_SECONDS` seconds."""
+    executable = shutil.which("dot")
+    if executable is None:
         raise MdfLoopsError(
             "drawing needs Graphviz's 'dot' program on the PATH "
             "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz)"
+        )
+    try:
+        done = subprocess.run(
+            [executable, f"-T{image_format}"],
+            input=source.encode("utf-8"),
+            capture_output=True,
+            timeout=DOT_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise MdfLoopsError(
+            f"{where}: Graphviz took longer than {DOT_SECONDS} s and was stopped; "
+            "draw one graph (graph=..., --graph) or a smaller model"
         ) from None
-    except graphviz.CalledProcessError as exc:
-        reason = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-        raise MdfLoopsError(f"{where}: Graphviz failed: {reason[-1] if reason else exc}") from None
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        failure = reason[-1] if reason else f"exit status {done.returncode}"
+        raise MdfLoopsError(f"{where}: Graphviz failed: {failure}")
+    return done.stdout

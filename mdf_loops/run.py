@@ -12,20 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops, run_plans
 from mdf_loops.backends import BACKENDS, Backend
 from mdf_loops.backends.cache import CompileCache
 from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
-from mdf_loops.backends.scheduler.onnx_functions import opset
-from mdf_loops.backends.scheduler.registry import register
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
-from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError, closest_names
-from mdf_loops.model.compat import input_default
+from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.model.content import content_key, unchanged_during
-from mdf_loops.model.inputs import default_input, fit_input, graph_input_types
+from mdf_loops.model.inputs import check_inputs, graph_input_types
 from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
 from mdf_loops.onnx.domains import other_opsets
@@ -86,7 +81,6 @@ def run(
         if plan is not None:  # a call repeated: run as the last one ran (run_plans)
             return plan.run({} if inputs is None else inputs)
     backend, changed = _checked_arguments(backend, given_limits)
-    register()
     with ExitStack() as stack:
         if changed:
             stack.enter_context(ops.limits(**changed))
@@ -183,13 +177,8 @@ class _Call:
 def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any]:
     model = call.model
     prepared = _PREPARED.get(model, call.graph, lambda: _prepare(model, call.graph))
-    if inputs is not None and not isinstance(inputs, Mapping):
-        raise ModelError(
-            f"graph '{prepared.target.id}': inputs must map input names to values "
-            f"(a dict), not {type(inputs).__name__}; it takes {sorted(prepared.interface.inputs)}"
-        )
+    typed = _typed_inputs(prepared, inputs)
     given = dict(inputs or {})
-    typed = _typed_inputs(prepared, given)
     runner = _compiled_runner(call, prepared.target.id, typed)
     if runner is None:
         return _run_scheduler(model, prepared, typed)
@@ -240,46 +229,22 @@ def _onnxruntime_outputs(compiled, graph_id: str, inputs: dict) -> dict[str, Any
     return {name: to_user(value) for name, value in outputs.items()}
 
 
-def _typed_inputs(prepared: _Prepared, inputs: dict) -> dict:
+def _typed_inputs(prepared: _Prepared, inputs: Mapping[str, Any] | None) -> dict:
     """The given inputs and the defaults of the rest, each fitted to its declared type
-    (the rules of :mod:`mdf_loops.model.inputs`)."""
-    target, interface, ports, types = (
-        prepared.target,
-        prepared.interface,
-        prepared.ports,
-        prepared.types,
-    )
-    unknown = sorted(set(inputs) - set(interface.inputs))
-    if unknown:
-        hints = "".join(_nearest(name, interface.inputs) for name in unknown)
-        raise ModelError(
-            f"graph '{target.id}': unknown inputs {unknown}; it takes "
-            f"{sorted(interface.inputs)}{hints}"
-        )
-    typed, missing = {}, []
-    for name, port_id in interface.inputs.items():
-        if name in inputs:
-            typed[name] = fit_input(name, inputs[name], types[name])
-            continue
-        has_default, value = default_input(ports.get(port_id, []))
-        if has_default:
-            typed[name] = fit_input(name, value, types[name])
-        elif ports.get(port_id) and not any(input_default(p) is not None for p in ports[port_id]):
-            missing.append(name)
-    if missing:
-        raise ModelError(
-            f"graph '{target.id}': missing inputs {sorted(missing)}; give a value "
-            "for each, or a default_value on its input port"
-        )
-    return typed
-
-
-def _nearest(name: str, known) -> str:
-    close = closest_names(name, known)
-    return f" ('{name}': did you mean '{close[0]}'?)" if close else ""
+    (the one check of every entry point: :func:`mdf_loops.model.inputs.check_inputs`)."""
+    interface = prepared.interface
+    return check_inputs(prepared.target, interface.inputs, inputs, prepared.types, prepared.ports)
 
 
 def _run_scheduler(model: Model, prepared: _Prepared, inputs: dict) -> dict[str, Any]:
+    # modeci-mdf's engine (with graph-scheduler, pint and torch) only when the scheduler runs
+    from modeci_mdf.execution_engine import EvaluableGraph
+
+    from mdf_loops.backends.scheduler.onnx_functions import opset
+    from mdf_loops.backends.scheduler.registry import register
+    from mdf_loops.backends.scheduler.semantics import onnx_semantics
+
+    register()
     target, interface, ports = prepared.target, prepared.interface, prepared.ports
     with ExitStack() as stack:
         stack.enter_context(onnx_semantics())  # loop-free models too: ONNX semantics in run()

@@ -13,8 +13,9 @@ def test_measure_checks_every_mdf_loops_mode_against_numpy():
     rows = bench.measure(running_sum(50), runs=1, slow_runs=1, memory=False)
     runners = {r.runner for r in rows}
     assert {"onnxruntime", "onnx.reference", "numpy loop", "mdf_loops auto",
-            "mdf_loops scheduler", "mdf_loops onnxruntime"} <= runners
+            "mdf_loops scheduler", "mdf_loops onnxruntime", bench.STOCK_ENGINE} <= runners
     assert all(r.correct for r in rows if r.runner.startswith("mdf_loops"))
+    assert next(r for r in rows if r.runner == bench.STOCK_ENGINE).correct
     assert next(r for r in rows if r.runner == "onnxruntime").ratio_to_onnxruntime == 1.0
     assert next(r for r in rows if r.runner == "onnx.reference").ratio_to_reference == 1.0
     scheduler = next(r for r in rows if r.runner == "mdf_loops scheduler")
@@ -42,3 +43,14 @@ def test_memory_probe_reports_growth_against_the_data_size():
     probe = bench.memory_growth(2000, "auto")
     assert probe["steps"] == 2000 and probe["inputs_outputs_mb"] > 0
     assert probe["growth_mb"] >= 0
+
+
+def test_the_jax_gradient_benchmark_checks_ours_against_the_hand_written_jax(capsys):
+    import pytest
+
+    pytest.importorskip("jax")
+    import jax_grad
+
+    rows = jax_grad.measure(steps=5, runs=1)
+    assert {row for _, row, *_ in rows} >= {"value_and_grad wrt h0", "grad wrt Wx, Wh, b", "run"}
+    assert all(same for *_, same in rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -337,3 +338,39 @@ def test_a_loop_parameter_read_in_the_body_has_an_edge_to_where_it_is_read():
     source = to_graphviz(Model(id="m", graphs=[Graph(id="main", nodes=[node])])).source
     assert "gain = 2.5" in source
     assert re.search(r'"main/total#parameter#gain" -> "main/total/body/step" \[style=dotted\]', source)
+
+
+def _crowded_model(nodes: int, edges_per_node: int):
+    from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort
+
+    graph = Graph(id="main")
+    for k in range(nodes):
+        graph.nodes.append(Node(id=f"n{k}", input_ports=[InputPort(id="x")],
+                                output_ports=[OutputPort(id="y", value="x")]))
+    for k in range(nodes):
+        for j in range(1, edges_per_node + 1):
+            graph.edges.append(Edge(id=f"e{k}_{j}", sender=f"n{k}", sender_port="y",
+                                    receiver=f"n{(k + j) % nodes}", receiver_port="x"))
+    return Model(id="crowded", graphs=[graph])
+
+
+def test_a_drawing_too_large_for_graphviz_is_refused_before_dot_starts(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot at all: the size is refused first
+    model = _crowded_model(1000, 24)  # the 1,000-node, 24,000-edge model Graphviz hangs on
+    with pytest.raises(mdf_loops.MdfLoopsError, match="25000 nodes, edges and labels|over the 10000"):
+        render(model, tmp_path / "x.svg")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_graphviz_is_stopped_after_its_time(tmp_path, monkeypatch):
+    import importlib
+
+    rendering = importlib.import_module("mdf_loops.render")  # the module, not the function
+    fake = tmp_path / "dot"  # a dot that never finishes
+    fake.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(rendering, "DOT_SECONDS", 1)
+    with pytest.raises(mdf_loops.MdfLoopsError, match="Graphviz took longer than 1 s"):
+        render(EXAMPLES / "leaky_integrator.json", tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()

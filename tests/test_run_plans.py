@@ -13,6 +13,7 @@ from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 
 import mdf_loops
 from mdf_loops.errors import IterationLimitError, ModelError
+from mdf_loops.model.compat import input_default
 from mdf_loops.workloads import elman_rnn, while_loop
 from tests.conftest import input_port
 
@@ -106,11 +107,11 @@ def test_defaults_are_read_again_on_each_replay(backend, full_calls):
         output_ports=[OutputPort(id="out", value="y")],
     )
     model = Model(id="m", graphs=[Graph(id="main", nodes=[node])])
-    if run_module.input_default(node.input_ports[0]) is None:
+    if input_default(node.input_ports[0]) is None:
         pytest.skip("this modeci-mdf has no InputPort.default_value")
     first = mdf_loops.run(model, backend=backend)["n.out"].copy()
     np.testing.assert_allclose(first, default**2)
-    stored = run_module.input_default(node.input_ports[0])
+    stored = input_default(node.input_ports[0])
     stored[...] = [4.0, 5.0, 6.0]  # numbers written in place: not an edit of the model
     np.testing.assert_allclose(mdf_loops.run(model, backend=backend)["n.out"], stored**2)
     assert len(full_calls) == 1

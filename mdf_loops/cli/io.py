@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,12 +31,14 @@ import numpy as np
 from modeci_mdf.mdf import Graph
 
 from mdf_loops.errors import MdfLoopsError
+from mdf_loops.files import read_npy, read_npz
 from mdf_loops.model.inputs import DeclaredInput, InputError, fit_input, graph_input_types
 from mdf_loops.model.interface import graph_interface
 
 __all__ = [
     "InputError",
     "read_inputs",
+    "read_example_values",
     "format_outputs",
     "encode_outputs",
     "outputs_to_npz",
@@ -48,12 +49,7 @@ __all__ = [
 def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
     """The values of ``--input`` options for ``graph``, by input name, checked and typed."""
     interface = graph_interface(graph)
-    values: dict[str, Any] = {}
-    for option in options:
-        for name, value in _read_option(option):
-            if name in values:
-                raise InputError(f"input '{name}' is given twice")
-            values[name] = value
+    values = _read_options(options)
     unknown = sorted(set(values) - set(interface.inputs))
     if unknown:
         near = "".join(_near_miss(name, interface.inputs) for name in unknown)
@@ -64,6 +60,36 @@ def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
         )
     types = graph_input_types(graph, interface.inputs)
     return {name: _fit(name, value, types[name]) for name, value in values.items()}
+
+
+def _read_options(options: Iterable[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for option in options:
+        for name, value in _read_option(option):
+            if name in values:
+                raise InputError(f"input '{name}' is given twice")
+            values[name] = value
+    return values
+
+
+def read_example_values(options: Iterable[str], names: list[str]) -> list[Any]:
+    """The values of ``--input`` options for each of the parameters ``names``, in their
+    order: arrays as stored, JSON values as Python data (no declared types to fit them to)."""
+    values = _read_options(options)
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        near = "".join(_near_miss(name, names) for name in unknown)
+        raise InputError(
+            f"unknown input{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"forward takes {', '.join(map(repr, names)) or 'no arguments'}{near}"
+        )
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise InputError(
+            f"give an example of each argument of forward with -i NAME=VALUE; missing "
+            f"{', '.join(map(repr, missing))}"
+        )
+    return [v.value if isinstance(v, _JsonValue) else v for v in (values[n] for n in names)]
 
 
 def _near_miss(name: str, known) -> str:
@@ -98,8 +124,12 @@ def _read_option(option: str) -> list[tuple[str, Any]]:
         return [(name, _JsonValue(json.loads(text)))]
     except json.JSONDecodeError:
         raise InputError(
-            f"input '{name}': {text!r} is neither a .npy/.npz file nor a JSON value"
+            f"input '{name}': {text!r:.80} is neither a .npy/.npz file nor a JSON value"
         ) from None
+    except RecursionError:
+        raise InputError(f"input '{name}': the JSON value is nested too deeply") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise InputError(f"input '{name}': {' '.join(str(exc).split())}") from None
 
 
 @dataclass(frozen=True)
@@ -110,22 +140,11 @@ class _JsonValue:
 
 
 def _load_npy(path: str) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{path}: not a readable .npy file ({exc})") from None
+    return read_npy(path, InputError)  # declared shape checked first (mdf_loops.files)
 
 
 def _load_archive(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise InputError(f"{path}: not a readable .npz file ({exc})") from None
+    return read_npz(path, InputError)
 
 
 # ---------------------------------------------------------------- fitting values

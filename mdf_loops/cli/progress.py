@@ -65,11 +65,13 @@ class ProgressLine:
         self.shown = ""
 
     def elapsed(self) -> None:
-        """Show the time since the start, when no loop iteration was shown for a second."""
+        """Show the time since the start (after half a second), when no loop iteration was
+        shown for a second."""
         now = time.monotonic()
-        if now - self.started < 1.0 or now - self.last_iteration < 1.0:
+        seconds = now - self.started
+        if seconds < 0.5 or now - self.last_iteration < 1.0:
             return
-        text = f"running: {now - self.started:,.0f} s"
+        text = f"running: {seconds:.1f} s" if seconds < 10 else f"running: {seconds:,.0f} s"
         if text != self.shown:
             self.show(text)
 

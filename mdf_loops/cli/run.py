@@ -94,7 +94,7 @@ def _run_keywords(args: argparse.Namespace) -> dict[str, Any]:
     return keywords
 
 
-def _load_and_run(args: argparse.Namespace) -> dict[str, Any]:
+def _load_and_run(args: argparse.Namespace, progress_here: bool = False) -> dict[str, Any]:
     from mdf_loops.cli.io import read_inputs
     from mdf_loops.model.interface import graph_interface
     from mdf_loops.run import run
@@ -111,7 +111,7 @@ def _load_and_run(args: argparse.Namespace) -> dict[str, Any]:
             )
     inputs = read_inputs(args.input, graph)
     with ExitStack() as stack:
-        if shows_progress(args):
+        if progress_here and shows_progress(args):  # a child under --timeout/--max-memory
             stack.enter_context(progress(sys.stderr))
         return run(model, inputs, **_run_keywords(args))
 
@@ -123,7 +123,12 @@ def _run(args: argparse.Namespace) -> int:
         check_output(args.output, OUTPUT_FORMATS, args.model)
 
     started = time.monotonic()
-    outputs = limited(args, functools.partial(_load_and_run, args), f"running {args.model}")
+    in_child = bool(args.timeout or args.max_memory)  # limited() runs the work in a child
+    with ExitStack() as stack:
+        if not in_child and shows_progress(args):  # from the start: imports and loading too
+            stack.enter_context(progress(sys.stderr))
+        work = functools.partial(_load_and_run, args, in_child)
+        outputs = limited(args, work, f"running {args.model}")
     _log.info("ran %s in %.3f s", args.model, time.monotonic() - started)
     if args.output:
         data, left_out = encode_outputs(outputs, args.output)

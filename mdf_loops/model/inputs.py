@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Graph, InputPort
 
-from mdf_loops.errors import InputError, ModelError
+from mdf_loops.errors import InputError, ModelError, closest_names
 from mdf_loops.model.compat import input_default
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "fit_input",
     "default_input",
     "input_ports",
+    "check_inputs",
 ]
 
 
@@ -235,3 +236,60 @@ def default_input(ports: Iterable[InputPort]) -> tuple[bool, Any]:
             continue  # a string default is an expression: the engine evaluates it
         return True, value
     return False, None
+
+
+# ---------------------------------------------------------------- the one check
+
+
+def check_inputs(
+    graph: Graph,
+    interface_inputs: Mapping[str, str],
+    inputs: Any,
+    types: Mapping[str, DeclaredInput] | None = None,
+    ports: Mapping[str, list[InputPort]] | None = None,
+) -> dict[str, Any]:
+    """The inputs of ``graph`` as a run takes them: each given value fitted to its declared
+    type (:func:`fit_input`), each input not given its ports' default, the same way for
+    every public entry point (``run``, ``grad``, ``run_batch``, ``sweep``).
+
+    ``interface_inputs`` maps input names to port ids; ``types`` and ``ports`` (from
+    :func:`graph_input_types` and :func:`input_ports`) may be passed when already known.
+    Raises :class:`InputError` naming the input: not a mapping, unknown names, a
+    missing input, a value of the wrong shape or type.
+    """
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise InputError(
+            f"graph '{graph.id}': inputs must map input names to values "
+            f"(a dict), not {type(inputs).__name__}; it takes {sorted(interface_inputs)}"
+        )
+    given = inputs or {}
+    types = graph_input_types(graph, interface_inputs) if types is None else types
+    ports = input_ports(graph) if ports is None else ports
+    unknown = sorted(set(given) - set(interface_inputs))
+    if unknown:
+        hints = "".join(_nearest(name, interface_inputs) for name in unknown)
+        raise InputError(
+            f"graph '{graph.id}': unknown inputs {unknown}; it takes "
+            f"{sorted(interface_inputs)}{hints}"
+        )
+    typed, missing = {}, []
+    for name, port_id in interface_inputs.items():
+        if name in given:
+            typed[name] = fit_input(name, given[name], types[name])
+            continue
+        has_default, value = default_input(ports.get(port_id, []))
+        if has_default:
+            typed[name] = fit_input(name, value, types[name])
+        elif ports.get(port_id) and not any(input_default(p) is not None for p in ports[port_id]):
+            missing.append(name)
+    if missing:
+        raise InputError(
+            f"graph '{graph.id}': missing inputs {sorted(missing)}; give a value "
+            "for each, or a default_value on its input port"
+        )
+    return typed
+
+
+def _nearest(name: str, known: Iterable[str]) -> str:
+    close = closest_names(name, known)
+    return f" ('{name}': did you mean '{close[0]}'?)" if close else ""

@@ -10,6 +10,7 @@ from typing import Any
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops.errors import MdfLoopsError, ModelError
+from mdf_loops.files import read_file
 from mdf_loops.model.compat import keep_input_defaults, set_input_default
 
 __all__ = [
@@ -105,14 +106,10 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     path = os.fspath(model_or_path)
     if path.endswith(".onnx"):
         return _load_onnx(path)
-    if not os.path.exists(path):
-        raise ModelError(f"{path}: no such file")
     if not path.endswith((".json", ".yaml", ".yml")):
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
-    from modeci_mdf.utils import load_mdf
-
+    from mdf_loops.model.documents import read_document
     from mdf_loops.safety.checks import check_document
-    from mdf_loops.validation.report import read_document
 
     try:
         document = read_document(path)
@@ -130,18 +127,28 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
             f"{path}: an MDF file holds one model, {{model_id: {{...}}}}; "
             f"found {type(document).__name__}"
         )
-    try:
-        model = load_mdf(path)
-    except Exception as exc:  # json/yaml/cattrs errors of many kinds
+    try:  # from the content read and checked above: the file is read once
+        model = _model_from_document(document, yaml_file=not path.endswith(".json"))
+    except Exception as exc:  # cattrs errors of many kinds
         raise ModelError(f"{path}: not a readable MDF model ({type(exc).__name__}: {exc})") from exc
     keep_input_defaults(model, document)  # modeci-mdf 0.4.13 drops them (model/compat.py)
     return model
 
 
+def _model_from_document(document: dict, yaml_file: bool) -> Model:
+    """The model modeci-mdf's ``load_mdf`` makes of a file's content (its
+    ``Model.from_json_file`` / ``from_yaml_file`` without reading the file again)."""
+    if yaml_file:
+        from modelspec.base_types import yaml_converter
+
+        document = yaml_converter.structure(document, dict)
+    return Model.from_dict(document)
+
+
 def _load_onnx(path: str) -> Model:
     from mdf_loops.onnx.import_ import onnx_to_mdf
 
-    if os.path.isfile(path) and _sniff(path) in ("JSON", "YAML"):
+    if _sniff(path) in ("JSON", "YAML"):
         raise ModelError(f"{path}: is a text file, not an ONNX model{_format_hint(path)}")
     try:
         return onnx_to_mdf(path)
@@ -154,10 +161,9 @@ def _load_onnx(path: str) -> Model:
 def _sniff(path: str) -> str | None:
     """The format the first bytes of a file suggest: "JSON", "YAML", "ONNX" or None."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(512)
-    except OSError:
-        return None
+        head = read_file(path, length=512)
+    except MdfLoopsError:
+        return None  # reported where the file is read
     if any(byte < 9 or 13 < byte < 32 for byte in head):  # control bytes: binary (protobuf)
         return "ONNX"
     text = head.lstrip()

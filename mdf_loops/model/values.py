@@ -128,9 +128,13 @@ def dtype_from_name(name: str) -> np.dtype:
     if name in _EXTRA_DTYPES:
         return _EXTRA_DTYPES[name]
     try:
-        return np.dtype(name)
+        dtype = np.dtype(name)
     except TypeError as exc:
         raise ValueError(f"unknown element type {name!r}") from exc
+    if dtype.subdtype is not None or dtype.fields is not None or dtype.kind == "V":
+        # a sub-array dtype ('(46000,46000)u1') makes one element of any size
+        raise ValueError(f"element type {name!r:.60} is not a plain element type")
+    return dtype
 
 
 def is_encoded_tensor(value: Any) -> bool:

@@ -13,12 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import onnx
-from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Node
 
-from mdf_loops.backends.scheduler.onnx_functions import attribute_value
 from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import BODY_ATTRIBUTES, variadic_items
+from mdf_loops.onnx.attributes import attribute_value
 from mdf_loops.onnx.builder import GraphBuilder, Weak
 from mdf_loops.onnx.domains import DEFAULT, OperatorDomain
 from mdf_loops.onnx.export_items import Outputs, output_names, outputs_used
@@ -34,6 +33,9 @@ __all__ = ["onnx_call", "standard_call"]
 
 def standard_call(exporter: Exporter, node, item_id, function, args, env, builder) -> Any:
     """The value of the MDF standard function ``function`` called by ``item_id``."""
+    # modeci-mdf's registry imports torch when it is installed: read only when a model calls it
+    from modeci_mdf.functions.standard import mdf_functions
+
     if function not in mdf_functions:
         raise ModelError(f"node '{node.id}' parameter '{item_id}': unknown function '{function}'")
     spec = mdf_functions[function]

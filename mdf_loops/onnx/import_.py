@@ -31,6 +31,7 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 from onnx import AttributeProto, numpy_helper
 
 from mdf_loops.errors import ModelError
+from mdf_loops.files import read_file
 from mdf_loops.model.compat import set_input_default
 from mdf_loops.model.convention import set_body_signature, wrap_body
 from mdf_loops.model.semantics import mark_onnx_semantics
@@ -50,10 +51,9 @@ def load_onnx(model_or_path) -> onnx.ModelProto:
     if isinstance(model_or_path, onnx.ModelProto):
         return checked_onnx(model_or_path, None)
     path = os.fspath(model_or_path)
+    data = read_file(path)  # a regular file, of bounded size (mdf_loops.files)
     try:
-        model = onnx.load(path, load_external_data=False)
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such file") from None
+        model = onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf DecodeError and friends
         raise ModelError(
             f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})"

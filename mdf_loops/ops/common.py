@@ -44,7 +44,7 @@ class Limits:
     ``max_total_iterations``: iterations of all loops of one run together, at every depth.
     ``max_depth``: how deep loop bodies (and If branches) may nest.
     ``max_elements``: elements of any single value a loop carries or produces
-    (a sequence counts its length), and of any operator result.
+    (a sequence counts its members' elements together), and of any operator result.
     ``max_sweep_settings``: settings of one sweep (a grid's combinations, or samples),
     counted before any is built.
     """
@@ -231,11 +231,14 @@ class IterationGuard:
 
 
 def element_count(value: Any) -> int:
-    """Elements of a value: an array's size, a sequence's length, 1 for anything else."""
+    """Elements of a value: an array's size (a text array's bytes, in float64-sized
+    elements), a sequence's members' together (at least its length), 1 for anything else."""
     if isinstance(value, np.ndarray):
+        if value.dtype.kind in "US":
+            return max(value.size, -(-value.nbytes // 8))
         return value.size
     if isinstance(value, list):
-        return len(value)
+        return max(len(value), sum(element_count(item) for item in value))
     return 1
 
 

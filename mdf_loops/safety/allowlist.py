@@ -78,7 +78,9 @@ _NUMPY_OTHER = frozenset(
     complex64 complex128 pi e inf nan newaxis euler_gamma
 """.split()
 )
-_NUMPY_UFUNCS = frozenset(n for n in dir(np) if isinstance(getattr(np, n, None), np.ufunc))
+# vars(np), not dir(np): getattr on dir's names would import numpy's lazy submodules
+# (f2py, testing with unittest: a fifth of a second) for no ufunc
+_NUMPY_UFUNCS = frozenset(n for n, v in vars(np).items() if isinstance(v, np.ufunc))
 NUMPY_FUNCTIONS = frozenset(
     n for n in _NUMPY_OTHER | _NUMPY_UFUNCS | SIZED_CONSTRUCTORS if hasattr(np, n)
 )

@@ -33,12 +33,16 @@ def check_document(document: Any, where: str) -> None:
 
 
 def check_aliases(document: Any, where: str) -> None:
-    """Raise :class:`ModelError` for YAML aliases that contain themselves or multiply content."""
-    distinct, expanded = _document_size(document, where)
-    if expanded > max(1_000_000, 2 * distinct):
+    """Raise :class:`ModelError` for YAML aliases that contain themselves or multiply content.
+
+    Content is counted in items and text bytes: an alias of a long string repeated
+    thousands of times multiplies the bytes, not the items.
+    """
+    written, expanded = _document_size(document, where)
+    if expanded > max(1_000_000, 2 * written):
         raise ModelError(
-            f"{where}: YAML aliases expand {distinct} items into {expanded}; refusing a "
-            "file that multiplies its own content"
+            f"{where}: YAML aliases expand {written} items and text bytes into {expanded}; "
+            "refusing a file that multiplies its own content"
         )
 
 
@@ -66,37 +70,48 @@ def _first_repeated_key(value: Any, path: tuple) -> str | None:
 
 
 def _document_size(document: Any, where: str) -> tuple[int, int]:
-    """(items as written, items after expanding aliases); refuses cycles.
+    """(size as written, size after expanding aliases); refuses cycles.
 
-    Items are the document, its lists and mappings and their entries; as written, a
-    list or mapping that aliases repeat counts once.
+    The size counts the document, its lists and mappings and their entries, and the
+    characters of text values; as written, a list, mapping or text that aliases
+    repeat counts once.
     """
     sizes: dict[int, int] = {}
-    written: dict[int, int] = {}
+    written = 1
+    texts: set[int] = set()
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(document, False)]
     while stack:
         item, done = stack.pop()
         key = id(item)
-        children = (
-            list(item.values())
-            if isinstance(item, Mapping)
-            else item
-            if isinstance(item, list)
-            else None
-        )
+        children = _children(item)
         if children is None:
             continue
         if done:
             on_path.discard(key)
-            sizes[key] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            sizes[key] = 1 + sum(sizes.get(id(c)) or _text_size(c) for c in children)
             continue
         if key in on_path:
             raise ModelError(f"{where}: a YAML alias refers to a mapping or list that contains it")
         if key in sizes:
             continue
-        written[key] = len(children)
+        written += len(children)
+        for child in children:
+            if isinstance(child, str) and id(child) not in texts:
+                texts.add(id(child))
+                written += len(child)
         on_path.add(key)
         stack.append((item, True))
         stack.extend((c, False) for c in children if isinstance(c, (Mapping, list)))
-    return 1 + sum(written.values()), sizes.get(id(document), 1)
+    return written, sizes.get(id(document), 1)
+
+
+def _children(item: Any) -> list | None:
+    if isinstance(item, Mapping):
+        return list(item.values())
+    return item if isinstance(item, list) else None
+
+
+def _text_size(value: Any) -> int:
+    """An entry's size when it is not a list or mapping: 1, and its characters for text."""
+    return 1 + len(value) if isinstance(value, str) else 1

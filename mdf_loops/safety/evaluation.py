@@ -114,6 +114,8 @@ def guarded_evaluate_expr(
 def stock_evaluate_expr() -> Any:
     """modeci-mdf's own ``evaluate_expr`` (imported with the engine, when first needed; the
     hooks keep the stock function, so this is never the replacement itself)."""
+    if _STOCK_EVALUATE_EXPR:  # found once: called for every expression of every iteration
+        return _STOCK_EVALUATE_EXPR[0]
     from mdf_loops.backends.scheduler.replacements import STOCK
 
     stock = STOCK.get("evaluate_expr")
@@ -121,7 +123,11 @@ def stock_evaluate_expr() -> Any:
         import modeci_mdf.execution_engine as engine
 
         stock = engine.evaluate_expr
+    _STOCK_EVALUATE_EXPR.append(stock)
     return stock
+
+
+_STOCK_EVALUATE_EXPR: list = []
 
 
 _MISSING = object()

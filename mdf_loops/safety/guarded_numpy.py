@@ -2,8 +2,9 @@
 
 Inside :func:`untrusted_expressions`, ``numpy.`` in an expression is a namespace
 holding only the functions of :data:`~mdf_loops.safety.allowlist.NUMPY_FUNCTIONS`;
-its constructors check ``max_elements`` before allocating, and every function
-refuses dtypes whose elements have no bounded size (sub-array, structured,
+every function checks the size of its result (planned by
+:mod:`mdf_loops.safety.numpy_sizes`) against ``max_elements`` before computing it,
+refuses ``out=``, and refuses dtypes whose elements have no bounded size (sub-array, structured,
 object dtypes, dtype objects).
 """
 
@@ -11,8 +12,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import math
-import operator
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ import numpy as np
 from mdf_loops.errors import SizeLimitError
 from mdf_loops.ops.common import check_elements
 from mdf_loops.safety.allowlist import _NUMPY_LINALG, NUMPY_FUNCTIONS, dtype_refusal
+from mdf_loops.safety.numpy_sizes import LINALG_PLANS, Plan, plan_for, planned_elements
 
 __all__ = ["expression_numpy", "untrusted_expressions", "expressions_untrusted"]
 
@@ -58,38 +58,6 @@ def expression_numpy() -> Any:
     return _guarded_numpy() if _UNTRUSTED.get() else np
 
 
-def _dims(shape: Any) -> int:
-    if isinstance(shape, (int, np.integer)):
-        return abs(operator.index(shape))
-    return math.prod(abs(operator.index(d)) for d in shape)
-
-
-def _arange_count(start: Any, stop: Any = None, step: Any = None, *args: Any, **kw: Any) -> int:
-    start, stop = (0, start) if stop is None else (start, stop)
-    step = 1 if step is None else step
-    return max(math.ceil((float(stop) - float(start)) / float(step)), 0) if step else 0
-
-
-def _like_count(a: Any, *args: Any, shape: Any = None, **kwargs: Any) -> int:
-    return np.size(a) if shape is None else _dims(shape)
-
-
-#: numpy constructor -> elements a call will allocate, from the call's arguments
-_CALL_SIZE: dict[str, Callable[..., int]] = {
-    "zeros": lambda shape, *a, **k: _dims(shape),
-    "ones": lambda shape, *a, **k: _dims(shape),
-    "empty": lambda shape, *a, **k: _dims(shape),
-    "full": lambda shape, *a, **k: _dims(shape),
-    "eye": lambda N, M=None, *a, **k: abs(int(N)) * abs(int(N if M is None else M)),
-    "identity": lambda n, *a, **k: abs(int(n)) ** 2,
-    "arange": _arange_count,
-    "linspace": lambda start, stop, num=50, *a, **k: abs(int(num)),
-    "zeros_like": _like_count,
-    "ones_like": _like_count,
-    "full_like": _like_count,
-}
-
-
 #: where a numpy function takes its dtype positionally (every function: also ``dtype=``)
 _DTYPE_POSITION = {
     "zeros": 1,
@@ -119,26 +87,16 @@ def _check_dtype(name: str, args: tuple, kwargs: dict) -> None:
             raise SizeLimitError(f"numpy.{name}(...): {reason}")
 
 
-def _dtype_checked(name: str, function: Callable) -> Callable:
-    @functools.wraps(function)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        _check_dtype(name, args, kwargs)
-        return function(*args, **kwargs)
-
-    return checked
-
-
-def _size_checked(name: str, function: Callable) -> Callable:
-    count = _CALL_SIZE[name]
+def _planned(name: str, function: Callable, plan: Plan) -> Callable:
+    """``function`` that refuses a dtype of unbounded size, ``out=``, and a result of more
+    than ``max_elements`` elements (by ``plan``, before it is computed)."""
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         _check_dtype(name, args, kwargs)
-        try:
-            elements = count(*args, **kwargs)
-        except (TypeError, ValueError, OverflowError):
-            elements = 0  # malformed arguments: numpy reports them
-        check_elements(elements, f"numpy.{name}(...)")
+        if "out" in kwargs:
+            raise SizeLimitError(f"numpy.{name}(...): out= is not allowed in a model not trusted")
+        check_elements(planned_elements(plan, args, kwargs), f"the result of numpy.{name}(...)")
         return function(*args, **kwargs)
 
     return checked
@@ -146,14 +104,16 @@ def _size_checked(name: str, function: Callable) -> Callable:
 
 @functools.lru_cache(maxsize=1)
 def _guarded_numpy() -> types.SimpleNamespace:
-    members = {
-        name: _dtype_checked(name, getattr(np, name))
-        if callable(getattr(np, name)) and not isinstance(getattr(np, name), type)
-        else getattr(np, name)
-        for name in NUMPY_FUNCTIONS
-    }
-    members.update({name: _size_checked(name, getattr(np, name)) for name in _CALL_SIZE})
+    members = {}
+    for name in NUMPY_FUNCTIONS:
+        member = getattr(np, name)
+        if callable(member) and not isinstance(member, type):  # types (float64) stay types
+            member = _planned(name, member, plan_for(name))
+        members[name] = member
     members["linalg"] = types.SimpleNamespace(
-        **{name: getattr(np.linalg, name) for name in _NUMPY_LINALG}
+        **{
+            name: _planned(f"linalg.{name}", getattr(np.linalg, name), LINALG_PLANS[name])
+            for name in _NUMPY_LINALG
+        }
     )
     return types.SimpleNamespace(**members)

@@ -2,8 +2,10 @@
 
 A numpy constructor with literal sizes (``numpy.zeros((10**6, 10**6))``) is
 refused when it asks for more than ``max_elements`` elements; a literal
-exponent or shift that would make a giant Python integer, a literal list,
-tuple or string repeated beyond a small count, and a dtype whose one element
+exponent or shift that would make a giant Python integer, arithmetic on a
+literal list, tuple, dict, set or text (``'%0999999d' % 1``, ``[0] * 10``: the
+interpreter of :mod:`mdf_loops.safety.interpreter` refuses them at run time, this
+says so before), and a dtype whose one element
 may be of any size (a sub-array dtype) are refused too.
 :mod:`mdf_loops.safety.allowlist` calls these on the pieces of an expression;
 sizes computed at run time are checked by :mod:`mdf_loops.safety.guarded_numpy`.
@@ -35,7 +37,6 @@ SIZED_CONSTRUCTORS = frozenset(
 LIKE_CONSTRUCTORS = frozenset({"zeros_like", "ones_like", "full_like"})
 
 _MAX_EXPONENT = 10_000  # a literal exponent or shift above this is refused (Python ints)
-_MAX_REPEAT = 10_000  # elements a literal sequence times a literal count may make
 _MAX_ITEMSIZE = 32  # bytes of one element: complex256 at most
 
 
@@ -54,17 +55,25 @@ def allocation_refusal(function: str, node: ast.Call) -> str | None:
 
 
 def literal_operation_refusal(node: ast.BinOp) -> str | None:
-    """Why a binary operation on literals may not be evaluated: a giant exponent or repeat."""
-    left, right = _literal_int(node.left), _literal_int(node.right)
+    """Why a binary operation may not be evaluated: a giant literal exponent, or an operand
+    that is a literal list, tuple, dict, set or text."""
+    right = _literal_int(node.right)
     if isinstance(node.op, (ast.Pow, ast.LShift)) and right is not None:
         if abs(right) > _MAX_EXPONENT:
             return f"a literal exponent or shift above {_MAX_EXPONENT}"
-    if isinstance(node.op, ast.Mult):
-        for sequence, count in ((node.left, right), (node.right, left)):
-            length = _literal_length(sequence)
-            if length is not None and (count is None or length * abs(count) > _MAX_REPEAT):
-                return "repeating a literal list, tuple or string beyond a small literal count"
+    if _is_literal_data(node.left) or _is_literal_data(node.right):
+        return (
+            "arithmetic on a literal list, tuple, dict, set or text (an untrusted model's "
+            "values are numbers and numeric arrays: use numpy.array, numpy.concatenate)"
+        )
     return None
+
+
+def _is_literal_data(node: ast.AST) -> bool:
+    """A list, tuple, dict or set display or a text literal: data, never an operand."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr)):
+        return True
+    return isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
 
 
 def _literal_int(node: ast.AST, depth: int = 0) -> int | None:
@@ -89,14 +98,6 @@ def _literal_int(node: ast.AST, depth: int = 0) -> int | None:
             if isinstance(node.op, ast.Sub)
             else a * b
         )
-    return None
-
-
-def _literal_length(node: ast.AST) -> int | None:
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return len(node.elts)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-        return len(node.value)
     return None
 
 

@@ -7,10 +7,14 @@ links, but not a plain file below the folder: an initializer naming
 imported model and the run's outputs. :func:`checked_onnx` therefore reads
 external data only when the caller allows it: with ``trusted`` (the model's own
 folder), or from an explicit ``external_data_dir`` (then only from files inside
-it). It also refuses, before any array is made, every tensor (initializers,
-sparse initializers, attribute tensors, in bodies at every depth) whose declared
-size exceeds ``max_elements``: a 78-byte file can declare a sparse tensor of
-20000 x 20000 elements that turning dense would allocate.
+it), for every tensor that holds data: dense tensors and the values and indices
+of sparse ones, as initializers or attributes (a ``Constant``'s
+``sparse_value``), in bodies at every depth; every byte goes through
+:func:`mdf_loops.files.read_file` (regular files only). It also refuses,
+before any array is made, every tensor (initializers, sparse initializers,
+attribute tensors, in bodies at every depth) whose declared size exceeds
+``max_elements``: a 78-byte file can declare a sparse tensor of 20000 x 20000
+elements that turning dense would allocate.
 
 :func:`onnx_file_access` sets the policy for a block; :func:`mdf_loops.run`, the
 validator and the command line set it from their arguments.
@@ -24,12 +28,12 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeGuard
 
 import onnx
 from onnx import AttributeProto, SparseTensorProto, TensorProto
 
 from mdf_loops.errors import ModelError, SizeLimitError
+from mdf_loops.files import read_file
 from mdf_loops.ops.common import current_limits, how_to_raise
 
 __all__ = ["onnx_file_access", "checked_onnx", "OnnxFileAccess"]
@@ -71,8 +75,9 @@ def checked_onnx(model: onnx.ModelProto, path: str | None) -> onnx.ModelProto:
     external = []
     for tensor, location in _tensors(model):
         _check_size(tensor, f"{where}: {location}")
-        if _is_external(tensor):
-            external.append((tensor, location))
+        for stored, part in _data_holders(tensor, location):
+            if stored.data_location == TensorProto.EXTERNAL:
+                external.append((stored, part))
     if external:
         folder = _external_folder(path, where, external[0][1])
         for tensor, location in external:
@@ -92,6 +97,9 @@ def _tensors(model: onnx.ModelProto) -> Iterator[tuple[_Tensor, str]]:
     graphs = [(model.graph, f"graph '{model.graph.name}'")]
     for function in model.functions:
         graphs.append((function, f"function '{function.name}'"))
+    for k, training in enumerate(model.training_info):
+        graphs.append((training.initialization, f"training_info[{k}] initialization"))
+        graphs.append((training.algorithm, f"training_info[{k}] algorithm"))
     while graphs:
         graph, where = graphs.pop()
         for tensor in getattr(graph, "initializer", ()):
@@ -117,8 +125,14 @@ def _attribute_tensors(attr: AttributeProto, where: str) -> Iterator[tuple[_Tens
         yield tensor, where
 
 
-def _is_external(tensor: _Tensor) -> TypeGuard[TensorProto]:
-    return isinstance(tensor, TensorProto) and tensor.data_location == TensorProto.EXTERNAL
+def _data_holders(tensor: _Tensor, location: str) -> Iterator[tuple[TensorProto, str]]:
+    """The dense tensors holding ``tensor``'s data: itself, or a sparse tensor's values and
+    indices (each may keep its data in another file, and passes the same rules)."""
+    if isinstance(tensor, TensorProto):
+        yield tensor, location
+    else:
+        yield tensor.values, f"{location} values"
+        yield tensor.indices, f"{location} indices"
 
 
 # ---------------------------------------------------------------- sizes
@@ -164,12 +178,7 @@ def _load_external(tensor: TensorProto, folder: str, where: str) -> None:
     location = info.get("location", "")
     base = os.path.realpath(folder)
     target = os.path.realpath(os.path.join(base, location))
-    if (
-        not location
-        or os.path.isabs(location)
-        or os.path.commonpath([base, target]) != base
-        or not os.path.isfile(target)
-    ):
+    if not location or os.path.isabs(location) or os.path.commonpath([base, target]) != base:
         raise ModelError(f"{where}: external data '{location}' is not a file inside '{folder}'")
     offset, length = (
         _integer(info.get("offset"), 0, where) or 0,
@@ -183,9 +192,10 @@ def _load_external(tensor: TensorProto, folder: str, where: str) -> None:
             f"{where}: external data length {length} does not match the "
             f"{expected} bytes its type and dims declare"
         )
-    with open(target, "rb") as handle:
-        handle.seek(offset)
-        data = handle.read(length)
+    try:
+        data = read_file(target, start=offset, length=length)  # regular files only
+    except ModelError as exc:
+        raise ModelError(f"{where}: external data: {exc}") from None
     if len(data) != length:
         raise ModelError(f"{where}: external data '{location}' ends before {offset + length} bytes")
     tensor.raw_data = data

@@ -4,7 +4,13 @@ Some operators make outputs whose size comes from input *values* or attributes
 (``ConstantOfShape``, ``Expand``, ``Tile``, ``Range``, ``Pad``, ``Resize``,
 ``Upsample``, ``OneHot``, ``RandomUniform``/``RandomNormal``), others from a
 product of input shapes (broadcasting element-wise operators, ``MatMul``,
-``Gemm``, ``Einsum``) or a sum of many inputs (``Concat``). A 10,000-element
+``Gemm``, ``Einsum``) or a sum of many inputs (``Concat``); signal operators
+(``HannWindow``, ``HammingWindow``, ``BlackmanWindow``, ``MelWeightMatrix``,
+``DFT``) take their size from an input value, ``StringConcat`` makes texts as
+long as the two it joins (counted by bytes, in float64-sized elements), and
+operators of ``ai.onnx.ml`` make, per input row, as many values as an attribute
+says (``n_targets``, ``targets``, ``inputdimensions``, class labels,
+categories). A 10,000-element
 input can ask any of them for gigabytes. :func:`check_planned_size` raises
 :class:`~mdf_loops.errors.SizeLimitError` before the kernel runs when the output
 would exceed ``max_elements``. The scheduler backend calls it for every ONNX
@@ -19,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.ops.common import check_elements
+from mdf_loops.ops.common import check_elements, current_limits
 
 __all__ = ["planned_elements", "check_planned_size", "BROADCASTING"]
 
@@ -33,20 +39,50 @@ BROADCASTING = frozenset(
 
 
 def check_planned_size(
-    op_type: str, inputs: Sequence[Any], attributes: Mapping[str, Any] | None = None
+    op_type: str,
+    inputs: Sequence[Any],
+    attributes: Mapping[str, Any] | None = None,
+    domain: str = "",
 ) -> None:
-    """Raise :class:`SizeLimitError` when ``op_type`` on ``inputs`` would produce more
-    than ``max_elements`` elements (nothing is allocated)."""
-    count = planned_elements(op_type, inputs, attributes or {})
+    """Raise :class:`SizeLimitError` when ``op_type`` (of ``domain``: ``""`` for ai.onnx,
+    ``"ai.onnx.ml"``) on ``inputs`` would produce more than ``max_elements`` elements
+    (nothing is allocated)."""
+    if not domain and op_type in _SHAPE_PRODUCTS and _product_of_sizes_within_limit(inputs):
+        return  # the output cannot be larger (called for every operator of every iteration)
+    count = planned_elements(op_type, inputs, attributes or {}, domain)
     if count is not None:
-        check_elements(count, f"the output of onnx::{op_type}")
+        prefix = "onnxml" if domain else "onnx"
+        check_elements(count, f"the output of {prefix}::{op_type}")
+
+
+#: operators whose output has no more elements than the product of their inputs' sizes,
+#: when no input is empty: each output dimension is one input's dimension (or a
+#: broadcast maximum), and every dimension counted is a factor of some input's size
+_SHAPE_PRODUCTS = BROADCASTING | {"MatMul", "Gemm"}
+
+
+def _product_of_sizes_within_limit(inputs: Sequence[Any]) -> bool:
+    limit = current_limits().max_elements
+    product = 1
+    for value in inputs:
+        if value is None:
+            continue
+        if type(value) is not np.ndarray or value.size == 0:
+            return False  # an empty input's other dimensions still count: the full estimate
+        product *= value.size
+        if product > limit:
+            return False
+    return True
 
 
 def planned_elements(
-    op_type: str, inputs: Sequence[Any], attributes: Mapping[str, Any]
+    op_type: str, inputs: Sequence[Any], attributes: Mapping[str, Any], domain: str = ""
 ) -> int | None:
     """Elements of the largest output of ``op_type``, or None when not known beforehand."""
-    estimate = _broadcast_size if op_type in BROADCASTING else _PLANNED.get(op_type)
+    if domain:
+        estimate = _ML_PLANNED.get(op_type) if domain == "ai.onnx.ml" else None
+    else:
+        estimate = _broadcast_size if op_type in BROADCASTING else _PLANNED.get(op_type)
     if estimate is None:
         return None
     try:
@@ -178,7 +214,95 @@ def _concat(inputs: list, attributes: Mapping) -> int:
     return sum(int(np.size(v)) for v in inputs if v is not None)
 
 
+def _window(inputs: list, attributes: Mapping) -> int:
+    """HannWindow, HammingWindow, BlackmanWindow: as many elements as the size input says."""
+    return abs(_ints(inputs[0])[0])
+
+
+def _mel_weight_matrix(inputs: list, attributes: Mapping) -> int:
+    bins, dft_length = abs(_ints(inputs[0])[0]), abs(_ints(inputs[1])[0])
+    return (dft_length // 2 + 1) * bins
+
+
+def _dft(inputs: list, attributes: Mapping) -> int:
+    """DFT: the signal's shape with the transformed axis ``dft_length`` long, complex (x 2)."""
+    shape = _shape(inputs[0])
+    length = _given(inputs, 1)
+    if length is None or len(shape) < 2:
+        return math.prod(shape) * 2
+    axis = _ints(_given(inputs, 2))[0] if _given(inputs, 2) is not None else 1
+    axis = int(attributes.get("axis", axis)) % len(shape)
+    return math.prod(shape) // max(shape[axis], 1) * abs(_ints(length)[0]) * 2
+
+
+def _text_elements(value: Any) -> int:
+    """The largest text of a string tensor, in float64-sized elements of its bytes (4 a
+    character, as numpy stores text)."""
+    array = np.asarray(value)
+    longest = max((len(str(item)) for item in array.reshape(-1)), default=0)
+    return max(1, math.ceil(4 * longest / 8))
+
+
+def _string_concat(inputs: list, attributes: Mapping) -> int:
+    """StringConcat: the broadcast shape, each text as long as the two it joins."""
+    text = _text_elements(inputs[0]) + _text_elements(inputs[1])
+    return _broadcast_size(inputs, attributes) * text
+
+
+def _rows(inputs: list) -> int:
+    shape = _shape(inputs[0])
+    return shape[0] if len(shape) > 1 else 1
+
+
+def _per_row(attribute_names: tuple[str, ...], count: bool = True) -> Callable:
+    """ai.onnx.ml operators whose output has, for each input row, as many values as an
+    attribute gives (an integer such as ``n_targets``, or the length of a list)."""
+
+    def plan(inputs: list, attributes: Mapping) -> int:
+        width = 1
+        for name in attribute_names:
+            value = attributes.get(name)
+            if value is not None:
+                width = max(width, len(value) if count else abs(int(value)))
+        return _rows(inputs) * width
+
+    return plan
+
+
+def _feature_vectorizer(inputs: list, attributes: Mapping) -> int:
+    return _rows(inputs) * sum(abs(int(d)) for d in attributes.get("inputdimensions", []))
+
+
+def _array_feature_extractor(inputs: list, attributes: Mapping) -> int:
+    shape = _shape(inputs[0])
+    return math.prod(shape[:-1]) * int(np.size(inputs[1]))
+
+
+def _one_hot_encoder(inputs: list, attributes: Mapping) -> int:
+    categories = attributes.get("cats_int64s") or attributes.get("cats_strings") or []
+    return int(np.size(inputs[0])) * max(len(categories), 1)
+
+
+#: operators of the ai.onnx.ml domain whose output size comes from attributes or inputs
+_ML_PLANNED: dict[str, Callable[[list, Mapping], int]] = {
+    "TreeEnsembleRegressor": _per_row(("n_targets",), count=False),
+    "TreeEnsemble": _per_row(("n_targets",), count=False),
+    "LinearRegressor": _per_row(("targets",), count=False),
+    "LinearClassifier": _per_row(("classlabels_ints", "classlabels_strings")),
+    "TreeEnsembleClassifier": _per_row(("classlabels_int64s", "classlabels_strings")),
+    "SVMClassifier": _per_row(("classlabels_ints", "classlabels_strings")),
+    "FeatureVectorizer": _feature_vectorizer,
+    "ArrayFeatureExtractor": _array_feature_extractor,
+    "OneHotEncoder": _one_hot_encoder,
+}
+
 _PLANNED: dict[str, Callable[[list, Mapping], int]] = {
+    "HannWindow": _window,
+    "HammingWindow": _window,
+    "BlackmanWindow": _window,
+    "MelWeightMatrix": _mel_weight_matrix,
+    "DFT": _dft,
+    "StringConcat": _string_concat,
     "ConstantOfShape": lambda inputs, attributes: math.prod(abs(d) for d in _ints(inputs[0])),
     "Expand": _expand,
     "Tile": _tile,

@@ -175,6 +175,7 @@ class _Plan:
 
 def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) -> _Plan:
     from mdf_loops.backends import BACKENDS
+    from mdf_loops.model.constants import plain_constants
     from mdf_loops.run import _select_graph, graph_interface, load_model
     from mdf_loops.sweep.parameters import lift_parameters
 
@@ -192,7 +193,9 @@ def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) ->
         raise SweepError(f"{both} are swept and also given in inputs; give each once")
     _check_swept_inputs(target, interface, space)
     addresses = [name for name in space.names if name not in interface.inputs]
-    lifted, input_of = lift_parameters(model, target.id, addresses)
+    plain, constants = plain_constants(model, target.id, addresses)  # imported weights
+    lifted, lifted_of = lift_parameters(plain, target.id, [constants.get(a, a) for a in addresses])
+    input_of = {a: lifted_of[constants.get(a, a)] for a in addresses}
     input_of.update({name: name for name in space.names if name in interface.inputs})
     wanted = tuple(outputs) if outputs is not None else tuple(interface.outputs)
     unknown = [name for name in wanted if name not in interface.outputs]

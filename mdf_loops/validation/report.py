@@ -20,17 +20,17 @@ from __future__ import annotations
 import json
 import os
 import reprlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import jsonschema
-import yaml
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.documents import format_path, read_document
 
 __all__ = ["Problem", "validate", "read_document", "schema", "format_path"]
 
@@ -128,98 +128,6 @@ def _run_refusals(model: Model | Mapping) -> tuple[list[Problem], list[Problem]]
 def _within(path: str, outer: str) -> bool:
     """Whether ``path`` is ``outer`` or a place inside it."""
     return path == outer or path.startswith((outer + ".", outer + "["))
-
-
-def format_path(parts: Iterable[Any]) -> str:
-    """A path as text.
-
-    ``('graphs', 'main', 'metadata', 'formal_outputs', 1)`` becomes
-    ``graphs.main.metadata.formal_outputs[1]``.
-    """
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
-# ---------------------------------------------------------------- reading files
-
-
-class _KeyedDict(dict):
-    """A mapping read from a file, remembering keys the file gave more than once."""
-
-    repeated: tuple = ()
-
-
-def _from_pairs(pairs: list[tuple[Any, Any]]) -> dict:
-    result = _KeyedDict()
-    repeated = []
-    for key, value in pairs:
-        if key in result:
-            repeated.append(key)
-        result[key] = value
-    result.repeated = tuple(dict.fromkeys(repeated))
-    return result
-
-
-class _YamlLoader(yaml.SafeLoader):
-    """A safe YAML loader that keeps track of repeated keys."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
-    loader.flatten_mapping(node)
-    return _from_pairs(loader.construct_pairs(node, deep=True))
-
-
-_YamlLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def read_document(path: str | os.PathLike) -> Any:
-    """The content of an MDF JSON or YAML file as plain data (dicts, lists, scalars).
-
-    Raises:
-        ModelError: the file is missing, unreadable, or not valid JSON/YAML,
-            with the line and column of a syntax error.
-    """
-    path = os.fspath(path)
-    if not path.endswith((".json", ".yaml", ".yml")):
-        raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if path.endswith(".json"):
-                return json.load(handle, object_pairs_hook=_from_pairs)
-            return yaml.load(handle, Loader=_YamlLoader)
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelError(f"{path}: is a directory, not a model file") from None
-    except UnicodeDecodeError as exc:
-        raise ModelError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise ModelError(
-            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ModelError(f"{path}: not valid YAML: {_yaml_reason(exc)}") from None
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
-    except RecursionError:
-        raise ModelError(f"{path}: nested too deeply to read") from None
-    except ValueError as exc:  # an integer of more digits than Python converts, and the like
-        raise ModelError(
-            f"{path}: not a readable model file ({' '.join(str(exc).split())})"
-        ) from None
-
-
-def _yaml_reason(exc: yaml.YAMLError) -> str:
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    mark = getattr(exc, "problem_mark", None)
-    if mark is None:
-        return problem
-    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
 
 
 def _is_path(value: Any) -> bool:

@@ -157,8 +157,11 @@ def test_max_memory_caps_the_run_and_memory_stays_under_it(tmp_path):
 
     np.save(tmp_path / "a.npy", np.ones(30000))  # the outer product: 7.2 GB
     out = tmp_path / "out.npz"
+    # max_elements raised past the product's 9e8 elements, so that the size plan lets it
+    # through and only the kernel's cap stops it
     result, peak = _peak_command("run", str(path), "-i", f"a={tmp_path / 'a.npy'}",
-                                 "--backend", "scheduler", "--max-memory", "1G", "-o", str(out))
+                                 "--backend", "scheduler", "--max-memory", "1G",
+                                 "--max-elements", "2000000000", "-o", str(out))
     _one_error_line(result, "--max-memory")
     assert peak < 1024 and not out.exists()
 

@@ -80,10 +80,12 @@ def test_the_refusal_says_how_to_raise_the_limit():
         ("2 ** (10 ** 5)", True),
         ("1 << 20000", True),
         ("x ** 10 ** 6", True),
-        ("[0] * 10000", False),
-        ("[0] * 10001", True),
-        ("'ab' * 5001", True),
-        ("3 * (1, 2)", False),
+        ("[0] * 10000", True),  # lists, tuples and text are data: no arithmetic on them
+        ("[0] + [1]", True),
+        ("'%02500000000d' % 1", True),
+        ("3 * (1, 2)", True),
+        ("{1} | {2}", True),
+        ("f'{x}' * 2", True),
         ("[0] * n", True),
         ("x * 10 ** 9", False),
     ],
@@ -92,12 +94,6 @@ def test_literal_exponents_and_repeats(expression, refused):
     node = ast.parse(expression, mode="eval").body
     assert isinstance(node, ast.BinOp)
     assert (literal_operation_refusal(node) is not None) is refused
-
-
-def test_a_repeat_within_the_bound_makes_what_python_makes():
-    node = ast.parse("[0, 1] * 5000", mode="eval").body
-    assert isinstance(node, ast.BinOp) and literal_operation_refusal(node) is None
-    assert len([0, 1] * 5000) == 10_000  # the bound counts elements, as Python makes them
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int32", "complex128", "bool", None, np.float32])

@@ -43,8 +43,6 @@ ALLOWED = [
     "abs(x) + max(x, y) + min(1, 2) + round(x, 2) + int(x) + float(y) + len(w)",
     "x == y != w is not None",
     "f[0]",
-    "'a' * 3",
-    "[0] * 10",
     "2 ** 64",
     "nan", "inf", "-inf", "1e-3", " 3 ", "1_000",
     "constant",  # a bare unknown name evaluates to its own text at worst
@@ -89,6 +87,9 @@ REFUSED = [  # expression, the refused piece
     ("1 << 100000", "`1 << 100000`"),
     ("[0] * 10 ** 9", "`[0] * 10 ** 9`"),
     ("'a' * x", "`'a' * x`"),
+    ("'a' * 3", "`'a' * 3`"),
+    ("[0] * 10", "`[0] * 10`"),
+    ("'%02500000000d' % 1", "`'%02500000000d' % 1`"),
     ("x +", None),  # not an expression at all
 ]
 
@@ -329,3 +330,15 @@ def test_a_flat_file_of_a_million_keys_is_no_alias_bomb():
         shared = [shared] * 10
     with pytest.raises(mdf_loops.errors.ModelError, match="YAML aliases expand"):
         check_aliases(shared, "bomb.yaml")
+
+
+def test_an_alias_of_long_text_repeated_is_counted_by_its_bytes(tmp_path):
+    path = tmp_path / "m.yaml"
+    text = "x" * 100_000
+    path.write_text(f"m:\n  metadata:\n    a: &t {text}\n    b: [{', '.join(['*t'] * 3000)}]\n"
+                    "  graphs: {}\n")
+    for call in (mdf_loops.load_model, mdf_loops.validate):
+        with pytest.raises(mdf_loops.errors.ModelError, match="into 30010"):
+            call(str(path))
+    path.write_text(f"m:\n  metadata:\n    a: &t {text}\n    b: [*t, *t]\n  graphs: {{}}\n")
+    assert mdf_loops.load_model(str(path)).metadata["b"] == [text, text]  # a few: allowed

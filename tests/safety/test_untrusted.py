@@ -341,6 +341,12 @@ _SIZE_CASES = [
     ("Resize", [_f32(1, 1, 2, 3), None, None, np.array([1, 1, 5, 7], np.int64)], {}),
     ("RandomUniform", [], {"shape": [3, 5]}),
     ("RandomNormalLike", [_f32(2, 7)], {}),
+    ("HannWindow", [np.array(7, np.int64)], {}),
+    ("BlackmanWindow", [np.array(9, np.int64)], {}),
+    ("MelWeightMatrix", [np.array(5, np.int64), np.array(16, np.int64),
+                         np.array(8000, np.int64), np.array(0.0, np.float32),
+                         np.array(4000.0, np.float32)], {}),
+    ("DFT", [_f32(1, 6, 1), np.array(10, np.int64)], {}),
 ]
 
 
@@ -448,10 +454,23 @@ def test_a_huge_integer_and_deep_nesting_give_model_errors(tmp_path):
             assert "\n" not in str(error.value)
 
 
-def test_a_write_killed_half_way_leaves_a_part_that_the_next_write_removes(tmp_path):
+def _unnamed_files_work(folder: Path) -> bool:
+    """Whether ``folder``'s filesystem makes unnamed files (Linux O_TMPFILE)."""
+    try:
+        os.close(os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o600))
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "named temporary"])
+def test_a_write_killed_half_way_leaves_nothing_or_a_part_the_next_write_removes(
+        tmp_path, unnamed):
     import subprocess
     import sys
 
+    if unnamed and not _unnamed_files_work(tmp_path):
+        pytest.skip("this filesystem makes no unnamed files (O_TMPFILE)")
     target = tmp_path / "out.npz"
     code = ("import os, signal, sys\n"
             "import mdf_loops.files as files\n"
@@ -459,10 +478,11 @@ def test_a_write_killed_half_way_leaves_a_part_that_the_next_write_removes(tmp_p
             "    os.write(handle, payload[:1000])\n"
             "    os.kill(os.getpid(), signal.SIGKILL)\n"
             "files._write_all = killed\n"
+            + ("" if unnamed else "files._written_unnamed = lambda *args: False\n") +
             "files.write_atomically(sys.argv[1], b'x' * 100000)\n")
     done = subprocess.run([sys.executable, "-c", code, str(target)], timeout=300)
-    assert done.returncode == -9
-    assert len(list(tmp_path.glob(".out.npz.*.part"))) == 1 and not target.exists()
+    assert done.returncode == -9 and not target.exists()
+    assert len(list(tmp_path.iterdir())) == (0 if unnamed else 1)
     mdf_loops.files.write_atomically(target, b"complete")
     assert target.read_bytes() == b"complete"
     assert not list(tmp_path.glob(".out.npz.*"))

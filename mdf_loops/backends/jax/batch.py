@@ -13,11 +13,16 @@ import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import Backend
+from mdf_loops.backends.jax.compiled import jax_errors
 from mdf_loops.backends.jax.grad import lift, prepare
 from mdf_loops.backends.jax.values import LIMIT_PASSED
-from mdf_loops.errors import IterationLimitError, ModelError
+from mdf_loops.errors import InputError, IterationLimitError, ModelError
+from mdf_loops.model.inputs import DeclaredInput, fit_input
 
 __all__ = ["run_batch"]
+
+#: what a batch of values must be before the model's types apply to each row: numbers
+_UNDECLARED = DeclaredInput()
 
 
 def run_batch(
@@ -44,26 +49,52 @@ def run_batch(
         ``{output name: array with the batch first}``; a list of per-run values
         where the runs' shapes differ (a Loop's scan outputs).
     """
-    batch = {
-        name: list(values) if isinstance(values, list) else np.asarray(values)
-        for name, values in (params or {}).items()
-    }
-    sizes = {name: len(values) for name, values in batch.items()}
-    if not sizes or len(set(sizes.values())) != 1:
-        raise ValueError(f"params must give values for one batch size, got sizes {sizes or '{}'}")
-    size = next(iter(sizes.values()))
+    batch, size = _batch(params)
+    first = _with_row(inputs, {n: rows[0] for n, rows in batch.items()})
     if backend == "jax":
-        return _run_jax(model, dict(inputs or {}), batch, size, graph, trusted, max_iterations)
-    return _run_loop(
-        model, dict(inputs or {}), batch, size, backend, graph, trusted, max_iterations
-    )
+        return _run_jax(model, first, batch, size, graph, trusted, max_iterations)
+    return _run_loop(model, first, batch, size, backend, graph, trusted, max_iterations)
 
 
-def _run_loop(model, inputs, batch, size, backend, graph, trusted, max_iterations) -> dict:
+def _with_row(inputs: Any, row: dict[str, Any]) -> Any:
+    """The shared inputs and one row of the batch (inputs that are no mapping are left for
+    the input checks to refuse)."""
+    return {**inputs, **row} if isinstance(inputs, Mapping) else row if inputs is None else inputs
+
+
+def _batch(params: Any) -> tuple[dict[str, Any], int]:
+    """``({name: rows}, batch size)``, or :class:`InputError` naming the values that do not
+    give one batch: not a mapping, no names, no batch axis, batch sizes that differ."""
+    if not isinstance(params, Mapping) or not params:
+        raise InputError(
+            "params must map graph inputs or constant parameters to their values, the "
+            f"batch along the first axis, e.g. {{'alpha': [0.1, 0.2]}}; got {params!r:.60}"
+        )
+    batch = {}
+    for name, values in params.items():
+        rows = list(values) if isinstance(values, list) else fit_input(name, values, _UNDECLARED)
+        if not isinstance(rows, list) and np.ndim(rows) == 0:
+            raise InputError(
+                f"input '{name}': params give a single value; give one value per run "
+                "(the batch along the first axis), or pass it in inputs to share it"
+            )
+        batch[name] = rows
+    sizes = {name: len(rows) for name, rows in batch.items()}
+    if set(sizes.values()) == {0}:
+        raise InputError(f"inputs {sorted(sizes)}: params give no runs (0 rows)")
+    if len(set(sizes.values())) != 1:
+        raise InputError(
+            f"inputs {sorted(sizes)}: params give batches of different sizes {sizes}; "
+            "give each the same number of rows"
+        )
+    return batch, next(iter(sizes.values()))
+
+
+def _run_loop(model, first, batch, size, backend, graph, trusted, max_iterations) -> dict:
     from mdf_loops.run import run
 
     rewritten, feed, renamed, graph_id = lift(
-        model, inputs, list(batch), graph=graph, trusted=trusted
+        model, first, list(batch), graph=graph, trusted=trusted
     )
     runs = []
     for k in range(size):
@@ -87,17 +118,16 @@ def _stack(values: list) -> Any:
     return values
 
 
-def _run_jax(model, inputs, batch, size, graph, trusted, max_iterations) -> dict:
+def _run_jax(model, first, batch, size, graph, trusted, max_iterations) -> dict:
     from mdf_loops import ops
     from mdf_loops.backends.jax.precision import x64
 
     names = list(batch)
-    first = {n: (v[0] if size else v) for n, v in batch.items()}
     changed = {} if max_iterations is None else {"max_iterations": max_iterations}
     with ops.limits(**changed):
         limits = None if trusted else ops.current_limits()
         lowered, feed, renamed = prepare(
-            model, {**inputs, **first}, names, graph=graph, trusted=trusted, limits=limits
+            model, first, names, graph=graph, trusted=trusted, limits=limits
         )
     static, dynamic = lowered.split(lowered.feed(feed))
     rows = {}
@@ -107,13 +137,16 @@ def _run_jax(model, inputs, batch, size, graph, trusted, max_iterations) -> dict
                 f"'{name}' sets a shape, an index or a trip count in the model; "
                 "batch it with another backend (backend='onnxruntime')"
             )
-        dtype = np.asarray(dynamic[renamed[name]]).dtype
-        rows[renamed[name]] = np.asarray(batch[name], dtype=dtype)
+        row = np.asarray(dynamic[renamed[name]])  # the first row, checked and typed
+        rows[renamed[name]] = fit_input(
+            name, batch[name], DeclaredInput("tensor", row.dtype, (size, *row.shape))
+        )
     shared = {k: v for k, v in dynamic.items() if k not in rows}
     with x64():
         while True:
             fn, layout = _batched_function(lowered, static, rows, shared)
-            flat, flags = fn(rows, shared)
+            with jax_errors(f"graph '{lowered.onnx_model.graph.name}' (jax backend, batch)"):
+                flat, flags = fn(rows, shared)
             flag = int(np.bitwise_or.reduce(np.asarray(flags).reshape(-1)))
             if not lowered.grew_buffer(flag):
                 break

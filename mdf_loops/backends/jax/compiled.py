@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,23 +27,36 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.jax.flat import feed_value, flatten, is_discrete, static_key, unflatten
+from mdf_loops.backends.jax.jitted import JittedFunctions
 from mdf_loops.backends.jax.precision import uses_64_bits, x64
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
-    LoweringError,
     NeedsStatic,
     Opt,
     is_concrete,
     np_dtype,
 )
-from mdf_loops.backends.onnxruntime.compiled import CompileError
-from mdf_loops.errors import EvaluationError, IterationLimitError, MdfLoopsError, ModelError
+from mdf_loops.errors import (
+    CompileError,
+    EvaluationError,
+    IterationLimitError,
+    MdfLoopsError,
+    ModelError,
+)
 from mdf_loops.model.values import to_user
 from mdf_loops.onnx.export import mdf_to_onnx
 from mdf_loops.ops.common import Limits
 
-__all__ = ["JaxModel", "compile", "cached_compile", "clear_compiled", "jax_runner", "x64"]
+__all__ = [
+    "JaxModel",
+    "compile",
+    "cached_compile",
+    "clear_compiled",
+    "jax_runner",
+    "jax_errors",
+    "x64",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +77,8 @@ class JaxModel:
     buffer_rows: int = 4096
     #: whether the traced program holds a 64-bit value (:mod:`.precision`)
     needs_x64: bool = True
-    _jitted: dict = field(default_factory=dict, repr=False)
+    #: compiled functions, the most recently used (:mod:`.jitted`)
+    _jitted: JittedFunctions = field(default_factory=JittedFunctions, repr=False)
 
     # ------------------------------------------------------------ running
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -257,8 +271,6 @@ def compile(
                 exc,
                 "integer and boolean" if level == 0 else "all",
             )
-        except LoweringError as exc:
-            raise CompileError(str(exc)) from exc
     assert reason is not None, "every level failed with NeedsStatic"
     raise CompileError(
         f"{reason.where}: {reason.what}, and it depends on values computed "
@@ -323,11 +335,23 @@ def jax_runner(lowered: JaxModel, example: Mapping[str, Any]) -> Callable[..., d
 
 
 def _user_outputs(run: Callable, graph: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    try:
+    with jax_errors(f"graph '{graph}' (jax backend)"):
         outputs = run(inputs)
+    return {name: to_user(value) for name, value in outputs.items()}
+
+
+@contextlib.contextmanager
+def jax_errors(where: str) -> Iterator[None]:
+    """Errors of JAX and XLA (while tracing or running) as mdf-loops errors saying ``where``:
+    a lowering that needs a value known at compile time is a :class:`CompileError`, any
+    other an :class:`EvaluationError`."""
+    try:
+        yield
     except MdfLoopsError:
         raise
+    except NeedsStatic as exc:
+        raise CompileError(
+            f"{where}: {exc.where}: {exc.what}; run it with backend='onnxruntime' or 'scheduler'"
+        ) from exc
     except Exception as exc:  # XLA's errors name no model element
-        where = f"graph '{graph}' (jax backend)"
         raise EvaluationError(f"{where}: {type(exc).__name__}: {exc}") from exc
-    return {name: to_user(value) for name, value in outputs.items()}

@@ -26,7 +26,6 @@ import onnx
 
 from mdf_loops.backends.jax.registry import op
 from mdf_loops.backends.jax.values import (
-    LoweringError,
     NeedsStatic,
     Opt,
     concrete,
@@ -36,6 +35,7 @@ from mdf_loops.backends.jax.values import (
     xp_of,
 )
 from mdf_loops.backends.jax.while_loop import loop_bounded
+from mdf_loops.errors import CompileError
 
 
 def free_names(graph: onnx.GraphProto) -> frozenset:
@@ -122,7 +122,7 @@ def _scan9(call, inputs: list) -> list:
         sequences.append(xp.flip(x, 0) if backward else x)
     lengths = {int(x.shape[0]) for x in sequences}
     if len(lengths) != 1:
-        raise LoweringError(f"{call.where}: scan inputs of different lengths {sorted(lengths)}")
+        raise CompileError(f"{call.where}: scan inputs of different lengths {sorted(lengths)}")
     length = lengths.pop()
     ev.check_trips(length, call.where)
     python = any(isinstance(s, (list, Opt)) for s in states) or _reads_only_concrete(
@@ -144,7 +144,7 @@ def _scan9(call, inputs: list) -> list:
 
 
 def _check_counts(call, m: int, in_axes, in_back, n_out: int, out_axes, out_back) -> None:
-    """A LoweringError when a Scan's axes or directions do not give one entry per scan
+    """A CompileError when a Scan's axes or directions do not give one entry per scan
     input or output."""
     for name, values, expected in (
         ("scan_input_axes", in_axes, m),
@@ -153,7 +153,7 @@ def _check_counts(call, m: int, in_axes, in_back, n_out: int, out_axes, out_back
         ("scan_output_directions", out_back, n_out),
     ):
         if len(values) != expected:
-            raise LoweringError(
+            raise CompileError(
                 f"{call.where}: {name} has {len(values)} entries, expected {expected} "
                 "(one per scan input or output)"
             )
@@ -177,7 +177,7 @@ def _scan_lax(call, states, sequences, length):
             jax.lax.scan, step, init, tuple(sequences), length=length
         )
     except TypeError as exc:  # a state changed shape
-        raise LoweringError(f"{call.where}: {exc}") from None
+        raise CompileError(f"{call.where}: {exc}") from None
     ev.raise_flag(flags)
     return list(final), list(produced)
 
@@ -236,7 +236,7 @@ def _scan_batched(call, inputs: list) -> tuple:
     if sequence_lens is not None:
         lens = concrete(sequence_lens, call.where, "sequence_lens")
         if np.any(lens != length):
-            raise LoweringError(
+            raise CompileError(
                 f"{call.where}: sequence_lens shorter than the scan inputs "
                 "are not lowered to JAX; run it with backend='onnxruntime'"
             )

@@ -17,8 +17,8 @@ from onnx import numpy_helper
 
 from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
 from mdf_loops.backends.jax.registry import OPS, NodeCall
-from mdf_loops.backends.jax.values import LoweringError, NeedsStatic, Ragged, label
-from mdf_loops.errors import IterationLimitError, MdfLoopsError
+from mdf_loops.backends.jax.values import NeedsStatic, Ragged, label
+from mdf_loops.errors import CompileError, IterationLimitError, MdfLoopsError
 from mdf_loops.ops.common import Limits
 
 __all__ = ["Evaluator"]
@@ -110,7 +110,7 @@ class Evaluator:
         standard = node.domain in ("", "ai.onnx")
         lower = OPS.get(node.op_type if standard else f"{node.domain}::{node.op_type}")
         if lower is None:
-            raise LoweringError(
+            raise CompileError(
                 f"{where}: no JAX lowering for {node.domain or 'ai.onnx'}::"
                 f"{node.op_type}; run it with backend='onnxruntime' or "
                 "'scheduler'"
@@ -118,7 +118,7 @@ class Evaluator:
         try:
             args = [scope[name] if name else None for name in node.input]
         except KeyError as exc:
-            raise LoweringError(f"{where}: input {exc} is not defined") from None
+            raise CompileError(f"{where}: input {exc} is not defined") from None
         while args and args[-1] is None:
             args.pop()
         if any(isinstance(a, Ragged) for a in args):
@@ -129,7 +129,7 @@ class Evaluator:
             ragged = args[0]  # computed on the whole buffer: its rows past the count stay unread
             assert isinstance(ragged, Ragged)
             value = lower(NodeCall(node, where, self, scope), ragged.buffer)
-            scope.maps[0][node.output[0]] = Ragged(value, ragged.count)
+            scope.maps[0][node.output[0]] = Ragged(value, ragged.count, ragged.why)
             return
         try:
             result = lower(NodeCall(node, where, self, scope), *args)
@@ -138,7 +138,7 @@ class Evaluator:
         except Exception as exc:  # numpy's or JAX's own errors name no node
             if _needs_a_value(exc):  # numpy code met a traced value: a constant would do
                 raise NeedsStatic(where, f"it needs a value known at compile time ({exc})") from exc
-            raise LoweringError(f"{where}: {type(exc).__name__}: {exc}") from exc
+            raise CompileError(f"{where}: {type(exc).__name__}: {exc}") from exc
         results = result if isinstance(result, tuple) else (result,)
         # strict=False: a node may leave out trailing outputs (a Loop's or Scan's scan outputs)
         for name, value in zip(node.output, results, strict=False):

@@ -18,6 +18,7 @@ import numpy as np
 from modeci_mdf.mdf import Graph, InputPort, Model, Parameter
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.constants import constant_names
 from mdf_loops.model.convention import (
     body_graph,
     body_signature,
@@ -92,7 +93,8 @@ def resolve(graph: Graph, names: Sequence[str]) -> dict[str, ParameterSite]:
             )
             raise ModelError(
                 f"graph '{graph.id}': '{name}' {what}; constant parameters "
-                f"(use 'node.parameter'): {known}"
+                f"(use 'node.parameter'): {known}; imported ONNX constants: "
+                f"{constant_names(graph)}"
             )
         resolved[name] = matches[0]
     return resolved

@@ -11,7 +11,8 @@ import numpy as np
 from onnx import numpy_helper
 
 from mdf_loops.backends.jax.registry import op
-from mdf_loops.backends.jax.values import LoweringError, concrete, xp_of
+from mdf_loops.backends.jax.values import concrete, xp_of
+from mdf_loops.errors import CompileError
 
 
 def _ints(call, value, what: str) -> list[int]:
@@ -106,7 +107,7 @@ def _slice(call, x, starts=None, ends=None, axes=None, steps=None):
     axes = list(range(len(starts))) if axes is None else [a + x.ndim if a < 0 else a for a in axes]
     steps = _ints(call, steps, "steps") if steps is not None else [1] * len(starts)
     if not len(axes) == len(starts) == len(ends) == len(steps):
-        raise LoweringError(
+        raise CompileError(
             f"{call.where}: Slice has {len(starts)} starts, {len(ends)} ends, {len(axes)} axes "
             f"and {len(steps)} steps; give one of each per sliced axis"
         )

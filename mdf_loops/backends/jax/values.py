@@ -20,11 +20,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from mdf_loops.errors import MdfLoopsError
-
 __all__ = [
     "NeedsStatic",
-    "LoweringError",
     "Opt",
     "Ragged",
     "is_concrete",
@@ -41,10 +38,6 @@ __all__ = [
 #: bits of the flag a compiled function returns: a Loop's scan-output buffer was too
 #: short (compile again with a longer one), or a Loop passed ``max_iterations``
 BUFFER_FULL, LIMIT_PASSED = 1, 2
-
-
-class LoweringError(MdfLoopsError):
-    """A node the JAX lowering cannot express (re-raised as ``CompileError`` by the compiler)."""
 
 
 class NeedsStatic(Exception):
@@ -69,6 +62,8 @@ class Ragged:
 
     buffer: Any
     count: Any
+    #: why the length is only known at run time, and what would fix it (for refusals)
+    why: str = ""
 
 
 def is_concrete(value: Any) -> bool:

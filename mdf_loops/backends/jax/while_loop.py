@@ -62,7 +62,11 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
         return go if dynamic_trips is None else go & (i < dynamic_trips)
 
     i0 = jnp.asarray(0, jnp.int64)
-    if ev.mode == "grad":
+    if rows == 0:  # a trip count of 0 (or max_iterations=0): no iteration can run
+        shapes = jax.eval_shape(lambda v: run_body(i0, keep0, v)[2], values0)
+        produced = tuple(jnp.zeros((0,) + s.shape, s.dtype) for s in shapes)
+        i, keep, values, flag = i0, keep0, values0, jnp.int32(0)
+    elif ev.mode == "grad":
         i, keep, values, produced, flag = _masked_scan(run_body, active, i0, keep0, values0, rows)
     else:
         shapes = jax.eval_shape(lambda v: run_body(i0, keep0, v)[2], values0)
@@ -77,7 +81,27 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     elif trips is None or trips > ev.max_iterations:
         flag = flag | jnp.where(stopped_at_rows, LIMIT_PASSED, 0).astype(jnp.int32)
     ev.raise_flag(flag)
-    return list(values) + [Ragged(y, i) for y in produced]
+    why = _why_run_time(trip, trips, call.where)
+    return list(values) + [Ragged(y, i, why) for y in produced]
+
+
+def _why_run_time(trip, trips: int | None, where: str) -> str:
+    """Why the loop at ``where`` has a length known only at run time, and the fix that fits."""
+    if trip is None:
+        return (
+            f"{where} has no trip count, only a condition; give it a constant trip count "
+            "and a body condition that is always true"
+        )
+    if trips is None:
+        return (
+            f"{where} takes its trip count from a run-time value; make the trip count a "
+            "constant of the model"
+        )
+    return (
+        f"{where} may stop before its trip count of {trips} (its body's condition output, "
+        "or its cond input, is decided at run time); make the body's condition output "
+        "always true and leave out the cond input, so that the trip count decides"
+    )
 
 
 def _while(run_body, active, i0, keep0, values0, buffers0):

@@ -9,9 +9,11 @@ from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
 from mdf_loops.backends.scheduler.lean_schedule import forget_finished_updates, schedule_simply
+from mdf_loops.backends.scheduler.planned_pass import PlannedPass
 from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.errors import LoopError, MdfLoopsError, ModelError
 from mdf_loops.model.convention import BodySignature, body_signature
+from mdf_loops.model.semantics import onnx_semantics_of
 from mdf_loops.model.values import to_engine, to_kernel
 
 __all__ = ["BodyRunner"]
@@ -52,9 +54,13 @@ class BodyRunner:
             for node, port in self.signature.formal_outputs
         ]
         self._keeps_time_tree = graph.conditions is not None
+        self._planned: PlannedPass | None = None
         if not self._keeps_time_tree:
             # no scheduling conditions: each node once per pass, with less bookkeeping
             schedule_simply(self._engine.scheduler, graph.nodes)
+            if not self._engine.verbose and onnx_semantics_of(graph) is None:
+                with onnx_semantics():  # the same order every pass: planned once
+                    self._planned = PlannedPass(self._engine)
 
     @property
     def num_inputs(self) -> int:
@@ -82,6 +88,9 @@ class BodyRunner:
         engine = self._engine
         engine.order_of_execution.clear()
         with onnx_semantics():  # a body always runs with ONNX semantics
+            if self._planned is not None:
+                self._planned()
+                return [to_kernel(output.curr_value) for output in self._outputs]
             engine.evaluate()
         # graph-scheduler keeps a list of every pass it ran: drop it, or a long loop
         # keeps objects for each of its steps

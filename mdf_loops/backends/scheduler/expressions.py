@@ -9,7 +9,10 @@ caches the compiled expression and skips the unused log strings:
   to report in its own words);
 - under ONNX semantics (loop bodies, marked models, :func:`mdf_loops.run`) an
   expression that raises is an :class:`~mdf_loops.errors.EvaluationError`
-  naming it, and ``numpy.`` is the size-checked namespace of untrusted runs.
+  naming it;
+- in a run that does not trust its model, every expression goes to
+  :func:`mdf_loops.safety.interpreter.evaluate_untrusted` (numbers and numeric
+  arrays, each result sized before it is made), never to Python's ``eval``.
 
 Verbose calls, calls with a random generator and other array formats go to
 modelspec itself.
@@ -27,7 +30,8 @@ from modelspec.utils import evaluate as _stock_evaluate
 
 from mdf_loops.backends.scheduler.semantics import onnx_semantics_active
 from mdf_loops.errors import EvaluationError, MdfLoopsError
-from mdf_loops.safety.allowlist import expression_numpy
+from mdf_loops.safety.allowlist import expression_numpy, expressions_untrusted
+from mdf_loops.safety.interpreter import evaluate_untrusted
 
 __all__ = ["evaluate_expression"]
 
@@ -57,6 +61,8 @@ def evaluate_expression(
     cast_to_int: bool = False,
 ) -> Any:
     """modelspec's ``evaluate`` with the same arguments (see the module docstring)."""
+    if expressions_untrusted():  # never Python's eval (mdf_loops.safety.interpreter)
+        return _evaluate_untrusted(expr, parameters or {}, cast_to_int)
     if verbose or rng is not None or array_format != "numpy":
         return _stock_evaluate(
             expr,
@@ -160,6 +166,25 @@ def _evaluate_stock(expr: str, code: Any, parameters: Mapping[str, Any]) -> Any:
         return value
     except Exception:  # modelspec returns an expression it cannot evaluate unchanged
         return expr
+
+
+def _evaluate_untrusted(expr: Any, parameters: Mapping[str, Any], cast_to_int: bool) -> Any:
+    done, result = _first_attempt(expr, parameters, cast_to_int)
+    if done or type(result) is not str:
+        return result  # a value, or data (a numpy.str_ computed at run time): never code
+    try:
+        value = evaluate_untrusted(result, parameters)
+    except MdfLoopsError:  # a refusal or a limit hit inside the expression
+        raise
+    except NameError:
+        return result  # modelspec returns an expression it cannot evaluate unchanged
+    except Exception as exc:  # numpy's own error says what went wrong: keep it
+        raise EvaluationError(
+            f"expression {result!r:.120} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    if (type(value) is float or type(value) is str) and _is_integral(value):
+        return int(value)
+    return value
 
 
 def _evaluate_onnx_semantics(expr: str, code: Any, parameters: Mapping[str, Any]) -> Any:

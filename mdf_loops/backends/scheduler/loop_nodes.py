@@ -18,7 +18,13 @@ from mdf_loops.backends.scheduler.body import BodyRunner
 from mdf_loops.errors import LoopError, ModelError, pop_frame, push_frame
 from mdf_loops.model.convention import BODY_ATTRIBUTES, body_graph
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
-from mdf_loops.ops.common import IterationGuard, check_elements, element_count, loop_scope
+from mdf_loops.ops.common import (
+    IterationGuard,
+    check_elements,
+    current_limits,
+    element_count,
+    loop_scope,
+)
 
 __all__ = ["run_control_flow"]
 
@@ -185,18 +191,21 @@ def _check_output_sizes(
     iteration: int | None,
 ) -> None:
     first = len(outs) if first_scan_output is None else first_scan_output
+    limit = current_limits().max_elements  # the messages are written only when one is over it
     for j, value in enumerate(outs):
         count = element_count(value)
         if j < first or iteration is None:  # carried value, branch output or shape probe
-            check_elements(count, f"{_output_name(runner, j)}", iteration)
+            if count > limit:
+                check_elements(count, f"{_output_name(runner, j)}", iteration)
             continue
         k = j - first
         if k == len(stacked):
             stacked.append(0)
         stacked[k] += count
-        check_elements(
-            stacked[k], f"scan output {k} ({_output_name(runner, j)}, stacked)", iteration
-        )
+        if stacked[k] > limit:
+            check_elements(
+                stacked[k], f"scan output {k} ({_output_name(runner, j)}, stacked)", iteration
+            )
 
 
 def _output_name(runner: BodyRunner, j: int) -> str:

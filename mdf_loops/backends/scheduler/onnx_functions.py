@@ -22,8 +22,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from google.protobuf import json_format
-from onnx import AttributeProto, numpy_helper
 from onnx.defs import OpSchema
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.ops import load_op
@@ -33,6 +31,7 @@ from mdf_loops.backends.scheduler.loop_nodes import run_control_flow
 from mdf_loops.errors import EvaluationError, ModelError
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
+from mdf_loops.onnx.attributes import attribute_value, string_attribute
 from mdf_loops.onnx.domains import DEFAULT, DOMAINS
 from mdf_loops.ops.common import check_elements, current_limits, element_count
 from mdf_loops.safety.operator_sizes import check_planned_size
@@ -190,7 +189,7 @@ def _constant_value(attributes: Mapping[str, Any]) -> Any:
     if name == "value_ints":
         return np.asarray(value, dtype=np.int64).reshape(-1)
     if name == "value_string":
-        return np.array(_as_str(value), dtype=object)
+        return np.array(string_attribute(value), dtype=object)
     return np.array([str(v) for v in np.asarray(value).reshape(-1)], dtype=object)
 
 
@@ -212,8 +211,7 @@ def _run_kernel(op_type, version, operator, inputs, attributes, scope, domain=""
         n_outputs = _variadic_output_count(op_type, inputs, attrs, scope)
     present = tuple(v is not None for v in inputs)
     kernel = _kernel(op_type, version, _freeze(attrs), present, n_outputs, domain)
-    if not domain:  # ai.onnx operators: mdf_loops.safety.operator_sizes
-        check_planned_size(op_type, inputs, attrs)
+    check_planned_size(op_type, inputs, attrs, domain)  # mdf_loops.safety.operator_sizes
     try:
         results = kernel.run(*inputs)
     except EvaluationError:
@@ -299,47 +297,6 @@ def _kernel(
         "evaluator_cls": ReferenceEvaluator,
     }
     return cls(node, run_params)
-
-
-def attribute_value(attr_type, value, op_type: str, name: str) -> Any:
-    """An MDF parameter value as the Python value ``onnx.helper.make_attribute`` expects."""
-    T = AttributeProto.AttributeType
-    try:
-        if attr_type == T.INT:
-            return int(np.asarray(value).reshape(()))
-        if attr_type == T.FLOAT:
-            return float(np.asarray(value).reshape(()))
-        if attr_type == T.STRING:
-            return _as_str(value)
-        if attr_type == T.INTS:
-            return [int(v) for v in np.asarray(value).reshape(-1)]
-        if attr_type == T.FLOATS:
-            return [float(v) for v in np.asarray(value).reshape(-1)]
-        if attr_type == T.STRINGS:
-            return [str(v) for v in np.asarray(value).reshape(-1)]
-        if attr_type == T.TENSOR:
-            array = decode_tensor(value) if is_encoded_tensor(value) else np.asarray(value)
-            return numpy_helper.from_array(array)
-        if attr_type == T.TYPE_PROTO:
-            return json_format.ParseDict(value, onnx.TypeProto())
-    except (TypeError, ValueError, json_format.ParseError) as exc:
-        raise ModelError(
-            f"parameter '{name}' of onnx::{op_type}: cannot read {value!r} as "
-            f"{AttributeProto.AttributeType.Name(attr_type)}: {exc}"
-        ) from exc
-    raise ModelError(
-        f"parameter '{name}' of onnx::{op_type}: attributes of type "
-        f"{AttributeProto.AttributeType.Name(attr_type)} are not supported"
-    )
-
-
-def _as_str(value: Any) -> str:
-    """A string attribute: stored as a one-element list (the engine refuses bare strings)."""
-    array = np.asarray(value)
-    if array.size != 1:
-        raise ValueError("expected one string")
-    item = array.reshape(-1)[0]
-    return item.decode() if isinstance(item, bytes) else str(item)
 
 
 def _freeze(attrs: Mapping[str, Any]) -> tuple:

@@ -21,6 +21,7 @@ import modeci_mdf.execution_engine as _engine
 from modeci_mdf.mdf import MdfBase as _MdfBase
 
 from mdf_loops.backends.scheduler.onnx_functions import call_onnx_function, opset
+from mdf_loops.backends.scheduler.planned_pass import step_limit_error
 from mdf_loops.backends.scheduler.semantics import (
     engine_prints_logged,
     onnx_semantics,
@@ -28,7 +29,6 @@ from mdf_loops.backends.scheduler.semantics import (
 )
 from mdf_loops.errors import (
     EvaluationError,
-    IterationLimitError,
     MdfLoopsError,
     pop_frame,
     push_frame,
@@ -36,7 +36,7 @@ from mdf_loops.errors import (
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.semantics import onnx_semantics_of
 from mdf_loops.onnx.domains import other_opsets
-from mdf_loops.ops.common import current_limits, how_to_raise
+from mdf_loops.ops.common import current_limits
 
 __all__ = [
     "STOCK",
@@ -227,11 +227,7 @@ def _bounded_steps(run: Callable, graph_id: str) -> Callable:
         limit = current_limits().max_iterations
         for step, nodes in enumerate(run(*args, **kwargs)):
             if step >= limit:
-                raise IterationLimitError(
-                    f"graph '{graph_id}': its scheduler ran {limit} steps in one evaluation "
-                    "without meeting the graph's termination condition (max_iterations); "
-                    f"check the graph's conditions, or {how_to_raise('max_iterations')}"
-                )
+                raise step_limit_error(graph_id, limit)
             yield nodes
 
     return bounded_run

@@ -61,7 +61,7 @@ def test_loops_stopped_by_their_condition_stop_per_row():
 
 def test_rows_of_different_lengths_are_refused():
     model = rescorla_wagner.build_model()
-    with pytest.raises(ValueError, match="batch size"):
+    with pytest.raises(mdf_loops.errors.InputError, match=r"\['V0', 'alpha'\].*different sizes"):
         mdf_loops.run_batch(model, rescorla_wagner.example_inputs(),
                             {"alpha": [0.1, 0.2], "V0": np.zeros((3, 4))}, backend="scheduler")
 

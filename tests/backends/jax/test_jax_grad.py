@@ -236,3 +236,73 @@ def test_a_loop_with_only_a_condition_is_differentiated_past_the_first_block():
     value, grads = mdf_loops.value_and_grad(model, "x_final", ["x0"], inputs)
     assert value == np.float32(6000.25)
     np.testing.assert_allclose(grads["x0"], 1.0)
+
+
+def test_wrt_given_as_one_string_names_one_input():
+    x = np.array([1.0, 2.0, -1.0])
+    model = mdf_model(expression_node("amplify", ["xy"], {"y": "gain * xy * xy"}, {"gain": 3.0}))
+    grads = mdf_loops.grad(model, lambda out: out["amplify.y"].sum(), "xy", {"xy": x})
+    assert list(grads) == ["xy"]
+    np.testing.assert_allclose(grads["xy"], 2 * 3.0 * x)
+
+
+def _loop_with_scan_output(control: str):
+    """x <- x + 1 recording each x; stopped by: a constant trip count and a body condition
+    from data ("condition"), only a condition ("no trip count"), or a trip count from a graph
+    input ("run-time trip count")."""
+    go = (oh.make_node("Less", ["x_next", "hundred"], ["go"]) if control != "run-time trip count"
+          else oh.make_node("Identity", ["c"], ["go"]))
+    body = body_graph([oh.make_node("Add", ["x", "one"], ["x_next"]), go,
+                       oh.make_node("Identity", ["x_next"], ["x_seen"])],
+                      [value_info("i", INT64, []), value_info("c", BOOL, []), value_info("x", DOUBLE, [])],
+                      [value_info("go", BOOL, []), value_info("x_next", DOUBLE, []),
+                       value_info("x_seen", DOUBLE, [])])
+    trip = {"condition": "M", "no trip count": "", "run-time trip count": "n"}[control]
+    loop = oh.make_node("Loop", [trip, "", "x0"], ["x_final", "xs"], body=body)
+    constants = [oh.make_tensor("one", DOUBLE, [], [1.0]), oh.make_tensor("hundred", DOUBLE, [], [100.0]),
+                 oh.make_tensor("M", TensorProto.INT64, [], [5])]
+    inputs = [value_info("x0", DOUBLE, [])] + ([value_info("n", INT64, [])] if trip == "n" else [])
+    return onnx_model([loop], inputs, [value_info("x_final", DOUBLE, []), value_info("xs", DOUBLE, [None])],
+                      initializers=constants)
+
+
+@pytest.mark.parametrize("control, advice", [
+    ("condition", "may stop before its trip count of 5.*make the body's condition output always true"),
+    ("no trip count", "has no trip count, only a condition; give it a constant trip count"),
+    ("run-time trip count", "takes its trip count from a run-time value; make the trip count a constant"),
+])
+def test_the_refusal_of_a_run_time_length_scan_output_fits_the_loop(control, advice):
+    model = mdf_loops.onnx_to_mdf(_loop_with_scan_output(control))
+    inputs = {"x0": np.float64(0.5), **({"n": np.int64(3)} if control == "run-time trip count" else {})}
+    with pytest.raises(mdf_loops.errors.ModelError, match=f"output 'xs'.*{advice}") as refusal:
+        mdf_loops.grad(model, lambda out: out["xs"].sum(), "x0", inputs)
+    if control != "no trip count":
+        assert "give it a constant trip count" not in str(refusal.value)
+    # its loop-carried value is differentiated: x_final = x0 + iterations
+    np.testing.assert_allclose(mdf_loops.grad(model, "x_final", "x0", inputs)["x0"], 1.0)
+
+
+def test_repeated_calls_follow_new_inputs_and_edits_of_the_model():
+    # a repeated call replays the last one's plan (mdf_loops.run_plans); it must see
+    # new input values and an edit of the model
+    model = rescorla_wagner.build_model(alpha=0.2)
+    inputs = rescorla_wagner.example_inputs()
+    weights = np.array([1.0, -2.0, 0.5, 3.0])
+
+    def objective(out):
+        return out["trials.V_final"] @ weights
+
+    def loss(alpha, v0):
+        return _rw_numpy(alpha, v0, inputs["cues"], inputs["outcomes"]) @ weights
+
+    for v0 in (inputs["V0"], inputs["V0"] + 0.25, inputs["V0"] - 0.5):
+        value, grads = mdf_loops.value_and_grad(model, objective, "alpha", {**inputs, "V0": v0})
+        np.testing.assert_allclose(value, loss(0.2, v0), rtol=1e-12)
+        np.testing.assert_allclose(grads["alpha"], _central(lambda a: loss(a, v0), 0.2), rtol=1e-6)
+    learn = model.graphs[0].nodes[0].parameters[0].value["graph_trial"].nodes[0]
+    alpha = next(p for p in learn.parameters if p.id == "alpha")
+    alpha.value = 0.45  # an edit of the model: planned calls must not answer for the old one
+    value, grads = mdf_loops.value_and_grad(model, objective, "alpha", inputs)
+    np.testing.assert_allclose(value, loss(0.45, inputs["V0"]), rtol=1e-12)
+    np.testing.assert_allclose(grads["alpha"], _central(lambda a: loss(a, inputs["V0"]), 0.45),
+                               rtol=1e-6)

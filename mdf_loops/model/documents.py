@@ -1,0 +1,162 @@
+"""The content of an MDF JSON or YAML file as plain data, read once through the gate.
+
+:func:`read_document` reads a model file with :func:`mdf_loops.files.read_file`
+(a regular file, of bounded size) and parses it as JSON or safe YAML, keeping
+track of keys a mapping repeats; what JSON cannot hold (non-text keys, sets,
+bytes, integers too long to write as text) is refused, and a YAML timestamp is
+its text, as JSON would have it. :func:`format_path` writes a place in a model
+(``graphs.main.nodes.n``) for messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from mdf_loops.errors import ModelError
+from mdf_loops.files import read_file
+
+__all__ = ["read_document", "format_path", "MAX_INTEGER_BITS"]
+
+
+def format_path(parts: Iterable[Any]) -> str:
+    """A path as text.
+
+    ``('graphs', 'main', 'metadata', 'formal_outputs', 1)`` becomes
+    ``graphs.main.metadata.formal_outputs[1]``.
+    """
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+# ---------------------------------------------------------------- reading files
+
+
+class _KeyedDict(dict):
+    """A mapping read from a file, remembering keys the file gave more than once."""
+
+    repeated: tuple = ()
+
+
+def _from_pairs(pairs: list[tuple[Any, Any]]) -> dict:
+    result = _KeyedDict()
+    repeated = []
+    for key, value in pairs:
+        if key in result:
+            repeated.append(key)
+        result[key] = value
+    result.repeated = tuple(dict.fromkeys(repeated))
+    return result
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """A safe YAML loader that keeps track of repeated keys."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+    loader.flatten_mapping(node)
+    pairs = loader.construct_pairs(node, deep=True)
+    for key, _ in pairs:
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a {type(key).__name__} as a key (MDF keys are names)", node.start_mark
+            )
+    return _from_pairs(pairs)
+
+
+def _construct_text(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_YamlLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_YamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)  # text, as in JSON
+
+#: bits of the largest integer a file may hold (Python writes at most 4,300 digits as text)
+MAX_INTEGER_BITS = 14_000
+
+
+def _plain_data_problem(document: Any) -> str | None:
+    """Where ``document`` holds something JSON cannot (a non-text key, a set, bytes, an
+    integer too long to write as text), or None."""
+    stack: list[tuple[Any, tuple]] = [(document, ())]
+    seen: set[int] = set()
+    while stack:
+        item, where = stack.pop()
+        here = format_path(where) or "top level"
+        if isinstance(item, dict):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            for key, value in item.items():
+                if not isinstance(key, str):
+                    return f"{here}: key {key!r:.60} is not text (MDF keys are names)"
+                stack.append((value, where + (key,)))
+        elif isinstance(item, list):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            stack.extend((value, where + (i,)) for i, value in enumerate(item))
+        elif isinstance(item, bool) or item is None or isinstance(item, (str, float)):
+            continue
+        elif isinstance(item, int):
+            if item.bit_length() > MAX_INTEGER_BITS:
+                return f"{here}: an integer of {item.bit_length()} bits is too long to use"
+        else:
+            return f"{here}: a {type(item).__name__} value is not MDF data"
+    return None
+
+
+def read_document(path: str | os.PathLike) -> Any:
+    """The content of an MDF JSON or YAML file as plain data (dicts, lists, scalars).
+
+    Raises:
+        ModelError: the file is missing, unreadable, or not valid JSON/YAML,
+            with the line and column of a syntax error.
+    """
+    path = os.fspath(path)
+    if not path.endswith((".json", ".yaml", ".yml")):
+        raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
+    data = read_file(path)  # a regular file, of bounded size (mdf_loops.files)
+    try:
+        text = data.decode("utf-8")
+        if path.endswith(".json"):
+            document = json.loads(text, object_pairs_hook=_from_pairs)
+        else:
+            document = yaml.load(text, Loader=_YamlLoader)
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(
+            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ModelError(f"{path}: not valid YAML: {_yaml_reason(exc)}") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
+    except RecursionError:
+        raise ModelError(f"{path}: nested too deeply to read") from None
+    except (ValueError, TypeError) as exc:  # an integer of more digits than Python converts
+        raise ModelError(
+            f"{path}: not a readable model file ({' '.join(str(exc).split())})"
+        ) from None
+    problem = _plain_data_problem(document)
+    if problem:
+        raise ModelError(f"{path}: {problem}")
+    return document
+
+
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return problem
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"

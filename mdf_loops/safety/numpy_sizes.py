@@ -1,0 +1,218 @@
+"""How many elements each numpy function an untrusted expression may call will make.
+
+Every function of :data:`~mdf_loops.safety.allowlist.NUMPY_FUNCTIONS` (and
+``numpy.linalg``'s) has a plan here: a function of the call's arguments giving
+the elements of its result, computed from shapes and literal sizes alone, so that
+:mod:`mdf_loops.safety.guarded_numpy` can refuse a call over ``max_elements``
+before numpy allocates anything. The plans are:
+
+* element-wise functions (ufuncs, ``where``, ``clip``, ...): the broadcast shape of
+  their arguments (``a * numpy.transpose(a)`` with ``a`` of shape (46000, 1) is
+  46000 x 46000);
+* products (``matmul``, ``dot``, ``inner``, ``outer``, ``tensordot``, ``einsum``)
+  and ``diag``/``tril``/``triu`` of a vector (a matrix): the shape their rules give;
+* constructors (``zeros``, ``arange``, ``ones_like(x, shape=...)``, positional or not):
+  the size asked for;
+* everything else returns no more elements than its arguments hold together,
+  counted with multiplicity (``numpy.concatenate([x, x, x])`` is three times ``x``).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mdf_loops.errors import EvaluationError
+from mdf_loops.safety.operator_sizes import planned_elements as onnx_planned_elements
+
+__all__ = ["planned_elements", "plan_for", "held_elements", "LINALG_PLANS", "Plan"]
+
+Plan = Callable[..., int]
+
+
+def held_elements(value: Any) -> int:
+    """Elements ``value`` holds: an array's size, a list's items counted at every depth."""
+    if isinstance(value, np.ndarray):
+        return value.size
+    if isinstance(value, (list, tuple)):
+        return sum(held_elements(item) for item in value)
+    return 1
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    if isinstance(value, np.ndarray | np.generic):
+        return value.shape
+    if isinstance(value, (list, tuple)):
+        return np.shape(value)
+    return ()
+
+
+def _dims(shape: Any) -> int:
+    if isinstance(shape, (int, np.integer)):
+        return abs(operator.index(shape))
+    return math.prod(abs(operator.index(d)) for d in shape)
+
+
+# ---------------------------------------------------------------- plans
+
+
+def _inputs(*args: Any, **kwargs: Any) -> int:
+    """No more than the arguments hold together."""
+    return sum(held_elements(a) for a in args) + sum(held_elements(v) for v in kwargs.values())
+
+
+def _broadcast(*args: Any, **kwargs: Any) -> int:
+    """The broadcast shape of the array arguments (keywords such as ``where=`` too)."""
+    shapes = [_shape(a) for a in (*args, *kwargs.values()) if not isinstance(a, (str, type))]
+    try:
+        return math.prod(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return 0  # shapes that do not broadcast: numpy reports them
+
+
+def _matmul(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
+    """``@`` and ``numpy.matmul``: the ONNX MatMul plan (the same rules)."""
+    return onnx_planned_elements("MatMul", [a, b], {}) or 0
+
+
+def _dot(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
+    sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:
+        return math.prod(sa) * math.prod(sb)
+    if len(sb) == 1:
+        return math.prod(sa[:-1])
+    return math.prod(sa[:-1]) * math.prod(sb[:-2]) * sb[-1]
+
+
+def _inner(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
+    sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:
+        return math.prod(sa) * math.prod(sb)
+    return math.prod(sa[:-1]) * math.prod(sb[:-1])
+
+
+def _outer(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
+    return held_elements(a) * held_elements(b)
+
+
+def _tensordot(a: Any, b: Any, axes: Any = 2, *args: Any, **kwargs: Any) -> int:
+    sa, sb = _shape(a), _shape(b)
+    if isinstance(axes, (int, np.integer)):
+        n = operator.index(axes)
+        return math.prod(sa[: len(sa) - n]) * math.prod(sb[n:])
+    first, second = axes
+    first = [first] if isinstance(first, (int, np.integer)) else list(first)
+    second = [second] if isinstance(second, (int, np.integer)) else list(second)
+    kept_a = [d for k, d in enumerate(sa) if k not in {x % max(len(sa), 1) for x in first}]
+    kept_b = [d for k, d in enumerate(sb) if k not in {x % max(len(sb), 1) for x in second}]
+    return math.prod(kept_a) * math.prod(kept_b)
+
+
+def _square_of_vector(m: Any, *args: Any, **kwargs: Any) -> int:
+    """``diag``, ``tril``, ``triu``: a vector of n makes an n x n matrix."""
+    shape = _shape(m)
+    return shape[0] ** 2 if len(shape) == 1 else math.prod(shape)
+
+
+def _einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> int:
+    """``numpy.einsum``: the ONNX Einsum plan (the same equation language)."""
+    if not isinstance(subscripts, str):
+        raise EvaluationError("numpy.einsum: write the subscripts as text ('ij,jk->ik')")
+    return onnx_planned_elements("Einsum", list(operands), {"equation": subscripts}) or 0
+
+
+def _solve(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) <= 2 and len(sb) <= 2:
+        return math.prod(sb)
+    try:
+        return math.prod(np.broadcast_shapes(sa[:-2], sb[:-2])) * math.prod(sb[-2:])
+    except ValueError:
+        return 0
+
+
+# constructors: the size asked for
+
+
+def _arange(start: Any, stop: Any = None, step: Any = None, *args: Any, **kwargs: Any) -> int:
+    start, stop = (0, start) if stop is None else (start, stop)
+    step = 1 if step is None else step
+    return max(math.ceil((float(stop) - float(start)) / float(step)), 0) if step else 0
+
+
+def _like(
+    a: Any,
+    dtype: Any = None,
+    order: Any = None,
+    subok: Any = None,
+    shape: Any = None,
+    **kwargs: Any,
+) -> int:
+    return held_elements(a) if shape is None else _dims(shape)
+
+
+def _full_like(
+    a: Any,
+    fill_value: Any = None,
+    dtype: Any = None,
+    order: Any = None,
+    subok: Any = None,
+    shape: Any = None,
+    **kwargs: Any,
+) -> int:
+    return max(_like(a, shape=shape), held_elements(fill_value))
+
+
+_CONSTRUCTORS: dict[str, Plan] = {
+    "zeros": lambda shape, *a, **k: _dims(shape),
+    "ones": lambda shape, *a, **k: _dims(shape),
+    "empty": lambda shape, *a, **k: _dims(shape),
+    "full": lambda shape, fill_value=None, *a, **k: max(_dims(shape), held_elements(fill_value)),
+    "eye": lambda N, M=None, *a, **k: abs(int(N)) * abs(int(N if M is None else M)),
+    "identity": lambda n, *a, **k: abs(int(n)) ** 2,
+    "arange": _arange,
+    "linspace": lambda start, stop, num=50, *a, **k: abs(int(num)),
+    "zeros_like": _like,
+    "ones_like": _like,
+    "full_like": _full_like,
+}
+
+_BROADCASTING = {"where", "clip", "isclose", "cross", "nan_to_num", "around", "round"}
+_PRODUCTS: dict[str, Plan] = {
+    "matmul": _matmul,
+    "dot": _dot,
+    "inner": _inner,
+    "vdot": _inputs,
+    "outer": _outer,
+    "tensordot": _tensordot,
+    "einsum": _einsum,
+    "diag": _square_of_vector,
+    "tril": _square_of_vector,
+    "triu": _square_of_vector,
+}
+#: numpy.linalg functions
+LINALG_PLANS: dict[str, Plan] = {"norm": _inputs, "det": _inputs, "inv": _inputs, "solve": _solve}
+
+
+def plan_for(name: str) -> Plan:
+    """The plan of ``numpy.<name>``."""
+    if name in _CONSTRUCTORS:
+        return _CONSTRUCTORS[name]
+    if name in _PRODUCTS:
+        return _PRODUCTS[name]
+    if name in _BROADCASTING or isinstance(getattr(np, name, None), np.ufunc):
+        return _broadcast
+    return _inputs
+
+
+def planned_elements(plan: Plan, args: tuple, kwargs: dict) -> int:
+    """Elements the call will make by ``plan``; 0 when the arguments are malformed (numpy
+    then reports them in its own words)."""
+    try:
+        return plan(*args, **kwargs)
+    except (TypeError, ValueError, OverflowError, IndexError, KeyError):
+        return 0

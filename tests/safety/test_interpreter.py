@@ -1,0 +1,199 @@
+"""mdf_loops/safety/interpreter.py: expressions of untrusted models are evaluated over
+numbers and numeric arrays, each result sized before it is made."""
+
+from __future__ import annotations
+
+import json
+import re
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_untrusted import _child_peak, _document
+
+import mdf_loops
+from mdf_loops.errors import EvaluationError, MdfLoopsError, SizeLimitError
+from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.safety.interpreter import MAX_INTEGER_BITS, evaluate_untrusted
+from mdf_loops.safety.numpy_sizes import held_elements
+
+SCOPE = {
+    "a": np.linspace(0, 1, 150).reshape(150, 1),
+    "x": np.linspace(-1, 1, 150),
+    "m": np.ones((20, 30)),
+    "s": 2.5,
+    "n": 10**50,
+    "l": [0.0, 1.0],
+    "t": "text",
+}
+
+
+def _evaluate(expression: str, max_elements: int = 10**8):
+    with untrusted_expressions(), mdf_loops.safety.limits(max_elements=max_elements):
+        return evaluate_untrusted(expression, SCOPE)
+
+
+@pytest.mark.parametrize("expression, oracle", [
+    ("x * 2 + s", lambda: SCOPE["x"] * 2 + 2.5),
+    ("numpy.tanh(m @ numpy.ones(30))", lambda: np.tanh(np.full(20, 30.0))),
+    ("a[::2, 0][x[:75] > 0]", lambda: SCOPE["a"][::2, 0][SCOPE["x"][:75] > 0]),
+    ("numpy.einsum('ij,j->i', m, numpy.arange(30.0))", lambda: np.ones((20, 30)) @ np.arange(30.0)),
+    ("sum(x) if 1 < s <= 3 else -1", lambda: sum(SCOPE["x"])),
+    ("max(l) + len(l) + abs(-s) + round(s) + int(s)", lambda: 1.0 + 2 + 2.5 + 2 + 2),
+    ("[x[0], (s, 1)][1][0]", lambda: 2.5),
+    ("2 ** 64 + (n // 3) % 7", lambda: 2**64 + (10**50 // 3) % 7),
+    ("numpy.outer(x[:3], x[:2]) - numpy.tril(m)[:3, :2]",
+     lambda: np.outer(SCOPE["x"][:3], SCOPE["x"][:2]) - np.tril(np.ones((20, 30)))[:3, :2]),
+    ("not t == 'text' or numpy.pi", lambda: np.pi),
+])
+def test_allowed_expressions_give_numpy_s_values(expression, oracle):
+    expected = oracle()
+    if isinstance(expected, int):
+        assert _evaluate(expression) == expected
+    else:
+        np.testing.assert_allclose(_evaluate(expression), expected)
+
+
+@pytest.mark.parametrize("expression, error, message", [
+    ("t % 1", EvaluationError, "`%` on text"),
+    ("l * 10000 * 10000 * 10", EvaluationError, "`*` on a list"),
+    ("l + l", EvaluationError, "`+` on a list"),
+    ("sum([l, l], [])", EvaluationError, "`+` on a list"),
+    ("(n ** 9999)", SizeLimitError, "integer of up to"),
+    ("1 << 10 ** 6", SizeLimitError, "integer of up to"),
+    ("math.prod([n] * 1)", EvaluationError, "`*` on a list"),
+    ("math.prod([n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, "
+     "n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, "
+     "n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n])",
+     SizeLimitError, "math.prod"),
+    ("a * numpy.transpose(a)", SizeLimitError, "22500 elements"),
+    ("a @ numpy.transpose(a)", SizeLimitError, "22500 elements"),
+    ("numpy.ones_like(x, None, 'K', True, (1000, 1000))", SizeLimitError, "numpy.ones_like"),
+    ("numpy.concatenate([m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m])", SizeLimitError,
+     "numpy.concatenate"),
+    ("numpy.einsum('i,j->ij', x, x)", SizeLimitError, "numpy.einsum"),
+    ("x[numpy.zeros(100, dtype='int64')][:, None] + x", SizeLimitError, "15000 elements"),
+    ("a == numpy.transpose(a)", SizeLimitError, "a comparison"),
+    ("x.tofile('f')", EvaluationError, "not an allowed function"),
+    ("(lambda: 1)()", EvaluationError, "not part of MDF expressions"),
+    ("numpy.add(x, x, out=x)", SizeLimitError, "out= is not allowed"),
+])
+def test_python_semantics_and_oversized_results_are_refused_before_computing(
+        expression, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        _evaluate(expression, max_elements=10_000)
+
+
+def test_an_unknown_name_is_left_to_the_engine():
+    with pytest.raises(NameError):
+        _evaluate("unknown + 1")
+
+
+# ---------------------------------------------------------------- a property over the grammar
+
+_LEAVES = st.sampled_from(["a", "x", "m", "s", "n", "l", "t", "3", "10 ** 40", "0.5", "[1, 2]",
+                           "'%0999d'", "(1, 2)", "numpy.pi"])
+_BINARY = st.sampled_from(["+", "-", "*", "/", "//", "%", "**", "@", "<<", "&", "==", "<"])
+_CALLS = st.sampled_from(["numpy.outer", "numpy.transpose", "numpy.ravel", "numpy.diag",
+                          "numpy.tril", "numpy.concatenate", "numpy.stack", "numpy.ones",
+                          "numpy.arange", "numpy.ones_like", "sum", "max", "abs", "int",
+                          "numpy.tensordot", "numpy.dot", "numpy.inner", "math.prod", "len"])
+
+
+def _expressions() -> st.SearchStrategy[str]:
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.tuples(inner, _BINARY, inner).map(lambda p: f"({p[0]} {p[1]} {p[2]})"),
+            st.tuples(_CALLS, st.lists(inner, min_size=1, max_size=3)).map(
+                lambda p: f"{p[0]}({', '.join(p[1])})"),
+            st.lists(inner, min_size=1, max_size=4).map(lambda p: f"[{', '.join(p)}]"),
+            inner.map(lambda e: f"-{e}"),
+            st.tuples(inner, inner).map(lambda p: f"{p[0]}[{p[1]}]"),
+            st.tuples(inner, inner, inner).map(lambda p: f"({p[0]} if {p[1]} else {p[2]})"),
+        )
+
+    return st.recursive(_LEAVES, extend, max_leaves=8)
+
+
+def _sizes_within(value, limit: int) -> bool:
+    if isinstance(value, int):
+        return abs(value).bit_length() <= MAX_INTEGER_BITS
+    return held_elements(value) <= limit
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_expressions())
+def test_no_expression_of_the_grammar_makes_more_than_max_elements(expression):
+    limit = 10_000
+    tracemalloc.start()
+    try:
+        value = _evaluate(expression, max_elements=limit)
+    except (MdfLoopsError, NameError, ArithmeticError, TypeError, ValueError, IndexError,
+            KeyError, np.exceptions.AxisError):
+        value = None  # refused, or an error numpy or Python raises for such operands
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert _sizes_within(value, limit), expression
+    # every array made is planned: nothing near what an unplanned product would take
+    assert peak < 64 * 8 * limit, (expression, peak)
+
+
+# ---------------------------------------------------------------- end to end, in a child
+
+
+def test_the_issue_s_expressions_through_run_stay_small_in_memory(tmp_path):
+    parameters = {"a": {"value": np.zeros((11000, 1)).tolist()}, "big": {"value": 10**999},
+                  "x": {"value": [1.0, 2.0]}}
+    attacks = ["'%02500000000d' % 1", "[0] * 10000 * 10000 * 10", "(big ** 9999) ** 9999",
+               "numpy.ones_like(x, None, 'K', True, (100000, 100000))", "a * numpy.transpose(a)",
+               "sum(((0,) * 10000,) * 10000, ())"]
+    paths = []
+    for k, attack in enumerate(attacks):
+        node = {"parameters": parameters, "output_ports": {"y": {"value": attack}}}
+        path = tmp_path / f"m{k}.json"
+        path.write_text(json.dumps(_document(node)))
+        paths.append(str(path))
+    code = ("import mdf_loops\n"
+            "errors = []\n"
+            "for path in sys.argv[1:]:\n"
+            "    try:\n"
+            "        mdf_loops.run(path, backend='scheduler')\n"
+            "        errors.append('none')\n"
+            "    except mdf_loops.MdfLoopsError as exc:\n"
+            "        errors.append(type(exc).__name__)\n"
+            "raise ValueError(','.join(errors))\n")
+    result, peak = _child_peak(code, *paths)
+    assert result.split(": ")[1].split(",") == [
+        "UnsafeExpressionError", "UnsafeExpressionError", "SizeLimitError", "SizeLimitError",
+        "SizeLimitError", "UnsafeExpressionError"], result
+    assert peak < 900, peak
+
+
+@pytest.mark.parametrize("expression", ["x + l", "l + x", "x * l", "l * x", "x > l", "l < x",
+                                        "z * i", "i * z", "k * l", "l * k", "k + l"])
+def test_a_list_beside_an_array_is_what_numpy_makes_of_it_and_else_refused(expression):
+    """Where Python hands the list to numpy the interpreter gives eval's value or refuses
+    (it converts only where numpy surely takes over); where Python would repeat or join
+    the list (``numpy.int64(3) * [0]``) it refuses. Never another value."""
+    scope = {"x": np.arange(3.0), "z": np.array(2), "l": [1.0, 2.0, 3.0], "k": np.int64(3),
+             "i": [1, 2]}
+    expected = eval(expression, dict(scope))  # noqa: S307 - the oracle: Python itself
+    with untrusted_expressions():
+        try:
+            value = evaluate_untrusted(expression, scope)
+        except EvaluationError as error:
+            assert "on a list" in str(error)
+            return
+    assert not isinstance(expected, list)
+    np.testing.assert_array_equal(value, expected)
+
+
+def test_numpy_arithmetic_with_a_list_is_kept_where_numpy_surely_takes_over():
+    scope = {"x": np.arange(3.0), "l": [1.0, 2.0, 3.0]}
+    with untrusted_expressions():
+        for expression in ("x + l", "l + x", "x * l", "l * x", "x > l", "l < x"):
+            np.testing.assert_array_equal(evaluate_untrusted(expression, scope),
+                                          eval(expression, dict(scope)))  # noqa: S307
