@@ -24,7 +24,12 @@ from mdf_loops.sweep.cluster import (
     worker_threads,
 )
 from mdf_loops.sweep.errors import SweepError
-from mdf_loops.sweep.worker import SettingResult, SettingsBatch, SweepTask, run_settings
+from mdf_loops.sweep.worker import (
+    SettingResult,
+    SettingsBatch,
+    SweepTask,
+    run_settings_packed,
+)
 
 __all__ = ["batch_size_for", "run_batches"]
 
@@ -59,7 +64,7 @@ def run_batches(
 
     address = str(getattr(client.scheduler, "address", "of the client"))
     try:
-        futures = [client.submit(run_settings, task, batch, pure=False) for batch in batches]
+        futures = [client.submit(run_settings_packed, task, batch, pure=False) for batch in batches]
     except CONNECTION_ERRORS as exc:
         raise lost(address, f"did not take the work ({type(exc).__name__})", timeout) from None
     finished = as_completed(futures, loop=client.loop)  # not Dask's default client
@@ -90,9 +95,13 @@ def _check_alive(client: Any, address: str, quiet_since: float, timeout: float) 
     if worker_threads(client, timeout):
         return time.monotonic()
     left = timeout - (time.monotonic() - quiet_since)
+    log.warning(
+        "the Dask scheduler at %s has lost all its workers; the sweep waits up to %g s for one",
+        address,
+        max(left, 0),
+    )
     if left <= 0:
         raise no_workers(client, timeout)
-    log.warning("the Dask scheduler at %s has lost all its workers; waiting for one", address)
     wait_for_workers(client, left)
     return time.monotonic()
 
@@ -106,7 +115,7 @@ def _results(future: Any, address: str, timeout: float) -> list[SettingResult]:
 
     try:
         if future.status != "error":
-            return future.result(timeout=timeout)
+            return future.result(timeout=timeout).unpack()
         raised = future.exception(timeout=timeout)
     except CancelledError:  # the client lost the scheduler: Dask cancels what was running
         raise lost(address, "went away during the sweep", timeout) from None

@@ -9,6 +9,7 @@ are inputs of the model by then (:mod:`mdf_loops.sweep.parameters`).
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -20,7 +21,14 @@ from modeci_mdf.mdf import Model
 from mdf_loops.backends import Backend
 from mdf_loops.errors import MdfLoopsError
 
-__all__ = ["SweepTask", "SettingResult", "SettingsBatch", "run_settings"]
+__all__ = [
+    "SweepTask",
+    "SettingResult",
+    "SettingsBatch",
+    "run_settings",
+    "run_settings_packed",
+    "PackedResults",
+]
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +124,46 @@ def run_settings(task: SweepTask, batch: Settings | SettingsBatch) -> list[Setti
         if hasattr(mdf_loops, "run_batch"):
             return _run_vectorised(mdf_loops.run_batch, model, task, batch)
     return [_run_one(model, task, index, values) for index, values in batch.settings()]
+
+
+@dataclass(frozen=True)
+class PackedResults:
+    """A batch's results as they travel back: each output of all its settings in one flat
+    array (Dask sends every array as a frame of its own, and reads each back at a cost:
+    hundreds of small arrays per batch took longer to send than to compute)."""
+
+    indices: tuple[int, ...]
+    errors: tuple[str, ...]
+    #: output name -> (the values of every setting that has it, flat; each one's shape or None)
+    outputs: dict[str, tuple[np.ndarray, tuple[tuple[int, ...] | None, ...]]]
+
+    @classmethod
+    def of(cls, results: list[SettingResult]) -> PackedResults:
+        names = sorted({name for result in results for name in result.outputs})
+        outputs = {}
+        for name in names:
+            arrays = [r.outputs.get(name) for r in results]
+            present = [np.ravel(a) for a in arrays if a is not None]
+            flat = np.concatenate(present) if present else np.zeros(0)
+            outputs[name] = (flat, tuple(None if a is None else a.shape for a in arrays))
+        return cls(tuple(r.index for r in results), tuple(r.error for r in results), outputs)
+
+    def unpack(self) -> list[SettingResult]:
+        """One :class:`SettingResult` per setting (its arrays views of the flat ones)."""
+        results = [SettingResult(i, {}, e) for i, e in zip(self.indices, self.errors, strict=True)]
+        for name, (flat, shapes) in self.outputs.items():
+            start = 0
+            for result, shape in zip(results, shapes, strict=True):
+                if shape is not None:
+                    size = math.prod(shape)
+                    result.outputs[name] = flat[start : start + size].reshape(shape)
+                    start += size
+        return results
+
+
+def run_settings_packed(task: SweepTask, batch: SettingsBatch) -> PackedResults:
+    """:func:`run_settings`, its results packed for the trip back (:class:`PackedResults`)."""
+    return PackedResults.of(run_settings(task, batch))
 
 
 def _run_one(

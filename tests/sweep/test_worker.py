@@ -70,3 +70,20 @@ def test_jax_runs_one_call_per_shape_padded_to_the_batch_size(monkeypatch):
     for result, x in zip(results, xs):
         assert result.error == ""
         np.testing.assert_allclose(result.outputs["rnn.h_final"], elman_numpy(x), rtol=1e-6)
+
+
+def test_packed_results_give_back_each_setting_s_arrays():
+    from mdf_loops.sweep.worker import PackedResults, SettingResult
+
+    rng = np.random.default_rng(2)
+    results = [SettingResult(4, {"trace": rng.normal(size=7), "choice": np.int64(1)}),
+               SettingResult(9, {}, "IterationLimitError: too long"),
+               SettingResult(2, {"trace": rng.normal(size=3), "choice": np.int64(-1)})]
+    packed = PackedResults.of(results)
+    assert packed.outputs["trace"][0].shape == (10,)  # one flat array per output
+    for got, given in zip(packed.unpack(), results):
+        assert (got.index, got.error, sorted(got.outputs)) == (
+            given.index, given.error, sorted(given.outputs))
+        for name, value in given.outputs.items():
+            np.testing.assert_array_equal(got.outputs[name], value)
+            assert got.outputs[name].shape == np.shape(value)
