@@ -73,7 +73,11 @@ def run_batches(
         while not finished.is_empty():
             done = finished.next_batch(block=False)
             for future in done:
-                record(_results(future, address, timeout))
+                results = _results(future, address, timeout)
+                if results is None:  # lost with its worker: Dask runs it again
+                    finished.add(future)
+                else:
+                    record(results)
             now = time.monotonic()
             if done:
                 quiet_since = checked = now
@@ -85,6 +89,11 @@ def run_batches(
     finally:
         for future in futures:
             future.release()  # the scheduler forgets what nobody waits for
+
+
+def client_running(future: Any) -> bool:
+    """Whether the client of ``future`` is still connected to its scheduler."""
+    return getattr(future.client, "status", None) == "running"
 
 
 def _check_alive(client: Any, address: str, quiet_since: float, timeout: float) -> float:
@@ -106,9 +115,11 @@ def _check_alive(client: Any, address: str, quiet_since: float, timeout: float) 
     return time.monotonic()
 
 
-def _results(future: Any, address: str, timeout: float) -> list[SettingResult]:
-    """A finished batch's results; a batch lost with the scheduler is a :class:`SweepError`,
-    and an exception the batch raised (a fault in the code) is raised as it is."""
+def _results(future: Any, address: str, timeout: float) -> list[SettingResult] | None:
+    """A finished batch's results, or None when they were lost with the worker that held
+    them (Dask computes them again); a batch lost with the scheduler is a
+    :class:`SweepError`, and an exception the batch raised (a fault in the code) is raised
+    as it is."""
     from concurrent.futures import CancelledError
 
     from distributed import KilledWorker
@@ -120,6 +131,8 @@ def _results(future: Any, address: str, timeout: float) -> list[SettingResult]:
     except CancelledError:  # the client lost the scheduler: Dask cancels what was running
         raise lost(address, "went away during the sweep", timeout) from None
     except CONNECTION_ERRORS as exc:
+        if future.status in ("pending", "lost") and client_running(future):
+            return None
         raise lost(address, f"did not send a result ({type(exc).__name__})", timeout) from None
     if isinstance(raised, KilledWorker):
         raise SweepError(

@@ -163,7 +163,8 @@ def test_losing_every_worker_keeps_the_finished_settings_and_raises_once(dask_pr
 
     shared = noise(15)
     with caplog.at_level(logging.WARNING, logger="mdf_loops"), \
-            pytest.raises(SweepError, match="has no workers") as raised:
+            pytest.raises(SweepError, match="has no workers|did not send a result") as raised:
+        # (the second when the batch that finished as the worker died held its result)
         mdf_loops.sweep(DDM, grid={"accumulate.drift": DRIFTS}, inputs={"noise": shared},
                         client=dask_processes.address, batch_size=1, backend="scheduler",
                         output=output, progress=kill_the_worker, timeout=5)
