@@ -1,0 +1,169 @@
+"""ONNX graphs planned once into torch programs, then run eagerly (one walker for every graph).
+
+:class:`Program` plans a graph: each node's lowering looked up in
+:data:`~mdf_loops.backends.torch.registry.OPS` (an operator without one is a
+:class:`~mdf_loops.errors.CompileError` naming the node), subgraphs planned
+recursively, and every constant tensor (an initializer, a ``Constant`` node) entered
+in the :class:`ConstantTable`, so the module can hold it as a parameter or a buffer.
+Running a program walks its steps over a dict of values; a loop body is bound to its
+enclosing scope once per loop, not once per iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from mdf_loops.backends.jax.control import free_names
+from mdf_loops.backends.torch import (  # noqa: F401  (fill the table)
+    control,
+    elementwise,
+    reductions,
+    sequences,
+    shapes,
+)
+from mdf_loops.backends.torch.registry import OPS, NodeCall
+from mdf_loops.backends.torch.values import label
+from mdf_loops.errors import CompileError, EvaluationError, MdfLoopsError
+
+__all__ = ["Program", "ConstantTable", "ConstantSite", "Frame"]
+
+
+@dataclass(frozen=True)
+class ConstantSite:
+    """One constant tensor of the exported model: where it is, and its value."""
+
+    key: str  # the name the module holds it by
+    graph_path: tuple[str, ...]  # the loop nodes' (MDF id, attribute) pairs above it, flattened
+    name: str  # the ONNX value it defines
+    value: np.ndarray
+
+
+@dataclass
+class ConstantTable:
+    """Every constant of a planned model, in order of appearance."""
+
+    sites: list[ConstantSite] = field(default_factory=list)
+
+    def add(self, graph_path: tuple[str, ...], name: str, value: np.ndarray) -> str:
+        key = f"c{len(self.sites)}"
+        self.sites.append(ConstantSite(key, graph_path, name, value))
+        return key
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The values a node that runs subgraphs sees: its graph's, and the model's constants."""
+
+    env: Mapping[str, Any]
+    constants: Mapping[str, Any]
+
+
+class Program:
+    """One ONNX graph, planned: call :meth:`bind` with the enclosing scope, then run it."""
+
+    def __init__(
+        self,
+        graph: onnx.GraphProto,
+        opset: int,
+        table: ConstantTable,
+        path: tuple[str, ...] = (),
+    ):
+        self.name = graph.name
+        self.input_names = tuple(i.name for i in graph.input)
+        self.output_names = tuple(o.name for o in graph.output)
+        self.free = tuple(sorted(free_names(graph)))
+        self.constants: dict[str, str] = {}  # value name -> constant key
+        for init in graph.initializer:
+            self.constants[init.name] = table.add(path, init.name, numpy_helper.to_array(init))
+        self.steps: list[tuple] = []
+        for node in graph.node:
+            self._plan(node, opset, table, path)
+
+    def _plan(self, node: onnx.NodeProto, opset: int, table: ConstantTable, path: tuple) -> None:
+        where = label(node)
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            self.constants[node.output[0]] = table.add(path, node.output[0], _constant(node, where))
+            return
+        standard = node.domain in ("", "ai.onnx")
+        lowering = OPS.get(node.op_type if standard else f"{node.domain}::{node.op_type}")
+        if lowering is None:
+            raise CompileError(
+                f"{where}: no torch lowering for {node.domain or 'ai.onnx'}::{node.op_type}; "
+                "run it with backend='onnxruntime' or 'scheduler'"
+            )
+        call = NodeCall(node, where, opset)
+        owner = (node.doc_string or "").removeprefix("MDF node ") or node.name
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                sub = path + (owner, attribute.name)
+                call.bodies[attribute.name] = Program(attribute.g, opset, table, sub)
+        inputs = list(node.input)
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        self.steps.append((lowering.fn, call, tuple(inputs), tuple(node.output), lowering.scoped))
+
+    def bind(self, frame: Frame) -> Callable[[Sequence[Any]], list]:
+        """``run(formal inputs) -> outputs``, reading ``frame`` for the names from outside."""
+        base = {name: frame.env[name] for name in self.free if name in frame.env}
+        base.update({name: frame.constants[key] for name, key in self.constants.items()})
+        return lambda values: self.run(base, values, frame.constants)
+
+    def run(self, base: Mapping[str, Any], values: Sequence[Any], constants: Mapping) -> list:
+        """The outputs of this graph on ``values`` (its formal inputs in order)."""
+        if len(values) != len(self.input_names):
+            raise EvaluationError(
+                f"graph '{self.name}' takes {len(self.input_names)} inputs, got {len(values)}"
+            )
+        env = dict(base)
+        env.update(zip(self.input_names, values, strict=True))
+        for fn, call, names, outputs, scoped in self.steps:
+            try:
+                args = [env[name] if name else None for name in names]
+                result = fn(call, Frame(env, constants), *args) if scoped else fn(call, *args)
+            except MdfLoopsError:
+                raise
+            except KeyError as exc:
+                raise EvaluationError(f"{call.where}: input {exc} is not defined") from None
+            except Exception as exc:  # torch's own errors name no node
+                raise EvaluationError(f"{call.where}: {type(exc).__name__}: {exc}") from exc
+            if isinstance(result, tuple):
+                # strict=False: a node may leave out trailing outputs (a loop's scan outputs)
+                for name, value in zip(outputs, result, strict=False):
+                    if name:
+                        env[name] = value
+            else:
+                env[outputs[0]] = result
+        try:
+            return [env[name] for name in self.output_names]
+        except KeyError as exc:
+            raise EvaluationError(f"graph '{self.name}': output {exc} is never computed") from None
+
+
+def _constant(node: onnx.NodeProto, where: str) -> np.ndarray:
+    """The tensor of a ``Constant`` node, whichever attribute holds it."""
+    (attribute,) = node.attribute
+    name = attribute.name
+    if name == "value":
+        return numpy_helper.to_array(attribute.t)
+    if name == "value_float":
+        return np.array(attribute.f, np.float32)
+    if name == "value_floats":
+        return np.array(list(attribute.floats), np.float32)
+    if name == "value_int":
+        return np.array(attribute.i, np.int64)
+    if name == "value_ints":
+        return np.array(list(attribute.ints), np.int64)
+    if name == "sparse_value":
+        sparse = attribute.sparse_tensor
+        dense = np.zeros(tuple(sparse.dims), numpy_helper.to_array(sparse.values).dtype)
+        indices = numpy_helper.to_array(sparse.indices)
+        flat = indices if indices.ndim == 1 else np.ravel_multi_index(indices.T, dense.shape)
+        dense.reshape(-1)[flat] = numpy_helper.to_array(sparse.values)
+        return dense
+    raise CompileError(f"{where}: a Constant of {name} (strings) has no torch form")
