@@ -77,7 +77,7 @@ class MdfModule(torch.nn.Module):
                 f"graph '{self._plan.graph_id}' takes {len(self.input_names)} inputs "
                 f"{list(self.input_names)}, got {len(args)} positional values"
             )
-        given = dict(zip(self.input_names, args))
+        given = dict(zip(self.input_names, args, strict=False))
         for name, value in kwargs.items():
             if name in given:
                 raise InputError(f"input '{name}' is given twice (by position and by name)")

@@ -224,3 +224,18 @@ def _topk(call, x, k):
 def _array_feature_extractor(call, x, indices):
     flat = indices.reshape(-1).long()
     return x.index_select(x.dim() - 1, flat)
+
+
+@op("Compress")
+def _compress(call, x, condition):
+    axis = call.attr("axis")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis = _axis(axis, x.dim())
+    kept = torch.nonzero(condition.reshape(-1)).reshape(-1)
+    return x.index_select(axis, kept)
+
+
+@op("NonZero")
+def _nonzero(call, x):
+    return torch.nonzero(x.reshape(1) if x.dim() == 0 else x).T.contiguous()
