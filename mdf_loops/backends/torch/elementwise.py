@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -112,8 +111,10 @@ def _isinf(call, x):
 
 @op("Min", "Max", "Sum", "Mean")
 def _variadic(call, *xs):
-    fn = {"Min": torch.minimum, "Max": torch.maximum, "Sum": torch.add, "Mean": torch.add}
-    result = functools.reduce(fn[call.proto.op_type], xs)
+    combine = {"Min": torch.minimum, "Max": torch.maximum}.get(call.proto.op_type, torch.add)
+    result = xs[0]
+    for x in xs[1:]:
+        result = combine(result, x)
     return result / len(xs) if call.proto.op_type == "Mean" else result
 
 

@@ -67,7 +67,10 @@ def tensor_of(array: Any, where: str = "value") -> torch.Tensor:
 
 def to_torch(value: Any, type_proto: onnx.TypeProto | None, device: Any = None) -> Any:
     """A user value as the lowering takes an input of ``type_proto`` (tensors pass as they are)."""
-    kind = type_proto.WhichOneof("value") if type_proto is not None else None
+    if type_proto is None:
+        tensor = value if isinstance(value, (torch.Tensor, Opt)) else tensor_of(value)
+        return tensor if device is None or isinstance(tensor, Opt) else tensor.to(device)
+    kind = type_proto.WhichOneof("value")
     if kind == "sequence_type":
         return [to_torch(v, type_proto.sequence_type.elem_type, device) for v in value]
     if kind == "optional_type":
@@ -75,17 +78,17 @@ def to_torch(value: Any, type_proto: onnx.TypeProto | None, device: Any = None) 
         return Opt(None if value is None else to_torch(value, inner, device))
     if isinstance(value, Opt):
         return value
+    elem_type = type_proto.tensor_type.elem_type if kind == "tensor_type" else 0
     if isinstance(value, torch.Tensor):
         tensor = value
     else:
         array = np.asarray(value)
-        if kind == "tensor_type" and type_proto.tensor_type.elem_type:
-            array = array.astype(np_dtype(type_proto.tensor_type.elem_type), copy=False)
+        if elem_type:
+            array = array.astype(np_dtype(elem_type), copy=False)
         tensor = tensor_of(array)
-    if kind == "tensor_type" and type_proto.tensor_type.elem_type:
-        dtype = _DTYPES.get(type_proto.tensor_type.elem_type)
-        if dtype is not None and tensor.dtype != dtype:
-            tensor = tensor.to(dtype)
+    dtype = _DTYPES.get(elem_type)
+    if dtype is not None and tensor.dtype != dtype:
+        tensor = tensor.to(dtype)
     return tensor if device is None else tensor.to(device)
 
 
