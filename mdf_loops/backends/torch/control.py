@@ -99,25 +99,36 @@ def _scan_one(body, inputs: list, attributes: ScanAttributes) -> list:
         (x.flip(a) if attributes.input_backward(k) else x).unbind(a)
         for k, (x, a) in enumerate(zip(xs, axes, strict=True))
     ]
-    produced: list[list] = []
-    for t in range(length):
-        guard.step(t)
-        outs = body(states + [s[t] for s in slices])
-        if len(outs) < n:
-            raise LoopError(f"body returned {len(outs)} outputs but the scan carries {n} states")
-        for i in range(n):
-            same_form(states[i], outs[i], f"state {i}", t)
-        states = list(outs[:n])
-        if not produced:
-            produced = [[] for _ in outs[n:]]
-        for column, y in zip(produced, outs[n:], strict=True):
-            column.append(y)
+    states, produced = _iterate(body, states, slices, length, guard)
     if length == 0:  # zero iterations: the element shapes from one probe run
         return states + _empty_scan_outputs(body, states, xs, axes, attributes)
     return states + [
         _stack(column, attributes.output_axis(j), attributes.output_backward(j), j)
         for j, column in enumerate(produced)
     ]
+
+
+def _iterate(body, states: list, slices: list, length: int, guard) -> tuple[list, list]:
+    """The Scan's iterations: the final states and each scan output's elements."""
+    n, produced, appends = len(states), [], []
+    forms = [(s.shape, s.dtype) if isinstance(s, torch.Tensor) else None for s in states]
+    step = guard.step
+    for t, elements in enumerate(zip(*slices, strict=True)):
+        step(t)
+        outs = body([*states, *elements])
+        if len(outs) < n:
+            raise LoopError(f"body returned {len(outs)} outputs but the scan carries {n} states")
+        for i in range(n):
+            form = forms[i]
+            if form is not None and (outs[i].shape != form[0] or outs[i].dtype != form[1]):
+                same_form(states[i], outs[i], f"state {i}", t)  # raises, naming the change
+        states = outs[:n]
+        if not appends:
+            produced = [[] for _ in outs[n:]]
+            appends = [column.append for column in produced]
+        for append, y in zip(appends, outs[n:], strict=True):
+            append(y)
+    return list(states), produced
 
 
 def _empty_scan_outputs(body, states: list, xs: list, axes: list, attributes) -> list:

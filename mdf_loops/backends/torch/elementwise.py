@@ -59,22 +59,12 @@ _BINARY = {
 }
 
 
-def _unary(fn):
-    return lambda call, x: fn(x)
+for _name, _fn in {**_UNARY, **_BINARY}.items():
+    op(_name, plain=True)(_fn)
 
 
-def _binary(fn):
-    return lambda call, a, b: fn(a, b)
-
-
-for _name, _fn in _UNARY.items():
-    op(_name)(_unary(_fn))
-for _name, _fn in _BINARY.items():
-    op(_name)(_binary(_fn))
-
-
-@op("Identity")
-def _identity(call, x):
+@op("Identity", plain=True)
+def _identity(x):
     return x
 
 
@@ -144,9 +134,7 @@ def _cast_like(call, x, like):
     return x.to(like.dtype)
 
 
-@op("MatMul")
-def _matmul(call, a, b):
-    return torch.matmul(a, b)
+op("MatMul", plain=True)(torch.matmul)
 
 
 @op("Gemm")

@@ -11,6 +11,8 @@ enclosing scope once per loop, not once per iteration.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +86,7 @@ class Program:
         self.steps: list[tuple] = []
         for node in graph.node:
             self._plan(node, opset, table, path)
+        self._unpacked = [(s.kind, s.fn, s.read, s.output, s) for s in self.steps]
 
     def _plan(self, node: onnx.NodeProto, opset: int, table: ConstantTable, path: tuple) -> None:
         where = label(node)
@@ -106,15 +109,16 @@ class Program:
         inputs = list(node.input)
         while inputs and not inputs[-1]:
             inputs.pop()
-        self.steps.append((lowering.fn, call, tuple(inputs), tuple(node.output), lowering.scoped))
+        self.steps.append(_Step.of(lowering, call, tuple(inputs), tuple(node.output)))
 
     def bind(self, frame: Frame) -> Callable[[Sequence[Any]], list]:
         """``run(formal inputs) -> outputs``, reading ``frame`` for the names from outside."""
         base = {name: frame.env[name] for name in self.free if name in frame.env}
         base.update({name: frame.constants[key] for name, key in self.constants.items()})
-        return lambda values: self.run(base, values, frame.constants)
+        base[""] = None  # an absent optional input
+        return functools.partial(self.run, base, frame.constants)
 
-    def run(self, base: Mapping[str, Any], values: Sequence[Any], constants: Mapping) -> list:
+    def run(self, base: Mapping[str, Any], constants: Mapping, values: Sequence[Any]) -> list:
         """The outputs of this graph on ``values`` (its formal inputs in order)."""
         if len(values) != len(self.input_names):
             raise EvaluationError(
@@ -122,27 +126,76 @@ class Program:
             )
         env = dict(base)
         env.update(zip(self.input_names, values, strict=True))
-        for fn, call, names, outputs, scoped in self.steps:
+        for kind, fn, read, output, step in self._unpacked:
             try:
-                args = [env[name] if name else None for name in names]
-                result = fn(call, Frame(env, constants), *args) if scoped else fn(call, *args)
+                if kind == _ONE:
+                    env[output] = fn(read(env))
+                elif kind == _MANY:
+                    env[output] = fn(*read(env))
+                else:
+                    step.store(
+                        env,
+                        fn(Frame(env, constants), *read(env))
+                        if kind == _SCOPED
+                        else fn(*read(env)),
+                    )
             except MdfLoopsError:
                 raise
             except KeyError as exc:
-                raise EvaluationError(f"{call.where}: input {exc} is not defined") from None
+                raise EvaluationError(f"{step.call.where}: input {exc} is not defined") from None
             except Exception as exc:  # torch's own errors name no node
-                raise EvaluationError(f"{call.where}: {type(exc).__name__}: {exc}") from exc
-            if isinstance(result, tuple):
-                # strict=False: a node may leave out trailing outputs (a loop's scan outputs)
-                for name, value in zip(outputs, result, strict=False):
-                    if name:
-                        env[name] = value
-            else:
-                env[outputs[0]] = result
+                raise EvaluationError(f"{step.call.where}: {type(exc).__name__}: {exc}") from exc
         try:
             return [env[name] for name in self.output_names]
         except KeyError as exc:
             raise EvaluationError(f"graph '{self.name}': output {exc} is never computed") from None
+
+
+#: how a step is called: one input and one output, several inputs and one output,
+#: any inputs and several outputs, or a node that runs subgraphs
+_ONE, _MANY, _OUTPUTS, _SCOPED = range(4)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One planned node: ``fn`` takes its inputs (a plain torch function where it can be),
+    ``read`` picks them from the values (C-level ``itemgetter``)."""
+
+    kind: int
+    fn: Callable[..., Any]
+    read: Callable[[Mapping[str, Any]], Any]
+    output: str
+    outputs: tuple[str, ...]
+    call: NodeCall
+
+    @classmethod
+    def of(cls, lowering, call: NodeCall, inputs: tuple[str, ...], outputs: tuple[str, ...]):
+        fn = lowering.fn if lowering.plain else functools.partial(lowering.fn, call)
+        if lowering.scoped or len(outputs) != 1:
+            kind = _SCOPED if lowering.scoped else _OUTPUTS
+            return cls(kind, fn, _tuple_reader(inputs), "", outputs, call)
+        if len(inputs) == 1:
+            return cls(_ONE, fn, operator.itemgetter(inputs[0]), outputs[0], outputs, call)
+        return cls(_MANY, fn, _tuple_reader(inputs), outputs[0], outputs, call)
+
+    def store(self, env: dict, result: Any) -> None:
+        if not isinstance(result, tuple):
+            env[self.outputs[0]] = result
+            return
+        # strict=False: a node may leave out trailing outputs (a loop's scan outputs)
+        for name, value in zip(self.outputs, result, strict=False):
+            if name:
+                env[name] = value
+
+
+def _tuple_reader(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple]:
+    """``env -> tuple of the values of names`` (itemgetter returns a bare value for one name)."""
+    if len(names) >= 2:
+        return operator.itemgetter(*names)
+    if len(names) == 1:
+        (name,) = names
+        return lambda env: (env[name],)
+    return lambda env: ()
 
 
 def _constant(node: onnx.NodeProto, where: str) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The table of ONNX operators the torch lowering knows: ``op_type -> Lowering``.
 
-An implementation is ``fn(call, *inputs) -> value | tuple of values``; ``call`` is
+An implementation is ``fn(call, *inputs) -> value | tuple of values`` (``plain``
+ones, torch functions themselves, ``fn(*inputs)``); ``call`` is
 the :class:`NodeCall` (attributes, the node's name for errors, its opset, the
 planned programs of its subgraphs). Operators that run subgraphs (``Scan``,
 ``Loop``, ``If``) are registered ``scoped``: they get ``fn(call, scope, *inputs)``,
@@ -28,17 +29,18 @@ class Lowering:
 
     fn: Callable[..., Any]
     scoped: bool = False  # reads the enclosing scope (runs subgraphs)
+    plain: bool = False  # takes the inputs only, no NodeCall (a torch function itself)
 
 
 OPS: dict[str, Lowering] = {}
 
 
-def op(*op_types: str, scoped: bool = False) -> Callable:
+def op(*op_types: str, scoped: bool = False, plain: bool = False) -> Callable:
     """Register the decorated function as the lowering of ``op_types``."""
 
     def register(fn: Callable) -> Callable:
         for name in op_types:
-            OPS[name] = Lowering(fn, scoped)
+            OPS[name] = Lowering(fn, scoped, plain)
         return fn
 
     return register
