@@ -22,6 +22,8 @@ def test_python_blocks_run(path, tmp_path, monkeypatch):
     blocks = _blocks(path)
     if path.name == "jax.md":
         pytest.importorskip("jax")  # the optional extra mdf-loops[jax]
+    if path.name == "pytorch.md":
+        pytest.importorskip("torch")  # the optional extra mdf-loops[torch]
     if path.name == "timeloops.md" and not INPUT_DEFAULTS:
         pytest.skip("time loops need modeci-mdf >= 0.4.14 (InputPort.default_value, reduce)")
     if not blocks:
