@@ -42,3 +42,15 @@ def test_memory_probe_reports_growth_against_the_data_size():
     probe = bench.memory_growth(2000, "auto")
     assert probe["steps"] == 2000 and probe["inputs_outputs_mb"] > 0
     assert probe["growth_mb"] >= 0
+
+
+def test_the_torch_benchmark_checks_both_loops_and_reports_their_ratio():
+    import pytest
+
+    pytest.importorskip("torch")
+    import torch_rnn
+
+    rows = torch_rnn.measure(steps=12, runs=1)  # asserts both loops against numpy first
+    assert [r["pass"] for r in rows] == ["forward", "forward+backward"]
+    for r in rows:
+        assert r["ratio"] == r["to_pytorch_ms"] / r["hand_written_ms"] > 0

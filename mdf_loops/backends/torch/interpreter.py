@@ -35,6 +35,8 @@ from mdf_loops.errors import CompileError, EvaluationError, MdfLoopsError
 
 __all__ = ["Program", "ConstantTable", "ConstantSite", "Frame"]
 
+_GRAPH = onnx.AttributeProto.GRAPH
+
 
 @dataclass(frozen=True)
 class ConstantSite:
@@ -83,10 +85,16 @@ class Program:
         self.constants: dict[str, str] = {}  # value name -> constant key
         for init in graph.initializer:
             self.constants[init.name] = table.add(path, init.name, numpy_helper.to_array(init))
-        self.steps: list[tuple] = []
+        self.steps: list[_Step] = []
+        #: an Identity's output -> its input, read directly (no step) unless a subgraph reads it
+        self._alias: dict[str, str] = {}
+        self._read_by_bodies = frozenset().union(
+            *(free_names(a.g) for n in graph.node for a in n.attribute if a.type == _GRAPH)
+        )
         for node in graph.node:
             self._plan(node, opset, table, path)
         self._unpacked = [(s.kind, s.fn, s.read, s.output, s) for s in self.steps]
+        self._collect = _tuple_reader(tuple(self._alias.get(n, n) for n in self.output_names))
 
     def _plan(self, node: onnx.NodeProto, opset: int, table: ConstantTable, path: tuple) -> None:
         where = label(node)
@@ -94,6 +102,10 @@ class Program:
             self.constants[node.output[0]] = table.add(path, node.output[0], _constant(node, where))
             return
         standard = node.domain in ("", "ai.onnx")
+        inputs = [self._alias.get(name, name) for name in node.input]
+        if standard and node.op_type == "Identity" and node.output[0] not in self._read_by_bodies:
+            self._alias[node.output[0]] = inputs[0]
+            return
         lowering = OPS.get(node.op_type if standard else f"{node.domain}::{node.op_type}")
         if lowering is None:
             raise CompileError(
@@ -106,26 +118,25 @@ class Program:
             if attribute.type == onnx.AttributeProto.GRAPH:
                 sub = path + (owner, attribute.name)
                 call.bodies[attribute.name] = Program(attribute.g, opset, table, sub)
-        inputs = list(node.input)
         while inputs and not inputs[-1]:
             inputs.pop()
         self.steps.append(_Step.of(lowering, call, tuple(inputs), tuple(node.output)))
 
-    def bind(self, frame: Frame) -> Callable[[Sequence[Any]], list]:
+    def bind(self, frame: Frame) -> Callable[[Sequence[Any]], Sequence]:
         """``run(formal inputs) -> outputs``, reading ``frame`` for the names from outside."""
         base = {name: frame.env[name] for name in self.free if name in frame.env}
         base.update({name: frame.constants[key] for name, key in self.constants.items()})
         base[""] = None  # an absent optional input
         return functools.partial(self.run, base, frame.constants)
 
-    def run(self, base: Mapping[str, Any], constants: Mapping, values: Sequence[Any]) -> list:
+    def run(self, base: Mapping[str, Any], constants: Mapping, values: Sequence[Any]) -> Sequence:
         """The outputs of this graph on ``values`` (its formal inputs in order)."""
         if len(values) != len(self.input_names):
             raise EvaluationError(
                 f"graph '{self.name}' takes {len(self.input_names)} inputs, got {len(values)}"
             )
         env = dict(base)
-        env.update(zip(self.input_names, values, strict=True))
+        env.update(zip(self.input_names, values, strict=False))  # lengths checked above
         for kind, fn, read, output, step in self._unpacked:
             try:
                 if kind == _ONE:
@@ -146,7 +157,7 @@ class Program:
             except Exception as exc:  # torch's own errors name no node
                 raise EvaluationError(f"{step.call.where}: {type(exc).__name__}: {exc}") from exc
         try:
-            return [env[name] for name in self.output_names]
+            return self._collect(env)
         except KeyError as exc:
             raise EvaluationError(f"graph '{self.name}': output {exc} is never computed") from None
 
