@@ -9,6 +9,7 @@ bound to its enclosing scope once per loop (:meth:`.interpreter.Program.bind`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -110,7 +111,9 @@ def _scan_one(body, inputs: list, attributes: ScanAttributes) -> list:
 
 def _iterate(body, states: list, slices: list, length: int, guard) -> tuple[list, list]:
     """The Scan's iterations: the final states and each scan output's elements."""
-    n, produced, appends = len(states), [], []
+    n = len(states)
+    produced: list[list] = []
+    appends: list[Callable[[Any], None]] = []
     forms = [(s.shape, s.dtype) if isinstance(s, torch.Tensor) else None for s in states]
     step = guard.step
     for t, elements in enumerate(zip(*slices, strict=True)):
