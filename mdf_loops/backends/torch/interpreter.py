@@ -30,6 +30,7 @@ from mdf_loops.backends.torch import (  # noqa: F401  (fill the table)
     shapes,
 )
 from mdf_loops.backends.torch.registry import OPS, NodeCall
+from mdf_loops.backends.torch.straight import write_out
 from mdf_loops.backends.torch.values import label
 from mdf_loops.errors import CompileError, EvaluationError, MdfLoopsError
 
@@ -95,6 +96,10 @@ class Program:
             self._plan(node, opset, table, path)
         self._unpacked = [(s.kind, s.fn, s.read, s.output, s) for s in self.steps]
         self._collect = _tuple_reader(tuple(self._alias.get(n, n) for n in self.output_names))
+        self._straight = None
+        if self.steps and not any(step.kind == _SCOPED for step in self.steps):
+            outputs = [self._alias.get(n, n) for n in self.output_names]
+            self._straight = write_out(self.name, self.input_names, self.steps, outputs)
 
     def _plan(self, node: onnx.NodeProto, opset: int, table: ConstantTable, path: tuple) -> None:
         where = label(node)
@@ -127,6 +132,8 @@ class Program:
         base = {name: frame.env[name] for name in self.free if name in frame.env}
         base.update({name: frame.constants[key] for name, key in self.constants.items()})
         base[""] = None  # an absent optional input
+        if self._straight is not None:  # a graph without subgraphs: one Python function
+            return self._straight(base)
         return functools.partial(self.run, base, frame.constants)
 
     def run(self, base: Mapping[str, Any], constants: Mapping, values: Sequence[Any]) -> Sequence:
@@ -178,16 +185,17 @@ class _Step:
     output: str
     outputs: tuple[str, ...]
     call: NodeCall
+    inputs: tuple[str, ...]
 
     @classmethod
     def of(cls, lowering, call: NodeCall, inputs: tuple[str, ...], outputs: tuple[str, ...]):
         fn = lowering.fn if lowering.plain else functools.partial(lowering.fn, call)
         if lowering.scoped or len(outputs) != 1:
             kind = _SCOPED if lowering.scoped else _OUTPUTS
-            return cls(kind, fn, _tuple_reader(inputs), "", outputs, call)
+            return cls(kind, fn, _tuple_reader(inputs), "", outputs, call, inputs)
         if len(inputs) == 1:
-            return cls(_ONE, fn, operator.itemgetter(inputs[0]), outputs[0], outputs, call)
-        return cls(_MANY, fn, _tuple_reader(inputs), outputs[0], outputs, call)
+            return cls(_ONE, fn, operator.itemgetter(inputs[0]), outputs[0], outputs, call, inputs)
+        return cls(_MANY, fn, _tuple_reader(inputs), outputs[0], outputs, call, inputs)
 
     def store(self, env: dict, result: Any) -> None:
         if not isinstance(result, tuple):
