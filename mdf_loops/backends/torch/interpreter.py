@@ -56,6 +56,11 @@ class ConstantTable:
     sites: list[ConstantSite] = field(default_factory=list)
 
     def add(self, graph_path: tuple[str, ...], name: str, value: np.ndarray) -> str:
+        if value.dtype.kind in "OUS":
+            raise CompileError(
+                f"constant '{name}' holds strings, and torch has no string tensors; run the "
+                "model with backend='onnxruntime' or 'scheduler'"
+            )
         key = f"c{len(self.sites)}"
         self.sites.append(ConstantSite(key, graph_path, name, value))
         return key

@@ -103,7 +103,10 @@ class MdfModule(torch.nn.Module):
                 )
             if not isinstance(value, torch.Tensor):
                 value = fit_input(name, value, self._declared[name])
-            feed[name] = to_torch(value, self._plan.input_types.get(name), device)
+            try:
+                feed[name] = to_torch(value, self._plan.input_types.get(name), device)
+            except (TypeError, ValueError) as exc:  # strings, ragged lists
+                raise InputError(f"input '{name}': {exc}") from exc
         return feed
 
     def _device(self) -> torch.device:

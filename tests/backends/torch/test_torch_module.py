@@ -154,3 +154,15 @@ def test_import_mdf_loops_does_not_import_torch():
     code = "import sys, mdf_loops; mdf_loops.to_pytorch; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_string_constant_is_refused_before_running():
+    words = helper.make_tensor("words", TensorProto.STRING, [2], [b"a", b"b"])
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["w"], value=words),
+         helper.make_node("Identity", ["w"], ["y"])],
+        "strings", [], [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
+    )
+    model = mdf_loops.onnx_to_mdf(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    with pytest.raises(CompileError, match="constant 'w' holds strings"):  # a trusted model
+        mdf_loops.run(model, {}, backend="torch", trusted=True)
