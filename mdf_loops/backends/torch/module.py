@@ -23,7 +23,13 @@ from mdf_loops.backends.torch.parameters import attribute_names, write_back
 from mdf_loops.backends.torch.plan import TorchPlan, plan
 from mdf_loops.backends.torch.values import tensor_of, to_torch
 from mdf_loops.errors import InputError, closest_names
-from mdf_loops.model.inputs import DeclaredInput, default_input, fit_input, graph_input_types
+from mdf_loops.model.inputs import (
+    DeclaredInput,
+    default_input,
+    fit_input,
+    graph_input_types,
+    input_ports,
+)
 from mdf_loops.model.interface import graph_interface, load_model
 
 __all__ = ["MdfModule", "to_pytorch"]
@@ -41,7 +47,7 @@ class MdfModule(torch.nn.Module):
         self.input_names: tuple[str, ...] = tuple(interface.inputs)
         self.output_names: tuple[str, ...] = torch_plan.output_names
         self._declared: dict[str, DeclaredInput] = graph_input_types(target, interface.inputs)
-        ports = {p.id: [p] for node in target.nodes for p in node.input_ports}
+        ports = input_ports(target)
         self._defaults = {
             name: default_input(ports.get(pid, [])) for name, pid in interface.inputs.items()
         }
@@ -154,7 +160,7 @@ def to_pytorch(model: Model | str | os.PathLike, *, graph: str | None = None) ->
     _verify(source, False)  # the safety checks run() makes, before anything is exported
     target = _select_graph(source, graph)
     interface = graph_interface(target)
-    ports = {p.id: [p] for node in target.nodes for p in node.input_ports}
+    ports = input_ports(target)
     examples = {}
     for name, port_id in interface.inputs.items():
         has_default, value = default_input(ports.get(port_id, []))
