@@ -38,6 +38,7 @@ if _typing.TYPE_CHECKING:  # what type checkers see; at run time the names load 
     from mdf_loops.backends.torch import to_pytorch
     from mdf_loops.model.interface import load_model
     from mdf_loops.onnx.export import mdf_to_onnx, save_onnx
+    from mdf_loops.onnx.from_pytorch import from_pytorch
     from mdf_loops.onnx.import_ import onnx_to_mdf
     from mdf_loops.render import render, to_graphviz
     from mdf_loops.run import run
@@ -61,6 +62,7 @@ _LAZY = {
     "onnx_to_mdf": "mdf_loops.onnx.import_",
     "mdf_to_onnx": "mdf_loops.onnx.export",
     "save_onnx": "mdf_loops.onnx.export",
+    "from_pytorch": "mdf_loops.onnx.from_pytorch",
     "scan": "mdf_loops.authoring",
     "until": "mdf_loops.authoring",
     "pt": "mdf_loops.authoring.tensor",  # the PyTensor-style namespace
@@ -233,6 +235,7 @@ __all__ = [
     "onnx_to_mdf",
     "mdf_to_onnx",
     "save_onnx",
+    "from_pytorch",
     "scan",
     "until",
     "pt",

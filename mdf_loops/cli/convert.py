@@ -15,6 +15,7 @@ from mdf_loops.cli.common import (
     load_valid_model,
     note,
 )
+from mdf_loops.cli.torch_import import TORCHSCRIPT_FILES
 from mdf_loops.files import write_atomically
 
 
@@ -22,22 +23,29 @@ def add_import(subparsers, common) -> None:
     p = subparsers.add_parser(
         "import",
         parents=[common],
-        help="convert an ONNX model to MDF JSON or YAML",
+        help="convert an ONNX model (or a TorchScript module) to MDF JSON or YAML",
         description="Convert an ONNX model (with Scan, Loop and If at any depth) to an MDF "
-        "model in JSON or YAML, chosen by the output file's extension.",
+        "model in JSON or YAML, chosen by the output file's extension. A TorchScript "
+        "module saved with torch.jit.save (MODEL.pt) comes in with its loops as loop "
+        "nodes; give an example of each argument of its forward with -i NAME=VALUE.",
     )
-    p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model")
+    p.add_argument("model", metavar="MODEL.onnx|MODEL.pt", help="the ONNX model or module")
     p.add_argument(
         "-o", "--output", required=True, metavar="OUT.json|OUT.yaml", help="the MDF file to write"
     )
+    add_input_option(p)
     add_limit_options(p)
     p.set_defaults(command=_import)
 
 
 def _import(args: argparse.Namespace) -> int:
     check_output(args.output, (".json", ".yaml", ".yml"), args.model)
-    if not args.model.endswith(".onnx"):
-        raise MdfLoopsError(f"{args.model}: expected an .onnx file to import")
+    if not args.model.endswith((".onnx", *TORCHSCRIPT_FILES)):
+        raise MdfLoopsError(
+            f"{args.model}: expected an .onnx file, or a TorchScript module (.pt, .pth), to import"
+        )
+    if args.input and args.model.endswith(".onnx"):
+        raise MdfLoopsError("--input gives examples to a TorchScript module; an .onnx needs none")
 
     text = limited(args, functools.partial(_imported, args), f"importing {args.model}")
     write_atomically(args.output, text)
@@ -61,9 +69,13 @@ def _exported(args: argparse.Namespace) -> bytes:
 
 
 def _imported(args: argparse.Namespace) -> str:
+    from mdf_loops.cli.torch_import import import_torchscript
     from mdf_loops.onnx.import_ import onnx_to_mdf
 
-    model = onnx_to_mdf(args.model)
+    if args.model.endswith(TORCHSCRIPT_FILES):
+        model = import_torchscript(args.model, args.input)
+    else:
+        model = onnx_to_mdf(args.model)
     return model.to_json() if args.output.endswith(".json") else model.to_yaml()
 
 

@@ -38,6 +38,7 @@ from mdf_loops.model.interface import graph_interface
 __all__ = [
     "InputError",
     "read_inputs",
+    "read_example_values",
     "format_outputs",
     "encode_outputs",
     "outputs_to_npz",
@@ -48,12 +49,7 @@ __all__ = [
 def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
     """The values of ``--input`` options for ``graph``, by input name, checked and typed."""
     interface = graph_interface(graph)
-    values: dict[str, Any] = {}
-    for option in options:
-        for name, value in _read_option(option):
-            if name in values:
-                raise InputError(f"input '{name}' is given twice")
-            values[name] = value
+    values = _read_options(options)
     unknown = sorted(set(values) - set(interface.inputs))
     if unknown:
         near = "".join(_near_miss(name, interface.inputs) for name in unknown)
@@ -64,6 +60,36 @@ def read_inputs(options: Iterable[str], graph: Graph) -> dict[str, Any]:
         )
     types = graph_input_types(graph, interface.inputs)
     return {name: _fit(name, value, types[name]) for name, value in values.items()}
+
+
+def _read_options(options: Iterable[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for option in options:
+        for name, value in _read_option(option):
+            if name in values:
+                raise InputError(f"input '{name}' is given twice")
+            values[name] = value
+    return values
+
+
+def read_example_values(options: Iterable[str], names: list[str]) -> list[Any]:
+    """The values of ``--input`` options for each of the parameters ``names``, in their
+    order: arrays as stored, JSON values as Python data (no declared types to fit them to)."""
+    values = _read_options(options)
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        near = "".join(_near_miss(name, names) for name in unknown)
+        raise InputError(
+            f"unknown input{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"forward takes {', '.join(map(repr, names)) or 'no arguments'}{near}"
+        )
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise InputError(
+            f"give an example of each argument of forward with -i NAME=VALUE; missing "
+            f"{', '.join(map(repr, missing))}"
+        )
+    return [v.value if isinstance(v, _JsonValue) else v for v in (values[n] for n in names)]
 
 
 def _near_miss(name: str, known) -> str:
