@@ -19,7 +19,7 @@ import torch
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.torch.interpreter import Frame
-from mdf_loops.backends.torch.parameters import attribute_names, write_back
+from mdf_loops.backends.torch.parameters import Trained, attribute_names, write_back
 from mdf_loops.backends.torch.plan import TorchPlan, plan
 from mdf_loops.backends.torch.values import tensor_of, to_torch
 from mdf_loops.errors import InputError, closest_names
@@ -51,27 +51,35 @@ class MdfModule(torch.nn.Module):
         self._defaults = {
             name: default_input(ports.get(pid, [])) for name, pid in interface.inputs.items()
         }
-        trained = {**torch_plan.lifted, **torch_plan.constants}
-        names = attribute_names(trained)
-        self._attributes: dict[str, str] = {}  # constant key or lifted input name -> attribute
+        trained: dict[tuple[str, str], Trained] = {
+            **{("constant", key): t for key, t in torch_plan.constants.items()},
+            **{("input", name): t for name, t in torch_plan.lifted.items()},
+        }
+        buffers = {site.key for site in torch_plan.table.sites} - set(torch_plan.constants)
+        names = attribute_names(trained, buffers)
+        self._constant_attributes: dict[str, str] = {}  # constant key -> attribute
         for site in torch_plan.table.sites:
             if site.key in torch_plan.constants:
-                self.register_parameter(names[site.key], torch.nn.Parameter(tensor_of(site.value)))
-                self._attributes[site.key] = names[site.key]
+                attribute = names[("constant", site.key)]
+                self.register_parameter(attribute, torch.nn.Parameter(tensor_of(site.value)))
             else:
-                self.register_buffer(site.key, tensor_of(site.value, site.name))
-                self._attributes[site.key] = site.key
+                attribute = site.key
+                self.register_buffer(attribute, tensor_of(site.value, site.name))
+            self._constant_attributes[site.key] = attribute
+        self._input_attributes: dict[str, str] = {}  # lifted input name -> attribute
         for input_name, t in torch_plan.lifted.items():
-            self.register_parameter(names[input_name], torch.nn.Parameter(tensor_of(t.site.value)))
-            self._attributes[input_name] = names[input_name]
+            attribute = names[("input", input_name)]
+            self.register_parameter(attribute, torch.nn.Parameter(tensor_of(t.site.value)))
+            self._input_attributes[input_name] = attribute
+        self._trained = {key: (t, names[key]) for key, t in trained.items()}
         self._qualified = {t.qualified: names[key] for key, t in trained.items()}
 
     # ------------------------------------------------------------ running
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
         feed = self._feed(args, kwargs)
-        constants = {key: getattr(self, a) for key, a in self._attributes.items()}
-        for name in self._plan.lifted:
-            feed[name] = to_torch(constants[name], self._plan.input_types[name])
+        constants = {key: getattr(self, a) for key, a in self._constant_attributes.items()}
+        for name, attribute in self._input_attributes.items():
+            feed[name] = to_torch(getattr(self, attribute), self._plan.input_types[name])
         program = self._plan.program
         values = [feed.get(name) for name in program.input_names]
         outputs = program.bind(Frame({}, constants))(values)
@@ -135,10 +143,10 @@ class MdfModule(torch.nn.Module):
 
     def to_mdf(self) -> Model:
         """A copy of the MDF model holding the parameters' current values."""
-        values = {}
-        for key, trained in {**self._plan.lifted, **self._plan.constants}.items():
-            tensor = getattr(self, self._attributes[key])
-            values[key] = (trained, tensor.detach().cpu().numpy().astype(trained.site.value.dtype))
+        values = []
+        for trained, attribute in self._trained.values():
+            tensor = getattr(self, attribute).detach().cpu().numpy()
+            values.append((trained, tensor.astype(trained.site.value.dtype)))
         return write_back(self._model, self._plan.graph_id, values)
 
 

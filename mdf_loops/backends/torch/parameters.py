@@ -19,8 +19,9 @@ import copy
 import keyword
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Graph, Model, Parameter
@@ -112,8 +113,9 @@ def _index(items, item_id: str) -> int | None:
     return next((k for k, item in enumerate(items) if item.id == item_id), None)
 
 
-def attribute_names(trained: Mapping[str, Trained]) -> dict[str, str]:
-    """A module attribute name for each trained value: its parameter or port id when free."""
+def attribute_names(trained: Mapping[Any, Trained], reserved: set[str]) -> dict[Any, str]:
+    """A module attribute name for each trained value: its parameter or port id when free
+    (not an ``nn.Module`` attribute, not one of the ``reserved`` buffer names)."""
     import torch
 
     wanted = {key: t.qualified.split(".", 1)[1] for key, t in trained.items()}
@@ -121,7 +123,7 @@ def attribute_names(trained: Mapping[str, Trained]) -> dict[str, str]:
         if wanted[key] == "value":  # an onnx::Constant node: named by the node
             wanted[key] = t.qualified.split(".", 1)[0]
     counts = Counter(wanted.values())
-    names, taken = {}, set()
+    names, taken = {}, set(reserved)
     for key, t in trained.items():
         name = wanted[key]
         if counts[name] > 1 or not name.isidentifier() or keyword.iskeyword(name):
@@ -135,11 +137,11 @@ def attribute_names(trained: Mapping[str, Trained]) -> dict[str, str]:
     return names
 
 
-def write_back(model: Model, graph_id: str, values: Mapping[str, tuple[Trained, np.ndarray]]):
+def write_back(model: Model, graph_id: str, values: Sequence[tuple[Trained, np.ndarray]]) -> Model:
     """A copy of ``model`` with each trained value written where it came from."""
     result = copy.deepcopy(model)
     top = next(g for g in result.graphs if g.id == graph_id)
-    for trained, value in values.values():
+    for trained, value in values:
         graphs, holders = [top], []
         for node_index, param_index in trained.site.chain:
             holder = graphs[-1].nodes[node_index].parameters[param_index]

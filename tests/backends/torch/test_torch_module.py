@@ -166,3 +166,17 @@ def test_a_string_constant_is_refused_before_running():
     model = mdf_loops.onnx_to_mdf(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     with pytest.raises(CompileError, match="constant 'w' holds strings"):  # a trusted model
         mdf_loops.run(model, {}, backend="torch", trusted=True)
+
+
+EXAMPLES = sorted(str(p) for p in (Path(LEAKY).parent).glob("*.json"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[Path(p).stem for p in EXAMPLES])
+def test_every_example_as_a_module_equals_onnxruntime_and_comes_back_unchanged(path):
+    expected = mdf_loops.run(path, {}, backend="onnxruntime")  # the examples' default inputs
+    module = mdf_loops.to_pytorch(path)
+    outputs = module()
+    returned = mdf_loops.run(module.to_mdf(), {}, backend="onnxruntime")
+    for name, value in expected.items():
+        np.testing.assert_allclose(outputs[name].detach().numpy(), value, rtol=1e-6, atol=1e-9)
+        np.testing.assert_array_equal(returned[name], value)
