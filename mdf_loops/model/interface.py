@@ -112,6 +112,7 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     from modeci_mdf.utils import load_mdf
 
     from mdf_loops.safety.checks import check_document
+    from mdf_loops.validation.calls import check_document_nodes
     from mdf_loops.validation.report import read_document
 
     try:
@@ -121,6 +122,7 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     except RecursionError:
         raise ModelError(f"{path}: nested too deeply to read") from None
     check_document(document, path)
+    check_document_nodes(document, path)  # loading would drop a graph put among nodes
     if not (
         isinstance(document, dict)
         and len(document) == 1

@@ -122,12 +122,20 @@ def _check(model: onnx.ModelProto, graph_id: str) -> None:
     try:
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:  # ValidationError, InferenceError, and the C++ checker's others
-        reason = " ".join(str(exc).split())
+        reason = _shortened(" ".join(str(exc).split()), 600)
         raise ModelError(
             f"graph '{graph_id}': the exported ONNX model fails onnx.checker "
-            f"({type(exc).__name__}: {reason[:600]}); it was not written. Declare the types of "
-            "the graph's inputs (input port 'type' or example_inputs) or fix the node named"
+            f"({type(exc).__name__}: {reason}); it was not written. Declare the types of "
+            "the graph's inputs (input port 'type' or example_inputs), or fix the node "
+            "the checker names"
         ) from exc
+
+
+def _shortened(text: str, limit: int) -> str:
+    """``text``, or its first words up to ``limit`` characters and '...' (never a cut word)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 def save_onnx(model: Model | str | os.PathLike, path: str | os.PathLike, **kwargs: Any) -> None:
