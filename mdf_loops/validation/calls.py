@@ -72,10 +72,9 @@ def function_problem(function: Any, scope: Iterable[str]) -> str | None:
     is_name = name.isidentifier() or ("::" in name and " " not in name)
     if not is_name or _known_function(name) or name in set(scope):
         return None
-    return (
-        f"unknown function '{name}': it is no registered function and no port, "
-        f"parameter or argument of the node"
-        + (did_you_mean(name, _function_names()) or "; see modeci_mdf.functions.standard")
+    hint = did_you_mean(name, _function_names(), "registered functions")
+    return f"unknown function '{name}'" + (
+        hint or "; it is no registered function and no port, parameter or argument of the node"
     )
 
 
