@@ -38,6 +38,7 @@ from mdf_loops.errors import ModelError
 from mdf_loops.model.interface import load_model
 from mdf_loops.onnx.domains import DEFAULT, DEFAULT_OPSET, other_opsets
 from mdf_loops.onnx.export_graph import Exporter, UntypedInputError
+from mdf_loops.onnx.ort_safe import make_safe
 
 __all__ = [
     "mdf_to_onnx",
@@ -82,8 +83,18 @@ def mdf_to_onnx(
     fixed element type (a Loop's trip count is int64) are cast to it. The result
     passes ``onnx.checker.check_model(full_check=True)``; a model that would not
     is a ModelError saying why.
+
+    The result is the form onnxruntime runs with :func:`mdf_loops.run`'s answers
+    (:func:`mdf_loops.onnx.ort_safe.make_safe`: a Scan or Loop that may run zero
+    times inside an ``If`` that gives the reference answer, a scan axis other than
+    0 moved out of the Scan, integer division guarded against the traps that kill
+    onnxruntime's process): the compiled mode of ``run`` runs this same model.
     """
-    return export_model(model, graph=graph, example_inputs=example_inputs, opset=opset).model
+    exported = export_model(model, graph=graph, example_inputs=example_inputs, opset=opset)
+    runnable = make_safe(exported.model)
+    if runnable is not exported.model:
+        _check(runnable, exported.model.graph.name)
+    return runnable
 
 
 def export_model(

@@ -23,7 +23,7 @@ two places a valid model can reach with ordinary inputs:
   numpy.
 
 :func:`make_safe` applies both, at every depth of subgraphs; the values are
-unchanged. It then applies :mod:`mdf_loops.backends.onnxruntime.zero_steps`, so
+unchanged. It then applies :mod:`mdf_loops.onnx.zero_steps`, so
 that loops running zero times give the reference answer instead of failing.
 Moving an axis needs the rank of the value, and guarding a division
 its element type: ONNX shape inference supplies both.
@@ -37,10 +37,10 @@ from dataclasses import dataclass
 import onnx
 from onnx import TensorProto, helper
 
-from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
 from mdf_loops.errors import ModelError
 from mdf_loops.model.signatures import ScanSignature
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
+from mdf_loops.onnx.zero_steps import probe_zero_steps
 
 __all__ = ["make_safe", "scan_axes_to_zero"]
 
@@ -55,7 +55,7 @@ def make_safe(model: onnx.ModelProto) -> onnx.ModelProto:
     ``Div`` or ``Mod`` (else a copy, with shape inference's types). Raises
     :class:`~mdf_loops.errors.ModelError` when the rank of a value whose scan axis
     must move is unknown. Then loops that may run zero times get the reference
-    answer (:mod:`mdf_loops.backends.onnxruntime.zero_steps`): onnxruntime never
+    answer (:mod:`mdf_loops.onnx.zero_steps`): onnxruntime never
     runs a zero-length Scan.
     """
     return probe_zero_steps(_rewrite(model, axes=True, division=True))

@@ -22,7 +22,6 @@ from modeci_mdf.mdf import Model
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.onnxruntime.guard import LimitFlag, guard_model, nesting_depth
 from mdf_loops.backends.onnxruntime.memory import VALUES, refused_by_cap, use_capped_arena
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe
 from mdf_loops.backends.onnxruntime.planned import PlannedScan, check_planned, planned_scans
 from mdf_loops.errors import (
     CompileError,
@@ -32,6 +31,7 @@ from mdf_loops.errors import (
     SizeLimitError,
 )
 from mdf_loops.onnx.export import export_model
+from mdf_loops.onnx.ort_safe import make_safe
 from mdf_loops.ops.common import Limits, how_to_raise
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]

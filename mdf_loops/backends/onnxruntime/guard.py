@@ -19,7 +19,7 @@ true when the node itself ran ``max_iterations`` iterations and wanted more, one
 true when a value in its body passed ``max_elements`` or a loop nested in it
 passed a limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel`
 turns them into an error naming the node (the MDF node it was exported from,
-also when :mod:`~mdf_loops.backends.onnxruntime.zero_steps` wrapped it in an If).
+also when :mod:`~mdf_loops.onnx.zero_steps` wrapped it in an If).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the scheduler's message, instead of after onnxruntime has worked up to the
 limit (:mod:`mdf_loops.backends.onnxruntime.guard` still stops the others).
 
 Only Scans that run once per run are planned: those of the top graph and of
-``If`` branches (also the branches :mod:`~mdf_loops.backends.onnxruntime.zero_steps`
+``If`` branches (also the branches :mod:`~mdf_loops.onnx.zero_steps`
 wraps a Scan in), never those inside a loop body.
 """
 

@@ -15,7 +15,7 @@ import onnx
 import pytest
 
 import mdf_loops
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe
+from mdf_loops.onnx.ort_safe import make_safe
 from mdf_loops.backends.onnxruntime.planned import PlannedScan, planned_scans
 from mdf_loops.errors import IterationLimitError
 from mdf_loops.onnx.export import export_model
