@@ -36,6 +36,7 @@ from onnx import helper
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.interface import load_model
+from mdf_loops.onnx.defaults import optional_defaults
 from mdf_loops.onnx.domains import DEFAULT, DEFAULT_OPSET, other_opsets
 from mdf_loops.onnx.export_graph import Exporter, UntypedInputError
 from mdf_loops.onnx.ort_safe import make_safe
@@ -88,10 +89,13 @@ def mdf_to_onnx(
     (:func:`mdf_loops.onnx.ort_safe.make_safe`: a Scan or Loop that may run zero
     times inside an ``If`` that gives the reference answer, a scan axis other than
     0 moved out of the Scan, integer division guarded against the traps that kill
-    onnxruntime's process): the compiled mode of ``run`` runs this same model.
+    onnxruntime's process): the compiled mode of ``run`` runs this same model. An
+    input with a ``default_value`` is an input of ``optional`` type (from opset 15):
+    a session may leave it out to use the default, or feed an array
+    (:mod:`mdf_loops.onnx.defaults`; not an initializer, which onnxruntime warns of).
     """
     exported = export_model(model, graph=graph, example_inputs=example_inputs, opset=opset)
-    runnable = make_safe(exported.model)
+    runnable = optional_defaults(make_safe(exported.model))
     if runnable is not exported.model:
         _check(runnable, exported.model.graph.name)
     return runnable

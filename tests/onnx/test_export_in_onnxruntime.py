@@ -37,12 +37,17 @@ def _zero_length(inputs: dict) -> dict:
     return {name: np.asarray(v)[:0] if np.ndim(v) >= 1 else v for name, v in inputs.items()}
 
 
+def _declared_dtype(value_type) -> np.dtype:
+    """The element type of a tensor input, or of an optional one (an input with a default)."""
+    if value_type.HasField("optional_type"):
+        value_type = value_type.optional_type.elem_type
+    return tensor_dtype_to_np_dtype(value_type.tensor_type.elem_type)
+
+
 def _same_outputs(exported, feeds: dict, expected: dict) -> None:
     """onnxruntime on ``exported``, each input fed as the file declares it, gives ``expected``."""
-    typed = {
-        i.name: np.asarray(feeds[i.name], tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
-        for i in exported.graph.input if i.name in feeds
-    }
+    typed = {i.name: np.asarray(feeds[i.name], _declared_dtype(i.type))
+             for i in exported.graph.input if i.name in feeds}
     got = ort_run(exported, typed)
     assert set(got) == set(expected)
     for name, value in expected.items():
