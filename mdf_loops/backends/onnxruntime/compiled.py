@@ -115,16 +115,7 @@ def compile_model(
     exported model stops at them (:mod:`mdf_loops.backends.onnxruntime.guard`). Raises
     :class:`CompileError` with the reason when the model cannot be compiled.
     """
-    if limits is not None:
-        depth = _mdf_depth(model)
-        if depth > limits.max_depth:  # before exporting: deep nesting is costly to export
-            raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
-    try:
-        result = export_model(model, graph=graph, example_inputs=example_inputs)
-    except ModelError as exc:
-        raise CompileError(f"cannot export to ONNX: {exc}") from exc
-    except (RecursionError, ValueError, TypeError) as exc:  # protobuf's nesting limit, odd values
-        raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
+    result = _exported(model, graph, example_inputs, limits)
     try:
         exported = result.model
         runnable = make_safe(exported)  # inputs that would make onnxruntime kill the process
@@ -160,6 +151,20 @@ def compile_model(
         planned,
         arena,
     )
+
+
+def _exported(model: Model, graph: str | None, example_inputs, limits: Limits | None):
+    """The model's ONNX lowering, or :class:`CompileError` saying why there is none."""
+    if limits is not None:
+        depth = _mdf_depth(model)
+        if depth > limits.max_depth:  # before exporting: deep nesting is costly to export
+            raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
+    try:
+        return export_model(model, graph=graph, example_inputs=example_inputs)
+    except ModelError as exc:
+        raise CompileError(f"cannot export to ONNX: {exc}") from exc
+    except (RecursionError, ValueError, TypeError) as exc:  # protobuf's nesting limit, odd values
+        raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
 
 
 #: element types onnxruntime runs but its Python binding cannot pass in or out (numpy has
