@@ -131,7 +131,7 @@ def call_problems(model: Model) -> list[Problem]:
     """The problems of the rules above in a loaded model, bodies at every depth."""
     problems: list[Problem] = []
     for graph in _listed(model.graphs):
-        _graph(graph, ("graphs", graph.id), problems, set())
+        _graph(graph, ("graphs", getattr(graph, "id", None)), problems, set())
     return problems
 
 
@@ -188,8 +188,8 @@ def _graph(graph: Any, path: tuple, problems: list[Problem], open_: set) -> None
 
 
 def _node(node: Node, path: tuple, problems: list[Problem], open_: set) -> None:
-    calls = [("parameters", p) for p in _listed(node.parameters)]
-    calls += [("functions", f) for f in _listed(node.functions)]
+    calls = [("parameters", p) for p in _listed(node.parameters) if hasattr(p, "id")]
+    calls += [("functions", f) for f in _listed(node.functions) if hasattr(f, "id")]
     named = _listed(node.input_ports) + [item for _, item in calls]
     scope = {str(item.id) for item in named if getattr(item, "id", None) is not None}
     functions = [getattr(item, "function", None) for _, item in calls]

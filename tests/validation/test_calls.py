@@ -205,3 +205,44 @@ def test_validate_reports_exactly_when_run_refuses(tmp_path, mistake, caplog):
                 refused = False
                 np.testing.assert_allclose(out["integrate.trace"], _leaky_trace(LEAKY), rtol=1e-9)
         assert refused == bool(reported), (backend, [str(p) for p in reported])
+
+
+# ---------------------------------------------------------------- malformed documents
+
+_ODD_VALUES = [None, 0, -1, 1.5, "x", "", [], {}, [1, "a"], {"a": 1}, True, {"nodes": {}},
+               "linaer", "[x0, I"]
+
+
+def _places(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _places(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _places(item, path + (index,))
+
+
+def test_validate_reports_and_never_crashes_on_malformed_documents():
+    """150 copies of the example, each with one to three parts replaced by a value of
+    another type (the same ones on every run): a list of problems, or a ModelError."""
+    import random
+
+    rng = random.Random(3)
+    places = [p for p in _places(LEAKY) if p]
+    for _ in range(150):
+        document = copy.deepcopy(LEAKY)
+        for _ in range(rng.randint(1, 3)):
+            *outer, last = rng.choice(places)
+            target = document
+            try:
+                for key in outer:
+                    target = target[key]
+                target[last] = copy.deepcopy(rng.choice(_ODD_VALUES))
+            except (KeyError, IndexError, TypeError):
+                continue  # an earlier replacement removed this place
+        try:
+            problems = validate(document)
+        except ModelError:
+            continue
+        assert isinstance(problems, list)
