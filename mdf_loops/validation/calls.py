@@ -11,12 +11,14 @@ model document, through :mod:`mdf_loops.validation.rules`) and :func:`mdf_loops.
   take (``initial_state_and_scan_input``), and a required one that is missing;
 * a scan direction other than 0 (forward) and 1 (backward), which a run would
   otherwise read as a direction;
+* a parameter or output port whose value is one name the node does not define;
 * a graph written where a node belongs (what stock modeci-mdf's ``pytorch_to_mdf``
   writes for a loop), whose nodes a run would silently leave out.
 """
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -32,6 +34,7 @@ __all__ = [
     "REQUIRED_ARGUMENTS",
     "function_problem",
     "argument_problems",
+    "name_problem",
     "graph_as_node",
     "direction_problem",
     "call_problems",
@@ -76,6 +79,18 @@ def function_problem(function: Any, scope: Iterable[str]) -> str | None:
     return f"unknown function '{name}'" + (
         hint or "; it is no registered function and no port, parameter or argument of the node"
     )
+
+
+def name_problem(value: Any, scope: Iterable[str]) -> str | None:
+    """Why a value that is one bare name (``"linaer"``) cannot be evaluated in a node
+    defining the names ``scope``, or None (modeci-mdf fails on it, naming nothing)."""
+    if not isinstance(value, str):
+        return None
+    name = value.strip()
+    known = set(scope)
+    if not name.isidentifier() or keyword.iskeyword(name) or name in known:
+        return None
+    return f"'{name}' is not a port, parameter or function of this node" + did_you_mean(name, known)
 
 
 def argument_problems(function: Any, args: Any) -> list[tuple[str | None, str]]:
@@ -194,6 +209,11 @@ def _node(node: Node, path: tuple, problems: list[Problem], open_: set) -> None:
     scope = {str(item.id) for item in named if getattr(item, "id", None) is not None}
     functions = [getattr(item, "function", None) for _, item in calls]
     function = next((f for f in functions if isinstance(f, str)), None)
+    for port in _listed(node.output_ports):
+        message = name_problem(getattr(port, "value", None), scope)
+        if message:
+            where = path + ("output_ports", getattr(port, "id", None), "value")
+            problems.append(Problem(format_path(where), message))
     for field, item in calls:
         where = path + (field, item.id)
         args = getattr(item, "args", None)
@@ -208,6 +228,9 @@ def _node(node: Node, path: tuple, problems: list[Problem], open_: set) -> None:
         message = direction_problem(value) if item.id in DIRECTIONS else None
         if message and function == "onnx::Scan":
             problems.append(Problem(format_path(where), message))
+        message = name_problem(value, scope) if field == "parameters" else None
+        if message:
+            problems.append(Problem(format_path(where + ("value",)), message))
         if isinstance(value, (Graph, Mapping)):
             try:
                 body = body_graph(value)

@@ -107,6 +107,17 @@ def test_a_function_naming_a_name_of_its_node_runs_as_before(tmp_path):
     np.testing.assert_allclose(out["integrate.trace"], _leaky_trace(LEAKY), rtol=1e-12)
 
 
+@pytest.mark.parametrize("backend", ["scheduler", "auto"])
+def test_a_value_that_is_one_unknown_name_is_reported_and_refused_alike(tmp_path, backend):
+    """modeci-mdf fails on it with "Could not evaluate expression [tua]", naming nothing."""
+    path = _written(tmp_path, lambda d: _step(d)["output_ports"].update(rate={"value": "tua"}))
+    (problem,) = validate(path)
+    assert problem.path == f"{STEP}.output_ports.rate.value"
+    assert problem.message == (
+        "'tua' is not a port, parameter or function of this node; did you mean 'tau'?")
+    assert _refusal(path, backend) == str(problem)
+
+
 def test_a_missing_required_argument(tmp_path):
     path = _written(tmp_path, lambda d: _node(d)["parameters"]["integrate"].update(args={}))
     paths = {p.path: p.message for p in validate(path)}
@@ -181,6 +192,11 @@ _MISTAKES = {
         scan_input_axes={"value": [3]}),
     "a direction of 2": lambda d: _node(d)["parameters"].update(
         scan_input_directions={"value": [2]}),
+    "an output value naming nothing": lambda d: _node(d)["output_ports"].update(
+        z={"value": "linaer"}),
+    "a parameter value naming nothing": lambda d: _step(d)["parameters"].update(
+        q={"value": "linaer"}),
+    "a value naming a port": lambda d: _step(d)["output_ports"].update(same={"value": "I_t"}),
     "a graph among nodes": lambda d: d["leaky_integrator"]["graphs"]["main"]["nodes"].update(
         sub={"nodes": {"a": {"parameters": {"p": {"value": 1}}}}}),
     "an edge to nowhere": lambda d: d["leaky_integrator"]["graphs"]["main"].update(
