@@ -116,9 +116,11 @@ def _problems(model_or_path: Any, expressions: bool) -> list[Problem]:
 
 def _run_refusals(model: Model | Mapping) -> tuple[list[Problem], list[Problem]]:
     """What :func:`mdf_loops.run` refuses before evaluating (the same checks: docs/safety.md,
-    and the calls of :mod:`mdf_loops.validation.calls`)."""
+    the calls of :mod:`mdf_loops.validation.calls`, the inputs of
+    :mod:`mdf_loops.validation.inputs`)."""
     from mdf_loops.safety.checks import refusals
     from mdf_loops.validation.calls import call_problems
+    from mdf_loops.validation.inputs import input_problems
 
     if not isinstance(model, Model):
         try:
@@ -130,7 +132,7 @@ def _run_refusals(model: Model | Mapping) -> tuple[list[Problem], list[Problem]]
         except Exception:  # a document the schema rules already reported as malformed
             return [], []
     structure, refused = refusals(model)
-    return call_problems(model) + structure, refused
+    return call_problems(model) + structure + input_problems(model), refused
 
 
 def _within(path: str, outer: str) -> bool:

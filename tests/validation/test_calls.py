@@ -197,6 +197,10 @@ _MISTAKES = {
     "a parameter value naming nothing": lambda d: _step(d)["parameters"].update(
         q={"value": "linaer"}),
     "a value naming a port": lambda d: _step(d)["output_ports"].update(same={"value": "I_t"}),
+    "a default that does not fit": lambda d: _node(d)["input_ports"]["I"][
+        "default_value"].__setitem__(3, "x"),
+    "an unreadable input type": lambda d: _node(d)["input_ports"]["I"]["metadata"][
+        "onnx_type"]["tensorType"].update(shape={"dim": 3.5}),
     "a graph among nodes": lambda d: d["leaky_integrator"]["graphs"]["main"]["nodes"].update(
         sub={"nodes": {"a": {"parameters": {"p": {"value": 1}}}}}),
     "an edge to nowhere": lambda d: d["leaky_integrator"]["graphs"]["main"].update(
