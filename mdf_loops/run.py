@@ -28,6 +28,7 @@ from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
 from mdf_loops.safety.checks import check_model, check_structure, current_limits_key
 from mdf_loops.safety.onnx_files import onnx_file_access
+from mdf_loops.validation.calls import check_calls
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
@@ -128,6 +129,7 @@ def _verify(model: Model, trusted: bool) -> None:
     while len(_VERIFIED) > 256:
         _VERIFIED.popitem(last=False)
     if "structure" not in done:
+        check_calls(model)  # the calls validate reports (mdf_loops.validation.calls)
         check_structure(model)
         done.add("structure")
     if not trusted and "expressions" not in done:

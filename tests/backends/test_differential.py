@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from onnx import helper as oh
 
 import mdf_loops
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe
+from mdf_loops.onnx.ort_safe import make_safe
 from conftest import BOOL, FLOAT, INT64, assert_same, onnx_model, ort_run, run_mdf, value_info
 from mdf_loops.onnx.export import mdf_to_onnx
 
@@ -307,7 +307,7 @@ def _check(case: _Case) -> None:
         return
     # onnxruntime dies of SIGFPE moving a scan axis of an empty value (an inner Loop of zero
     # iterations can make one): it runs the models with their scan axes moved out
-    # (mdf_loops.backends.onnxruntime.ort_safe, checked against numpy in test_ort_safe.py)
+    # (mdf_loops.onnx.ort_safe, checked against numpy in test_ort_safe.py)
     expected = ort_run(make_safe(case.model), case.feeds)
     reexported = ort_run(make_safe(exported), case.feeds)
     for name, value in expected.items():
