@@ -16,7 +16,7 @@ from modeci_mdf.mdf import Graph, Model
 from mdf_loops.backends.torch.interpreter import ConstantTable, Program
 from mdf_loops.backends.torch.parameters import Trained, constant_sites, lift_parameters
 from mdf_loops.errors import CompileError, ModelError
-from mdf_loops.onnx.export import mdf_to_onnx
+from mdf_loops.onnx.export import export_model
 
 __all__ = ["TorchPlan", "plan"]
 
@@ -50,7 +50,9 @@ def plan(
     """
     exported_model, lifted = lift_parameters(model, target) if trainable else (model, {})
     try:
-        exported = mdf_to_onnx(exported_model, graph=target.id, example_inputs=example_inputs)
+        exported = export_model(
+            exported_model, graph=target.id, example_inputs=example_inputs
+        ).model
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
     except (RecursionError, ValueError, TypeError) as exc:
