@@ -100,6 +100,9 @@ class StepWriter:
                 data = self._expression(param.args["data"], scope, node.id)
                 index = self._expression(param.args["indices"], scope, node.id)
                 return f"({data})[{index}]"
+            expression = _standard_expression(param.function)
+            if expression is not None:
+                return self._standard_call(node, param, expression, scope)
             raise NotCompilable(
                 f"node '{node.id}' parameter '{param.id}': function '{param.function}'"
             )
@@ -110,6 +113,14 @@ class StepWriter:
         ):
             raise NotCompilable(f"node '{node.id}' parameter '{param.id}': stateful in a body")
         return self._expression(param.value, scope, node.id)
+
+    def _standard_call(self, node: Node, param, expression: str, scope: dict) -> str:
+        """A call of an MDF standard function, its args inlined in order (as stock
+        evaluates them, each seeing the ones before it)."""
+        local = dict(scope)
+        for key, value in (param.args or {}).items():
+            local[key] = f"({self._expression(value, local, node.id)})"
+        return self._expression(expression, local, node.id)
 
     def _expression(self, value: Any, scope: dict, node_id: str) -> str:
         if not isinstance(value, str):
@@ -152,6 +163,22 @@ class StepWriter:
                 return self.generic_visit(n)
 
         return ast.unparse(_Rewrite().visit(tree))
+
+
+def _standard_expression(function: str) -> str | None:
+    """The Python expression modeci-mdf evaluates for one of its standard functions."""
+    if "::" in function:
+        return None
+    from modeci_mdf.execution_engine import create_python_expression
+    from modeci_mdf.functions.standard import mdf_functions
+
+    entry = mdf_functions.get(function)
+    if entry is None or not isinstance(entry.get("expression_string"), str):
+        return None
+    text = create_python_expression(entry["expression_string"])
+    if "onnx_ops." in text or "actr." in text or "ddm." in text:
+        return None
+    return text
 
 
 def _is_where(node: ast.AST) -> TypeGuard[ast.Call]:
