@@ -141,8 +141,7 @@ def _check_trial(condition: Any, plan: SchedulePlan, graph_id: str) -> None:
 def _trial_fix(condition: Any, plan: SchedulePlan, graph_id: str) -> str:
     """What to write instead of a several-pass trial, when the time loop accepts it."""
     one_pass = (
-        "set termination {'environment_state_update': {'type': 'AfterNPasses', "
-        "'kwargs': {'n': 1}}}"
+        "set termination {'environment_state_update': {'type': 'AfterNPasses', 'kwargs': {'n': 1}}}"
     )
     if condition is None or isinstance(condition, (gs.AllHaveRun, gs.Never)):
         return f"To step one pass at a time, {one_pass}"

@@ -169,9 +169,7 @@ def names_read_all(p: Parameter) -> set[str]:
     return set().union(*(names_read(e) for e in exprs))
 
 
-def _old_values_read(
-    params: list[Parameter], index: dict[str, int], functions: list
-) -> set[str]:
+def _old_values_read(params: list[Parameter], index: dict[str, int], functions: list) -> set[str]:
     """Parameters whose current (previous-step) value is read: by the node's functions,
     and in the second sweep."""
     old: set[str] = names_read_by_functions(functions) & set(index)

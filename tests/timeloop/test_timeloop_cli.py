@@ -87,7 +87,8 @@ def test_simulate_under_limits_gives_the_same_files(tmp_path, capsys):
 def test_simulate_timeout_stops_a_long_simulation_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "long.npz"
     status = main(["simulate", FHN, "--dt", "0.05", "--steps", "200000000", "--record", "fn.V",
-                   "--backend", "scheduler", "-o", str(out), "--timeout", "3"])
+                   "--backend", "scheduler", "-o", str(out), "--timeout", "3",
+                   "--max-iterations", "300000000"])
     assert status == 1
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "took longer than 3 s" in error[0], error

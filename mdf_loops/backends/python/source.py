@@ -21,8 +21,9 @@ __all__ = ["function_source", "scan_kinds"]
 _ARRAY_CODES: dict[Any, str] = {1: "d", 11: "d", 7: "q"}
 
 
-def scan_kinds(loop: Node, n_scan: int) -> list[str]:
-    """Per scan output: ``_array('d')``/``_array('q')`` for float64/int64 scalars, else a list.
+def scan_kinds(loop: Node, n_scan: int) -> list[str | None]:
+    """Per scan output: the ``array`` typecode (``'d'``/``'q'``) for float64/int64 scalars,
+    else None (a list).
 
     An ``array`` holds 8 bytes a step where a list of Python numbers holds 32.
     """
@@ -32,7 +33,7 @@ def scan_kinds(loop: Node, n_scan: int) -> list[str]:
         if value.startswith(f"{LOOP_FUNCTION}[") and value.endswith("]"):
             by_index[int(value[len(LOOP_FUNCTION) + 1 : -1])] = port
     first = min(by_index) if by_index else 0
-    kinds = []
+    kinds: list[str | None] = []
     for k in range(n_scan):
         port = by_index.get(first + k)
         tensor = (
@@ -42,7 +43,7 @@ def scan_kinds(loop: Node, n_scan: int) -> list[str]:
         )
         dims = (tensor.get("shape") or {}).get("dim") or []
         code = _ARRAY_CODES.get(tensor.get("elemType")) if len(dims) == 1 else None
-        kinds.append("[]" if code is None or tensor.get("elemType") == 1 else f"_array({code!r})")
+        kinds.append(None if tensor.get("elemType") == 1 else code)
     return kinds
 
 
@@ -52,25 +53,30 @@ def function_source(
     first: list[str],
     rest: list[str],
     writer: StepWriter,
-    kinds: list[str],
     initial_types: list[str | None],
 ) -> str:
-    """Python source of ``time_loop(steps, cond, *carried, *series)`` over the written steps."""
+    """Python source of ``time_loop(start, stop, cond, *carried, *series, *scans)``.
+
+    It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0),
+    appends to the scan outputs it is given, and returns ``(cond, carried)``: a long
+    simulation runs in chunks, each continuing from the last.
+    """
     carried = [f"c{k}" for k in range(n_carried)]
     outer = list(signature.outer_scope_inputs)
+    n_scan = len(signature.formal_outputs) - 1 - n_carried
     args = ", ".join(
         [
-            "steps",
+            "start",
+            "stop",
             "cond",
             *carried,
             *[variable("outer", p) for p in outer],
+            *[f"s{k}" for k in range(n_scan)],
             "_where=_where",
             "_scalar=_scalar",
         ]
     )
     lines = [f"def time_loop({args}):"]
-    n_scan = len(signature.formal_outputs) - 1 - n_carried
-    lines += [f"    s{k} = {kinds[k]}" for k in range(n_scan)]
     lines.append("    iteration = 0")
     tail = writer.tail(n_carried, n_scan)
     # the carried types: assumed from the initial values, kept where every step returns them
@@ -84,13 +90,14 @@ def function_source(
         if agreed == assumed:
             break
         assumed = agreed
-    lines.append("    if steps > 0 and cond:")
+    lines.append("    if start == 0 and stop > 0 and cond:")
     lines += ["        " + line for line in first_code]
-    lines.append("    for iteration in range(1, steps):")
+    lines.append("        start = 1")
+    lines.append("    for iteration in range(max(start, 1), stop):")
     lines.append("        if not cond:")
     lines.append("            break")
     lines += ["        " + line for line in rest_code]
-    lines.append(f"    return cond, [{', '.join(f's{k}' for k in range(n_scan))}]")
+    lines.append(f"    return cond, [{', '.join(carried)}]")
     return "\n".join(lines) + "\n"
 
 
