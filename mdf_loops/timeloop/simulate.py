@@ -237,13 +237,11 @@ def _on_backend(
                 type(exc).__name__,
                 exc,
             )
-        return _on_run(model, inputs, "scheduler", trusted, spec, "auto: scheduler")
+        return _on_run(model, inputs, "scheduler", trusted, spec)
     return _on_run(model, inputs, backend, trusted, spec)
 
 
-def _on_run(
-    model: Model, inputs: dict, backend: str, trusted: bool, spec, name: str | None = None
-) -> Trajectories:
+def _on_run(model: Model, inputs: dict, backend: str, trusted: bool, spec) -> Trajectories:
     """The simulation through :func:`mdf_loops.run` on the onnxruntime or scheduler backend."""
     import mdf_loops
 
@@ -251,4 +249,4 @@ def _on_run(
     outputs = mdf_loops.run(model, dict(inputs), trusted=trusted, backend=cast(Backend, backend))
     values = {ref: np.asarray(outputs[f"{LOOP_NODE}.{port}"]) for ref, port in names.items()}
     time = values.pop("time")
-    return Trajectories(time, values, name or backend)
+    return Trajectories(time, values, backend)
