@@ -17,9 +17,28 @@ from typing import Any
 from modeci_mdf.mdf import Function, Parameter
 
 from mdf_loops.errors import ModelError
-from mdf_loops.timeloop.names import names_read, rename
+from mdf_loops.timeloop.names import literal, names_read, rename
 
-__all__ = ["function_parameters", "names_read_by_functions"]
+__all__ = ["function_parameters", "names_read_by_functions", "inline_args"]
+
+
+def inline_args(args: Mapping[str, Any], mapping: Mapping[str, str], here: str) -> dict[str, Any]:
+    """Each arg's expression with ``mapping`` applied and the args before it put in.
+
+    modeci-mdf evaluates the args in order over the node's values with the earlier args
+    put in, so a name an earlier arg took means that arg; here it is replaced by that
+    arg's expression, so that every backend reads the same values. Numbers and lists
+    stay as they are (a list read by a later arg is written as a literal).
+    """
+    done: dict[str, Any] = {}
+    for key, value in args.items():
+        if isinstance(value, str):
+            earlier = {
+                k: f"({v})" if isinstance(v, str) else literal(v, here) for k, v in done.items()
+            }
+            value = rename(value, {**mapping, **earlier}, f"{here} arg '{key}'")
+        done[key] = value
+    return done
 
 
 def _function_and_args(f: Function) -> tuple[str | None, dict[str, Any]]:
@@ -58,19 +77,18 @@ def function_parameters(
                 "would let the function hide the parameter's current value. Rename one"
             )
         name, args = _function_and_args(f)
-        outside = {k: v for k, v in old_name.items() if k not in args}
-        if name:
-            renamed = {}
-            for key, value in args.items():
-                renamed[key] = _arg(out, f"{f.id}__{key}", value, outside, f"{here} arg '{key}'")
-            out.append(Parameter(id=f.id, function=name, args=renamed))
-            continue
-        if f.value is None:
+        if f.value is None and not name:
             raise ModelError(f"{here}: it has neither a function nor a value; give one")
-        inlined: dict[str, str] = {}
-        for key, value in args.items():
-            text = _arg(out, f"{f.id}__{key}", value, {**outside, **inlined}, f"{here} arg '{key}'")
-            inlined[key] = f"({text})" if isinstance(text, str) else repr(text)
+        inlined = inline_args(args, old_name, here)
+        for key, value in list(inlined.items()):
+            if isinstance(value, (list, tuple)):  # a constant of its own, not numpy.array([
+                out.append(Parameter(id=f"{f.id}__{key}", value=list(value)))
+                inlined[key] = f"{f.id}__{key}"
+        if name:
+            out.append(Parameter(id=f.id, function=name, args=inlined))
+            continue
+        outside = {k: v for k, v in old_name.items() if k not in args}
+        inlined = {k: f"({v})" if isinstance(v, str) else repr(v) for k, v in inlined.items()}
         value = f.value
         if isinstance(value, (list, tuple)):
             out.append(Parameter(id=f.id, value=list(value)))
@@ -79,11 +97,3 @@ def function_parameters(
                 Parameter(id=f.id, value=rename(value, {**outside, **inlined}, f"{here} value"))
             )
     return out
-
-
-def _arg(out: list[Parameter], constant: str, value: Any, mapping: Mapping[str, str], here: str):
-    """An arg's expression; a list value becomes a constant parameter of its own."""
-    if isinstance(value, (list, tuple)):
-        out.append(Parameter(id=constant, value=list(value)))
-        return constant
-    return rename(value, mapping, here)

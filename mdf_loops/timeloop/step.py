@@ -24,7 +24,11 @@ from dataclasses import dataclass, field
 from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
 
 from mdf_loops.errors import ModelError
-from mdf_loops.timeloop.functions import function_parameters, names_read_by_functions
+from mdf_loops.timeloop.functions import (
+    function_parameters,
+    inline_args,
+    names_read_by_functions,
+)
 from mdf_loops.timeloop.names import names_read, rename
 
 __all__ = ["StepNode", "step_node", "FIRST", "RUNS", "FRESH", "carried_port", "value_port"]
@@ -271,18 +275,7 @@ def _base_value(
             else p.value,
         )
     if p.function:
-        args = {
-            k: (
-                rename(
-                    v,
-                    {n: m for n, m in mapping.items() if n not in (p.args or {})},
-                    f"{here} arg '{k}'",
-                )
-                if isinstance(v, str)
-                else v
-            )
-            for k, v in (p.args or {}).items()
-        }
+        args = inline_args(p.args or {}, mapping, here)
         return Parameter(id=base, function=p.function, args=args)
     if p.time_derivative is not None:
         if p.default_initial_value is None:

@@ -100,6 +100,7 @@ def derivative_reads_function() -> Model:
 def node_functions() -> Model:
     cell = Node(id="cell", parameters=[
         Parameter(id="dt", value=0.05), Parameter(id="scale", value=[2.0, 0.5]),
+        Parameter(id="slope", value=[3.0, -1.0]),
         Parameter(id="V", default_initial_value=-1.0, value="V_next"),
         Parameter(id="W", default_initial_value=0.0, value="W_next"),
         Parameter(id="time", default_initial_value=0, value="time_next")],
@@ -109,8 +110,12 @@ def node_functions() -> Model:
                      args={"a": 0.7, "b": "0.8"}),
             Function(id="time_next", function="linear",
                      args={"variable0": "time", "slope": 1, "intercept": "dt"}),
-            Function(id="scaled", value="scale * k", args={"k": "V"})],
+            Function(id="scaled", value="scale * k", args={"k": "V"}),
+            # an arg reads the parameter of its own name; a later arg reads the arg
+            Function(id="lin", function="linear",
+                     args={"variable0": "V", "slope": "slope + 1", "intercept": "slope"})],
         output_ports=[OutputPort(id="V_out", value="V"), OutputPort(id="t_out", value="time"),
+                      OutputPort(id="lin_out", value="lin"),
                       OutputPort(id="scaled_out", value="scaled")])
     return _model("node_functions", cell)
 
