@@ -144,7 +144,9 @@ def simulate(
             inputs=series,
             trusted=trusted,
         )
-        return _run(model, {}, backend, trusted, progress)
+        # its expressions passed the allow-list in to_time_loop: the python backend's
+        # check of the same expressions, renamed, is not repeated
+        return _run(model, {}, backend, trusted, progress, checked=True)
     if until is not None or duration is not None or record is not None or dt is not None:
         raise ModelError(
             f"model '{model.id}' is a time-loop model already: its dt, until, "
@@ -175,6 +177,7 @@ def _run(
     backend: str,
     trusted: bool,
     progress: Callable[[int, int], None] | None,
+    checked: bool = False,
 ) -> Trajectories:
     spec = time_loop_spec(model)
     steps = inputs.get("steps", spec.steps)
@@ -188,14 +191,20 @@ def _run(
                 observe_iterations(lambda _where, done, _total: progress(done, steps))
             )
         watch = SimulationWatch(model.id, steps, spec.dt)
-        traces = _on_backend(model, inputs, backend, trusted, spec, watch)
+        traces = _on_backend(model, inputs, backend, trusted, spec, watch, checked)
     if traces.backend != "python":  # the python backend looks at each chunk as it runs
         watch.check_all(traces.values.items())
     return traces
 
 
 def _on_backend(
-    model: Model, inputs: dict, backend: str, trusted: bool, spec, watch: SimulationWatch
+    model: Model,
+    inputs: dict,
+    backend: str,
+    trusted: bool,
+    spec,
+    watch: SimulationWatch,
+    checked: bool,
 ) -> Trajectories:
     """The simulation on ``backend``; ``auto`` tries python, onnxruntime, then the scheduler,
     and says why it passed one over (a WARNING when a backend that compiled failed)."""
@@ -203,7 +212,7 @@ def _on_backend(
         from mdf_loops.backends.python import NotCompilable, run_time_loop
 
         try:
-            return run_time_loop(model, inputs, spec, trusted, watch)
+            return run_time_loop(model, inputs, spec, trusted or checked, watch)
         except NotCompilable as exc:
             if backend == "python":
                 raise

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import copy
 
 from mdf_loops.backends.python.scalar_types import specialize
 
@@ -23,7 +22,7 @@ def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
     class _Substitute(ast.NodeTransformer):
         def visit_Name(self, n: ast.Name) -> ast.AST:
             if isinstance(n.ctx, ast.Load) and n.id in replace:
-                return ast.copy_location(copy.deepcopy(replace[n.id]), n)
+                return ast.copy_location(_copy_atom(replace[n.id]), n)
             return n
 
     kept = []
@@ -58,6 +57,15 @@ def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
         }
         result.append(ast.unparse(statement))
     return result[::-1], [types[k] for k in carried]
+
+
+def _copy_atom(node: ast.expr) -> ast.expr:
+    """A fresh copy of an atom (cheaper than ``copy.deepcopy``)."""
+    if isinstance(node, ast.UnaryOp):
+        return ast.UnaryOp(op=ast.USub(), operand=_copy_atom(node.operand))
+    if isinstance(node, ast.Name):
+        return ast.Name(id=node.id, ctx=ast.Load())
+    return ast.Constant(value=node.value)  # type: ignore[attr-defined]  # an atom
 
 
 def _is_atom(node: ast.AST) -> bool:
