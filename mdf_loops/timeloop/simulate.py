@@ -219,9 +219,11 @@ def _on_backend(
             log.info(
                 "model '%s' does not compile to Python (%s); trying onnxruntime", model.id, exc
             )
-        except (LimitError, UnsafeExpressionError):
+        except (LimitError, UnsafeExpressionError, ModelError):
             raise  # the other backends refuse it too
         except Exception as exc:
+            if backend == "python" and isinstance(exc, MdfLoopsError):
+                raise
             if backend == "python":
                 raise EvaluationError(
                     f"model '{model.id}': the python backend failed: {type(exc).__name__}: "
