@@ -102,8 +102,9 @@ def _plan_and_probe(
             stack.enter_context(untrusted_expressions())
         _refuse_cycles(source)
         _warn_overwritten_ports(source)
-        plan = plan_schedule(build_engine(source), source.id)  # refuse before running anything
-        probed = probe(source, dt, series)
+        engine = build_engine(source)
+        plan = plan_schedule(engine, source.id)  # refuse before running anything
+        probed = probe(source, dt, series, engine)
     return plan, probed.values
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import logging
 import operator
@@ -130,19 +131,12 @@ def simulate(
                 f"model '{model.id}' has no time loop: give dt (and steps or duration)"
             )
         if record is None:
-            record = [
-                f"{n.id}.{p.id}" for g in model.graphs[:1] for n in g.nodes for p in n.output_ports
-            ]
-        series = {k: v for k, v in (inputs or {}).items()}
-        model = to_time_loop(
-            model,
-            dt=dt,
-            steps=steps,
-            duration=duration,
-            until=until,
-            record=record,
-            inputs=series,
-            trusted=trusted,
+            record = (
+                [f"{n.id}.{p.id}" for n in graph.nodes for p in n.output_ports] if graph else []
+            )
+        loop_of = functools.partial(to_time_loop, dt=dt, steps=steps, duration=duration)
+        model = loop_of(
+            model, until=until, record=record, inputs=dict(inputs or {}), trusted=trusted
         )
         # its expressions passed the allow-list in to_time_loop: the python backend's
         # check of the same expressions, renamed, is not repeated

@@ -19,22 +19,16 @@ def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
     statements = ast.parse("\n".join(lines)).body
     replace: dict[str, ast.expr] = {}
 
-    class _Substitute(ast.NodeTransformer):
-        def visit_Name(self, n: ast.Name) -> ast.AST:
-            if isinstance(n.ctx, ast.Load) and n.id in replace:
-                return ast.copy_location(_copy_atom(replace[n.id]), n)
-            return n
-
     kept = []
     for statement in statements:
         if isinstance(statement, ast.Assign):
-            statement.value = _Substitute().visit(statement.value)
+            statement.value = _Substitute(replace).visit(statement.value)
             target = statement.targets[0]
             if isinstance(target, ast.Name) and _is_atom(statement.value):
                 replace[target.id] = statement.value
                 continue
         else:
-            statement = _Substitute().visit(statement)
+            statement = _Substitute(replace).visit(statement)
         kept.append(statement)
     types = specialize(kept, env)
     carried = sorted(
@@ -57,6 +51,18 @@ def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
         }
         result.append(ast.unparse(statement))
     return result[::-1], [types[k] for k in carried]
+
+
+class _Substitute(ast.NodeTransformer):
+    """Replaces each loaded name of ``replace`` by a copy of its atom."""
+
+    def __init__(self, replace: dict[str, ast.expr]) -> None:
+        self.replace = replace
+
+    def visit_Name(self, n: ast.Name) -> ast.AST:
+        if isinstance(n.ctx, ast.Load) and n.id in self.replace:
+            return ast.copy_location(_copy_atom(self.replace[n.id]), n)
+        return n
 
 
 def _copy_atom(node: ast.expr) -> ast.expr:
