@@ -205,15 +205,15 @@ class _InitialValues:
         self, node_id: str, params: list[Parameter], functions: list, integers: frozenset[str]
     ) -> None:
         self.node_id, self.integers = node_id, integers
-        #: parameters whose current value the first step may read outside a time
-        #: derivative: read by the functions, or by a parameter declared at or before them
+        #: parameters whose current value the first step may read outside a time derivative
+        #: (any reader counts: stock's first sweep also evaluates the initial value of every
+        #: value parameter, which reads the current values declared before it)
         self.read_at_first: set[str] = names_read_by_functions(functions)
-        for k, p in enumerate(params):
+        for p in params:
             fields = [p.value, p.default_initial_value, *(p.args or {}).values()]
             for c in p.conditions or []:
                 fields += [_field(c, "test"), _field(c, "value")]
-            later = {q.id for q in params[k:]}
-            self.read_at_first |= set().union(*(names_read(e) for e in fields)) & later
+            self.read_at_first |= set().union(*(names_read(e) for e in fields))
 
     def value(self, p: Parameter, mapping: dict[str, str]) -> str:
         """The expression of ``p``'s value before its first evaluation."""

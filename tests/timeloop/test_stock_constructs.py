@@ -92,10 +92,8 @@ def derivative_reads_function() -> Model:
         Parameter(id="x", default_initial_value=[0.3, -0.4], time_derivative="-x + fb + drive"),
         Parameter(id="r", function="tanh", args={"variable0": "x", "scale": 1}),
         Parameter(id="fb", function="MatMul", args={"A": "W", "B": "r"}),
-        Parameter(id="drive", function="sin", args={"variable0": "2 * t", "scale": 0.5}),
-        Parameter(id="fb_twice", value="2 * fb")],  # reads fb's new value: no refusal
-        output_ports=[OutputPort(id="x_out", value="x"), OutputPort(id="r_out", value="r"),
-                      OutputPort(id="fb_out", value="fb_twice")])
+        Parameter(id="drive", function="sin", args={"variable0": "2 * t", "scale": 0.5})],
+        output_ports=[OutputPort(id="x_out", value="x"), OutputPort(id="r_out", value="r")])
     return _model("derivative_reads_function", rnn)
 
 
