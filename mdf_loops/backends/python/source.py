@@ -7,6 +7,7 @@ kept where every step returns them (:mod:`~mdf_loops.backends.python.scalar_type
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from modeci_mdf.mdf import Node
@@ -78,6 +79,8 @@ def function_source(
     )
     lines = [f"def time_loop({args}):"]
     lines.append("    iteration = 0")
+    # the scans' append methods bound once (an attribute lookup a step and value less)
+    lines += [f"    _append{k} = s{k}.append" for k in range(n_scan)]
     tail = writer.tail(n_carried, n_scan)
     # the carried types: assumed from the initial values, kept where every step returns them
     assumed = list(initial_types)
@@ -90,15 +93,63 @@ def function_source(
         if agreed == assumed:
             break
         assumed = agreed
+    appends = {f"s{k}.append(": f"_append{k}(" for k in range(n_scan)}
+    first_code, rest_code = _bound(first_code, appends), _bound(rest_code, appends)
     lines.append("    if start == 0 and stop > 0 and cond:")
     lines += ["        " + line for line in first_code]
     lines.append("        start = 1")
-    lines.append("    for iteration in range(max(start, 1), stop):")
-    lines.append("        if not cond:")
-    lines.append("            break")
-    lines += ["        " + line for line in rest_code]
+    steady = _without_steady_condition(rest_code)
+    if steady is None:
+        lines.append("    for iteration in range(max(start, 1), stop):")
+        lines.append("        if not cond:")
+        lines.append("            break")
+    else:  # the condition is tested once: the first step may have ended the loop
+        lines.append("    for iteration in range(max(start, 1), stop if cond else 0):")
+    lines += ["        " + line for line in (rest_code if steady is None else steady)]
     lines.append(f"    return cond, [{', '.join(carried)}]")
     return "\n".join(lines) + "\n"
+
+
+def _without_steady_condition(code: list[str]) -> list[str] | None:
+    """The steps after the first without their condition, when a step hands on the
+    condition it was given (no termination, no ``until``): ``cond, c0 = (cond, x)``
+    becomes ``c0 = x`` and the loop needs no test. None when the condition can change."""
+    out, found = [], False
+    for line in code:
+        tree = ast.parse(line).body[0]
+        if (
+            isinstance(tree, ast.Assign)
+            and isinstance(tree.targets[0], ast.Tuple)
+            and isinstance(tree.value, ast.Tuple)
+            and [getattr(t, "id", None) for t in tree.targets[0].elts[:1]] == ["cond"]
+        ):
+            first = tree.value.elts[0]
+            if not (isinstance(first, ast.Name) and first.id == "cond"):
+                return None
+            found = True
+            targets, values = tree.targets[0].elts[1:], tree.value.elts[1:]
+            if targets:
+                out.append(
+                    ast.unparse(
+                        ast.Assign(
+                            targets=[ast.Tuple(elts=targets, ctx=ast.Store())],
+                            value=ast.Tuple(elts=values, ctx=ast.Load()),
+                            lineno=0,
+                        )
+                    )
+                )
+            continue
+        out.append(line)
+    return out if found else None
+
+
+def _bound(code: list[str], appends: dict[str, str]) -> list[str]:
+    """``sK.append(x)`` statements (the writer's tail) as calls of the bound method."""
+    out = []
+    for line in code:
+        head = line.split("(", 1)[0] + "("
+        out.append(appends[head] + line[len(head) :] if head in appends else line)
+    return out
 
 
 def _env(carried_types: list[str | None]) -> dict[str, str | None]:
