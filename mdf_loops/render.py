@@ -17,12 +17,16 @@ and its body not at all. Here
 
 :func:`to_graphviz` gives the ``graphviz.Digraph``; :func:`render` writes a PNG,
 SVG or PDF (chosen by the file extension) with Graphviz's ``dot`` program. How the
-pieces are drawn is in :mod:`mdf_loops.rendering`.
+pieces are drawn is in :mod:`mdf_loops.rendering`. A graph of more than
+``max_drawn_items`` nodes and edges is refused before Graphviz sees it, and ``dot`` is
+stopped after ``max_program_seconds`` (:mod:`mdf_loops.rendering.bounds`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import graphviz
@@ -31,6 +35,8 @@ from modeci_mdf.mdf import Model
 from mdf_loops.errors import MdfLoopsError
 from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
+from mdf_loops.ops.common import limits
+from mdf_loops.rendering.bounds import check_drawable, run_dot
 from mdf_loops.rendering.graphs import Drawing
 from mdf_loops.rendering.labels import html_label, text
 
@@ -55,6 +61,7 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
     )
     if target is None:
         raise MdfLoopsError(f"model '{model.id}' has no graph '{graph}'")
+    check_drawable(target, f"graph '{target.id}' of model '{model.id}'")
     dot = graphviz.Digraph(name=model.id)
     dot.attr(
         label=html_label(f"<b>{text(model.id)}</b>: graph {text(target.id)}"),
@@ -72,15 +79,30 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
 
 
 def render(
-    model: Model | str | os.PathLike, path: str | os.PathLike, graph: str | None = None
+    model: Model | str | os.PathLike,
+    path: str | os.PathLike,
+    graph: str | None = None,
+    *,
+    max_drawn_items: int | None = None,
+    max_program_seconds: int | None = None,
 ) -> Path:
     """Draw ``model`` into ``path``: PNG, SVG or PDF by its extension. Returns the path.
 
     Needs Graphviz's ``dot`` program (Debian/Ubuntu: ``apt-get install graphviz``).
     The file is written through a temporary file, so an earlier file survives a failure.
+    ``max_drawn_items`` and ``max_program_seconds`` change those limits for this call
+    (:class:`mdf_loops.safety.Limits`).
     """
     path = Path(path)
-    return write_atomically(path, picture(model, image_format(path), graph, where=str(path)))
+    image = picture(
+        model,
+        image_format(path),
+        graph,
+        where=str(path),
+        max_drawn_items=max_drawn_items,
+        max_program_seconds=max_program_seconds,
+    )
+    return write_atomically(path, image)
 
 
 def image_format(path: str | os.PathLike) -> str:
@@ -98,17 +120,18 @@ def picture(
     image_format: str,
     graph: str | None = None,
     where: str = "the picture",
+    *,
+    max_drawn_items: int | None = None,
+    max_program_seconds: int | None = None,
 ) -> bytes:
     """The drawing of ``model`` (:func:`to_graphviz`) as ``"png"``, ``"svg"`` or ``"pdf"``
-    bytes; ``where`` names the picture in errors."""
-    dot = to_graphviz(model, graph)
-    try:
-        return dot.pipe(format=image_format, quiet=True)
-    except graphviz.ExecutableNotFound:
-        raise MdfLoopsError(
-            "drawing needs Graphviz's 'dot' program on the PATH "
-            "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz)"
-        ) from None
-    except graphviz.CalledProcessError as exc:
-        reason = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-        raise MdfLoopsError(f"{where}: Graphviz failed: {reason[-1] if reason else exc}") from None
+    bytes; ``where`` names the picture in errors. The limits as in :func:`render`."""
+    with _drawing_limits(max_drawn_items, max_program_seconds):
+        return run_dot(to_graphviz(model, graph).source, image_format, where)
+
+
+@contextmanager
+def _drawing_limits(max_drawn_items: int | None, max_program_seconds: int | None) -> Iterator[None]:
+    given = {"max_drawn_items": max_drawn_items, "max_program_seconds": max_program_seconds}
+    with limits(**{name: value for name, value in given.items() if value is not None}):
+        yield
