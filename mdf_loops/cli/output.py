@@ -61,7 +61,7 @@ def _is_own(record: logging.LogRecord) -> bool:
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """A Python warning as a log record: ours as a sentence on the ``mdf_loops`` logger,
     a library's (numpy's overflow, a deprecation) on ``py.warnings``, shown with ``-v``."""
-    if str(Path(filename).resolve()).startswith(_PACKAGE):
+    if str(Path(filename).resolve()).startswith(_PACKAGE + os.sep):
         logging.getLogger(_OWN).warning("%s", message)
     else:
         logging.getLogger("py.warnings").warning(

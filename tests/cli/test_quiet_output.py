@@ -148,3 +148,20 @@ def test_the_callers_logging_and_warnings_are_restored(noisy_validate, capsys):
     before = (root.handlers[:], root.level, warnings.showwarning)
     main(["validate", str(EXAMPLES / "hopfield.json")])
     assert (root.handlers, root.level, warnings.showwarning) == before
+
+
+def test_a_warning_raised_in_the_package_is_a_sentence_of_ours(monkeypatch, capsys):
+    """A Python warning whose origin is a file of mdf_loops is shown as our line, without -v."""
+    import mdf_loops.cli.validate as validate_command
+
+    real = validate_command._problems
+
+    def problems(path: str) -> list[str]:
+        warnings.warn_explicit("The model was written by an older mdf-loops; it was read anyway.",
+                               UserWarning, validate_command.__file__, 1)
+        return real(path)
+
+    monkeypatch.setattr(validate_command, "_problems", problems)
+    assert main(["validate", str(EXAMPLES / "hopfield.json")]) == 0
+    assert capsys.readouterr().err == (
+        f"{PREFIX}warning: The model was written by an older mdf-loops; it was read anyway.\n")
