@@ -8,7 +8,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from mdf_loops.cli.common import add_limit_options, limited, positive_int
+from mdf_loops.cli.common import add_limit_options, limited, note, positive_int
 from mdf_loops.errors import MdfLoopsError
 
 __all__ = ["add_simulate"]
@@ -89,10 +89,7 @@ def _simulate(args: argparse.Namespace) -> int:
         traces.save(args.output)
     if args.plot:
         plot(traces, args.plot)
-    if not getattr(args, "quiet", False):
-        print(
-            f"{traces.steps} steps to t={traces.time[-1]:.6g} on {traces.backend}", file=sys.stderr
-        )
+    note(args, f"{traces.steps} steps to t={traces.time[-1]:.6g} on {traces.backend}")
     if not args.output and not args.plot:
         for ref, values in traces.values.items():
             print(f"{ref}: {values[-1].tolist()} at t={traces.time[-1]:.6g}")

@@ -45,12 +45,18 @@ class Limits:
     ``max_depth``: how deep loop bodies (and If branches) may nest.
     ``max_elements``: elements of any single value a loop carries or produces
     (a sequence counts its members' elements together), and of any operator result.
+    ``max_drawn_items``: nodes and edges of a picture (``render``), bodies at every
+    depth included, counted before Graphviz is started.
+    ``max_program_seconds``: wall time of an external program mdf-loops starts
+    (Graphviz's ``dot``); it is killed when the time is up.
     """
 
     max_iterations: int = 1_000_000
     max_total_iterations: int = 10_000_000
     max_depth: int = 24
     max_elements: int = 100_000_000
+    max_drawn_items: int = 2_000
+    max_program_seconds: int = 60
 
 
 #: how to raise each limit, for the error messages

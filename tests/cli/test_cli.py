@@ -174,7 +174,7 @@ SAVED = program("saved", "run", LEAKY, "-i", "x0=x0.npy", "-i", "I=current.npy",
 
 def test_run_reads_npy_files_and_saves_npz(results, workspace):
     result = results[SAVED]
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "wrote 2 outputs to leaky_out.npz\n")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "mdf-loops: wrote 2 outputs to leaky_out.npz\n")
     with np.load(workspace / "leaky_out.npz") as saved:
         np.testing.assert_allclose(saved["integrate.trace"], leaky_oracle(0.25, _current()), rtol=1e-12)
         assert saved["integrate.x_final"].shape == ()
@@ -200,7 +200,7 @@ RUN_IMPORTED = program("run_imported", "run", "loop16.yaml", "-i", "trip_count=5
 
 
 def test_import_then_run_a_loop_with_a_nested_if(results, workspace):
-    assert (results[IMPORTED].returncode, results[IMPORTED].stderr) == (0, "wrote loop16.yaml\n")
+    assert (results[IMPORTED].returncode, results[IMPORTED].stderr) == (0, "mdf-loops: wrote loop16.yaml\n")
     assert results[RUN_IMPORTED].returncode == 0, results[RUN_IMPORTED].stderr
     (expected,) = control_flow_cases()["test_loop16_seq_none"].data_sets[0][1]
     with np.load(workspace / "loop16_out.npz") as saved:
@@ -212,7 +212,7 @@ EXPORTED = program("exported", "export", ELMAN, "-o", "elman.onnx")
 
 
 def test_export_writes_onnx_that_onnxruntime_runs_to_the_numpy_result(results, workspace):
-    assert (results[EXPORTED].returncode, results[EXPORTED].stderr) == (0, "wrote elman.onnx\n")
+    assert (results[EXPORTED].returncode, results[EXPORTED].stderr) == (0, "mdf-loops: wrote elman.onnx\n")
     inputs = _example("elman_rnn").example_inputs()
     session = onnxruntime.InferenceSession(str(workspace / "elman.onnx"),
                                            providers=["CPUExecutionProvider"])
@@ -227,7 +227,7 @@ EXPORTED_LEAKY = program("exported_leaky", "export", LEAKY, "-o", "leaky.onnx")
 def test_export_reads_the_declared_input_types(results, workspace):
     # no example inputs: the leaky integrator's ports declare a scalar and a sequence
     assert (results[EXPORTED_LEAKY].returncode, results[EXPORTED_LEAKY].stderr) == \
-        (0, "wrote leaky.onnx\n")
+        (0, "mdf-loops: wrote leaky.onnx\n")
     session = onnxruntime.InferenceSession(str(workspace / "leaky.onnx"),
                                            providers=["CPUExecutionProvider"])
     # the example's defaults make its inputs optional ones: inputs that may be left out
