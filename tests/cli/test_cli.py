@@ -370,7 +370,8 @@ def test_outputs_of_the_wrong_kind_are_refused(capsys, tmp_path):
     assert "x.txt: the output must end in .npz or .npy or .json or .csv" in \
         _error(capsys, "run", LEAKY, "-o", tmp_path / "x.txt")
     assert "folder" in _error(capsys, "import", tmp_path / "m.onnx", "-o", tmp_path / "absent" / "m.json")
-    assert "expected an .onnx file to import" in _error(capsys, "import", LEAKY, "-o", tmp_path / "m.json")
+    assert "expected an .onnx file, or a TorchScript module (.pt, .pth), to import" in \
+        _error(capsys, "import", LEAKY, "-o", tmp_path / "m.json")
     assert list(tmp_path.iterdir()) == []
 
 
