@@ -220,17 +220,22 @@ class IterationGuard:
         self._total = count
         if count > self.max_iterations:
             raise IterationLimitError(
-                f"{self._kind} is asked for {count} iterations; the limit is "
+                f"{self._kind} is asked for {_count_text(count)} iterations; the limit is "
                 f"{self.max_iterations} iterations (max_iterations); if the loop is meant "
                 f"to run that long, {how_to_raise('max_iterations')}"
             )
         budget = self._budget
         if budget is not None and budget.used + count > budget.limit:
             raise IterationLimitError(
-                f"{self._kind} is asked for {count} iterations, more than the "
+                f"{self._kind} is asked for {_count_text(count)} iterations, more than the "
                 f"{budget.limit - budget.used} left of this run's limit of {budget.limit} "
                 f"(max_total_iterations); {how_to_raise('max_total_iterations')}"
             )
+
+
+def _count_text(count: int) -> str:
+    """A count as a person reads it: digits, or about 1e+300 for a count of many digits."""
+    return str(count) if count < 10**15 else f"about {float(count):.3g}"
 
 
 def element_count(value: Any) -> int:

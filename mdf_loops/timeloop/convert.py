@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -112,7 +113,13 @@ def _steps(steps, duration, dt, series) -> int:
     if steps is not None and duration is not None:
         raise ModelError("give steps or duration, not both")
     if steps is None and duration is not None:
-        steps = int(round(float(duration) / dt)) + 1
+        ratio = float(duration) / float(dt)
+        if not math.isfinite(ratio):
+            raise ModelError(
+                f"duration {duration!r} / dt {dt!r} is not a finite number of steps; "
+                "give a finite duration and a dt that divides it into a countable number of steps"
+            )
+        steps = int(round(ratio)) + 1
     if steps is None:
         known = [len(s) for s in series.values() if s is not None]
         if not known:

@@ -61,6 +61,9 @@ def test_simulate_saves_the_time_loop_model_and_runs_it_again(tmp_path, capsys):
     (["simulate", FHN, "--dt", "0.1", "--steps", "3", "-o", "x.txt"], "must end in .npz or .csv"),
     (["simulate", "missing.json", "--dt", "0.1", "--steps", "3"], "no such file"),
     (["simulate", FHN, "--dt", "0.1", "--steps", "3", "--record", "fn.nope"], "'nope'"),
+    (["simulate", FHN, "--dt", "1e-300", "--duration", "1e300"], "not a finite number of steps"),
+    (["simulate", FHN, "--dt", "1e-100", "--duration", "1e200"],
+     "asked for about 1e+300 iterations; the limit is 1000000"),
 ])
 def test_simulate_errors_are_one_line(argv, message, capsys):
     assert main(argv) == 1
