@@ -10,6 +10,9 @@ For FitzHugh-Nagumo and the integrate-and-fire network of ``examples/timeloops/t
   extrapolated linearly beyond (marked ``~``): it costs milliseconds a step.
 * **simulate <backend>**: ``mdf_loops.simulate`` on the time-loop model (converted
   once; the conversion time is its own row), median of several runs.
+* **simulate auto, first call**: ``mdf_loops.simulate(path, dt=..., steps=...)`` on the
+  stateful model file, as a new user calls it: loading, checking, conversion, writing
+  out and compiling the Python loop, and the run (every call does all of it; median).
 * **numpy loop**: the same equations written by hand as a Python loop over floats,
   in modeci-mdf's update order.
 
@@ -132,6 +135,11 @@ def run(steps_list: list[int], stock_max: int, scheduler_max: int, memory_steps:
                 stock_per_step = seconds / steps
             else:
                 found["stock modeci-mdf"] = (stock_per_step * steps, False)
+            first = mdf_loops.simulate(path, dt=dt, steps=steps, record=record)
+            for ref in record:
+                np.testing.assert_allclose(first[ref], reference[ref], rtol=1e-9, atol=1e-9)
+            found["simulate auto, first call"] = (_median(
+                lambda: mdf_loops.simulate(path, dt=dt, steps=steps, record=record), runs), True)
             for backend in ("auto", "python", "onnxruntime", "scheduler"):
                 if backend == "scheduler" and steps > scheduler_max:
                     found["simulate scheduler"] = (scheduler_per_step * steps, False)
@@ -165,13 +173,13 @@ def run(steps_list: list[int], stock_max: int, scheduler_max: int, memory_steps:
 
 
 def _print(table: dict) -> None:
-    print(f"{'model':16s} {'steps':>7s} {'runner':22s} {'seconds':>10s} {'x stock':>9s} "
+    print(f"{'model':16s} {'steps':>7s} {'runner':26s} {'seconds':>10s} {'x stock':>9s} "
           f"{'x numpy time':>12s}")
     for r in table["timings"]:
         mark = "" if r["measured"] else "~"
         faster = f"{r['x_faster_than_stock']:.0f}" if "x_faster_than_stock" in r else ""
         numpy_ratio = f"{r['x_numpy_time']:.2f}" if "x_numpy_time" in r else ""
-        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:22s} {mark + format(r['seconds'], '.4g'):>10s} "
+        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:26s} {mark + format(r['seconds'], '.4g'):>10s} "
               f"{faster:>9s} {numpy_ratio:>12s}")
     print(f"~ extrapolated linearly from the measured steps (stock measured up to "
           f"{table['stock_measured_up_to']} steps)")

@@ -35,6 +35,7 @@ if _typing.TYPE_CHECKING:  # what type checkers see; at run time the names load 
     from mdf_loops.backends.jax.grad import grad, value_and_grad
     from mdf_loops.backends.onnxruntime.compiled import CompiledModel, compile_model
     from mdf_loops.backends.scheduler.registry import register, unregister
+    from mdf_loops.backends.torch import to_pytorch
     from mdf_loops.model.interface import load_model
     from mdf_loops.onnx.export import mdf_to_onnx, save_onnx
     from mdf_loops.onnx.from_pytorch import from_pytorch
@@ -71,6 +72,7 @@ _LAZY = {
     "sweep": "mdf_loops.sweep",
     "grad": "mdf_loops.backends.jax.grad",
     "value_and_grad": "mdf_loops.backends.jax.grad",
+    "to_pytorch": "mdf_loops.backends.torch",
     "render": "mdf_loops.render",
     "to_graphviz": "mdf_loops.render",
     "register": "mdf_loops.backends.scheduler.registry",
@@ -243,6 +245,7 @@ __all__ = [
     "sweep",
     "grad",
     "value_and_grad",
+    "to_pytorch",
     "render",
     "to_graphviz",
     "register",

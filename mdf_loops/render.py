@@ -17,17 +17,16 @@ and its body not at all. Here
 
 :func:`to_graphviz` gives the ``graphviz.Digraph``; :func:`render` writes a PNG,
 SVG or PDF (chosen by the file extension) with Graphviz's ``dot`` program. How the
-pieces are drawn is in :mod:`mdf_loops.rendering`. A model file decides how much
-Graphviz has to lay out, so a drawing of more than :data:`MAX_STATEMENTS` nodes,
-edges and labels is refused before ``dot`` starts, and ``dot`` is stopped after
-:data:`DOT_SECONDS` seconds.
+pieces are drawn is in :mod:`mdf_loops.rendering`. A graph of more than
+``max_drawn_items`` nodes and edges is refused before Graphviz sees it, and ``dot`` is
+stopped after ``max_program_seconds`` (:mod:`mdf_loops.rendering.bounds`).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import graphviz
@@ -36,6 +35,8 @@ from modeci_mdf.mdf import Model
 from mdf_loops.errors import MdfLoopsError
 from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
+from mdf_loops.ops.common import limits
+from mdf_loops.rendering.bounds import check_drawable, run_dot
 from mdf_loops.rendering.graphs import Drawing
 from mdf_loops.rendering.labels import html_label, text
 
@@ -45,16 +46,10 @@ __all__ = [
     "picture",
     "image_format",
     "FORMATS",
-    "MAX_STATEMENTS",
-    "DOT_SECONDS",
 ]
 
 #: file extensions :func:`render` writes, and the Graphviz output format of each
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
-#: the most statements (nodes, edges, labels) a drawing may hand to Graphviz
-MAX_STATEMENTS = 10_000
-#: how long Graphviz may take to lay out and draw one picture
-DOT_SECONDS = 60
 
 
 def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> graphviz.Digraph:
@@ -72,6 +67,7 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
     )
     if target is None:
         raise MdfLoopsError(f"model '{model.id}' has no graph '{graph}'")
+    check_drawable(target, f"graph '{target.id}' of model '{model.id}'")
     dot = graphviz.Digraph(name=model.id)
     dot.attr(
         label=html_label(f"<b>{text(model.id)}</b>: graph {text(target.id)}"),
@@ -89,15 +85,30 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
 
 
 def render(
-    model: Model | str | os.PathLike, path: str | os.PathLike, graph: str | None = None
+    model: Model | str | os.PathLike,
+    path: str | os.PathLike,
+    graph: str | None = None,
+    *,
+    max_drawn_items: int | None = None,
+    max_program_seconds: int | None = None,
 ) -> Path:
     """Draw ``model`` into ``path``: PNG, SVG or PDF by its extension. Returns the path.
 
     Needs Graphviz's ``dot`` program (Debian/Ubuntu: ``apt-get install graphviz``).
     The file is written through a temporary file, so an earlier file survives a failure.
+    ``max_drawn_items`` and ``max_program_seconds`` change those limits for this call
+    (:class:`mdf_loops.safety.Limits`).
     """
     path = Path(path)
-    return write_atomically(path, picture(model, image_format(path), graph, where=str(path)))
+    image = picture(
+        model,
+        image_format(path),
+        graph,
+        where=str(path),
+        max_drawn_items=max_drawn_items,
+        max_program_seconds=max_program_seconds,
+    )
+    return write_atomically(path, image)
 
 
 def image_format(path: str | os.PathLike) -> str:
@@ -115,43 +126,18 @@ def picture(
     image_format: str,
     graph: str | None = None,
     where: str = "the picture",
+    *,
+    max_drawn_items: int | None = None,
+    max_program_seconds: int | None = None,
 ) -> bytes:
     """The drawing of ``model`` (:func:`to_graphviz`) as ``"png"``, ``"svg"`` or ``"pdf"``
-    bytes; ``where`` names the picture in errors."""
-    dot = to_graphviz(model, graph)
-    statements = len(dot.body)
-    if statements > MAX_STATEMENTS:
-        raise MdfLoopsError(
-            f"{where}: the drawing has {statements} nodes, edges and labels, over the "
-            f"{MAX_STATEMENTS} Graphviz lays out in reasonable time; draw one graph "
-            "(graph=..., --graph) or a smaller model"
-        )
-    return _run_dot(dot.source, image_format, where)
+    bytes; ``where`` names the picture in errors. The limits as in :func:`render`."""
+    with _drawing_limits(max_drawn_items, max_program_seconds):
+        return run_dot(to_graphviz(model, graph).source, image_format, where)
 
 
-def _run_dot(source: str, image_format: str, where: str) -> bytes:
-    """Graphviz's ``dot`` on ``source``, stopped after :data:`DOT_SECONDS` seconds."""
-    executable = shutil.which("dot")
-    if executable is None:
-        raise MdfLoopsError(
-            "drawing needs Graphviz's 'dot' program on the PATH "
-            "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz)"
-        )
-    try:
-        done = subprocess.run(
-            [executable, f"-T{image_format}"],
-            input=source.encode("utf-8"),
-            capture_output=True,
-            timeout=DOT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise MdfLoopsError(
-            f"{where}: Graphviz took longer than {DOT_SECONDS} s and was stopped; "
-            "draw one graph (graph=..., --graph) or a smaller model"
-        ) from None
-    if done.returncode != 0:
-        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        failure = reason[-1] if reason else f"exit status {done.returncode}"
-        raise MdfLoopsError(f"{where}: Graphviz failed: {failure}")
-    return done.stdout
+@contextmanager
+def _drawing_limits(max_drawn_items: int | None, max_program_seconds: int | None) -> Iterator[None]:
+    given = {"max_drawn_items": max_drawn_items, "max_program_seconds": max_program_seconds}
+    with limits(**{name: value for name, value in given.items() if value is not None}):
+        yield

@@ -28,6 +28,7 @@ from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
 from mdf_loops.safety.checks import check_model, check_structure, current_limits_key
 from mdf_loops.safety.onnx_files import onnx_file_access
+from mdf_loops.validation.calls import check_calls
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
@@ -64,7 +65,8 @@ def run(
             scheduler only).
         backend: ``"scheduler"`` (node by node through modeci-mdf's ``EvaluableGraph``),
             ``"onnxruntime"`` (one ONNX model, compiled once and cached), ``"jax"`` (one
-            ``jax.jit`` function, docs/jax.md) or ``"auto"`` (onnxruntime when the model
+            ``jax.jit`` function, docs/jax.md), ``"torch"`` (torch operations, eagerly,
+            docs/pytorch.md) or ``"auto"`` (onnxruntime when the model
             compiles, else the scheduler, with a logged WARNING giving the reason).
         threads: onnxruntime's intra-op threads (loops of small operations: one).
         external_data_dir: the only folder an ONNX file's external data may be read from;
@@ -110,7 +112,7 @@ def _checked_arguments(backend: Backend, given_limits: tuple) -> tuple[Backend, 
     limits = zip(_LIMIT_NAMES, given_limits, strict=True)
     changed = {name: value for name, value in limits if value is not None}
     if "max_total_iterations" in changed:
-        if backend in ("onnxruntime", "jax"):
+        if backend in ("onnxruntime", "jax", "torch"):
             raise ValueError("max_total_iterations applies to the scheduler backend only")
         backend = "scheduler"  # only the scheduler counts iterations across loops
     return backend, changed
@@ -127,6 +129,7 @@ def _verify(model: Model, trusted: bool) -> None:
     while len(_VERIFIED) > 256:
         _VERIFIED.popitem(last=False)
     if "structure" not in done:
+        check_calls(model)  # the calls validate reports (mdf_loops.validation.calls)
         check_structure(model)
         done.add("structure")
     if not trusted and "expressions" not in done:
@@ -200,6 +203,11 @@ def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runne
 
         lowered = jax.cached_compile(call.model, typed, graph=graph_id, limits=call.limits)
         return jax.jax_runner(lowered, typed)
+    if call.backend == "torch":  # docs/pytorch.md: run eagerly as torch operations
+        from mdf_loops.backends.torch import compiled as torch_backend
+
+        module = torch_backend.cached_compile(call.model, typed, graph=graph_id, limits=call.limits)
+        return torch_backend.torch_runner(module, call.limits)
     if call.backend == "scheduler":
         return None
     try:

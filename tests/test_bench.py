@@ -54,3 +54,15 @@ def test_the_jax_gradient_benchmark_checks_ours_against_the_hand_written_jax(cap
     rows = jax_grad.measure(steps=5, runs=1)
     assert {row for _, row, *_ in rows} >= {"value_and_grad wrt h0", "grad wrt Wx, Wh, b", "run"}
     assert all(same for *_, same in rows)
+
+
+def test_the_torch_benchmark_checks_both_loops_and_reports_their_ratio():
+    import pytest
+
+    pytest.importorskip("torch")
+    import torch_rnn
+
+    rows = torch_rnn.measure(steps=12, runs=1)  # asserts both loops against numpy first
+    assert [r["pass"] for r in rows] == ["forward", "forward+backward"]
+    for r in rows:
+        assert r["ratio"] == r["to_pytorch_ms"] / r["hand_written_ms"] > 0

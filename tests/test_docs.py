@@ -150,8 +150,9 @@ def _check_console(block: Block, folder: Path) -> None:
         wanted = [line.rstrip() for line in expected]
         assert printed == wanted, (f"{block.name}: `{command}` printed\n" + "\n".join(printed)
                                    + "\n\nthe document says\n" + "\n".join(wanted))
-        # the command line's own errors start with 'mdf-loops: '; any other run must succeed
-        fails = any(line.startswith("mdf-loops: ") for line in wanted)
+        # the command line's errors are 'mdf-loops: error: ...' or validate's count of
+        # problems ('mdf-loops: FILE: 2 problems'); any other run must succeed
+        fails = any(re.match(r"mdf-loops: (error: |.*: \d+ problems?$)", line) for line in wanted)
         assert (result.returncode != 0) == fails, (
             f"{block.name}: `{command}` exited {result.returncode}")
 

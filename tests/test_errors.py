@@ -466,3 +466,66 @@ def test_an_undeclared_trip_count_takes_whole_floats_and_refuses_fractions():
     with pytest.raises(mdf_loops.errors.ModelError, match="input 'n': float64 values .* trip count of "
                                                    "loop node 'counter', which is int64"):
         mdf_loops.run(_counting_loop(False), {"n": 2.5})
+
+
+# ---------------------------------------------------------------- message templates
+
+#: words a sentence does not end with: a message ending so was cut short
+_DANGLING = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "is", "named", "of", "on",
+             "or", "than", "that", "the", "to", "which", "with"}
+
+
+def _message_tails():
+    """The literal end of each message the package raises or logs, with its place."""
+    import ast
+    from pathlib import Path
+
+    def tail(expr):
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return expr.value
+        if isinstance(expr, ast.JoinedStr) and expr.values:
+            return tail(expr.values[-1])
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            return tail(expr.right)
+        return None  # ends with a formatted value: the value completes it
+
+    package = Path(mdf_loops.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            call = node.exc if isinstance(node, ast.Raise) else node
+            if not isinstance(call, ast.Call) or not call.args:
+                continue
+            logged = isinstance(call.func, ast.Attribute) and call.func.attr in (
+                "warning", "error", "critical", "warn")
+            if isinstance(node, ast.Raise) or logged:
+                text = tail(call.args[0])
+                if text:
+                    yield f"{path.relative_to(package)}:{call.lineno}", text
+
+
+def test_every_message_template_ends_in_a_whole_sentence():
+    tails = dict(_message_tails())
+    assert len(tails) > 200  # the walk finds the package's messages
+    cut = {where: text[-50:] for where, text in tails.items()
+           if text.rstrip()[-1:].isalpha() and text.split()[-1].lower() in _DANGLING
+           or text.rstrip().endswith((",", "(", ":"))}
+    assert cut == {}
+
+
+def test_the_export_checker_refusal_ends_in_a_whole_sentence():
+    """The refusal auto's fallback WARNING quotes: it named a node and then stopped."""
+    from onnx import TensorProto
+
+    from mdf_loops.onnx.export import _check
+
+    bad = oh.make_model(oh.make_graph(
+        [oh.make_node("Add", ["x", "y"], ["z"], name="adder")], "g",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+         oh.make_tensor_value_info("y", TensorProto.INT64, [2])],
+        [oh.make_tensor_value_info("z", TensorProto.FLOAT, [2])]))
+    with pytest.raises(mdf_loops.errors.ModelError) as caught:
+        _check(bad, "main")
+    message = str(caught.value)
+    assert message.startswith("graph 'main': the exported ONNX model fails onnx.checker")
+    assert "adder" in message  # the checker's text names the node
+    assert message.endswith("or fix the node the checker names")

@@ -48,9 +48,11 @@ def file_format(request) -> str:
     return request.param
 
 
-@pytest.fixture(scope="module", params=["scheduler", "onnxruntime"])
+@pytest.fixture(scope="module", params=["scheduler", "onnxruntime", "torch"])
 def backend(request) -> str:
-    """``mdf_loops.run``'s two ways of running a model: the MDF scheduler, and onnxruntime."""
+    """Ways ``mdf_loops.run`` runs a model: the MDF scheduler, onnxruntime, and torch."""
+    if request.param == "torch":
+        pytest.importorskip("torch")
     return request.param
 
 

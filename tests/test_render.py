@@ -10,15 +10,18 @@ collected here from the model file itself.
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort
 
 import mdf_loops
 from conftest import control_flow_cases, needs_dot
+from mdf_loops.cli.commands import main
 from mdf_loops.render import render, to_graphviz
 
 pytestmark = needs_dot
@@ -340,37 +343,124 @@ def test_a_loop_parameter_read_in_the_body_has_an_edge_to_where_it_is_read():
     assert re.search(r'"main/total#parameter#gain" -> "main/total/body/step" \[style=dotted\]', source)
 
 
-def _crowded_model(nodes: int, edges_per_node: int):
-    from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort
-
-    graph = Graph(id="main")
-    for k in range(nodes):
-        graph.nodes.append(Node(id=f"n{k}", input_ports=[InputPort(id="x")],
-                                output_ports=[OutputPort(id="y", value="x")]))
-    for k in range(nodes):
-        for j in range(1, edges_per_node + 1):
-            graph.edges.append(Edge(id=f"e{k}_{j}", sender=f"n{k}", sender_port="y",
-                                    receiver=f"n{(k + j) % nodes}", receiver_port="x"))
-    return Model(id="crowded", graphs=[graph])
+# ---------------------------------------------------------------- bounds: size and wall time
 
 
-def test_a_drawing_too_large_for_graphviz_is_refused_before_dot_starts(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))  # no dot at all: the size is refused first
-    model = _crowded_model(1000, 24)  # the 1,000-node, 24,000-edge model Graphviz hangs on
-    with pytest.raises(mdf_loops.MdfLoopsError, match="25000 nodes, edges and labels|over the 10000"):
-        render(model, tmp_path / "x.svg")
-    assert list(tmp_path.iterdir()) == []
+def fake_dot(folder: Path, script: str, monkeypatch) -> Path:
+    """A ``dot`` program running ``script`` (sh), first on the PATH."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "dot"
+    program.write_text("#!/bin/sh\n" + script)
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return program
 
 
-def test_graphviz_is_stopped_after_its_time(tmp_path, monkeypatch):
-    import importlib
+def wide_model(nodes: int, edges: int) -> Model:
+    """A valid graph of ``nodes`` nodes and ``edges`` edges, each from a node to a later one."""
+    graph = Graph(id="wide")
+    for i in range(nodes):
+        graph.nodes.append(
+            Node(id=f"n{i}", input_ports=[InputPort(id="x")], output_ports=[OutputPort(id="y", value="x")])
+        )
+    for k in range(edges):
+        tail = k % (nodes - 1)
+        head = tail + 1 + (k * 7) % (nodes - 1 - tail)
+        graph.edges.append(Edge(id=f"e{k}", sender=f"n{tail}", sender_port="y", receiver=f"n{head}", receiver_port="x"))
+    return Model(id="wide_model", graphs=[graph])
 
-    rendering = importlib.import_module("mdf_loops.render")  # the module, not the function
-    fake = tmp_path / "dot"  # a dot that never finishes
-    fake.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 60\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(rendering, "DOT_SECONDS", 1)
-    with pytest.raises(mdf_loops.MdfLoopsError, match="Graphviz took longer than 1 s"):
-        render(EXAMPLES / "leaky_integrator.json", tmp_path / "x.png")
-    assert not (tmp_path / "x.png").exists()
+
+def document_items(document: dict) -> int:
+    """Nodes and edges of the first graph of an MDF document and of every body in it."""
+    (graph,) = list(document.values())[0]["graphs"].values()
+    total = 0
+
+    def walk(value) -> None:
+        nonlocal total
+        if isinstance(value, dict):
+            if isinstance(value.get("nodes"), dict):
+                total += len(value["nodes"]) + len(value.get("edges") or {})
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(graph)
+    return total
+
+
+def test_a_large_model_is_refused_before_dot_starts(tmp_path, monkeypatch):
+    marker = tmp_path / "dot-started"
+    fake_dot(tmp_path, f"touch {marker}\n", monkeypatch)
+    target = tmp_path / "wide.svg"
+    started = time.monotonic()
+    with pytest.raises(
+        mdf_loops.errors.ResourceLimitError,
+        match=r"graph 'wide' of model 'wide_model' has 1000 nodes and 24000 edges .*"
+        r"over the drawing limit of 2000 .*max_drawn_items.*--max-drawn-items N",
+    ):
+        render(wide_model(1000, 24000), target)
+    assert time.monotonic() - started < 30  # generous: Graphviz would need minutes
+    assert not marker.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+
+
+def test_body_nodes_and_edges_count_against_the_limit(tmp_path):
+    example = EXAMPLES / "nested_trials.json"
+    document = json.loads(example.read_text())
+    total = document_items(document)
+    top = list(list(document.values())[0]["graphs"].values())[0]
+    assert len(top["nodes"]) + len(top.get("edges") or {}) < total - 1  # the bodies add items
+    with pytest.raises(mdf_loops.errors.ResourceLimitError, match=rf"limit of {total - 1} nodes"):
+        render(example, tmp_path / "x.svg", max_drawn_items=total - 1)
+    assert not (tmp_path / "x.svg").exists()
+    with mdf_loops.safety.limits(max_drawn_items=total):  # the block form reaches render too
+        assert render(example, tmp_path / "x.svg").read_bytes().startswith(b"<?xml")
+
+
+def test_a_dot_that_hangs_is_stopped_and_nothing_is_written(tmp_path, monkeypatch):
+    children = tmp_path / "children"
+    fake_dot(tmp_path, f"sleep 60 &\necho $! > {children}\nwait\n", monkeypatch)
+    target = tmp_path / "leaky.png"
+    started = time.monotonic()
+    with pytest.raises(
+        mdf_loops.errors.ResourceLimitError,
+        match=r"leaky\.png: Graphviz's dot was still laying out the picture after 1 s and was stopped "
+        r"\(max_program_seconds\); nothing was written.*--max-program-seconds N",
+    ):
+        render(EXAMPLES / "leaky_integrator.json", target, max_program_seconds=1)
+    assert time.monotonic() - started < 30  # not the 60 s of the fake dot
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "children"]  # no picture, no .part
+    sleeper = int(children.read_text())
+    stat = Path(f"/proc/{sleeper}/stat")
+    assert not stat.exists() or stat.read_text().split(")")[1].split()[0] == "Z"  # what dot started ended too
+
+
+def test_a_failing_dot_gives_its_last_line(tmp_path, monkeypatch):
+    fake_dot(tmp_path, "echo 'Error: out of memory' >&2\nexit 3\n", monkeypatch)
+    with pytest.raises(mdf_loops.MdfLoopsError, match=r"x\.svg: Graphviz failed: Error: out of memory$"):
+        render(EXAMPLES / "leaky_integrator.json", tmp_path / "x.svg")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+
+
+def test_the_command_stops_a_hanging_dot_with_one_line(tmp_path, monkeypatch, capsys):
+    fake_dot(tmp_path, "exec sleep 60\n", monkeypatch)
+    target = tmp_path / "leaky.svg"
+    status = main(["render", str(EXAMPLES / "leaky_integrator.json"), "-o", str(target), "--max-program-seconds", "1"])
+    captured = capsys.readouterr()
+    assert status == 1 and captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(f"mdf-loops: error: {target}: Graphviz's dot was still laying out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+
+
+def test_the_command_raises_the_size_limit_when_asked(tmp_path, monkeypatch, capsys):
+    example = EXAMPLES / "nested_trials.json"
+    total = document_items(json.loads(example.read_text()))
+    target = tmp_path / "nested.svg"
+    arguments = ["render", str(example), "-o", str(target), "--max-drawn-items"]
+    assert main([*arguments, str(total - 1)]) == 1
+    assert f"over the drawing limit of {total - 1} nodes and edges" in capsys.readouterr().err
+    assert not target.exists()
+    assert main([*arguments, str(total)]) == 0 and target.exists()

@@ -1,7 +1,8 @@
 """Backends: the ways a model is evaluated (docs/architecture.md).
 
 ``scheduler`` runs every node through modeci-mdf's ``EvaluableGraph``; ``onnxruntime``
-lowers the model to one ONNX model; ``jax`` to one ``jax.jit`` function; ``python`` (time
+lowers the model to one ONNX model; ``jax`` to one ``jax.jit`` function; ``torch`` to torch
+operations run eagerly (and trainable modules, ``to_pytorch``); ``python`` (time
 loops only) writes a model's steps out as one Python loop.
 """
 
@@ -12,7 +13,7 @@ from typing import Literal, get_args
 __all__ = ["Backend", "BACKENDS", "SimulateBackend", "SIMULATE_BACKENDS"]
 
 #: the execution modes of :func:`mdf_loops.run` (and sweeps, batches)
-Backend = Literal["auto", "scheduler", "onnxruntime", "jax"]
+Backend = Literal["auto", "scheduler", "onnxruntime", "jax", "torch"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
 
 #: the execution modes of :func:`mdf_loops.simulate` (time loops)

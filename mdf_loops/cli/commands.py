@@ -6,22 +6,22 @@ Each subcommand lives in its own module of :mod:`mdf_loops.cli` with a function
 line each. A module imports nothing heavy at the top: parsing arguments (and
 ``--help``) stays fast, and each handler imports what it needs. Errors are one line on
 stderr (``mdf-loops: error: ...``) and exit status 1; ``--verbose`` adds the
-traceback. Files are written through a temporary file and a rename, and never
-over the model being read.
+traceback. What else reaches the terminal (logging, warnings, the libraries' lines)
+is set up in :mod:`mdf_loops.cli.output`. Files are written through a temporary file
+and a rename, and never over the model being read.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 from mdf_loops import __version__
 from mdf_loops.cli import convert, render, run, validate
+from mdf_loops.cli.output import terminal_output
 from mdf_loops.errors import MdfLoopsError
 
 #: the subcommands, in the order ``--help`` lists them; each adds its parser and handler
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     verbosity = getattr(args, "verbose", 0) or 0
     try:
-        with _logging_to_stderr(verbosity, getattr(args, "quiet", False)):
+        with terminal_output(verbosity, getattr(args, "quiet", False)):
             return args.command(args)
     except KeyboardInterrupt:
         print("mdf-loops: interrupted", file=sys.stderr)
@@ -105,30 +105,6 @@ def _one_line(exc: BaseException, verbosity: int) -> str:
         return f"{exc.filename}: {exc.strerror or message}"
     hint = "" if verbosity else " (run with --verbose for the traceback)"
     return f"unexpected {type(exc).__name__}: {message}{hint}"
-
-
-@contextmanager
-def _logging_to_stderr(verbosity: int, quiet: bool) -> Iterator[None]:
-    """Log to stderr while the command runs: -q errors only; by default warnings; -v what
-    mdf-loops does; -vv its debug detail; -vvv also the libraries' debug output (the
-    stock engine logs every node of every iteration). The earlier setup is restored."""
-    root, own = logging.getLogger(), logging.getLogger("mdf_loops")
-    saved_handlers, saved_root_level, saved_own_level = root.handlers[:], root.level, own.level
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("mdf-loops: %(levelname)s: %(name)s: %(message)s"))
-    root.handlers[:] = [handler]
-    if quiet:
-        root.setLevel(logging.ERROR)
-        own.setLevel(logging.ERROR)
-    else:
-        root.setLevel(logging.DEBUG if verbosity >= 3 else logging.WARNING)
-        own.setLevel({0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG))
-    try:
-        yield
-    finally:
-        root.handlers[:] = saved_handlers
-        root.setLevel(saved_root_level)
-        own.setLevel(saved_own_level)
 
 
 def _silence_stdout() -> None:

@@ -140,9 +140,10 @@ def graph_of(model, graph_id: str | None):
 
 
 def note(args: argparse.Namespace, message: str, stream: TextIO | None = None) -> None:
-    """An informational line (stderr unless told), left out under --quiet."""
+    """An informational line, left out under --quiet: on stderr (the default) it starts
+    ``mdf-loops: ``, like every line of ours there; ``stream`` (e.g. stdout) takes it as is."""
     if not getattr(args, "quiet", False):
-        print(message, file=stream or sys.stderr)
+        print(message if stream else f"mdf-loops: {message}", file=stream or sys.stderr)
 
 
 def count(n: int, noun: str) -> str:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import functools
 
-from mdf_loops.cli.common import add_limit_options, check_model_path, check_output, limited, note
+from mdf_loops.cli.common import (
+    add_limit_options,
+    check_model_path,
+    check_output,
+    limited,
+    note,
+    positive_int,
+)
 from mdf_loops.files import write_atomically
 
 
@@ -22,6 +29,19 @@ def add(subparsers, common) -> None:
         "-o", "--output", required=True, metavar="FILE.png|svg|pdf", help="the picture to write"
     )
     p.add_argument("--graph", metavar="ID", help="the graph to draw (default: the first)")
+    p.add_argument(
+        "--max-drawn-items",
+        type=positive_int,
+        metavar="N",
+        help="refuse a graph of more nodes and edges, bodies included (default 2,000); "
+        "see docs/safety.md",
+    )
+    p.add_argument(
+        "--max-program-seconds",
+        type=positive_int,
+        metavar="SECONDS",
+        help="stop Graphviz's dot after this long (default 60)",
+    )
     add_limit_options(p)
     p.set_defaults(command=_render)
 
@@ -34,7 +54,13 @@ def _render(args: argparse.Namespace) -> int:
     image = limited(
         args,
         functools.partial(
-            picture, args.model, image_format(args.output), args.graph, where=args.output
+            picture,
+            args.model,
+            image_format(args.output),
+            args.graph,
+            where=args.output,
+            max_drawn_items=args.max_drawn_items,
+            max_program_seconds=args.max_program_seconds,
         ),
         f"drawing {args.model}",
     )

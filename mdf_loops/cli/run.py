@@ -76,7 +76,7 @@ def add(subparsers, common) -> None:
     add_limit_options(p)
     p.add_argument(
         "--backend",
-        choices=("auto", "scheduler", "onnxruntime", "jax"),
+        choices=("auto", "scheduler", "onnxruntime", "jax", "torch"),
         default="auto",
         help="scheduler: every loop iteration through modeci-mdf's engine (shows "
         "progress); onnxruntime: the model compiled to one ONNX model; auto "

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
-from mdf_loops.cli.common import add_limit_options, limited
+from mdf_loops.cli.common import add_limit_options, limited, note, positive_int
 from mdf_loops.errors import MdfLoopsError
 
 __all__ = ["add_simulate"]
@@ -52,6 +53,14 @@ def add_simulate(subparsers, common) -> None:
         "matplotlib: pip install 'mdf-loops[plot]')",
     )
     p.add_argument("--save-model", help="also write the time-loop model (.json/.yaml)")
+    for name, default in (("max-iterations", "1,000,000"), ("max-elements", "100,000,000")):
+        p.add_argument(
+            f"--{name}",
+            type=positive_int,
+            metavar="N",
+            help=f"work limit (default {default}; the steps count as iterations); "
+            "see docs/safety.md",
+        )
     add_limit_options(p)
     p.set_defaults(command=_simulate)
 
@@ -80,10 +89,7 @@ def _simulate(args: argparse.Namespace) -> int:
         traces.save(args.output)
     if args.plot:
         plot(traces, args.plot)
-    if not getattr(args, "quiet", False):
-        print(
-            f"{traces.steps} steps to t={traces.time[-1]:.6g} on {traces.backend}", file=sys.stderr
-        )
+    note(args, f"{traces.steps} steps to t={traces.time[-1]:.6g} on {traces.backend}")
     if not args.output and not args.plot:
         for ref, values in traces.values.items():
             print(f"{ref}: {values[-1].tolist()} at t={traces.time[-1]:.6g}")
@@ -106,6 +112,22 @@ def _simulated(args: argparse.Namespace) -> dict:
     child: the recorded values, the time, the backend, the time-loop model's text."""
     import numpy as np
 
+    from mdf_loops.cli.progress import progress, shows_progress
+    from mdf_loops.ops import limits
+
+    given = {
+        name: getattr(args, name)
+        for name in ("max_iterations", "max_elements")
+        if getattr(args, name, None) is not None
+    }
+    with ExitStack() as stack:
+        stack.enter_context(limits(**given))
+        if shows_progress(args):
+            stack.enter_context(progress(sys.stderr))
+        return _simulation(args, np)
+
+
+def _simulation(args: argparse.Namespace, np) -> dict:
     from mdf_loops.timeloop import simulate, to_time_loop
 
     options = dict(

@@ -110,6 +110,7 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
     from mdf_loops.model.documents import read_document
     from mdf_loops.safety.checks import check_document
+    from mdf_loops.validation.calls import check_document_nodes
 
     try:
         document = read_document(path)
@@ -118,6 +119,7 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
     except RecursionError:
         raise ModelError(f"{path}: nested too deeply to read") from None
     check_document(document, path)
+    check_document_nodes(document, path)  # loading would drop a graph put among nodes
     if not (
         isinstance(document, dict)
         and len(document) == 1

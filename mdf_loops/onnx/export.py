@@ -36,8 +36,10 @@ from onnx import helper
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.interface import load_model
+from mdf_loops.onnx.defaults import optional_defaults
 from mdf_loops.onnx.domains import DEFAULT, DEFAULT_OPSET, other_opsets
 from mdf_loops.onnx.export_graph import Exporter, UntypedInputError
+from mdf_loops.onnx.ort_safe import make_safe
 
 __all__ = [
     "mdf_to_onnx",
@@ -82,8 +84,21 @@ def mdf_to_onnx(
     fixed element type (a Loop's trip count is int64) are cast to it. The result
     passes ``onnx.checker.check_model(full_check=True)``; a model that would not
     is a ModelError saying why.
+
+    The result is the form onnxruntime runs with :func:`mdf_loops.run`'s answers
+    (:func:`mdf_loops.onnx.ort_safe.make_safe`: a Scan or Loop that may run zero
+    times inside an ``If`` that gives the reference answer, a scan axis other than
+    0 moved out of the Scan, integer division guarded against the traps that kill
+    onnxruntime's process): the compiled mode of ``run`` runs this same model. An
+    input with a ``default_value`` is an input of ``optional`` type (from opset 15):
+    a session may leave it out to use the default, or feed an array
+    (:mod:`mdf_loops.onnx.defaults`; not an initializer, which onnxruntime warns of).
     """
-    return export_model(model, graph=graph, example_inputs=example_inputs, opset=opset).model
+    exported = export_model(model, graph=graph, example_inputs=example_inputs, opset=opset)
+    runnable = optional_defaults(make_safe(exported.model))
+    if runnable is not exported.model:
+        _check(runnable, exported.model.graph.name)
+    return runnable
 
 
 def export_model(
@@ -122,12 +137,20 @@ def _check(model: onnx.ModelProto, graph_id: str) -> None:
     try:
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:  # ValidationError, InferenceError, and the C++ checker's others
-        reason = " ".join(str(exc).split())
+        reason = _shortened(" ".join(str(exc).split()), 600)
         raise ModelError(
             f"graph '{graph_id}': the exported ONNX model fails onnx.checker "
-            f"({type(exc).__name__}: {reason[:600]}); it was not written. Declare the types of "
-            "the graph's inputs (input port 'type' or example_inputs) or fix the node named"
+            f"({type(exc).__name__}: {reason}); it was not written. Declare the types of "
+            "the graph's inputs (input port 'type' or example_inputs), or fix the node "
+            "the checker names"
         ) from exc
+
+
+def _shortened(text: str, limit: int) -> str:
+    """``text``, or its first words up to ``limit`` characters and '...' (never a cut word)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 def save_onnx(model: Model | str | os.PathLike, path: str | os.PathLike, **kwargs: Any) -> None:

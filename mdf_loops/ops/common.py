@@ -45,6 +45,10 @@ class Limits:
     ``max_depth``: how deep loop bodies (and If branches) may nest.
     ``max_elements``: elements of any single value a loop carries or produces
     (a sequence counts its members' elements together), and of any operator result.
+    ``max_drawn_items``: nodes and edges of a picture (``render``), bodies at every
+    depth included, counted before Graphviz is started.
+    ``max_program_seconds``: wall time of an external program mdf-loops starts
+    (Graphviz's ``dot``); it is killed when the time is up.
     ``max_sweep_settings``: settings of one sweep (a grid's combinations, or samples),
     counted before any is built.
     """
@@ -53,6 +57,8 @@ class Limits:
     max_total_iterations: int = 10_000_000
     max_depth: int = 24
     max_elements: int = 100_000_000
+    max_drawn_items: int = 2_000
+    max_program_seconds: int = 60
     max_sweep_settings: int = 10_000_000
 
 
@@ -217,17 +223,22 @@ class IterationGuard:
         self._total = count
         if count > self.max_iterations:
             raise IterationLimitError(
-                f"{self._kind} is asked for {count} iterations; the limit is "
+                f"{self._kind} is asked for {_count_text(count)} iterations; the limit is "
                 f"{self.max_iterations} iterations (max_iterations); if the loop is meant "
                 f"to run that long, {how_to_raise('max_iterations')}"
             )
         budget = self._budget
         if budget is not None and budget.used + count > budget.limit:
             raise IterationLimitError(
-                f"{self._kind} is asked for {count} iterations, more than the "
+                f"{self._kind} is asked for {_count_text(count)} iterations, more than the "
                 f"{budget.limit - budget.used} left of this run's limit of {budget.limit} "
                 f"(max_total_iterations); {how_to_raise('max_total_iterations')}"
             )
+
+
+def _count_text(count: int) -> str:
+    """A count as a person reads it: digits, or about 1e+300 for a count of many digits."""
+    return str(count) if count < 10**15 else f"about {float(count):.3g}"
 
 
 def element_count(value: Any) -> int:

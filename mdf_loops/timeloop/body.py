@@ -81,7 +81,15 @@ class BodyBuilder:
         step_nodes = {}
         for node in self.source.nodes:
             built = step_node(
-                node, self.dt, conditioned=node.id in masked, exposed=self.exposed[node.id]
+                node,
+                self.dt,
+                conditioned=node.id in masked,
+                exposed=self.exposed[node.id],
+                integers=frozenset(
+                    name
+                    for (owner, name), value in self.values.items()
+                    if owner == node.id and value.dtype.kind in "iu"
+                ),
             )
             step_nodes[node.id] = built
             body.nodes.append(built.node)

@@ -93,8 +93,8 @@ def plan_schedule(engine: Any, graph_id: str) -> SchedulePlan:
             node_conditions[node.id] = condition
     terms = scheduler.termination_conds
     trial = terms.get(TimeScale.ENVIRONMENT_STATE_UPDATE)
-    _check_trial(trial, node_conditions, graph_id)
     sequence = terms.get(TimeScale.ENVIRONMENT_SEQUENCE)
+    _check_trial(trial, SchedulePlan(sets, node_conditions, None), graph_id)
     for scale, condition in terms.items():
         if scale not in (
             TimeScale.ENVIRONMENT_STATE_UPDATE,
@@ -120,9 +120,9 @@ def plan_schedule(engine: Any, graph_id: str) -> SchedulePlan:
     return plan
 
 
-def _check_trial(condition: Any, node_conditions: dict, graph_id: str) -> None:
+def _check_trial(condition: Any, plan: SchedulePlan, graph_id: str) -> None:
     """A step must be one pass: the trial ends after every pass."""
-    if isinstance(condition, gs.AllHaveRun) and not condition.args and not node_conditions:
+    if isinstance(condition, gs.AllHaveRun) and not condition.args and not plan.node_conditions:
         return  # every node runs in the first pass
     if (
         isinstance(condition, gs.AfterNPasses)
@@ -133,9 +133,31 @@ def _check_trial(condition: Any, node_conditions: dict, graph_id: str) -> None:
     what = _name(condition)
     raise ConditionError(
         f"graph '{graph_id}': the environment_state_update termination {what} lets one "
-        "EvaluableGraph.evaluate call run several passes; a time-loop step is one pass. With node "
-        "conditions, set termination {'environment_state_update': {'type': 'AfterNPasses', "
-        "'kwargs': {'n': 1}}} and end the simulation with an 'environment_sequence' condition"
+        "EvaluableGraph.evaluate call run several passes; a time-loop step is one pass "
+        "(one trial of several passes is not supported). " + _trial_fix(condition, plan, graph_id)
+    )
+
+
+def _trial_fix(condition: Any, plan: SchedulePlan, graph_id: str) -> str:
+    """What to write instead of a several-pass trial, when the time loop accepts it."""
+    one_pass = (
+        "set termination {'environment_state_update': {'type': 'AfterNPasses', 'kwargs': {'n': 1}}}"
+    )
+    if condition is None or isinstance(condition, (gs.AllHaveRun, gs.Never)):
+        return f"To step one pass at a time, {one_pass}"
+    set_of = {n: k for k, s in enumerate(plan.sets) for n in s}
+    scratch = SchedulePlan(plan.sets, plan.node_conditions, condition)
+    try:
+        _collect(condition, scratch, None, set_of, graph_id, termination=True)
+    except ConditionError as exc:
+        reason = str(exc)
+        return (
+            f"To step one pass at a time, {one_pass}; {_name(condition)} cannot end the "
+            f"simulation instead ({reason})"
+        )
+    return (
+        f"To step one pass at a time, {one_pass} and end the simulation with it as the "
+        f"'environment_sequence' termination: {_name(condition)}"
     )
 
 
@@ -295,7 +317,34 @@ def _node_id(node: Any) -> str:
 
 
 def _name(condition: Any) -> str:
+    """``condition`` written by class and arguments: ``All(AfterNCalls('A', 2), JustRan('B'))``."""
     if condition is None:
         return "None"
-    args = ", ".join(_node_id(a) if hasattr(a, "id") else repr(a) for a in condition.args)
-    return f"{type(condition).__name__}({args})"
+    if isinstance(condition, gs.Threshold):
+        parts = [
+            repr(_node_id(condition.dependency)),
+            repr(str(condition.parameter)),
+            repr(condition.threshold),
+            repr(condition.comparator),
+        ]
+        parts += [
+            f"{key}={getattr(condition, key)!r}"
+            for key in ("indices", "atol", "rtol")
+            if getattr(condition, key, None) not in (None, 0)
+        ]
+        return f"Threshold({', '.join(parts)})"
+    parts = [_argument(a) for a in getattr(condition, "args", ())]
+    parts += [f"{k}={_argument(v)}" for k, v in (getattr(condition, "kwargs", None) or {}).items()]
+    return f"{type(condition).__name__}({', '.join(parts)})"
+
+
+def _argument(value: Any) -> str:
+    if isinstance(value, gs.Condition):
+        return _name(value)
+    if isinstance(value, TimeScale):
+        return f"TimeScale.{value.name}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_argument(v) for v in value) + "]"
+    if hasattr(value, "id"):
+        return repr(_node_id(value))
+    return repr(value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -24,6 +26,8 @@ from mdf_loops.timeloop.spec import (
     TimeLoopSpec,
     time_loop_spec,
 )
+
+log = logging.getLogger("mdf_loops.timeloop")
 
 #: the spec's names stay importable from here
 __all__ = ["to_time_loop", "TimeLoopSpec", "time_loop_spec", "LOOP_NODE", "METADATA_KEY"]
@@ -98,8 +102,10 @@ def _plan_and_probe(
             check_model(source_model)
             stack.enter_context(untrusted_expressions())
         _refuse_cycles(source)
-        plan = plan_schedule(build_engine(source), source.id)  # refuse before running anything
-        probed = probe(source, dt, series)
+        _warn_overwritten_ports(source)
+        engine = build_engine(source)
+        plan = plan_schedule(engine, source.id)  # refuse before running anything
+        probed = probe(source, dt, series, engine)
     return plan, probed.values
 
 
@@ -107,7 +113,13 @@ def _steps(steps, duration, dt, series) -> int:
     if steps is not None and duration is not None:
         raise ModelError("give steps or duration, not both")
     if steps is None and duration is not None:
-        steps = int(round(float(duration) / dt)) + 1
+        ratio = float(duration) / float(dt)
+        if not math.isfinite(ratio):
+            raise ModelError(
+                f"duration {duration!r} / dt {dt!r} is not a finite number of steps; "
+                "give a finite duration and a dt that divides it into a countable number of steps"
+            )
+        steps = int(round(ratio)) + 1
     if steps is None:
         known = [len(s) for s in series.values() if s is not None]
         if not known:
@@ -122,6 +134,31 @@ def _steps(steps, duration, dt, series) -> int:
                 f"input '{name}': its time series has {len(s)} steps, the loop runs {steps}"
             )
     return steps
+
+
+def _warn_overwritten_ports(graph: Graph) -> None:
+    """A WARNING for an input port fed by several edges that overwrite one another:
+    modeci-mdf walks the edges from a set, so which value the port keeps can change
+    from one Python process to the next, and the backends need not agree."""
+    for node in graph.nodes:
+        for port in node.input_ports:
+            senders = [
+                f"{e.sender}.{e.sender_port}"
+                for e in graph.edges
+                if e.receiver == node.id and e.receiver_port == port.id
+            ]
+            if len(senders) > 1 and (port.reduce or "overwrite") == "overwrite":
+                log.warning(
+                    "graph '%s' node '%s' input port '%s': %d edges (%s) overwrite one "
+                    "another; which value the port keeps is not defined (modeci-mdf walks "
+                    "them from a set, in an order that can change between runs). Give the port "
+                    "reduce='add' or 'multiply' if the values should combine",
+                    graph.id,
+                    node.id,
+                    port.id,
+                    len(senders),
+                    ", ".join(senders),
+                )
 
 
 def _refuse_cycles(graph: Graph) -> None:

@@ -26,13 +26,20 @@ def rename(expression: Any, mapping: Mapping[str, str], where: str) -> str:
         return literal(expression, where)
     tree = _parse(expression, where)
 
-    class _Renamer(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.AST:
-            if node.id in mapping:
-                return ast.copy_location(ast.parse(mapping[node.id], mode="eval").body, node)
-            return node
+    return ast.unparse(_Renamer(mapping).visit(tree))
 
-    return ast.unparse(_Renamer().visit(tree))
+
+class _Renamer(ast.NodeTransformer):
+    """Replaces each name of ``mapping`` by its expression (one class for every call:
+    a class made per call costs more than the renaming)."""
+
+    def __init__(self, mapping: Mapping[str, str]) -> None:
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.mapping:
+            return ast.copy_location(ast.parse(self.mapping[node.id], mode="eval").body, node)
+        return node
 
 
 def literal(value: Any, where: str) -> str:

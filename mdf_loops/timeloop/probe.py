@@ -36,9 +36,15 @@ def build_engine(graph: Graph) -> EvaluableGraph:
         raise ModelError(f"graph '{graph.id}': modeci-mdf cannot build it: {exc}") from exc
 
 
-def probe(graph: Graph, dt: float, inputs: Mapping[str, np.ndarray | None]) -> Probe:
-    """Build the graph with modeci-mdf and run two steps (more until every node has run)."""
-    engine = build_engine(graph)
+def probe(
+    graph: Graph,
+    dt: float,
+    inputs: Mapping[str, np.ndarray | None],
+    engine: EvaluableGraph | None = None,
+) -> Probe:
+    """Run two steps of modeci-mdf's engine on the graph (more until every node has run);
+    ``engine``: one :func:`build_engine` made for it and not yet evaluated."""
+    engine = build_engine(graph) if engine is None else engine
     values: dict[tuple[str, str], list] = {}
     for k in range(_MAX_PROBE_STEPS):
         initializer = {

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import logging
+import operator
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -14,11 +17,19 @@ import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import SIMULATE_BACKENDS, Backend, SimulateBackend
-from mdf_loops.errors import MdfLoopsError, ModelError
+from mdf_loops.errors import (
+    EvaluationError,
+    LimitError,
+    MdfLoopsError,
+    ModelError,
+    UnsafeExpressionError,
+)
 from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
+from mdf_loops.ops import observe_iterations
 from mdf_loops.timeloop.convert import to_time_loop
 from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
+from mdf_loops.timeloop.watch import SimulationWatch
 
 __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 
@@ -89,6 +100,7 @@ def simulate(
     inputs: Mapping[str, Any] | None = None,
     backend: SimulateBackend = "auto",
     trusted: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Trajectories:
     """Simulate a stateful MDF model (or a model made by :func:`to_time_loop`).
 
@@ -101,7 +113,13 @@ def simulate(
     scalars: the stock engine's arithmetic, fastest for small models),
     ``"onnxruntime"`` (the model exported to ONNX), ``"scheduler"`` (the body run by
     modeci-mdf's engine each step), or ``"auto"`` (python when the body compiles,
-    else onnxruntime, else the scheduler).
+    else onnxruntime, else the scheduler; it passes a backend over with a WARNING
+    that says why, and fails only where the scheduler fails).
+
+    ``progress(done, steps)`` is called as steps start (every step on the scheduler,
+    every few thousand on python; onnxruntime runs the loop as one call). The number of
+    steps counts against ``max_iterations`` (:func:`mdf_loops.safety.limits`); a
+    recorded value that becomes NaN or infinite is logged as a WARNING once.
     """
     if backend not in SIMULATE_BACKENDS:
         raise ValueError(f"backend must be one of {SIMULATE_BACKENDS}, not {backend!r}")
@@ -113,27 +131,22 @@ def simulate(
                 f"model '{model.id}' has no time loop: give dt (and steps or duration)"
             )
         if record is None:
-            record = [
-                f"{n.id}.{p.id}" for g in model.graphs[:1] for n in g.nodes for p in n.output_ports
-            ]
-        series = {k: v for k, v in (inputs or {}).items()}
-        model = to_time_loop(
-            model,
-            dt=dt,
-            steps=steps,
-            duration=duration,
-            until=until,
-            record=record,
-            inputs=series,
-            trusted=trusted,
+            record = (
+                [f"{n.id}.{p.id}" for n in graph.nodes for p in n.output_ports] if graph else []
+            )
+        loop_of = functools.partial(to_time_loop, dt=dt, steps=steps, duration=duration)
+        model = loop_of(
+            model, until=until, record=record, inputs=dict(inputs or {}), trusted=trusted
         )
-        return _run(model, {}, backend, trusted)
+        # its expressions passed the allow-list in to_time_loop: the python backend's
+        # check of the same expressions, renamed, is not repeated
+        return _run(model, {}, backend, trusted, progress, checked=True)
     if until is not None or duration is not None or record is not None or dt is not None:
         raise ModelError(
             f"model '{model.id}' is a time-loop model already: its dt, until, "
             "duration and record are fixed; give steps or inputs only"
         )
-    return _run(model, _stored_loop_inputs(model, steps, inputs), backend, trusted)
+    return _run(model, _stored_loop_inputs(model, steps, inputs), backend, trusted, progress)
 
 
 def _stored_loop_inputs(
@@ -152,32 +165,93 @@ def _stored_loop_inputs(
     return run_inputs
 
 
-def _run(model: Model, inputs: dict, backend: str, trusted: bool) -> Trajectories:
+def _run(
+    model: Model,
+    inputs: dict,
+    backend: str,
+    trusted: bool,
+    progress: Callable[[int, int], None] | None,
+    checked: bool = False,
+) -> Trajectories:
     spec = time_loop_spec(model)
-    steps = int(inputs.get("steps", spec.steps))
+    steps = inputs.get("steps", spec.steps)
+    try:
+        steps = operator.index(steps)
+    except TypeError:
+        raise ModelError(f"model '{model.id}': steps must be an integer, not {steps!r}") from None
+    with ExitStack() as stack:
+        if progress is not None:
+            stack.enter_context(
+                observe_iterations(lambda _where, done, _total: progress(done, steps))
+            )
+        watch = SimulationWatch(model.id, steps, spec.dt)
+        traces = _on_backend(model, inputs, backend, trusted, spec, watch, checked)
+    if traces.backend != "python":  # the python backend looks at each chunk as it runs
+        watch.check_all(traces.values.items())
+    return traces
+
+
+def _on_backend(
+    model: Model,
+    inputs: dict,
+    backend: str,
+    trusted: bool,
+    spec,
+    watch: SimulationWatch,
+    checked: bool,
+) -> Trajectories:
+    """The simulation on ``backend``; ``auto`` tries python, onnxruntime, then the scheduler,
+    and says why it passed one over (a WARNING when a backend that compiled failed)."""
     if backend in ("auto", "python"):
         from mdf_loops.backends.python import NotCompilable, run_time_loop
 
         try:
-            return run_time_loop(model, inputs, spec, trusted)
+            return run_time_loop(model, inputs, spec, trusted or checked, watch)
         except NotCompilable as exc:
             if backend == "python":
                 raise
             log.info(
                 "model '%s' does not compile to Python (%s); trying onnxruntime", model.id, exc
             )
+        except (LimitError, UnsafeExpressionError, ModelError):
+            raise  # the other backends refuse it too
+        except Exception as exc:
+            if backend == "python" and isinstance(exc, MdfLoopsError):
+                raise
+            if backend == "python":
+                raise EvaluationError(
+                    f"model '{model.id}': the python backend failed: {type(exc).__name__}: "
+                    f"{exc}; backend='scheduler' runs each step through modeci-mdf's engine "
+                    "and names the node"
+                ) from exc
+            log.warning(
+                "model '%s': the python backend failed (%s: %s); trying onnxruntime",
+                model.id,
+                type(exc).__name__,
+                exc,
+            )
+    if backend == "auto":
+        try:
+            return _on_run(model, inputs, "onnxruntime", trusted, spec)
+        except (LimitError, UnsafeExpressionError):
+            raise
+        except Exception as exc:
+            log.warning(
+                "model '%s' runs on the scheduler, not onnxruntime (slower): %s: %s",
+                model.id,
+                type(exc).__name__,
+                exc,
+            )
+        return _on_run(model, inputs, "scheduler", trusted, spec)
+    return _on_run(model, inputs, backend, trusted, spec)
+
+
+def _on_run(model: Model, inputs: dict, backend: str, trusted: bool, spec) -> Trajectories:
+    """The simulation through :func:`mdf_loops.run` on the onnxruntime or scheduler backend."""
     import mdf_loops
-    from mdf_loops.safety import limits
 
     names = {"time": spec.time_port, **spec.records}
-    chosen = "auto: onnxruntime, else scheduler" if backend == "auto" else backend
-    with limits(max_iterations=max(steps, 1)):
-        outputs = mdf_loops.run(
-            model,
-            {k: v for k, v in inputs.items()},
-            trusted=trusted,
-            backend=cast(Backend, backend),  # "python" stopped above
-        )
+    outputs = mdf_loops.run(model, dict(inputs), trusted=trusted, backend=cast(Backend, backend))
     values = {ref: np.asarray(outputs[f"{LOOP_NODE}.{port}"]) for ref, port in names.items()}
     time = values.pop("time")
-    return Trajectories(time, values, chosen)
+    return Trajectories(time, values, backend)

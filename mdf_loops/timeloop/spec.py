@@ -37,10 +37,17 @@ def time_loop_spec(model: Model) -> TimeLoopSpec:
             f"model '{model.id}' is not a time-loop model (no '{METADATA_KEY}' "
             "metadata); make one with mdf_loops.to_time_loop"
         )
-    return TimeLoopSpec(
-        float(meta["dt"]),
-        int(meta["steps"]),
-        str(meta["time"]),
-        dict(meta["records"]),
-        dict(meta.get("inputs") or {}),
-    )
+    try:
+        return TimeLoopSpec(
+            float(meta["dt"]),
+            int(meta["steps"]),
+            str(meta["time"]),
+            dict(meta["records"]),
+            dict(meta.get("inputs") or {}),
+        )
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise ModelError(
+            f"model '{model.id}' graph '{model.graphs[0].id}' metadata '{METADATA_KEY}': "
+            f"{type(exc).__name__}: {exc} (it needs dt, steps, time, records and inputs as "
+            "to_time_loop writes them); make the model again with mdf_loops.to_time_loop"
+        ) from None

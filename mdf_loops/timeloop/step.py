@@ -24,6 +24,11 @@ from dataclasses import dataclass, field
 from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
 
 from mdf_loops.errors import ModelError
+from mdf_loops.timeloop.functions import (
+    function_parameters,
+    inline_args,
+    names_read_by_functions,
+)
 from mdf_loops.timeloop.names import names_read, rename
 
 __all__ = ["StepNode", "step_node", "FIRST", "RUNS", "FRESH", "carried_port", "value_port"]
@@ -55,23 +60,28 @@ class StepNode:
     carried_outputs: list[str] = field(default_factory=list)
 
 
-def step_node(source: Node, dt: float, *, conditioned: bool, exposed: set[str]) -> StepNode:
-    """The stateless body node for ``source`` (``conditioned``: it may skip steps)."""
+def step_node(
+    source: Node,
+    dt: float,
+    *,
+    conditioned: bool,
+    exposed: set[str],
+    integers: frozenset[str] = frozenset(),
+) -> StepNode:
+    """The stateless body node for ``source`` (``conditioned``: it may skip steps;
+    ``integers``: parameters whose values modeci-mdf holds as integers)."""
     where = f"node '{source.id}'"
-    if source.functions:
-        raise ModelError(
-            f"{where}: node functions ({[f.id for f in source.functions]}) are not "
-            "supported in a time loop; write each as a parameter with the same "
-            "function and args"
-        )
     params = list(source.parameters)
+    functions = list(source.functions or [])
     index = {p.id: i for i, p in enumerate(params)}
-    old = _old_values_read(params, index, where) if not conditioned else set(index)
+    old = _old_values_read(params, index, functions) if not conditioned else set(index)
     carried = [p.id for p in params if p.id in old]
     node = Node(id=source.id, metadata=dict(source.metadata or {}))
     _input_ports(source, node, conditioned, carried)
     old_name = {name: f"{name}__old" for name in carried}
-    _current_values(source, node, params, old_name, FRESH if conditioned else FIRST, where)
+    initial = _InitialValues(source.id, params, functions, integers)
+    _current_values(source, node, params, old_name, FRESH if conditioned else FIRST, initial)
+    node.parameters += function_parameters(source.id, functions, old_name, set(index))
     for i, p in enumerate(params):  # new values (second sweep)
         mapping = {q.id: old_name[q.id] for q in params[i:] if q.id in old_name}
         node.parameters += _new_value(source.id, p, mapping, dt, conditioned, where)
@@ -106,23 +116,24 @@ def _current_values(
     params: list[Parameter],
     old_name: dict[str, str],
     fresh: str,
-    where: str,
+    initial: _InitialValues,
 ) -> None:
     """The first sweep: each carried parameter's current value (its initial value when fresh)."""
     index = {p.id: i for i, p in enumerate(params)}
     for p in params:  # an array initial value: a parameter of its own (a constant to export)
         if isinstance(p.default_initial_value, (list, tuple)):
             node.parameters.append(Parameter(id=_init_name(p), value=list(p.default_initial_value)))
+        elif p.id in old_name and not p.is_stateful() and isinstance(p.value, (list, tuple)):
+            node.parameters.append(Parameter(id=_init_name(p), value=list(p.value)))
     for p in params:  # current values, in declared order (first sweep)
         if p.id in old_name:
-            init = _initial_value(
+            init = initial.value(
                 p,
                 {
                     r: old_name[r]
                     for r in _initial_names(p)
                     if r in old_name and index[r] < index[p.id]
                 },
-                where,
             )
             node.parameters.append(
                 Parameter(
@@ -162,9 +173,10 @@ def names_read_all(p: Parameter) -> set[str]:
     return set().union(*(names_read(e) for e in exprs))
 
 
-def _old_values_read(params: list[Parameter], index: dict[str, int], where: str) -> set[str]:
-    """Parameters whose current (previous-step) value is read in the second sweep."""
-    old: set[str] = set()
+def _old_values_read(params: list[Parameter], index: dict[str, int], functions: list) -> set[str]:
+    """Parameters whose current (previous-step) value is read: by the node's functions,
+    and in the second sweep."""
+    old: set[str] = names_read_by_functions(functions) & set(index)
     for i, p in enumerate(params):
         for name in names_read_all(p) & set(index):
             if index[name] >= i:
@@ -186,19 +198,44 @@ def _initial_names(p: Parameter) -> set[str]:
     return names_read(p.default_initial_value if p.is_stateful() else p.value)
 
 
-def _initial_value(p: Parameter, mapping: dict[str, str], where: str) -> str:
-    """The value modeci-mdf gives a parameter before its first evaluation."""
-    here = f"{where} parameter '{p.id}'"
-    if p.is_stateful():
-        if p.default_initial_value is None:
+class _InitialValues:
+    """The values modeci-mdf gives a node's parameters before their first evaluation."""
+
+    def __init__(
+        self, node_id: str, params: list[Parameter], functions: list, integers: frozenset[str]
+    ) -> None:
+        self.node_id, self.integers = node_id, integers
+        #: parameters whose current value the first step may read outside a time derivative
+        #: (any reader counts: stock's first sweep also evaluates the initial value of every
+        #: value parameter, which reads the current values declared before it)
+        self.read_at_first: set[str] = names_read_by_functions(functions)
+        for p in params:
+            fields = [p.value, p.default_initial_value, *(p.args or {}).values()]
+            for c in p.conditions or []:
+                fields += [_field(c, "test"), _field(c, "value")]
+            self.read_at_first |= set().union(*(names_read(e) for e in fields))
+
+    def value(self, p: Parameter, mapping: dict[str, str]) -> str:
+        """The expression of ``p``'s value before its first evaluation."""
+        here = f"node '{self.node_id}' parameter '{p.id}'"
+        if p.is_stateful():
+            if p.default_initial_value is not None:
+                return _default(p, mapping, here)
+            # modeci-mdf's 0.0; its expressions turn integral floats into ints
+            return "0" if p.id in self.integers else "0.0"
+        if isinstance(p.value, (list, tuple)):
+            return _init_name(p)
+        if p.value is not None:
+            return rename(p.value, {**mapping, p.id: "0.0"}, f"{here} value")
+        if not p.function:  # only conditions: None, then 0.0 before the first test
             return "0.0"
-        return _default(p, mapping, here)
-    if p.value is not None:
-        return rename(p.value, {**mapping, p.id: "0.0"}, f"{here} value")
-    raise ModelError(
-        f"{here}: its value before the first evaluation is read, and it has none "
-        "(a function parameter); give it a default_initial_value"
-    )
+        if p.id not in self.read_at_first:  # read by time derivatives, not evaluated at first
+            return carried_port(self.node_id, p.id)
+        raise ModelError(
+            f"{here}: its value before the first evaluation is read, and modeci-mdf has "
+            "none for a function parameter (it reads None); give it a default_initial_value "
+            "or declare it before the parameters that read it"
+        )
 
 
 def _new_value(
@@ -240,18 +277,7 @@ def _base_value(
             else p.value,
         )
     if p.function:
-        args = {
-            k: (
-                rename(
-                    v,
-                    {n: m for n, m in mapping.items() if n not in (p.args or {})},
-                    f"{here} arg '{k}'",
-                )
-                if isinstance(v, str)
-                else v
-            )
-            for k, v in (p.args or {}).items()
-        }
+        args = inline_args(p.args or {}, mapping, here)
         return Parameter(id=base, function=p.function, args=args)
     if p.time_derivative is not None:
         if p.default_initial_value is None:

@@ -78,7 +78,7 @@ def stated_rank(port: Any) -> int | None:
         return len(port["shape"])
     tensor = mapping_at(mapping_at(port, "metadata").get("onnx_type"), "tensorType")
     if "shape" in tensor:
-        return len(as_mapping(tensor["shape"]).get("dim") or [])
+        return len(list_or_none(as_mapping(tensor["shape"]).get("dim")) or [])
     return None
 
 

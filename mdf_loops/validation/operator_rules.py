@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from mdf_loops.model.convention import output_index, variadic_items
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
+from mdf_loops.validation.calls import direction_problem
 from mdf_loops.validation.document import (
     as_mapping,
     entries,
@@ -214,11 +215,9 @@ def _axes(report: Report, parameters, path, axes_name, directions_name, count, r
                 path + ("parameters", directions_name),
                 f"has {_count(len(directions), 'entry', 'entries')}, expected {count}",
             )
-        if any(d not in (0, 1) for d in directions):
-            report(
-                path + ("parameters", directions_name),
-                f"entries must be 0 (forward) or 1 (backward), found {directions}",
-            )
+        message = direction_problem(directions)
+        if message:
+            report(path + ("parameters", directions_name), message)
 
 
 def _count(n: int, noun: str, plural: str | None = None) -> str:

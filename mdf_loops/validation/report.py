@@ -27,7 +27,7 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
-from modeci_mdf.mdf import Graph, Model
+from modeci_mdf.mdf import Graph, Model, Node
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.documents import format_path, read_document
@@ -73,6 +73,7 @@ def _describe(model: Any) -> str:
 
 
 def _problems(model_or_path: Any, expressions: bool) -> list[Problem]:
+    from mdf_loops.validation.calls import graphs_as_nodes
     from mdf_loops.validation.rules import rule_problems
 
     problems: list[Problem] = []
@@ -98,20 +99,28 @@ def _problems(model_or_path: Any, expressions: bool) -> list[Problem]:
             "a document dict or a path"
         )
     problems += _repeated_keys(document, ())
+    problems += graphs_as_nodes(document)
     problems += _schema_problems(document)
     problems += rule_problems(document)
     structure, refused = _run_refusals(model if isinstance(model, Model) else document)
     for problem in structure:  # what run refuses that the rules above did not report
-        if not any(_within(known.path, problem.path) for known in problems):
+        if not any(
+            _within(known.path, problem.path) or _within(problem.path, known.path)
+            for known in problems
+        ):
             problems.append(problem)
     if expressions:  # the allow-list of mdf_loops.safety.checks (off for trusted models)
-        problems += refused
+        problems += [p for p in refused if p not in problems]
     return problems
 
 
 def _run_refusals(model: Model | Mapping) -> tuple[list[Problem], list[Problem]]:
-    """What :func:`mdf_loops.run` refuses before evaluating (the same checks: docs/safety.md)."""
+    """What :func:`mdf_loops.run` refuses before evaluating (the same checks: docs/safety.md,
+    the calls of :mod:`mdf_loops.validation.calls`, the inputs of
+    :mod:`mdf_loops.validation.inputs`)."""
     from mdf_loops.safety.checks import refusals
+    from mdf_loops.validation.calls import call_problems
+    from mdf_loops.validation.inputs import input_problems
 
     if not isinstance(model, Model):
         try:
@@ -122,7 +131,8 @@ def _run_refusals(model: Model | Mapping) -> tuple[list[Problem], list[Problem]]
             )
         except Exception:  # a document the schema rules already reported as malformed
             return [], []
-    return refusals(model)
+    structure, refused = refusals(model)
+    return call_problems(model) + structure + input_problems(model), refused
 
 
 def _within(path: str, outer: str) -> bool:
@@ -175,6 +185,8 @@ def _repeated_ids_in_model(model: Model) -> list[Problem]:
         check(g.nodes, f"{path}.nodes")
         check(g.edges, f"{path}.edges")
         for node in g.nodes:
+            if not isinstance(node, Node):
+                continue  # a graph where a node belongs: validation.calls reports it
             node_path = f"{path}.nodes.{node.id}"
             for field in ("input_ports", "output_ports", "parameters"):
                 check(getattr(node, field), f"{node_path}.{field}")

@@ -14,8 +14,8 @@ from onnx import TensorProto, helper
 
 import mdf_loops
 from mdf_loops import authoring as T
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe
-from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
+from mdf_loops.onnx.ort_safe import make_safe
+from mdf_loops.onnx.zero_steps import probe_zero_steps
 from mdf_loops.onnx.export import mdf_to_onnx
 
 BACKENDS = ("scheduler", "onnxruntime", "auto")

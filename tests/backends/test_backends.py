@@ -170,3 +170,23 @@ def test_workloads_on_jax_agree_with_their_numpy_loop(work):
     outputs = mdf_loops.run(model, work.inputs, backend="jax")
     for actual, expected in zip(outputs.values(), work.numpy_loop(work.inputs)):
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_conformance_case_on_torch(case):
+    pytest.importorskip("torch")
+    model = mdf_loops.onnx_to_mdf(case.model)
+    names = [i.name for i in case.model.graph.input]
+    for inputs, expected in case.data_sets:
+        outputs = mdf_loops.run(model, dict(zip(names, inputs)), backend="torch")
+        for output, value in zip(case.model.graph.output, expected):
+            _same(outputs[output.name], value)
+
+
+@pytest.mark.parametrize("work", WORKLOADS, ids=[w.name for w in WORKLOADS])
+def test_workloads_on_torch_agree_with_their_numpy_loop(work):
+    pytest.importorskip("torch")
+    model = mdf_loops.onnx_to_mdf(work.model)
+    outputs = mdf_loops.run(model, work.inputs, backend="torch")
+    for actual, expected in zip(outputs.values(), work.numpy_loop(work.inputs)):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)

@@ -10,6 +10,7 @@ body up to depth 2, and sequences of length zero. Each model runs
 * in onnxruntime (the oracle),
 * through ``onnx_to_mdf`` + ``mdf_loops.run`` on modeci-mdf's scheduler,
 * through ``onnx_to_mdf`` + ``mdf_to_onnx`` + onnxruntime,
+* through ``onnx_to_mdf`` + ``mdf_loops.run(backend="torch")`` (when torch is installed),
 
 and the three must agree. A Loop with neither trip count nor condition never
 stops: it is exported and checked, and the scheduler must stop it at the
@@ -20,6 +21,7 @@ setting the variable gives a random run).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass, field
 
@@ -31,7 +33,7 @@ from hypothesis import strategies as st
 from onnx import helper as oh
 
 import mdf_loops
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe
+from mdf_loops.onnx.ort_safe import make_safe
 from conftest import BOOL, FLOAT, INT64, assert_same, onnx_model, ort_run, run_mdf, value_info
 from mdf_loops.onnx.export import mdf_to_onnx
 
@@ -42,6 +44,9 @@ TOTAL_EXAMPLES = int(os.environ.get("MDF_LOOPS_DIFF_EXAMPLES", "200"))
 RTOL, ATOL = 1e-5, 1e-6
 _ELEMENTWISE = ["Add", "Sub", "Mul", "Tanh", "Identity", "MatMul"]
 _INFINITE_LIMIT = 7
+
+#: whether the torch backend runs each model too
+_TORCH = importlib.util.find_spec("torch") is not None
 
 #: models run, by mode (read by the last test of this file)
 RAN: dict[str, int] = {mode: 0 for mode in MODES}
@@ -281,25 +286,33 @@ def _check(case: _Case) -> None:
     if case.infinite:
         with pytest.raises(mdf_loops.errors.IterationLimitError, match="node '.*'"):
             run_mdf(imported, case.feeds, max_iterations=_INFINITE_LIMIT)
+        if _TORCH:
+            with pytest.raises(mdf_loops.errors.IterationLimitError, match="max_iterations"):
+                mdf_loops.run(imported, case.feeds, backend="torch",
+                              max_iterations=_INFINITE_LIMIT)
         return
-    scheduled = run_mdf(imported, case.feeds)
+    runs = [run_mdf(imported, case.feeds)]
+    if _TORCH:
+        runs.append(mdf_loops.run(imported, case.feeds, backend="torch"))
     if case.empty_scan:
         # onnxruntime fails (or crashes) on a Scan over zero-length inputs: the oracle is
         # the definition, final states = initial states and empty scan outputs
         states, outputs = case.empty_scan
-        for k, name in enumerate(states):
-            assert_same(scheduled[f"final{k}"], case.feeds[name])
-        for k, (rank, axis) in enumerate(outputs):
-            value = scheduled[f"scanned{k}"]
-            assert value.ndim == rank and value.shape[axis] == 0, (value.shape, axis)
+        for run in runs:
+            for k, name in enumerate(states):
+                assert_same(run[f"final{k}"], case.feeds[name])
+            for k, (rank, axis) in enumerate(outputs):
+                value = run[f"scanned{k}"]
+                assert value.ndim == rank and value.shape[axis] == 0, (value.shape, axis)
         return
     # onnxruntime dies of SIGFPE moving a scan axis of an empty value (an inner Loop of zero
     # iterations can make one): it runs the models with their scan axes moved out
-    # (mdf_loops.backends.onnxruntime.ort_safe, checked against numpy in test_ort_safe.py)
+    # (mdf_loops.onnx.ort_safe, checked against numpy in test_ort_safe.py)
     expected = ort_run(make_safe(case.model), case.feeds)
     reexported = ort_run(make_safe(exported), case.feeds)
     for name, value in expected.items():
-        _assert_agree(scheduled[name], value)
+        for run in runs:
+            _assert_agree(run[name], value)
         _assert_agree(reexported[name], value)
 
 

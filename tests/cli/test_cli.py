@@ -174,7 +174,7 @@ SAVED = program("saved", "run", LEAKY, "-i", "x0=x0.npy", "-i", "I=current.npy",
 
 def test_run_reads_npy_files_and_saves_npz(results, workspace):
     result = results[SAVED]
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "wrote 2 outputs to leaky_out.npz\n")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "mdf-loops: wrote 2 outputs to leaky_out.npz\n")
     with np.load(workspace / "leaky_out.npz") as saved:
         np.testing.assert_allclose(saved["integrate.trace"], leaky_oracle(0.25, _current()), rtol=1e-12)
         assert saved["integrate.x_final"].shape == ()
@@ -200,7 +200,7 @@ RUN_IMPORTED = program("run_imported", "run", "loop16.yaml", "-i", "trip_count=5
 
 
 def test_import_then_run_a_loop_with_a_nested_if(results, workspace):
-    assert (results[IMPORTED].returncode, results[IMPORTED].stderr) == (0, "wrote loop16.yaml\n")
+    assert (results[IMPORTED].returncode, results[IMPORTED].stderr) == (0, "mdf-loops: wrote loop16.yaml\n")
     assert results[RUN_IMPORTED].returncode == 0, results[RUN_IMPORTED].stderr
     (expected,) = control_flow_cases()["test_loop16_seq_none"].data_sets[0][1]
     with np.load(workspace / "loop16_out.npz") as saved:
@@ -212,7 +212,7 @@ EXPORTED = program("exported", "export", ELMAN, "-o", "elman.onnx")
 
 
 def test_export_writes_onnx_that_onnxruntime_runs_to_the_numpy_result(results, workspace):
-    assert (results[EXPORTED].returncode, results[EXPORTED].stderr) == (0, "wrote elman.onnx\n")
+    assert (results[EXPORTED].returncode, results[EXPORTED].stderr) == (0, "mdf-loops: wrote elman.onnx\n")
     inputs = _example("elman_rnn").example_inputs()
     session = onnxruntime.InferenceSession(str(workspace / "elman.onnx"),
                                            providers=["CPUExecutionProvider"])
@@ -227,13 +227,13 @@ EXPORTED_LEAKY = program("exported_leaky", "export", LEAKY, "-o", "leaky.onnx")
 def test_export_reads_the_declared_input_types(results, workspace):
     # no example inputs: the leaky integrator's ports declare a scalar and a sequence
     assert (results[EXPORTED_LEAKY].returncode, results[EXPORTED_LEAKY].stderr) == \
-        (0, "wrote leaky.onnx\n")
+        (0, "mdf-loops: wrote leaky.onnx\n")
     session = onnxruntime.InferenceSession(str(workspace / "leaky.onnx"),
                                            providers=["CPUExecutionProvider"])
-    # the example's default values are initializers of the inputs: inputs that may be left out
-    declared = session.get_inputs() + session.get_overridable_initializers()
-    assert [(i.name, i.type, i.shape) for i in declared] == [
-        ("x0", "tensor(double)", []), ("I", "tensor(double)", ["steps"])]
+    # the example's defaults make its inputs optional ones: inputs that may be left out
+    assert session.get_overridable_initializers() == []
+    assert [(i.name, i.type, i.shape) for i in session.get_inputs()] == [
+        ("x0", "optional(tensor(double))", []), ("I", "optional(tensor(double))", ["steps"])]
     x_final, trace = session.run(None, {"x0": np.array(0.25), "I": _current()})
     np.testing.assert_allclose(trace, leaky_oracle(0.25, _current()), rtol=1e-12)
     np.testing.assert_allclose(x_final, trace[-1], rtol=1e-12)
@@ -370,7 +370,8 @@ def test_outputs_of_the_wrong_kind_are_refused(capsys, tmp_path):
     assert "x.txt: the output must end in .npz or .npy or .json or .csv" in \
         _error(capsys, "run", LEAKY, "-o", tmp_path / "x.txt")
     assert "folder" in _error(capsys, "import", tmp_path / "m.onnx", "-o", tmp_path / "absent" / "m.json")
-    assert "expected an .onnx file to import" in _error(capsys, "import", LEAKY, "-o", tmp_path / "m.json")
+    assert "expected an .onnx file, or a TorchScript module (.pt, .pth), to import" in \
+        _error(capsys, "import", LEAKY, "-o", tmp_path / "m.json")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -43,7 +43,7 @@ def test_a_torchscript_file_comes_in_and_answers_at_another_length(saved, tmp_pa
                        "-i", "s0=[0.5, 0.5]", "-o", str(out)])
     captured = capsys.readouterr()
     assert status == 0, captured.err
-    assert captured.out == "" and captured.err == f"wrote {out}\n"  # nothing of torch's
+    assert captured.out == "" and captured.err == f"mdf-loops: wrote {out}\n"  # nothing of torch's
     x = np.linspace(0, 1, 14, dtype=np.float32).reshape(7, 2)
     s0 = np.zeros(2, np.float32)
     got = mdf_loops.run(str(out), {"x": x, "s0": s0})["output_0"]

@@ -11,6 +11,7 @@ function, a Scan with scan outputs). Each case goes through the steps
   (``auto`` must not fall back to the scheduler);
 * ``json``: the import written with ``to_json_file``, loaded back and run;
 * ``export``: :func:`mdf_loops.mdf_to_onnx`, checked with ``full_check``, run by onnxruntime;
+* ``torch``: :func:`mdf_loops.run` with ``backend="torch"`` (torch operations);
 
 and each output is compared with onnxruntime on the original model (rtol 1e-4, atol
 1e-5). An ill-conditioned float32 case (a Gaussian process fitted without noise) gives
@@ -34,7 +35,7 @@ import mdf_loops
 from conftest import ort_run
 
 RTOL, ATOL = 1e-4, 1e-5
-STEPS = ["import", "scheduler", "onnxruntime", "auto", "json", "export"]
+STEPS = ["import", "scheduler", "onnxruntime", "auto", "json", "export", "torch"]
 #: steps whose numbers come from onnx.reference's kernels (through the MDF scheduler)
 SCHEDULER_STEPS = {"scheduler", "json"}
 
@@ -237,6 +238,16 @@ def test_corpus(name, step, tmp_path, caplog):
     imported = _imported(name)
     if step in ("scheduler", "onnxruntime"):
         _compare(name, step, mdf_loops.run(imported, case.feeds, backend=step))
+    elif step == "torch":
+        pytest.importorskip("torch")
+        outputs = mdf_loops.run(imported, case.feeds, backend="torch")
+        if not case.ill_conditioned:
+            _compare(name, step, outputs)
+        else:  # torch rounds as one of the two engines, or neither: it must match one
+            try:
+                _compare(name, "scheduler", outputs)
+            except AssertionError:
+                _compare(name, "onnxruntime", outputs)
     elif step == "auto":
         with caplog.at_level(logging.INFO, logger="mdf_loops"):
             outputs = mdf_loops.run(imported, case.feeds, backend="auto")

@@ -20,7 +20,7 @@ from mdf_loops.errors import MdfLoopsError, ModelError
 torch = pytest.importorskip("torch")
 
 LENGTHS = (1, 9, 50)
-BACKENDS = ("scheduler", "onnxruntime", "jax")
+BACKENDS = ("scheduler", "onnxruntime", "jax", "torch")
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -135,15 +135,74 @@ def test_a_hand_written_ml_call_exports_with_the_newest_ml_opset():
 
 
 def test_an_ml_operator_without_a_reference_kernel_is_a_clear_error():
-    """ZipMap is in ai.onnx.ml, but onnx.reference has no kernel for it."""
+    """CategoryMapper is in ai.onnx.ml, but onnx.reference has no kernel for it."""
+    node = oh.make_node("CategoryMapper", ["x"], ["y"], domain="ai.onnx.ml",
+                        cats_int64s=[1, 2], cats_strings=["a", "b"], default_string="?")
+    model = onnx_model([node], [value_info("x", onnx.TensorProto.INT64, [2])],
+                       [value_info("y", onnx.TensorProto.STRING, [2])],
+                       extra_opsets={"ai.onnx.ml": 1})
+    imported = mdf_loops.onnx_to_mdf(model)
+    with pytest.raises(ModelError, match="onnxml::CategoryMapper.*no implementation"):
+        mdf_loops.run(imported, {"x": np.array([1, 2])}, backend="scheduler")
+
+
+# ------------------------------------------------ ZipMap: skl2onnx's classifiers by default
+
+
+@functools.lru_cache(maxsize=1)
+def _classifiers():
+    """Classifiers converted with skl2onnx's default options: each ends in a ZipMap."""
+    from sklearn import linear_model, tree
+    from skl2onnx import to_onnx
+
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(40, 3)).astype(np.float32)
+    numbers = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5).astype(np.int64)
+    words = np.array(["low", "mid", "high"])[numbers]
+    fitted = {
+        "int64 labels": linear_model.LogisticRegression().fit(x, numbers),
+        "string labels": tree.DecisionTreeClassifier(max_depth=3).fit(x, words),
+    }
+    return {name: (to_onnx(estimator, x[:1], target_opset={"": 18, "ai.onnx.ml": 3}), x[:7])
+            for name, estimator in fitted.items()}
+
+
+def _same_maps(actual: list, expected: list) -> None:
+    """A sequence of {label: score} maps: the same labels, in order, and close scores."""
+    assert isinstance(actual, list) and len(actual) == len(expected)
+    for got, want in zip(actual, expected):
+        assert list(got) == list(want)
+        np.testing.assert_allclose([float(v) for v in got.values()], list(want.values()),
+                                   rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("labels", ["int64 labels", "string labels"])
+@pytest.mark.parametrize("backend", ["scheduler", "auto"])
+def test_a_classifier_ending_in_zipmap_gives_onnxruntimes_answer(labels, backend):
+    pytest.importorskip("skl2onnx")
+    model, x = _classifiers()[labels]
+    assert "ZipMap" in _ml_ops(model)
+    feeds = {model.graph.input[0].name: x}
+    expected = ort_run(model, feeds)  # the oracle: onnxruntime on skl2onnx's model
+    outputs = mdf_loops.run(mdf_loops.onnx_to_mdf(model), feeds, backend=backend)
+    assert set(outputs) == set(expected) == {"output_label", "output_probability"}
+    # string labels: numpy text here, onnxruntime's object arrays there; the same values
+    assert np.asarray(outputs["output_label"]).tolist() == expected["output_label"].tolist()
+    _same_maps(outputs["output_probability"], expected["output_probability"])
+
+
+def test_zipmap_of_the_wrong_number_of_columns_names_the_node():
     seq = oh.make_sequence_type_proto(oh.make_map_type_proto(onnx.TensorProto.INT64,
                                                              oh.make_tensor_type_proto(FLOAT, [])))
     node = oh.make_node("ZipMap", ["p"], ["z"], domain="ai.onnx.ml", classlabels_int64s=[0, 1])
-    model = onnx_model([node], [value_info("p", FLOAT, [None, 2])],
+    model = onnx_model([node], [value_info("p", FLOAT, [None, None])],
                        [oh.make_value_info("z", seq)], extra_opsets={"ai.onnx.ml": 1})
     imported = mdf_loops.onnx_to_mdf(model)
-    with pytest.raises(ModelError, match="onnxml::ZipMap.*no implementation"):
-        mdf_loops.run(imported, {"p": np.ones((1, 2), np.float32)}, backend="scheduler")
+    probabilities = np.array([[0.25, 0.75], [1.0, 0.0]], np.float32)
+    out = mdf_loops.run(imported, {"p": probabilities}, backend="scheduler")
+    _same_maps(out["z"], [{0: 0.25, 1: 0.75}, {0: 1.0, 1: 0.0}])  # numpy's rows, by hand
+    with pytest.raises(mdf_loops.errors.EvaluationError, match=r"ZipMap.*\[N, 2\].*\[2, 3\]"):
+        mdf_loops.run(imported, {"p": np.ones((2, 3), np.float32)}, backend="scheduler")
 
 
 # ------------------------------------------------ operators skl2onnx did not write above

@@ -61,6 +61,9 @@ def test_simulate_saves_the_time_loop_model_and_runs_it_again(tmp_path, capsys):
     (["simulate", FHN, "--dt", "0.1", "--steps", "3", "-o", "x.txt"], "must end in .npz or .csv"),
     (["simulate", "missing.json", "--dt", "0.1", "--steps", "3"], "no such file"),
     (["simulate", FHN, "--dt", "0.1", "--steps", "3", "--record", "fn.nope"], "'nope'"),
+    (["simulate", FHN, "--dt", "1e-300", "--duration", "1e300"], "not a finite number of steps"),
+    (["simulate", FHN, "--dt", "1e-100", "--duration", "1e200"],
+     "asked for about 1e+300 iterations; the limit is 1000000"),
 ])
 def test_simulate_errors_are_one_line(argv, message, capsys):
     assert main(argv) == 1
@@ -87,8 +90,20 @@ def test_simulate_under_limits_gives_the_same_files(tmp_path, capsys):
 def test_simulate_timeout_stops_a_long_simulation_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "long.npz"
     status = main(["simulate", FHN, "--dt", "0.05", "--steps", "200000000", "--record", "fn.V",
-                   "--backend", "scheduler", "-o", str(out), "--timeout", "3"])
+                   "--backend", "scheduler", "-o", str(out), "--timeout", "3",
+                   "--max-iterations", "300000000"])
     assert status == 1
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "took longer than 3 s" in error[0], error
     assert list(tmp_path.iterdir()) == []
+
+
+def test_simulate_counts_steps_against_max_iterations(tmp_path, capsys):
+    out = tmp_path / "t.npz"
+    args = ["simulate", FHN, "--dt", "0.05", "--steps", "30", "--record", "fn.V", "-o", str(out)]
+    assert main([*args, "--max-iterations", "20"]) == 1
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "asked for 30 iterations" in error[0] and "--max-iterations" in error[0]
+    assert not out.exists()
+    assert main([*args, "--max-iterations", "30"]) == 0  # the fix the message gives
+    np.testing.assert_allclose(np.load(out)["fn.V"], _numpy_fhn(30, 0.05)[:, 0], rtol=1e-12)

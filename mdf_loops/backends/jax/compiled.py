@@ -1,8 +1,9 @@
 """The JAX backend's entry point: ``compile(model, example_inputs) -> JaxModel``.
 
-The MDF model is exported to one ONNX model (:func:`mdf_loops.onnx.export.mdf_to_onnx`,
-bodies as subgraphs, types known), and that graph is traced into a JAX function
-(:mod:`.interpreter`), ``jax.jit``-compiled once per input shapes and dtypes.
+The MDF model is exported to one ONNX model (:func:`mdf_loops.onnx.export.export_model`,
+without the rewrites for onnxruntime; bodies as subgraphs, types known), and that graph is
+traced into a JAX function (:mod:`.interpreter`), ``jax.jit``-compiled once per input shapes
+and dtypes.
 64-bit types are switched on only while mdf-loops traces and runs (``jax.enable_x64``
 as a context), never for the caller.
 
@@ -45,7 +46,7 @@ from mdf_loops.errors import (
     ModelError,
 )
 from mdf_loops.model.values import to_user
-from mdf_loops.onnx.export import mdf_to_onnx
+from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
 
 __all__ = [
@@ -245,7 +246,7 @@ def compile(
         raise CompileError("the jax backend needs JAX: pip install 'mdf-loops[jax]'") from None
     _register_pytrees()
     try:
-        exported = mdf_to_onnx(model, graph=graph, example_inputs=example_inputs)
+        exported = export_model(model, graph=graph, example_inputs=example_inputs).model
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
     except (RecursionError, ValueError, TypeError) as exc:

@@ -110,10 +110,17 @@ def parameters_as_inputs(
     model = copy.deepcopy(model)
     top = next(g for g in model.graphs if g.id == graph_id)
     names = {}
-    for name, site in sites.items():
+    # sites are indices into lists that lifting shortens: the last position first, so that
+    # no removal moves a site still to come (two parameters of one node, a loop node's own
+    # parameter before its body's)
+    for name, site in sorted(sites.items(), key=lambda item: _position(item[1]), reverse=True):
         dtype = (dtypes or {}).get(name, site.value.dtype)
         names[name] = _lift(top, site, np.dtype(dtype))
-    return model, names
+    return model, {name: names[name] for name in sites}
+
+
+def _position(site: ParameterSite) -> tuple:
+    return (*((node, parameter) for node, parameter in site.chain), (site.node, site.parameter))
 
 
 def _lift(top: Graph, site: ParameterSite, dtype: np.dtype) -> str:

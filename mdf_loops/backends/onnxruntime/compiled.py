@@ -20,9 +20,9 @@ import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
-from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
+from mdf_loops.backends.onnxruntime.guard import LimitFlag, guard_model, nesting_depth
 from mdf_loops.backends.onnxruntime.memory import VALUES, refused_by_cap, use_capped_arena
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe
+from mdf_loops.backends.onnxruntime.planned import PlannedScan, check_planned, planned_scans
 from mdf_loops.errors import (
     CompileError,
     IterationLimitError,
@@ -31,7 +31,8 @@ from mdf_loops.errors import (
     SizeLimitError,
 )
 from mdf_loops.onnx.export import export_model
-from mdf_loops.ops.common import Limits
+from mdf_loops.onnx.ort_safe import make_safe
+from mdf_loops.ops.common import Limits, how_to_raise
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
@@ -47,7 +48,8 @@ class CompiledModel:
     input_names: tuple[str, ...]
     output_names: tuple[str, ...]
     limits: Limits | None = None
-    limit_flags: dict[str, str] = field(default_factory=dict)  # flag output -> loop node
+    limit_flags: dict[str, LimitFlag] = field(default_factory=dict)  # by flag output
+    planned: list[PlannedScan] = field(default_factory=list)  # checked before running
     arena_bytes: int | None = None  # the capped arena it allocates from (untrusted models)
 
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -58,6 +60,8 @@ class CompiledModel:
         an operator asked for more memory than the capped arena of untrusted models holds.
         """
         feed = {name: _feed_value(inputs[name]) for name in self.input_names if name in inputs}
+        if self.limits is not None:
+            check_planned(self.planned, feed, self.limits)  # known before running: refused now
         try:
             outputs = self.session.run(None, feed)
         except Exception as exc:
@@ -71,16 +75,28 @@ class CompiledModel:
                 "to see which node, or with trusted=True for a model whose author you trust"
             ) from None
         results = dict(zip(self.output_names, outputs, strict=True))
-        over = [label for name, label in self.limit_flags.items() if bool(results.pop(name))]
+        over = [flag for name, flag in self.limit_flags.items() if bool(results.pop(name))]
         if over:
             assert self.limits is not None, "limit flags are compiled in only with limits"
-            raise IterationLimitError(
-                f"node '{over[0]}' (or a loop in its body) passed max_iterations="
-                f"{self.limits.max_iterations} or max_elements={self.limits.max_elements} "
-                "(onnxruntime backend); raise the limit with mdf_loops.run(..., max_iterations=N) "
-                "or max_elements=N, or run with backend='scheduler' to see the iteration"
-            )
+            raise _limit_error(min(over, key=lambda flag: flag.within), self.limits)
         return results
+
+
+def _limit_error(flag: LimitFlag, limits: Limits) -> IterationLimitError:
+    """The error for a limit output of the guarded model (guard.py) that came back true."""
+    if not flag.within:
+        return IterationLimitError(
+            f"node '{flag.label}' asked for more than {limits.max_iterations} iterations, "
+            f"the limit (max_iterations) (onnxruntime backend); if the loop is meant to run "
+            f"that long, {how_to_raise('max_iterations')}"
+        )
+    return IterationLimitError(
+        f"node '{flag.label}': a loop in its body passed max_iterations="
+        f"{limits.max_iterations}, or a value in its body grew past max_elements="
+        f"{limits.max_elements} (onnxruntime backend); run with backend='scheduler' to see "
+        "which and at which iteration, and raise that limit: "
+        f"mdf_loops.run(..., max_iterations=N) or max_elements=N"
+    )
 
 
 def compile_model(
@@ -99,23 +115,15 @@ def compile_model(
     exported model stops at them (:mod:`mdf_loops.backends.onnxruntime.guard`). Raises
     :class:`CompileError` with the reason when the model cannot be compiled.
     """
-    if limits is not None:
-        depth = _mdf_depth(model)
-        if depth > limits.max_depth:  # before exporting: deep nesting is costly to export
-            raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
-    try:
-        result = export_model(model, graph=graph, example_inputs=example_inputs)
-    except ModelError as exc:
-        raise CompileError(f"cannot export to ONNX: {exc}") from exc
-    except (RecursionError, ValueError, TypeError) as exc:  # protobuf's nesting limit, odd values
-        raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
+    result = _exported(model, graph, example_inputs, limits)
     try:
         exported = result.model
         runnable = make_safe(exported)  # inputs that would make onnxruntime kill the process
     except ModelError as exc:
         raise CompileError(f"cannot run on onnxruntime: {exc}") from exc
     _check_feedable(runnable.graph)
-    flags: dict[str, str] = {}
+    flags: dict[str, LimitFlag] = {}
+    planned = planned_scans(runnable.graph, result.labels)
     if limits is not None:
         depth = nesting_depth(exported.graph)
         if depth > limits.max_depth:
@@ -140,8 +148,23 @@ def compile_model(
         tuple(o.name for o in session.get_outputs()),
         limits,
         flags,
+        planned,
         arena,
     )
+
+
+def _exported(model: Model, graph: str | None, example_inputs, limits: Limits | None):
+    """The model's ONNX lowering, or :class:`CompileError` saying why there is none."""
+    if limits is not None:
+        depth = _mdf_depth(model)
+        if depth > limits.max_depth:  # before exporting: deep nesting is costly to export
+            raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
+    try:
+        return export_model(model, graph=graph, example_inputs=example_inputs)
+    except ModelError as exc:
+        raise CompileError(f"cannot export to ONNX: {exc}") from exc
+    except (RecursionError, ValueError, TypeError) as exc:  # protobuf's nesting limit, odd values
+        raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
 
 
 #: element types onnxruntime runs but its Python binding cannot pass in or out (numpy has

@@ -14,24 +14,37 @@ until memory runs out. :func:`guard_model` rewrites every loop, at every depth:
   loop's flag is carried as an extra state;
 * ``If``: each branch returns its inner flag.
 
-The model gets one more output, :data:`LIMIT_OUTPUT`, true when any loop passed a
-limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel` turns it into an error.
+Each top-level loop node gets boolean outputs named after :data:`LIMIT_OUTPUT`: one
+true when the node itself ran ``max_iterations`` iterations and wanted more, one
+true when a value in its body passed ``max_elements`` or a loop nested in it
+passed a limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel`
+turns them into an error naming the node (the MDF node it was exported from,
+also when :mod:`~mdf_loops.onnx.zero_steps` wrapped it in an If).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import onnx
 from onnx import TensorProto, helper
 
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
-from mdf_loops.onnx.builder import NameAllocator
+from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
 from mdf_loops.ops.common import Limits
 
-__all__ = ["guard_model", "LIMIT_OUTPUT", "nesting_depth"]
+__all__ = ["guard_model", "LIMIT_OUTPUT", "LimitFlag", "nesting_depth"]
 
 LIMIT_OUTPUT = "mdf_loops_limit_exceeded"
+
+
+@dataclass(frozen=True)
+class LimitFlag:
+    """What a limit output of the guarded model says when it is true."""
+
+    label: str  # the loop node: its MDF node id, else its ONNX name
+    within: bool  # False: the node ran max_iterations and wanted more; True: its body
 
 
 def nesting_depth(graph: onnx.GraphProto) -> int:
@@ -46,24 +59,32 @@ def nesting_depth(graph: onnx.GraphProto) -> int:
 
 def guard_model(
     model: onnx.ModelProto, limits: Limits, labels: Mapping[str, str] | None = None
-) -> tuple[onnx.ModelProto, dict[str, str]]:
+) -> tuple[onnx.ModelProto, dict[str, LimitFlag]]:
     """A copy of ``model`` whose loops stop at the limits, and its flag outputs.
 
     Each top-level loop node gets a boolean output ``<LIMIT_OUTPUT>_<k>``, true
-    when it (or a loop nested in it) passed a limit; the dict maps each such
-    output to the loop's label: ``labels[node name]`` (the exporter's
-    :attr:`~mdf_loops.onnx.export.ExportResult.labels`: the MDF node id), else
-    the ONNX node name.
+    when it ran ``max_iterations`` and wanted more, and ``<LIMIT_OUTPUT>_<k>_within``,
+    true when its body passed a limit (each only where it can happen); the dict
+    maps each such output to its :class:`LimitFlag`, labelled ``labels[node name]``
+    (the exporter's :attr:`~mdf_loops.onnx.export.ExportResult.labels`: the MDF
+    node id), else the ONNX node name.
     """
     guarded = onnx.ModelProto()
     guarded.CopyFrom(model)
     rewriter = _Rewriter(limits, NameAllocator.of_graph(guarded.graph), labels or {})
-    flags = rewriter.loop_flags(guarded.graph)
-    for k, (flag, _) in enumerate(flags):
-        name = f"{LIMIT_OUTPUT}_{k}"
-        guarded.graph.node.append(helper.make_node("Identity", [flag], [name]))
-        guarded.graph.output.append(helper.make_tensor_value_info(name, TensorProto.BOOL, []))
-    return guarded, {f"{LIMIT_OUTPUT}_{k}": label for k, (_, label) in enumerate(flags)}
+    outputs: dict[str, LimitFlag] = {}
+    for k, (own, within, label) in enumerate(rewriter.loop_flags(guarded.graph)):
+        for flag, name, kind in (
+            (own, f"{LIMIT_OUTPUT}_{k}", False),
+            (within, f"{LIMIT_OUTPUT}_{k}_within", True),
+        ):
+            if flag:
+                guarded.graph.node.append(helper.make_node("Identity", [flag], [name]))
+                guarded.graph.output.append(
+                    helper.make_tensor_value_info(name, TensorProto.BOOL, [])
+                )
+                outputs[name] = LimitFlag(label, kind)
+    return guarded, outputs
 
 
 class _Rewriter:
@@ -90,12 +111,12 @@ class _Rewriter:
             nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.INT64, [], [value])
         )
 
-    def any_of(self, nodes, flags: list[str]) -> str | None:
-        flags = [f for f in flags if f]
-        if not flags:
+    def any_of(self, nodes, flags: Sequence[str | None]) -> str | None:
+        given = [f for f in flags if f]
+        if not given:
             return None
-        result = flags[0]
-        for f in flags[1:]:
+        result = given[0]
+        for f in given[1:]:
             result = self.emit(nodes, "Or", [result, f])
         return result
 
@@ -108,31 +129,56 @@ class _Rewriter:
     # ------------------------------------------------------------------ graphs
     def graph(self, graph: onnx.GraphProto) -> str | None:
         """Rewrite ``graph``'s loops in place; return its flag value (or None: no loops)."""
+        return self.graph_flags(graph, together=True)[0]
+
+    def graph_flags(
+        self, graph: onnx.GraphProto, together: bool = False
+    ) -> tuple[str | None, str | None]:
+        """Rewrite ``graph``'s loops in place; return whether one of them passed its own
+        iteration limit, and whether a limit was passed within one of them (both in the
+        first, ``together``)."""
         flags = self.loop_flags(graph)
         nodes = list(graph.node)
-        flag = self.any_of(nodes, [f for f, _ in flags])
+        pair: tuple[str | None, str | None] = (
+            (self.any_of(nodes, [f for own, within, _ in flags for f in (own, within)]), None)
+            if together
+            else (
+                self.any_of(nodes, [own for own, _, _ in flags]),
+                self.any_of(nodes, [within for _, within, _ in flags]),
+            )
+        )
         del graph.node[:]
         graph.node.extend(nodes)
-        return flag
+        return pair
 
-    def loop_flags(self, graph: onnx.GraphProto) -> list[tuple[str, str]]:
-        """Rewrite ``graph``'s loops in place; return (flag value, label) per loop node."""
+    def loop_flags(self, graph: onnx.GraphProto) -> list[tuple[str | None, str | None, str]]:
+        """Rewrite ``graph``'s loops in place; return per loop node its flag values (its own
+        iterations, its body) and its label."""
         rewrite = {"Loop": self.loop, "Scan": self.scan, "If": self.if_}
         nodes: list = []
-        flags: list[tuple[str, str]] = []
+        flags: list[tuple[str | None, str | None, str]] = []
         for node in graph.node:
             if node.op_type in rewrite and node.domain in ("", "ai.onnx"):
-                flag = rewrite[node.op_type](node, nodes)
-                if flag:
-                    label = self.labels.get(node.name) or node.name or node.op_type
-                    flags.append((flag, label))
+                own, within = rewrite[node.op_type](node, nodes)
+                if own or within:
+                    flags.append((own, within, self.label(node)))
             else:
                 nodes.append(node)
         del graph.node[:]
         graph.node.extend(nodes)
         return flags
 
-    def loop(self, node: onnx.NodeProto, nodes: list) -> str:
+    def label(self, node: onnx.NodeProto) -> str:
+        """The node's label; for an If that wraps a labelled loop (zero_steps), the loop's."""
+        if node.name in self.labels:
+            return self.labels[node.name]
+        if node.op_type == "If":
+            for inner in (n for g in subgraphs(node) for n in all_nodes(g)):
+                if inner.name in self.labels:
+                    return self.labels[inner.name]
+        return node.name or node.op_type
+
+    def loop(self, node: onnx.NodeProto, nodes: list) -> tuple[str, str | None]:
         """Cap the trip count at the limit; flag a loop that still wanted to go on.
 
         The body's condition output is also returned as an extra loop-carried
@@ -180,7 +226,7 @@ class _Rewriter:
         )
         nodes.append(new)
         over = self.emit(nodes, "And", [keep_final, wants_more])
-        return self.emit(nodes, "Or", [over, hit_final[0]]) if stop else over
+        return over, (hit_final[0] if stop else None)
 
     def capped_trip_count(self, nodes: list, trip: str) -> tuple[str, str]:
         """The trip count capped at ``max_iterations``, and whether it wanted more."""
@@ -224,14 +270,14 @@ class _Rewriter:
             [self.const_bool(nodes, False)],
         )
 
-    def scan(self, node: onnx.NodeProto, nodes: list) -> str:
+    def scan(self, node: onnx.NodeProto, nodes: list) -> tuple[str, str | None]:
         signature = ScanSignature.from_onnx(node)  # opset 8's when it passes sequence_lens
         body = _graph_attribute(node, "body")
         inner = self.graph(body)
         too_long = self.scan_too_long(node, signature, nodes)
         if inner is None:
             nodes.append(node)
-            return too_long
+            return too_long, None
         # carry the inner flag as an extra state
         hit_in = self.name("hit_in")
         inputs = list(body.input)
@@ -267,7 +313,7 @@ class _Rewriter:
             outs[signature.node_state_outputs] + [hit_final] + outs[signature.node_scan_outputs]
         )
         nodes.append(new)
-        return self.emit(nodes, "Or", [too_long, hit_final])
+        return too_long, hit_final
 
     def scan_too_long(self, node: onnx.NodeProto, signature: ScanSignature, nodes: list) -> str:
         """Whether the scanned sequences are longer than ``max_iterations``."""
@@ -283,25 +329,28 @@ class _Rewriter:
         limit = helper.make_tensor("v", TensorProto.DOUBLE, [], [float(self.limits.max_iterations)])
         return self.emit(nodes, "Greater", [length, self.emit(nodes, "Constant", [], value=limit)])
 
-    def if_(self, node: onnx.NodeProto, nodes: list) -> str | None:
+    def if_(self, node: onnx.NodeProto, nodes: list) -> tuple[str | None, str | None]:
+        """Each branch returns its loops' flags (own iterations, within), where any has one."""
         branches = [_graph_attribute(node, name) for name in IfSignature.BRANCHES]
-        flags = [self.graph(branch) for branch in branches]
-        if flags == [None, None]:
+        pairs = [self.graph_flags(branch) for branch in branches]
+        kinds = [k for k in (0, 1) if any(pair[k] for pair in pairs)]
+        if not kinds:
             nodes.append(node)
-            return None
-        for branch, flag in zip(branches, flags, strict=True):
+            return None, None
+        for branch, pair in zip(branches, pairs, strict=True):
             b = list(branch.node)
-            value = flag if flag else self.const_bool(b, False)
-            out = self.emit(b, "Identity", [value])
+            outs = [self.emit(b, "Identity", [pair[k] or self.const_bool(b, False)]) for k in kinds]
             del branch.node[:]
             branch.node.extend(b)
-            branch.output.append(helper.make_tensor_value_info(out, TensorProto.BOOL, []))
-        hit = self.name("hit")
+            branch.output.extend(
+                helper.make_tensor_value_info(out, TensorProto.BOOL, []) for out in outs
+            )
+        hits = {k: self.name("hit") for k in kinds}
         new = onnx.NodeProto()
         new.CopyFrom(node)
-        new.output.append(hit)
+        new.output.extend(hits.values())
         nodes.append(new)
-        return hit
+        return hits.get(0), hits.get(1)
 
 
 def _static(value: onnx.ValueInfoProto) -> bool:

@@ -30,11 +30,18 @@ __all__ = ["CompiledTimeLoop", "compile_time_loop"]
 
 @dataclass(frozen=True)
 class CompiledTimeLoop:
-    """``run(steps, series, initial, cond) -> (final cond, scan outputs as lists)``."""
+    """``run(start, stop, cond, *carried, *series, *scans) -> (cond, carried)``: the steps
+    ``start`` to ``stop``, appended to ``scans`` (made by :meth:`new_scans`)."""
 
     source: str
     run: Callable[..., Any]
     n_carried: int
+    #: per scan output: an ``array`` typecode, or None for a list
+    scan_codes: tuple[str | None, ...]
+
+    def new_scans(self) -> list[Any]:
+        """Empty scan outputs: an ``array`` (8 bytes a step) where the type allows."""
+        return [array(code) if code else [] for code in self.scan_codes]
 
 
 def compile_time_loop(model: Model) -> CompiledTimeLoop:
@@ -55,7 +62,7 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     kinds = scan_kinds(loop, len(signature.formal_outputs) - 1 - n_carried)
     names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
     initial = [python_type(params[n.strip()].value) for n in names if n.strip()]
-    source = function_source(signature, n_carried, first, rest, writer, kinds, initial)
+    source = function_source(signature, n_carried, first, rest, writer, initial)
     namespace: dict[str, Any] = {
         "numpy": np,
         "math": math,
@@ -63,10 +70,9 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
         "__builtins__": _BUILTINS,
         "_where": _where,
         "_scalar": _scalar,
-        "_array": array,
     }
     exec(compile(source, f"<time loop {graph.id}>", "exec"), namespace)  # noqa: S102
-    return CompiledTimeLoop(source, namespace["time_loop"], n_carried)
+    return CompiledTimeLoop(source, namespace["time_loop"], n_carried, tuple(kinds))
 
 
 _SCALARS = (float, int, np.float64, np.int64)

@@ -43,25 +43,9 @@ def specialize(statements: list[ast.stmt], env: Mapping[str, str | None]) -> dic
     """Rewrite ``_where`` calls on known floats in place; return the types of all variables."""
     types = dict(env)
 
-    class _Rewrite(ast.NodeTransformer):
-        def visit_Call(self, node: ast.Call) -> ast.AST:
-            self.generic_visit(node)
-            if (
-                isinstance(node.func, ast.Name)
-                and node.func.id == "_where"
-                and len(node.args) == 3
-                and _type(node.args[0], types) == "bool"
-                and _type(node.args[1], types) == "float"
-                and _type(node.args[2], types) == "float"
-            ):
-                return ast.copy_location(
-                    ast.IfExp(test=node.args[0], body=node.args[1], orelse=node.args[2]), node
-                )
-            return node
-
     for statement in statements:
         if isinstance(statement, ast.Assign):
-            statement.value = _Rewrite().visit(statement.value)
+            statement.value = _Specialize(types).visit(statement.value)
             target = statement.targets[0]
             if isinstance(target, ast.Name):
                 types[target.id] = _type(statement.value, types)
@@ -70,6 +54,29 @@ def specialize(statements: list[ast.stmt], env: Mapping[str, str | None]) -> dic
                 for name, kind in zip(target.elts, values, strict=True):
                     types[getattr(name, "id", "")] = kind
     return types
+
+
+class _Specialize(ast.NodeTransformer):
+    """``_where(c, a, b)`` -> ``a if c else b`` where all three types are known."""
+
+    def __init__(self, types: Mapping[str, str | None]) -> None:
+        self.types = types
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        types = self.types
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "_where"
+            and len(node.args) == 3
+            and _type(node.args[0], types) == "bool"
+            and _type(node.args[1], types) == "float"
+            and _type(node.args[2], types) == "float"
+        ):
+            return ast.copy_location(
+                ast.IfExp(test=node.args[0], body=node.args[1], orelse=node.args[2]), node
+            )
+        return node
 
 
 def _type(node: ast.AST, types: Mapping[str, str | None]) -> str | None:

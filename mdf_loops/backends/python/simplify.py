@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import copy
 
 from mdf_loops.backends.python.scalar_types import specialize
 
@@ -20,22 +19,16 @@ def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
     statements = ast.parse("\n".join(lines)).body
     replace: dict[str, ast.expr] = {}
 
-    class _Substitute(ast.NodeTransformer):
-        def visit_Name(self, n: ast.Name) -> ast.AST:
-            if isinstance(n.ctx, ast.Load) and n.id in replace:
-                return ast.copy_location(copy.deepcopy(replace[n.id]), n)
-            return n
-
     kept = []
     for statement in statements:
         if isinstance(statement, ast.Assign):
-            statement.value = _Substitute().visit(statement.value)
+            statement.value = _Substitute(replace).visit(statement.value)
             target = statement.targets[0]
             if isinstance(target, ast.Name) and _is_atom(statement.value):
                 replace[target.id] = statement.value
                 continue
         else:
-            statement = _Substitute().visit(statement)
+            statement = _Substitute(replace).visit(statement)
         kept.append(statement)
     types = specialize(kept, env)
     carried = sorted(
@@ -58,6 +51,27 @@ def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
         }
         result.append(ast.unparse(statement))
     return result[::-1], [types[k] for k in carried]
+
+
+class _Substitute(ast.NodeTransformer):
+    """Replaces each loaded name of ``replace`` by a copy of its atom."""
+
+    def __init__(self, replace: dict[str, ast.expr]) -> None:
+        self.replace = replace
+
+    def visit_Name(self, n: ast.Name) -> ast.AST:
+        if isinstance(n.ctx, ast.Load) and n.id in self.replace:
+            return ast.copy_location(_copy_atom(self.replace[n.id]), n)
+        return n
+
+
+def _copy_atom(node: ast.expr) -> ast.expr:
+    """A fresh copy of an atom (cheaper than ``copy.deepcopy``)."""
+    if isinstance(node, ast.UnaryOp):
+        return ast.UnaryOp(op=ast.USub(), operand=_copy_atom(node.operand))
+    if isinstance(node, ast.Name):
+        return ast.Name(id=node.id, ctx=ast.Load())
+    return ast.Constant(value=node.value)  # type: ignore[attr-defined]  # an atom
 
 
 def _is_atom(node: ast.AST) -> bool:

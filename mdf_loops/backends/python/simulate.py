@@ -14,14 +14,21 @@ from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.timeloop.simulate import Trajectories
 from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE, TimeLoopSpec
+from mdf_loops.timeloop.watch import SimulationWatch
 
 __all__ = ["run_time_loop"]
 
 _COMPILED: weakref.WeakKeyDictionary[Model, CompiledTimeLoop] = weakref.WeakKeyDictionary()
 
+#: steps run between two looks at progress, limits and non-finite values
+CHUNK = 1 << 15
 
-def run_time_loop(model: Model, inputs: dict, spec: TimeLoopSpec, trusted: bool) -> Trajectories:
-    """Simulate ``model`` with its compiled Python loop (compiled once per model)."""
+
+def run_time_loop(
+    model: Model, inputs: dict, spec: TimeLoopSpec, trusted: bool, watch: SimulationWatch
+) -> Trajectories:
+    """Simulate ``model`` with its compiled Python loop (compiled once per model), in
+    chunks of :data:`CHUNK` steps between which ``watch`` reports."""
     compiled = _COMPILED.get(model)
     if compiled is None:
         if not trusted:
@@ -49,7 +56,16 @@ def run_time_loop(model: Model, inputs: dict, spec: TimeLoopSpec, trusted: bool)
         outer.append(np.asarray(value))
         if len(outer[-1]) < steps:
             raise ModelError(f"input '{name}': {len(outer[-1])} steps, the loop runs {steps}")
-    _, scans = compiled.run(steps, bool(params["continue0"]), *initial, *outer)
+    scans = compiled.new_scans()
+    refs = ["time", *spec.records]
+    cond, done = bool(params["continue0"]), 0
+    while cond and done < steps:
+        watch.progress(done)
+        stop = min(steps, done + CHUNK)
+        cond, initial = compiled.run(done, stop, cond, *initial, *outer, *scans)
+        for ref, scan in zip(refs[1:], scans[1:], strict=True):
+            watch.check(ref, np.asarray(scan[done:]), done)
+        done = stop
     arrays = [np.asarray(s, dtype=float) if not len(s) else np.asarray(s) for s in scans]
     time = arrays[0]
     values = {ref: arrays[1 + k] for k, ref in enumerate(spec.records)}

@@ -100,6 +100,9 @@ class StepWriter:
                 data = self._expression(param.args["data"], scope, node.id)
                 index = self._expression(param.args["indices"], scope, node.id)
                 return f"({data})[{index}]"
+            expression = _standard_expression(param.function)
+            if expression is not None:
+                return self._standard_call(node, param, expression, scope)
             raise NotCompilable(
                 f"node '{node.id}' parameter '{param.id}': function '{param.function}'"
             )
@@ -111,47 +114,72 @@ class StepWriter:
             raise NotCompilable(f"node '{node.id}' parameter '{param.id}': stateful in a body")
         return self._expression(param.value, scope, node.id)
 
+    def _standard_call(self, node: Node, param, expression: str, scope: dict) -> str:
+        """A call of an MDF standard function, its args inlined in order (as stock
+        evaluates them, each seeing the ones before it)."""
+        local = dict(scope)
+        for key, value in (param.args or {}).items():
+            local[key] = f"({self._expression(value, local, node.id)})"
+        return self._expression(expression, local, node.id)
+
     def _expression(self, value: Any, scope: dict, node_id: str) -> str:
         if not isinstance(value, str):
             return _literal(value, node_id, "value")
         tree = ast.parse(value.strip(), mode="eval")
-        constants = self.constants
+        return ast.unparse(_Rewrite(scope, self.constants).visit(tree))
 
-        class _Rewrite(ast.NodeTransformer):
-            def visit_Name(self, n: ast.Name) -> ast.AST:
-                return (
-                    ast.copy_location(ast.Name(id=scope[n.id], ctx=n.ctx), n)
-                    if n.id in scope
-                    else n
-                )
 
-            def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
-                if not (isinstance(n.slice, ast.Tuple) and not n.slice.elts):
-                    return self.generic_visit(n)
-                folded = _fold_where(n.value, scope, constants)
-                if folded is not None:
-                    return self.visit(folded)
-                call = ast.Call(
-                    func=ast.Name(id="_scalar", ctx=ast.Load()),
-                    args=[self.visit(n.value)],
-                    keywords=[],
-                )
-                return ast.copy_location(call, n)
+class _Rewrite(ast.NodeTransformer):
+    """An expression over the step's variables: names from ``scope``, selections on flags
+    known this step folded, ``numpy.where`` as ``_where``, ``x[()]`` as ``_scalar(x)``."""
 
-            def visit_Call(self, n: ast.Call) -> ast.AST:
-                folded = _fold_where(n, scope, constants)
-                if folded is not None:
-                    return self.visit(folded)
-                if _is_where(n):
-                    call = ast.Call(
-                        func=ast.Name(id="_where", ctx=ast.Load()),
-                        args=[self.visit(a) for a in n.args],
-                        keywords=[],
-                    )
-                    return ast.copy_location(call, n)
-                return self.generic_visit(n)
+    def __init__(self, scope: dict, constants: dict) -> None:
+        self.scope, self.constants = scope, constants
 
-        return ast.unparse(_Rewrite().visit(tree))
+    def visit_Name(self, n: ast.Name) -> ast.AST:
+        if n.id in self.scope:
+            return ast.copy_location(ast.Name(id=self.scope[n.id], ctx=n.ctx), n)
+        return n
+
+    def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
+        if not (isinstance(n.slice, ast.Tuple) and not n.slice.elts):
+            return self.generic_visit(n)
+        folded = _fold_where(n.value, self.scope, self.constants)
+        if folded is not None:
+            return self.visit(folded)
+        call = ast.Call(
+            func=ast.Name(id="_scalar", ctx=ast.Load()), args=[self.visit(n.value)], keywords=[]
+        )
+        return ast.copy_location(call, n)
+
+    def visit_Call(self, n: ast.Call) -> ast.AST:
+        folded = _fold_where(n, self.scope, self.constants)
+        if folded is not None:
+            return self.visit(folded)
+        if _is_where(n):
+            call = ast.Call(
+                func=ast.Name(id="_where", ctx=ast.Load()),
+                args=[self.visit(a) for a in n.args],
+                keywords=[],
+            )
+            return ast.copy_location(call, n)
+        return self.generic_visit(n)
+
+
+def _standard_expression(function: str) -> str | None:
+    """The Python expression modeci-mdf evaluates for one of its standard functions."""
+    if "::" in function:
+        return None
+    from modeci_mdf.execution_engine import create_python_expression
+    from modeci_mdf.functions.standard import mdf_functions
+
+    entry = mdf_functions.get(function)
+    if entry is None or not isinstance(entry.get("expression_string"), str):
+        return None
+    text = create_python_expression(entry["expression_string"])
+    if "onnx_ops." in text or "actr." in text or "ddm." in text:
+        return None
+    return text
 
 
 def _is_where(node: ast.AST) -> TypeGuard[ast.Call]:

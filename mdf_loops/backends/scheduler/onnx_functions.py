@@ -28,6 +28,7 @@ from onnx.reference.ops import load_op
 from onnx.reference.ops.aionnxml import load_op as load_ml_op
 
 from mdf_loops.backends.scheduler.loop_nodes import run_control_flow
+from mdf_loops.backends.scheduler.ml_kernels import MISSING_ML_KERNELS
 from mdf_loops.errors import EvaluationError, ModelError
 from mdf_loops.model.convention import BODY_ATTRIBUTES
 from mdf_loops.model.values import decode_tensor, is_encoded_tensor, to_engine, to_kernel
@@ -260,6 +261,8 @@ def _load_default(op_type: str, version: int, node: onnx.NodeProto) -> type:
 
 
 def _load_ml(op_type: str, version: int, node: onnx.NodeProto) -> type:
+    if op_type in MISSING_ML_KERNELS:  # ZipMap: none in onnx.reference (ml_kernels.py)
+        return MISSING_ML_KERNELS[op_type]
     return load_ml_op("ai.onnx.ml", op_type, version)
 
 

@@ -306,3 +306,26 @@ def test_repeated_calls_follow_new_inputs_and_edits_of_the_model():
     np.testing.assert_allclose(value, loss(0.45, inputs["V0"]), rtol=1e-12)
     np.testing.assert_allclose(grads["alpha"], _central(lambda a: loss(a, inputs["V0"]), 0.45),
                                rtol=1e-6)
+
+
+# ------------------------------------------- two parameters of one node (lifting shifts indices)
+
+
+def _leaky_numpy(dt, tau, x0, current):
+    x = x0
+    for i_t in current:
+        x = x + dt * (-x + i_t) / tau
+    return x
+
+
+@pytest.mark.parametrize("order", [["dt", "tau"], ["tau", "dt"]])
+def test_gradient_wrt_two_parameters_of_one_body_node_in_either_order(order):
+    model = str(Path(__file__).resolve().parents[3] / "examples" / "leaky_integrator.json")
+    current = np.linspace(0.0, 1.0, 12)
+    inputs = {"x0": np.array(0.3), "I": current}
+    grads = mdf_loops.grad(model, "integrate.x_final", order, inputs)
+    assert set(grads) == set(order)
+    np.testing.assert_allclose(
+        grads["dt"], _central(lambda dt: _leaky_numpy(dt, 2.0, 0.3, current), 0.1), rtol=1e-6)
+    np.testing.assert_allclose(
+        grads["tau"], _central(lambda tau: _leaky_numpy(0.1, tau, 0.3, current), 2.0), rtol=1e-6)

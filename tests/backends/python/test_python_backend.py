@@ -69,11 +69,19 @@ def test_the_compiled_function_folds_the_first_step_and_records_arrays():
     compiled = compile_time_loop(_time_loop())
     assert "numpy.where" not in compiled.source and "first" not in compiled.source
     assert compiled.n_carried == 1
-    cond, (time, temps) = compiled.run(7, True, T0)
+    time, temps = compiled.new_scans()
+    cond, carried = compiled.run(0, 7, True, T0, time, temps)
     assert cond is True
     assert isinstance(temps, array) and temps.typecode == "d"
     np.testing.assert_allclose(np.asarray(temps), _numpy_cooling(7), rtol=1e-12)
-    assert compiled.run(0, True, T0)[1][1] == array("d")  # no steps, nothing recorded
+    # in chunks: each continues from the carried values the last returned
+    time, temps = compiled.new_scans()
+    cond, carried = compiled.run(0, 3, True, T0, time, temps)
+    compiled.run(3, 7, cond, *carried, time, temps)
+    np.testing.assert_array_equal(np.asarray(temps), _numpy_cooling(7))
+    empty = compiled.new_scans()
+    compiled.run(0, 0, True, T0, *empty)
+    assert empty[1] == array("d")  # no steps, nothing recorded
 
 
 def test_a_node_id_that_is_no_identifier_is_refused():

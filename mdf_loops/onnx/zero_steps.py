@@ -314,6 +314,7 @@ class _Rewriter:
         loop = nodes[-1]
         if not empty:  # the original node, its outputs renamed inside the branch
             loop = self.copy_node(node, list(node.input))
+            loop.name = node.name  # the node itself: its name labels it in limit errors
             nodes = [loop]
         is_scan = isinstance(signature, ScanSignature)
         states = (

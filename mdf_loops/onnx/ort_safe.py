@@ -23,7 +23,7 @@ two places a valid model can reach with ordinary inputs:
   numpy.
 
 :func:`make_safe` applies both, at every depth of subgraphs; the values are
-unchanged. It then applies :mod:`mdf_loops.backends.onnxruntime.zero_steps`, so
+unchanged. It then applies :mod:`mdf_loops.onnx.zero_steps`, so
 that loops running zero times give the reference answer instead of failing.
 Moving an axis needs the rank of the value, and guarding a division
 its element type: ONNX shape inference supplies both.
@@ -37,10 +37,10 @@ from dataclasses import dataclass
 import onnx
 from onnx import TensorProto, helper
 
-from mdf_loops.backends.onnxruntime.zero_steps import probe_zero_steps
 from mdf_loops.errors import ModelError
 from mdf_loops.model.signatures import ScanSignature
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
+from mdf_loops.onnx.zero_steps import probe_zero_steps
 
 __all__ = ["make_safe", "scan_axes_to_zero"]
 
@@ -55,7 +55,7 @@ def make_safe(model: onnx.ModelProto) -> onnx.ModelProto:
     ``Div`` or ``Mod`` (else a copy, with shape inference's types). Raises
     :class:`~mdf_loops.errors.ModelError` when the rank of a value whose scan axis
     must move is unknown. Then loops that may run zero times get the reference
-    answer (:mod:`mdf_loops.backends.onnxruntime.zero_steps`): onnxruntime never
+    answer (:mod:`mdf_loops.onnx.zero_steps`): onnxruntime never
     runs a zero-length Scan.
     """
     return probe_zero_steps(_rewrite(model, axes=True, division=True))
@@ -129,7 +129,7 @@ class _Rewriter:
             if self.axes and _scan_with_axes(node):
                 nodes.extend(self.scan(node, known))
             elif self.division and _is_division(node) and _signed_integer(node, known):
-                nodes.extend(self.divide(node))
+                nodes.extend(self.divide(node, _element_type(node, known) or 0))
             else:
                 nodes.append(node)
         del graph.node[:]
@@ -192,29 +192,22 @@ class _Rewriter:
 
     # -- integer division
 
-    def divide(self, node: onnx.NodeProto) -> list:
+    def divide(self, node: onnx.NodeProto, elem: int) -> list:
+        """The guarded division; ``elem``: the element type of both operands (constants of
+        that type, not CastLike, which onnxruntime cannot fold and logs a warning of)."""
         a, b = node.input
         fresh = self.names.fresh
-        minus_one_i64, minus_one, one_i64, one, is_minus_one, divisor = (
-            fresh("minus_one_i64"),
+        minus_one, one, is_minus_one, divisor = (
             fresh("minus_one"),
-            fresh("one_i64"),
             fresh("one"),
             fresh("divisor_is_minus_one"),
             fresh("divisor"),
         )
         nodes = [
             helper.make_node(
-                "Constant",
-                [],
-                [minus_one_i64],
-                value=helper.make_tensor("v", TensorProto.INT64, [], [-1]),
+                "Constant", [], [minus_one], value=helper.make_tensor("v", elem, [], [-1])
             ),
-            helper.make_node("CastLike", [minus_one_i64, b], [minus_one]),
-            helper.make_node(
-                "Constant", [], [one_i64], value=helper.make_tensor("v", TensorProto.INT64, [], [1])
-            ),
-            helper.make_node("CastLike", [one_i64, b], [one]),
+            helper.make_node("Constant", [], [one], value=helper.make_tensor("v", elem, [], [1])),
             helper.make_node("Equal", [b, minus_one], [is_minus_one]),
             helper.make_node("Where", [is_minus_one, one, b], [divisor]),
         ]
@@ -233,8 +226,13 @@ class _Rewriter:
 
 
 def _signed_integer(node: onnx.NodeProto, known: dict[str, _Tensor]) -> bool:
+    return _element_type(node, known) in _SIGNED_32_64
+
+
+def _element_type(node: onnx.NodeProto, known: dict[str, _Tensor]) -> int | None:
+    """The element type of a division's operands and result, where inference knows it."""
     tensor = known.get(node.output[0]) or known.get(node.input[0])
-    return tensor is not None and tensor.elem in _SIGNED_32_64
+    return None if tensor is None else tensor.elem
 
 
 def _rank(tensor: _Tensor | None, what: str) -> int:

@@ -17,7 +17,7 @@ from onnx import TensorProto
 from onnx import helper as oh
 
 import mdf_loops
-from mdf_loops.backends.onnxruntime.ort_safe import make_safe, scan_axes_to_zero
+from mdf_loops.onnx.ort_safe import make_safe, scan_axes_to_zero
 from conftest import FLOAT, body_graph, onnx_model, ort_run, value_info
 
 

@@ -1,0 +1,228 @@
+"""``Scan``, ``Loop`` and ``If`` run as Python loops over torch values, at any length.
+
+The semantics are :mod:`mdf_loops.ops` (``scan``, ``loop``, ``if_``, stated there once
+as plain loops); this module writes the same loops over torch tensors, so autograd
+sees every iteration, with the same iteration guard (``max_iterations``,
+:class:`~mdf_loops.ops.common.IterationGuard`), nesting limit and errors. A body is
+bound to its enclosing scope once per loop (:meth:`.interpreter.Program.bind`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from mdf_loops.backends.torch.registry import op
+from mdf_loops.backends.torch.values import same_form
+from mdf_loops.errors import LoopError
+from mdf_loops.ops.common import IterationGuard, loop_scope, normalize_axis
+from mdf_loops.ops.scan import ScanAttributes
+
+
+def _truth(value: Any, what: str, iteration: int | None) -> bool:
+    if not isinstance(value, torch.Tensor) or value.numel() != 1:
+        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        at = "" if iteration is None else f" at iteration {iteration}"
+        raise LoopError(f"{what} must hold one boolean, got {shape}{at}")
+    return bool(value.reshape(()))
+
+
+def _stack(elements: list, axis: int, backward: bool, j: int) -> torch.Tensor:
+    stacked = torch.stack(elements[::-1] if backward else elements)
+    axis = normalize_axis(axis, stacked.dim(), f"scan_output_axes[{j}]", f"scan output {j}")
+    return stacked.movedim(0, axis) if axis else stacked
+
+
+# ---------------------------------------------------------------- If
+
+
+@op("If", scoped=True)
+def _if(call, frame, cond):
+    taken = "then_branch" if _truth(cond, "If condition", None) else "else_branch"
+    with loop_scope("If"):
+        return tuple(call.bodies[taken].bind(frame)([]))
+
+
+# ---------------------------------------------------------------- Scan
+
+
+def _attributes(call) -> ScanAttributes:
+    def axes(name):
+        value = call.attr(name)
+        return tuple(value) if value is not None else None
+
+    return ScanAttributes(
+        call.attr("num_scan_inputs"),
+        axes("scan_input_axes" if call.opset >= 9 else "axes"),
+        axes("scan_input_directions" if call.opset >= 9 else "directions"),
+        axes("scan_output_axes"),
+        axes("scan_output_directions"),
+    )
+
+
+@op("Scan", scoped=True)
+def _scan(call, frame, *inputs):
+    attributes = _attributes(call)
+    body = call.bodies["body"].bind(frame)
+    with loop_scope("Scan"):
+        if call.opset < 9:
+            return tuple(_scan_batched(body, inputs[0], list(inputs[1:]), attributes))
+        return tuple(_scan_one(body, list(inputs), attributes))
+
+
+def _scan_one(body, inputs: list, attributes: ScanAttributes) -> list:
+    m = attributes.num_scan_inputs
+    if m < 1 or m > len(inputs):
+        raise LoopError(
+            f"num_scan_inputs is {m} but the node has {len(inputs)} inputs "
+            "(initial states then scan inputs; at least one scan input)"
+        )
+    n = len(inputs) - m
+    states, xs = inputs[:n], inputs[n:]
+    axes = [
+        normalize_axis(
+            attributes.input_axis(k), x.dim(), f"scan_input_axes[{k}]", f"scan input {k}"
+        )
+        for k, x in enumerate(xs)
+    ]
+    lengths = [x.shape[a] for x, a in zip(xs, axes, strict=True)]
+    if len(set(lengths)) > 1:
+        raise LoopError(
+            "scan inputs differ in length along their scan axes: "
+            + ", ".join(f"input {k}: {L}" for k, L in enumerate(lengths))
+        )
+    length = lengths[0]
+    guard = IterationGuard(kind="Scan")
+    guard.check_planned(length)
+    slices = [
+        (x.flip(a) if attributes.input_backward(k) else x).unbind(a)
+        for k, (x, a) in enumerate(zip(xs, axes, strict=True))
+    ]
+    states, produced = _iterate(body, states, slices, length, guard)
+    if length == 0:  # zero iterations: the element shapes from one probe run
+        return states + _empty_scan_outputs(body, states, xs, axes, attributes)
+    return states + [
+        _stack(column, attributes.output_axis(j), attributes.output_backward(j), j)
+        for j, column in enumerate(produced)
+    ]
+
+
+def _iterate(body, states: list, slices: list, length: int, guard) -> tuple[list, list]:
+    """The Scan's iterations: the final states and each scan output's elements."""
+    n = len(states)
+    produced: list[list] = []
+    appends: list[Callable[[Any], None]] = []
+    forms = [(s.shape, s.dtype) if isinstance(s, torch.Tensor) else None for s in states]
+    step = guard.step
+    for t, elements in enumerate(zip(*slices, strict=True)):
+        step(t)
+        outs = body([*states, *elements])
+        if len(outs) < n:
+            raise LoopError(f"body returned {len(outs)} outputs but the scan carries {n} states")
+        for i in range(n):
+            form = forms[i]
+            if form is not None and (outs[i].shape != form[0] or outs[i].dtype != form[1]):
+                same_form(states[i], outs[i], f"state {i}", t)  # raises, naming the change
+        states = outs[:n]
+        if not appends:
+            produced = [[] for _ in outs[n:]]
+            appends = [column.append for column in produced]
+        for append, y in zip(appends, outs[n:], strict=True):
+            append(y)
+    return list(states), produced
+
+
+def _empty_scan_outputs(body, states: list, xs: list, axes: list, attributes) -> list:
+    """The scan outputs of zero iterations: empty, shaped by one probe run of the body."""
+    elements = [x.new_zeros(x.shape[:a] + x.shape[a + 1 :]) for x, a in zip(xs, axes, strict=True)]
+    probe = body(states + elements)
+    results = []
+    for j, y in enumerate(probe[len(states) :]):
+        empty = y.new_zeros((0,) + tuple(y.shape))
+        axis = attributes.output_axis(j)
+        axis = normalize_axis(axis, empty.dim(), f"scan_output_axes[{j}]", f"scan output {j}")
+        results.append(empty.movedim(0, axis) if axis else empty)
+    return results
+
+
+def _scan_batched(body, sequence_lens, inputs: list, attributes: ScanAttributes) -> list:
+    """Opset 8: every input has a leading batch axis; each entry is its own scan."""
+    n = len(inputs) - attributes.num_scan_inputs
+    shifted = ScanAttributes(
+        attributes.num_scan_inputs,
+        attributes.scan_input_axes,
+        attributes.scan_input_directions,
+        None,
+        attributes.scan_output_directions,
+    )
+    per_batch = []
+    for b in range(inputs[0].shape[0]):
+        items = [x[b] for x in inputs]
+        if sequence_lens is not None:
+            steps = int(sequence_lens.reshape(-1)[b])
+            items = items[:n] + [x[:steps] for x in items[n:]]
+        per_batch.append(_scan_one(body, items, shifted))
+    results = []
+    for j in range(len(per_batch[0])):
+        parts = [r[j] for r in per_batch]
+        if j >= n:
+            longest = max(p.shape[0] for p in parts)
+            parts = [
+                torch.cat([p, p.new_zeros((longest - p.shape[0],) + tuple(p.shape[1:]))])
+                for p in parts
+            ]
+        results.append(torch.stack(parts))
+    return results
+
+
+# ---------------------------------------------------------------- Loop
+
+
+@op("Loop", scoped=True)
+def _loop(call, frame, trip_count=None, condition=None, *initial):
+    body = call.bodies["body"].bind(frame)
+    guard = IterationGuard(kind="Loop")
+    max_trips = None if trip_count is None else int(trip_count.reshape(()))
+    keep_going = True if condition is None else _truth(condition, "cond input", None)
+    if max_trips is not None:
+        guard.expect_at_most(max_trips)
+    values = list(initial)
+    n = len(values)
+    produced: list[list] = []
+    device = values[0].device if values and isinstance(values[0], torch.Tensor) else None
+    i = 0
+    with loop_scope("Loop"):
+        while (max_trips is None or i < max_trips) and keep_going:
+            guard.step(i)
+            counter = torch.tensor(i, dtype=torch.int64, device=device)
+            outs = body([counter, torch.tensor(keep_going, device=device)] + values)
+            if len(outs) < 1 + n:
+                raise LoopError(
+                    f"body returned {len(outs)} outputs; a Loop body returns the condition, "
+                    f"then the {n} loop-carried values, then scan outputs"
+                )
+            keep_going = _truth(outs[0], "body condition output", i)
+            values = list(outs[1 : 1 + n])
+            if not produced:
+                produced = [[] for _ in outs[1 + n :]]
+            for column, y in zip(produced, outs[1 + n :], strict=True):
+                column.append(y)
+            i += 1
+        if i == 0:
+            return tuple(values + _zero_trips(body, values, device))
+    return tuple(values + [torch.stack(column) for column in produced])
+
+
+def _zero_trips(body, values: list, device) -> list:
+    """Scan outputs of a loop that ran zero times: length 0, element shape from a probe."""
+    try:
+        zero = torch.tensor(0, dtype=torch.int64, device=device)
+        probe = body([zero, torch.tensor(True, device=device)] + values)
+    except Exception:  # the body cannot run on the initial values: shape unknown
+        return []
+    return [
+        torch.zeros((0,) + tuple(y.shape), dtype=y.dtype, device=y.device)
+        for y in probe[1 + len(values) :]
+    ]

@@ -1,0 +1,99 @@
+"""A node's ``functions`` list, rewritten as parameters of its time-loop step node.
+
+modeci-mdf's ``EvaluableNode.evaluate`` (0.4.x) evaluates a node's functions between
+its two parameter sweeps, in the order they are declared: each function sees the
+*current* value of every parameter (the previous step's, or the initial value on the
+first) and the values of the functions declared before it; the new values of the
+parameters then see the functions' values. A function with ``args`` evaluates them in
+order, each seeing the ones before it, then its ``value`` expression (or the named
+MDF function) over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from modeci_mdf.mdf import Function, Parameter
+
+from mdf_loops.errors import ModelError
+from mdf_loops.timeloop.names import literal, names_read, rename
+
+__all__ = ["function_parameters", "names_read_by_functions", "inline_args"]
+
+
+def inline_args(args: Mapping[str, Any], mapping: Mapping[str, str], here: str) -> dict[str, Any]:
+    """Each arg's expression with ``mapping`` applied and the args before it put in.
+
+    modeci-mdf evaluates the args in order over the node's values with the earlier args
+    put in, so a name an earlier arg took means that arg; here it is replaced by that
+    arg's expression, so that every backend reads the same values. Numbers and lists
+    stay as they are (a list read by a later arg is written as a literal).
+    """
+    done: dict[str, Any] = {}
+    for key, value in args.items():
+        if isinstance(value, str):
+            earlier = {
+                k: f"({v})" if isinstance(v, str) else literal(v, here) for k, v in done.items()
+            }
+            value = rename(value, {**mapping, **earlier}, f"{here} arg '{key}'")
+        done[key] = value
+    return done
+
+
+def _function_and_args(f: Function) -> tuple[str | None, dict[str, Any]]:
+    """The MDF function name and its args (modelspec may hold ``{name: args}``)."""
+    if isinstance(f.function, dict):
+        ((name, args),) = f.function.items()
+        return name, dict(args or {})
+    return f.function, dict(f.args or {})
+
+
+def names_read_by_functions(functions: list[Function]) -> set[str]:
+    """Names the functions read from outside themselves (their args are their own)."""
+    read: set[str] = set()
+    for f in functions:
+        _, args = _function_and_args(f)
+        for value in args.values():
+            read |= names_read(value)
+        read |= names_read(f.value) - set(args)
+    return read
+
+
+def function_parameters(
+    node_id: str, functions: list[Function], old_name: Mapping[str, str], taken: set[str]
+) -> list[Parameter]:
+    """One parameter per function (plus constants for list-valued args), in order.
+
+    ``old_name`` maps each parameter the functions read to the name of its current
+    value in the step node; ``taken`` holds the parameter ids of the source node.
+    """
+    out: list[Parameter] = []
+    for f in functions:
+        here = f"node '{node_id}' function '{f.id}'"
+        if f.id in taken:
+            raise ModelError(
+                f"{here}: a parameter of the node has the same id; modeci-mdf's engine "
+                "would let the function hide the parameter's current value. Rename one"
+            )
+        name, args = _function_and_args(f)
+        if f.value is None and not name:
+            raise ModelError(f"{here}: it has neither a function nor a value; give one")
+        inlined = inline_args(args, old_name, here)
+        for key, value in list(inlined.items()):
+            if isinstance(value, (list, tuple)):  # a constant of its own, not numpy.array([
+                out.append(Parameter(id=f"{f.id}__{key}", value=list(value)))
+                inlined[key] = f"{f.id}__{key}"
+        if name:
+            out.append(Parameter(id=f.id, function=name, args=inlined))
+            continue
+        outside = {k: v for k, v in old_name.items() if k not in args}
+        inlined = {k: f"({v})" if isinstance(v, str) else repr(v) for k, v in inlined.items()}
+        value = f.value
+        if isinstance(value, (list, tuple)):
+            out.append(Parameter(id=f.id, value=list(value)))
+        else:
+            out.append(
+                Parameter(id=f.id, value=rename(value, {**outside, **inlined}, f"{here} value"))
+            )
+    return out

@@ -1,0 +1,166 @@
+"""The constructs of modeci-mdf's own stateful example models, in models of our own,
+simulated equal to stock modeci-mdf's loop (one subprocess without mdf_loops for all).
+
+Each model reproduces what one of ModECI/MDF's ``examples/MDF`` files does (the files
+themselves are not in this repository; ``test_external_models.py`` runs a folder of
+them by hand): an integer counter (States.json), list-valued parameters read before
+their first evaluation (RNN/IAF_net2.json), a parameter set only by conditions
+(SwitchedRLC_Circuit.json), a function parameter read by a time derivative before it
+is evaluated (RNN/RNNs.json), a node's ``functions`` list (translation/*.json) and MDF
+standard functions (``sin``, ``linear``, ``MatMul``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from modeci_mdf.mdf import (
+    Edge, Function, Graph, InputPort, Model, Node, OutputPort, Parameter, ParameterCondition,
+)
+
+import mdf_loops
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields
+
+ROOT = Path(__file__).resolve().parents[2]
+STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
+DT, STEPS = 0.05, 25
+
+
+def _when(name: str, test: str, value) -> ParameterCondition:
+    return ParameterCondition(id=name, test=test, value=value)
+
+
+def _model(name: str, *nodes: Node, edges=()) -> Model:
+    return Model(id=name, graphs=[Graph(id=f"{name}_graph", nodes=list(nodes), edges=list(edges))])
+
+
+def counter_and_sine() -> Model:
+    counter = Node(id="counter", parameters=[
+        Parameter(id="increment", value=1), Parameter(id="count", value="count + increment")],
+        output_ports=[OutputPort(id="out", value="count")])
+    sine = Node(id="sine", parameters=[
+        Parameter(id="level", default_initial_value=0, time_derivative="6.283185 * rate / 0.4"),
+        Parameter(id="rate", default_initial_value=1, time_derivative="-6.283185 * level / 0.4")],
+        output_ports=[OutputPort(id="out", value="3 * level")])
+    return _model("counter_and_sine", counter, sine)
+
+
+def list_parameters() -> Model:
+    drive = Node(id="drive", parameters=[Parameter(id="amp", value=[12.0, 9.0, 30.0])],
+                 output_ports=[OutputPort(id="out", value="amp")])
+    cells = Node(
+        id="cells", input_ports=[InputPort(id="current", shape=(3,))],
+        parameters=[
+            Parameter(id="erev", value=[-70, -65, -70]),
+            Parameter(id="v0", value=[-70, -60, -50]),
+            Parameter(id="thresh", value=[-20, -20, -20]),
+            Parameter(id="spiking", default_initial_value="0", conditions=[
+                _when("on", "v >= thresh", "1"),
+                _when("off", "v < thresh", "0")]),
+            Parameter(id="v", default_initial_value="v0", time_derivative="-(v - erev) / 5 + current",
+                      conditions=[_when("reset", "v > thresh", "erev")])],
+        output_ports=[OutputPort(id="v_out", value="v"), OutputPort(id="spikes", value="spiking")])
+    return _model("list_parameters", drive, cells,
+                  edges=[Edge(id="e", sender="drive", sender_port="out", receiver="cells",
+                              receiver_port="current")])
+
+
+def conditions_only() -> Model:
+    circuit = Node(id="rlc", parameters=[
+        Parameter(id="Vs", conditions=[_when("off", "time < 0.5", "0"),
+                                       _when("on", "time >= 0.5", 0.1)]),
+        Parameter(id="time", default_initial_value=0, time_derivative="1"),
+        Parameter(id="V", default_initial_value=0, time_derivative="i_C / 0.01"),
+        Parameter(id="i_R", value="V / 10"),
+        Parameter(id="i_L", default_initial_value=0, time_derivative="(Vs - V) / 1"),
+        Parameter(id="i_C", value="i_L - i_R")],
+        output_ports=[OutputPort(id="V_out", value="V"), OutputPort(id="Vs_out", value="Vs")])
+    return _model("conditions_only", circuit)
+
+
+def derivative_reads_function() -> Model:
+    rnn = Node(id="rnn", parameters=[
+        Parameter(id="W", value=[[0.5, -0.2], [0.1, 0.9]]),
+        Parameter(id="t", default_initial_value=0, time_derivative="1"),
+        Parameter(id="x", default_initial_value=[0.3, -0.4], time_derivative="-x + fb + drive"),
+        Parameter(id="r", function="tanh", args={"variable0": "x", "scale": 1}),
+        Parameter(id="fb", function="MatMul", args={"A": "W", "B": "r"}),
+        Parameter(id="drive", function="sin", args={"variable0": "2 * t", "scale": 0.5})],
+        output_ports=[OutputPort(id="x_out", value="x"), OutputPort(id="r_out", value="r")])
+    return _model("derivative_reads_function", rnn)
+
+
+def node_functions() -> Model:
+    cell = Node(id="cell", parameters=[
+        Parameter(id="dt", value=0.05), Parameter(id="scale", value=[2.0, 0.5]),
+        Parameter(id="slope", value=[3.0, -1.0]),
+        Parameter(id="V", default_initial_value=-1.0, value="V_next"),
+        Parameter(id="W", default_initial_value=0.0, value="W_next"),
+        Parameter(id="time", default_initial_value=0, value="time_next")],
+        functions=[
+            Function(id="V_next", value="V + dt * (V - V * V * V / 3 - W + 0.5)"),
+            Function(id="W_next", value="W + dt * 0.08 * (V_next + a - b * W)",
+                     args={"a": 0.7, "b": "0.8"}),
+            Function(id="time_next", function="linear",
+                     args={"variable0": "time", "slope": 1, "intercept": "dt"}),
+            Function(id="scaled", value="scale * k", args={"k": "V"}),
+            # an arg reads the parameter of its own name; a later arg reads the arg
+            Function(id="lin", function="linear",
+                     args={"variable0": "V", "slope": "slope + 1", "intercept": "slope"})],
+        output_ports=[OutputPort(id="V_out", value="V"), OutputPort(id="t_out", value="time"),
+                      OutputPort(id="lin_out", value="lin"),
+                      OutputPort(id="scaled_out", value="scaled")])
+    return _model("node_functions", cell)
+
+
+MODELS = {f.__name__: f for f in (counter_and_sine, list_parameters, conditions_only,
+                                   derivative_reads_function, node_functions)}
+RECORDS = {"counter_and_sine": ["counter.out", "counter.count", "sine.out"]}
+
+
+def _record(model: Model) -> list[str]:
+    return RECORDS.get(model.id) or [f"{n.id}.{p.id}" for n in model.graphs[0].nodes
+                                     for p in n.output_ports]
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory) -> dict[str, dict]:
+    """Every model through stock modeci-mdf's loop, in one interpreter without mdf_loops."""
+    folder = tmp_path_factory.mktemp("stock_constructs")
+    jobs = []
+    for name, build in MODELS.items():
+        model = build()
+        path = folder / f"{name}.json"
+        model.to_json_file(str(path))
+        jobs.append({"model": str(path), "dt": DT, "steps": STEPS, "record": _record(model),
+                     "output": str(folder / f"{name}.npz")})
+    (folder / "jobs.json").write_text(json.dumps(jobs))
+    subprocess.run([sys.executable, str(STOCK_LOOP), "--batch", str(folder / "jobs.json")],
+                   check=True, capture_output=True, cwd=folder)
+    results = {name: dict(np.load(folder / f"{name}.npz")) for name in MODELS}
+    for name, result in results.items():
+        assert "__error__" not in result, (name, result.get("__error__"))
+    return results
+
+
+@pytest.mark.parametrize("backend", ["scheduler", "python", "onnxruntime", "auto"])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_construct_equals_stock(name, backend, stock):
+    model = MODELS[name]()
+    traces = mdf_loops.simulate(model, dt=DT, steps=STEPS, record=_record(model), backend=backend)
+    assert traces.backend == ("python" if backend == "auto" else backend)
+    for ref in _record(model):
+        ours, theirs = traces[ref], stock[name][ref]
+        assert ours.shape == theirs.shape, (ref, ours.shape, theirs.shape)
+        assert ours.dtype == theirs.dtype, (ref, ours.dtype, theirs.dtype)  # ints stay ints
+        if backend == "onnxruntime":
+            np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-300, err_msg=ref)
+        else:
+            np.testing.assert_array_equal(ours, theirs, err_msg=f"{name} {ref} on {backend}")
