@@ -128,7 +128,7 @@ def test_command_line_on_a_local_cluster_prints_nothing_from_dask(tmp_path):
         capture_output=True, text=True, timeout=180, cwd=tmp_path,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
-    assert done.stderr.strip().splitlines() == [f"wrote 2 settings to {output}"]
+    assert done.stderr.strip().splitlines() == [f"mdf-loops: wrote 2 settings to {output}"]
     saved = xr.load_dataset(output)
     for k, drift in enumerate([0.5, 1.5]):
         assert float(saved["ddm.decision_time"][k]) == pytest.approx(
