@@ -3,7 +3,7 @@ workers, the default local cluster, and scripts without a ``__main__`` guard.
 
 Every fault must end in one SweepError within a bound (the sweep's timeout plus
 start-up), never a hang: each call runs in a thread the test waits for, boundedly.
-Oracle for values: the drift-diffusion equations in numpy (conftest.ddm_numpy).
+Oracle for values: the drift-diffusion equations in numpy (dask_cluster.ddm_numpy).
 """
 
 from __future__ import annotations
@@ -22,7 +22,15 @@ import pytest
 pytest.importorskip("dask.distributed")
 pytest.importorskip("xarray")
 
-from conftest import DDM, ROOT, ddm_numpy, free_port, noise  # noqa: E402
+from dask_cluster import (  # noqa: E402
+    DDM,
+    ROOT,
+    dask_processes,  # noqa: F401 (a fixture)
+    ddm_numpy,
+    free_port,
+    healthy_scheduler,  # noqa: F401 (a fixture)
+    noise,
+)
 
 import mdf_loops  # noqa: E402
 from mdf_loops.sweep import SweepError  # noqa: E402

@@ -1,7 +1,7 @@
 """A sweep's batches on real ``dask scheduler`` and ``dask worker`` processes, with faults:
 a worker killed mid-sweep, the scheduler killed mid-sweep (library and command line).
 
-Oracle: the drift-diffusion equations in numpy (conftest.ddm_numpy). Each fault must
+Oracle: the drift-diffusion equations in numpy (dask_cluster.ddm_numpy). Each fault must
 end with every finished setting saved in the output file and one SweepError.
 """
 
@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("dask.distributed")
 xr = pytest.importorskip("xarray")
 
-from conftest import DDM, ddm_numpy, noise  # noqa: E402
+from dask_cluster import DDM, dask_processes, ddm_numpy, noise  # noqa: E402, F401 (dask_processes: a fixture)
 
 import mdf_loops  # noqa: E402
 from mdf_loops.sweep import SweepError  # noqa: E402
@@ -118,7 +118,7 @@ def test_command_line_on_a_local_cluster_prints_nothing_from_dask(tmp_path):
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from dask_cluster import ROOT
 
     np.save(tmp_path / "noise.npy", noise(14))
     output = tmp_path / "local.nc"
