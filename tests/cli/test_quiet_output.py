@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from mdf_loops.model.compat import INPUT_DEFAULTS
 
 import mdf_loops.validation.report as report
 from mdf_loops.cli.commands import main
@@ -60,6 +61,8 @@ def results(tmp_path_factory) -> dict[str, list[subprocess.CompletedProcess]]:
 
 @pytest.mark.parametrize("name", [n for n in CHAINS if "-v" not in n])
 def test_stderr_holds_only_our_lines(name, results):
+    if name == "simulate" and not INPUT_DEFAULTS:
+        pytest.skip("time loops need modeci-mdf >= 0.4.14 (InputPort.default_value, reduce)")
     for args, result in zip(CHAINS[name], results[name], strict=True):
         if name == "render" and result.returncode and "Graphviz" in result.stderr:
             pytest.skip("Graphviz's dot program is not installed")
@@ -73,6 +76,8 @@ def test_notes_are_ours_and_name_what_was_written(results):
     export, imported = results["export, import"]
     assert export.stderr == f"{PREFIX}wrote nested.onnx\n"
     assert imported.stderr == f"{PREFIX}wrote nested.json\n"
+    if not INPUT_DEFAULTS:
+        return  # time loops need modeci-mdf >= 0.4.14 (InputPort.default_value, reduce)
     assert results["simulate"][0].stderr == f"{PREFIX}50 steps to t=2.45 on python\n"
 
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import needs_input_port_fields
 
 import mdf_loops
 from mdf_loops.errors import MdfLoopsError
@@ -35,6 +36,7 @@ def _run_refusal(path: Path) -> str:
     return str(caught.value)
 
 
+@needs_input_port_fields
 def test_a_default_that_does_not_fit_its_declaration(tmp_path):
     path = _written(tmp_path, lambda ports: ports["I"]["default_value"].__setitem__(3, "x"))
     (problem,) = validate(path)
@@ -43,6 +45,7 @@ def test_a_default_that_does_not_fit_its_declaration(tmp_path):
     assert _run_refusal(path) == problem.message
 
 
+@needs_input_port_fields
 def test_a_default_of_another_rank_than_declared(tmp_path):
     path = _written(tmp_path, lambda ports: ports["x0"].update(default_value=[0.0, 1.0]))
     (problem,) = validate(path)
