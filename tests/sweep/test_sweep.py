@@ -23,6 +23,7 @@ from dask.distributed import Client, LocalCluster  # noqa: E402
 from modeci_mdf.mdf import Model  # noqa: E402
 
 import mdf_loops  # noqa: E402
+from dask_cluster import ddm_numpy, noise  # noqa: E402 (the numpy oracle, shared)
 from mdf_loops.sweep import SweepError  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -38,10 +39,6 @@ def client():
         yield active
 
 
-def noise(seed: int, steps: int = 200) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal(steps)
-
-
 def ddm_with(drift: float = 1.0, decide_threshold: float = 1.0) -> Model:
     """The drift-diffusion example with parameters set in its JSON document."""
     document = json.loads(DDM.read_text())
@@ -52,16 +49,6 @@ def ddm_with(drift: float = 1.0, decide_threshold: float = 1.0) -> Model:
     return Model.from_dict(document)
 
 
-def ddm_numpy(noise_values, drift, threshold=1.0, decide_threshold=1.0, sd=1.0):
-    """Euler-Maruyama steps until |x| >= threshold or the noise runs out."""
-    x, trace = 0.0, []
-    for sample in noise_values:
-        x = x + drift * DT + sd * np.sqrt(DT) * sample
-        trace.append(x)
-        if not abs(x) < threshold:
-            break
-    choice = 1 if x >= decide_threshold else -1 if x <= -decide_threshold else 0
-    return np.array(trace), len(trace) * DT, choice
 
 
 def test_grid_over_body_and_top_level_parameters_equals_sequential_runs(client):
