@@ -29,7 +29,6 @@ from mdf_loops.sweep import SweepError  # noqa: E402
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DDM = EXAMPLES / "drift_diffusion.json"
 RNN = EXAMPLES / "elman_rnn.json"
-DT = 0.01
 
 
 @pytest.fixture(scope="module")
