@@ -64,6 +64,9 @@ class OperatorTable(Mapping[str, L], Generic[L]):
             )
         return lowering
 
+    def get(self, key: str, default: Any = None) -> Any:  # a dict's speed: looked up per node
+        return self._lowerings.get(key, default)
+
     def __getitem__(self, key: str) -> L:
         return self._lowerings[key]
 
