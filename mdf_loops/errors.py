@@ -23,6 +23,10 @@ user may catch is defined here, in one hierarchy::
     └── AuthoringError           a traced operation is invalid
         └── ScanError            the arguments of ``scan`` break scan's rules
 
+A :class:`Problem` is one thing wrong with a model, at a path in its file: what
+:func:`mdf_loops.validate` lists and :class:`UnsafeExpressionError` carries (not an
+error itself, so not in ``__all__``; users meet it as ``mdf_loops.Problem``).
+
 Errors raised while a model runs carry a *location*: the path from the top-level
 graph down to the node (and loop iteration) that failed, e.g.
 ``graph 'main' > node 'rnn' > iteration 3 > node 'add'``.
@@ -33,10 +37,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from mdf_loops.validation.report import Problem
+from dataclasses import dataclass
 
 __all__ = [
     "MdfLoopsError",
@@ -59,6 +60,21 @@ __all__ = [
     "AuthoringError",
     "ScanError",
 ]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a model: where (``path``) and what (``message``).
+
+    ``path`` names a place in the model file the way its keys nest, without the model
+    id (``graphs.main.nodes.rnn.parameters.body``; :func:`mdf_loops.model.documents.format_path`).
+    """
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 class MdfLoopsError(Exception):

@@ -9,6 +9,7 @@ noise, same weights); each also runs once through modeci-mdf's own
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from pathlib import Path
@@ -36,11 +37,27 @@ NAMES = [
 ]
 
 
-def _example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+def _module_at(path: Path, module_name: str) -> ModuleType:
+    """The module of the file at ``path``: by its path, so no import depends on ``sys.path``."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _example(name: str) -> ModuleType:
+    return _module_at(EXAMPLES / f"{name}.py", f"example_{name}")
+
+
+@functools.cache
+def _theano_cases() -> list:
+    """The Theano examples' numpy oracles, kept with their authoring tests.
+
+    Loaded by path: pytest puts ``tests/authoring`` on ``sys.path`` only once it has
+    collected that folder, so a plain import would pass or fail with the order of files.
+    """
+    path = Path(__file__).resolve().parent / "authoring" / "test_authoring_examples.py"
+    return _module_at(path, "theano_example_oracles").CASES
 
 
 @pytest.fixture(scope="module", params=["json", "yaml"])
@@ -528,9 +545,7 @@ def _every_expected_output(name: str) -> dict:
     if name == "leaky_integrator":
         x, trace = _leaky(**inputs)
         return {"integrate.x_final": x, "integrate.trace": trace}
-    from test_authoring_examples import CASES  # the Theano examples' numpy oracles
-
-    oracle = next(oracle for case, _, oracle in CASES if case == name)
+    oracle = next(oracle for case, _, oracle in _theano_cases() if case == name)
     return oracle(**inputs)
 
 

@@ -5,22 +5,32 @@
 track of keys a mapping repeats; what JSON cannot hold (non-text keys, sets,
 bytes, integers too long to write as text) is refused, and a YAML timestamp is
 its text, as JSON would have it. :func:`format_path` writes a place in a model
-(``graphs.main.nodes.n``) for messages.
+(``graphs.main.nodes.n``) for messages. :func:`graphs_as_nodes` finds the graphs a
+document writes where a node belongs, which loading would drop without a word
+(:func:`mdf_loops.model.load_model` refuses them, :func:`mdf_loops.validate` lists them).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
 
-from mdf_loops.errors import ModelError
+from mdf_loops.errors import ModelError, Problem
 from mdf_loops.files import read_file
 
-__all__ = ["read_document", "format_path", "MAX_INTEGER_BITS"]
+__all__ = [
+    "read_document",
+    "format_path",
+    "MAX_INTEGER_BITS",
+    "graph_as_node",
+    "graphs_as_nodes",
+    "check_document_nodes",
+    "refuse",
+]
 
 
 def format_path(parts: Iterable[Any]) -> str:
@@ -160,3 +170,49 @@ def _yaml_reason(exc: yaml.YAMLError) -> str:
     if mark is None:
         return problem
     return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+
+
+def graph_as_node(node_id: Any) -> str:
+    """The message for a graph written where a node belongs."""
+    return (
+        f"'{node_id}' is a graph, not a node: a graph inside a graph's nodes is what stock "
+        "modeci-mdf's pytorch_to_mdf and onnx_to_mdf write for a loop, and it would be left "
+        "out of the run. Import the PyTorch module with mdf_loops.from_pytorch (or an ONNX "
+        "file with mdf_loops.onnx_to_mdf), which keep loops as onnx::Scan/Loop nodes"
+    )
+
+
+def graphs_as_nodes(document: Any, path: tuple = ()) -> list[Problem]:
+    """The graphs written where a node belongs in a model document, at every depth.
+
+    Loading such a file drops the graph's content without a word, so this reads the
+    document itself (``path`` starts after the model id).
+    """
+    problems: list[Problem] = []
+    stack = [(document, path, True)]
+    while stack:
+        value, where, top = stack.pop()
+        if isinstance(value, Mapping):
+            nodes = value.get("nodes") if not top else None
+            if isinstance(nodes, Mapping):
+                for node_id, node in nodes.items():
+                    if isinstance(node, Mapping) and "nodes" in node:
+                        at = format_path(where + ("nodes", node_id))
+                        problems.append(Problem(at, graph_as_node(node_id)))
+            stack.extend((v, where + (k,) if not top else where, False) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, where + (i,), False) for i, v in enumerate(value))
+    return sorted(problems, key=lambda p: p.path)
+
+
+def check_document_nodes(document: Any, path: str) -> None:
+    """Raise :class:`ModelError` for a graph written where a node belongs in the document
+    of the file ``path`` (loading it would drop the graph)."""
+    refuse(graphs_as_nodes(document), f"{path}: ")
+
+
+def refuse(problems: list[Problem], prefix: str = "") -> None:
+    """Raise :class:`ModelError` for the first of ``problems`` (saying how many more), if any."""
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ModelError(f"{prefix}{problems[0]}{more}")

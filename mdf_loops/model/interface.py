@@ -108,9 +108,8 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
         return _load_onnx(path)
     if not path.endswith((".json", ".yaml", ".yml")):
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
-    from mdf_loops.model.documents import read_document
-    from mdf_loops.safety.checks import check_document
-    from mdf_loops.validation.calls import check_document_nodes
+    from mdf_loops.model.documents import check_document_nodes, read_document
+    from mdf_loops.safety.documents import check_document  # safety's limits on the content
 
     try:
         document = read_document(path)

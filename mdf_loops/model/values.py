@@ -23,6 +23,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from mdf_loops.errors import ModelError
+
 __all__ = [
     "OnnxSequence",
     "EMPTY_OPTIONAL",
@@ -143,17 +145,60 @@ def is_encoded_tensor(value: Any) -> bool:
 
 
 def encode_tensor(array: np.ndarray) -> dict:
-    """A JSON/YAML-safe description of ``array`` that keeps dtype and shape."""
+    """A JSON/YAML-safe description of ``array`` that keeps dtype and shape.
+
+    Numbers of every dtype, bool and text (``str``, ``bytes``, an object array of
+    ``str``) round-trip through :func:`decode_tensor`: floats are written as
+    Python floats (``"nan"``, ``"inf"`` spelled as text; wider than 64 bits: as
+    text that keeps every digit), complex numbers as ``[real, imaginary]``, bytes
+    as latin-1 text (one character a byte). Any other dtype (dates, records,
+    objects other than text) is refused with a :class:`ModelError`.
+    """
     array = np.asarray(array)
-    if array.dtype.kind in "fc" or array.dtype in _EXTRA_DTYPES.values():
-        data: list[Any] = array.astype(np.float64).ravel().tolist()
-        # JSON has no NaN/Inf literals: spell them as strings.
-        data = [v if np.isfinite(v) else str(v) for v in data]
-    elif array.dtype.kind in "OUS":
-        data = [str(v) for v in array.ravel().tolist()]
+    dtype, flat = array.dtype, array.ravel()
+    data: list[Any]
+    if dtype.kind == "f" or dtype in _EXTRA_DTYPES.values():
+        data = _floats(flat)
+    elif dtype.kind == "c":
+        data = [list(pair) for pair in zip(_floats(flat.real), _floats(flat.imag), strict=True)]
+    elif dtype.kind in "biu":
+        data = flat.tolist()
+    elif dtype.kind == "U" or (dtype.kind == "O" and all(type(v) is str for v in flat)):
+        data = [str(v) for v in flat]
+    elif dtype.kind == "S":
+        data = [v.decode("latin-1") for v in flat.tolist()]
     else:
-        data = array.ravel().tolist()
-    return {"dtype": array.dtype.name, "shape": list(array.shape), "data": data}
+        raise ModelError(
+            f"encode_tensor: cannot write an array of dtype {dtype} into a model file "
+            f"({_UNWRITABLE.get(dtype.kind, 'no file form')}); convert it to numbers, "
+            "bool or str first"
+        )
+    name = _TEXT_NAMES.get(dtype.kind, dtype.name)
+    return {"dtype": name, "shape": list(array.shape), "data": data}
+
+
+#: text is written by kind: its width comes back from the data
+_TEXT_NAMES = {"U": "str", "S": "bytes"}
+_UNWRITABLE = {
+    "O": "an object array is written only when every element is a str",
+    "M": "dates have no file form",
+    "m": "time spans have no file form",
+    "V": "records and raw bytes have no file form",
+}
+
+
+def _floats(flat: np.ndarray) -> list[Any]:
+    """Real numbers as JSON values: Python floats, or text where a float cannot hold them."""
+    if flat.dtype.itemsize > 8 and flat.dtype not in _EXTRA_DTYPES.values():
+        return [str(v) for v in flat]  # long double: its str keeps every digit
+    return [v if np.isfinite(v) else str(v) for v in flat.astype(np.float64).tolist()]
+
+
+def _from_floats(data: list[Any], dtype: np.dtype) -> np.ndarray:
+    """The inverse of :func:`_floats` ("nan", "inf", "-inf" spelled as text)."""
+    if dtype.itemsize > 8 and dtype not in _EXTRA_DTYPES.values():
+        return np.array([str(v) for v in data]).astype(dtype)
+    return np.array([float(v) for v in data], dtype=np.float64).astype(dtype)
 
 
 def decode_tensor(encoded: dict) -> np.ndarray:
@@ -161,12 +206,24 @@ def decode_tensor(encoded: dict) -> np.ndarray:
     dtype = dtype_from_name(encoded["dtype"])
     shape = tuple(int(d) for d in encoded["shape"])
     data = encoded["data"]
-    if dtype.kind in "OUS":
-        return np.array(data, dtype=object).reshape(shape)
-    if dtype.kind in "fc" or dtype in _EXTRA_DTYPES.values():
-        data = [float(v) for v in data]  # "nan", "inf", "-inf" spelled as strings
-        return np.array(data, dtype=np.float64).astype(dtype).reshape(shape)
-    return np.array(data).astype(dtype).reshape(shape)
+    if dtype.kind == "O":
+        array = np.array(data, dtype=object)
+    elif dtype.kind == "U":  # the width comes from the data, never from the file
+        array = np.array([str(v) for v in data], dtype=np.str_)
+    elif dtype.kind == "S":
+        array = np.array([str(v).encode("latin-1") for v in data], dtype=np.bytes_)
+    elif dtype.kind == "c":
+        part = np.finfo(dtype).dtype
+        pairs = [v if isinstance(v, list) else [v, 0.0] for v in data]
+        real = _from_floats([p[0] for p in pairs], part)
+        imag = _from_floats([p[1] for p in pairs], part)
+        array = np.empty(len(pairs), dtype)
+        array.real, array.imag = real, imag
+    elif dtype.kind == "f" or dtype in _EXTRA_DTYPES.values():
+        array = _from_floats(data, dtype)
+    else:  # bool and integers: made in their own type (a uint64 past int64 stays exact)
+        array = np.array(data, dtype=dtype)
+    return array.reshape(shape)
 
 
 def is_weak_scalar(value: Any) -> bool:

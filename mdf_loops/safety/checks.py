@@ -23,9 +23,10 @@ from typing import Any
 
 from modeci_mdf.mdf import Graph, Model, Node
 
-from mdf_loops.errors import ModelError, UnsafeExpressionError, did_you_mean
+from mdf_loops.errors import ModelError, Problem, UnsafeExpressionError, did_you_mean
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph
+from mdf_loops.model.documents import format_path
 from mdf_loops.onnx.domains import DOMAINS, domain_of_function
 from mdf_loops.ops.common import current_limits
 from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
@@ -42,7 +43,6 @@ from mdf_loops.safety.structure import (
     field_of,
     listed_elements,
 )
-from mdf_loops.validation.report import Problem, format_path
 
 __all__ = [
     "UnsafeExpressionError",
@@ -54,10 +54,12 @@ __all__ = [
     "refusals",
     "model_digest",
     "current_limits_key",
+    "known_function",
+    "function_names",
 ]
 
 
-def _known_function(name: str) -> bool:
+def known_function(name: str) -> bool:
     """Whether ``name`` is (or, once mdf-loops registers, will be) in modeci-mdf's registry."""
     from mdf_loops.model.convention import CONTROL_FLOW_FUNCTIONS
 
@@ -75,7 +77,8 @@ def _known_function(name: str) -> bool:
     return name in mdf_functions
 
 
-def _function_names() -> list[str]:
+def function_names() -> list[str]:
+    """Every name :func:`known_function` accepts (for the suggestions of a refusal)."""
     import onnx.defs
     from modeci_mdf.functions.standard import mdf_functions
 
@@ -237,13 +240,13 @@ class _ModelWalker:
         refusal = function_refusal(function)
         if refusal:
             self.expressions.append(Problem(format_path(where + ("function",)), refusal))
-        elif isinstance(function, str) and not _known_function(function):
+        elif isinstance(function, str) and not known_function(function):
             if "::" in function:  # the form of a registered function's name
                 self.mistakes.append(
                     Problem(
                         format_path(where + ("function",)),
                         f"unknown function '{function}'"
-                        + did_you_mean(function, _function_names(), "registered functions"),
+                        + did_you_mean(function, function_names(), "registered functions"),
                     )
                 )
             else:

@@ -13,8 +13,8 @@ from typing import Any
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.content import model_digest
+from mdf_loops.model.documents import format_path
 from mdf_loops.ops.common import current_limits
-from mdf_loops.validation.report import format_path
 
 __all__ = ["check_document", "check_aliases", "model_digest", "current_limits_key"]
 

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Condition, Graph
 
+from mdf_loops.errors import Problem
 from mdf_loops.model.compat import input_default
-from mdf_loops.validation.report import Problem, format_path
+from mdf_loops.model.documents import format_path
 
 __all__ = ["listed_elements", "edge_problems", "condition_problems", "field_of"]
 

@@ -13,7 +13,8 @@ model document, through :mod:`mdf_loops.validation.rules`) and :func:`mdf_loops.
   otherwise read as a direction;
 * a parameter or output port whose value is one name the node does not define;
 * a graph written where a node belongs (what stock modeci-mdf's ``pytorch_to_mdf``
-  writes for a loop), whose nodes a run would silently leave out.
+  writes for a loop), whose nodes a run would silently leave out (in a loaded model;
+  in a file's document: :func:`mdf_loops.model.documents.graphs_as_nodes`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from modeci_mdf.mdf import Graph, Model, Node
 
 from mdf_loops.errors import ModelError, did_you_mean
 from mdf_loops.model.convention import CONTROL_FLOW_FUNCTIONS, body_graph
+from mdf_loops.model.documents import graph_as_node, refuse
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
+from mdf_loops.safety.checks import function_names, known_function
 from mdf_loops.validation.report import Problem, format_path
 
 __all__ = [
@@ -35,12 +38,9 @@ __all__ = [
     "function_problem",
     "argument_problems",
     "name_problem",
-    "graph_as_node",
     "direction_problem",
     "call_problems",
     "check_calls",
-    "graphs_as_nodes",
-    "check_document_nodes",
 ]
 
 #: the arguments each control-flow call takes (ONNX's formal input names); its
@@ -73,9 +73,9 @@ def function_problem(function: Any, scope: Iterable[str]) -> str | None:
         return None
     name = function.strip()
     is_name = name.isidentifier() or ("::" in name and " " not in name)
-    if not is_name or _known_function(name) or name in set(scope):
+    if not is_name or known_function(name) or name in set(scope):
         return None
-    hint = did_you_mean(name, _function_names(), "registered functions")
+    hint = did_you_mean(name, function_names(), "registered functions")
     return f"unknown function '{name}'" + (
         hint or "; it is no registered function and no port, parameter or argument of the node"
     )
@@ -132,16 +132,6 @@ def direction_problem(directions: Any) -> str | None:
     return None
 
 
-def graph_as_node(node_id: Any) -> str:
-    """The message for a graph written where a node belongs."""
-    return (
-        f"'{node_id}' is a graph, not a node: a graph inside a graph's nodes is what stock "
-        "modeci-mdf's pytorch_to_mdf and onnx_to_mdf write for a loop, and it would be left "
-        "out of the run. Import the PyTorch module with mdf_loops.from_pytorch (or an ONNX "
-        "file with mdf_loops.onnx_to_mdf), which keep loops as onnx::Scan/Loop nodes"
-    )
-
-
 def call_problems(model: Model) -> list[Problem]:
     """The problems of the rules above in a loaded model, bodies at every depth."""
     problems: list[Problem] = []
@@ -152,42 +142,7 @@ def call_problems(model: Model) -> list[Problem]:
 
 def check_calls(model: Model) -> None:
     """Raise :class:`ModelError` for the first problem :func:`call_problems` finds."""
-    _refuse(call_problems(model), "")
-
-
-def check_document_nodes(document: Any, path: str) -> None:
-    """Raise :class:`ModelError` for a graph written where a node belongs in the document
-    of the file ``path`` (loading it would drop the graph)."""
-    _refuse(graphs_as_nodes(document), f"{path}: ")
-
-
-def _refuse(problems: list[Problem], prefix: str) -> None:
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ModelError(f"{prefix}{problems[0]}{more}")
-
-
-def graphs_as_nodes(document: Any, path: tuple = ()) -> list[Problem]:
-    """The graphs written where a node belongs in a model document, at every depth.
-
-    Loading such a file drops the graph's content without a word, so this reads the
-    document itself (``path`` starts after the model id).
-    """
-    problems: list[Problem] = []
-    stack = [(document, path, True)]
-    while stack:
-        value, where, top = stack.pop()
-        if isinstance(value, Mapping):
-            nodes = value.get("nodes") if not top else None
-            if isinstance(nodes, Mapping):
-                for node_id, node in nodes.items():
-                    if isinstance(node, Mapping) and "nodes" in node:
-                        at = format_path(where + ("nodes", node_id))
-                        problems.append(Problem(at, graph_as_node(node_id)))
-            stack.extend((v, where + (k,) if not top else where, False) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((v, where + (i,), False) for i, v in enumerate(value))
-    return sorted(problems, key=lambda p: p.path)
+    refuse(call_problems(model))
 
 
 def _graph(graph: Any, path: tuple, problems: list[Problem], open_: set) -> None:
@@ -247,15 +202,3 @@ def _listed(items: Any) -> list:
 
 def _names(names: Iterable[str]) -> str:
     return ", ".join(f"'{n}'" for n in names)
-
-
-def _known_function(name: str) -> bool:
-    from mdf_loops.safety.checks import _known_function as known
-
-    return known(name)
-
-
-def _function_names() -> tuple[str, ...]:
-    from mdf_loops.safety.checks import _function_names as names
-
-    return tuple(names())

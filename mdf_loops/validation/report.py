@@ -21,7 +21,6 @@ import json
 import os
 import reprlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -29,21 +28,10 @@ from typing import Any
 import jsonschema
 from modeci_mdf.mdf import Graph, Model, Node
 
-from mdf_loops.errors import ModelError
-from mdf_loops.model.documents import format_path, read_document
+from mdf_loops.errors import ModelError, Problem
+from mdf_loops.model.documents import format_path, graphs_as_nodes, read_document
 
 __all__ = ["Problem", "validate", "read_document", "schema", "format_path"]
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a model: where (``path``) and what (``message``)."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 def validate(
@@ -73,7 +61,6 @@ def _describe(model: Any) -> str:
 
 
 def _problems(model_or_path: Any, expressions: bool) -> list[Problem]:
-    from mdf_loops.validation.calls import graphs_as_nodes
     from mdf_loops.validation.rules import rule_problems
 
     problems: list[Problem] = []
@@ -186,7 +173,7 @@ def _repeated_ids_in_model(model: Model) -> list[Problem]:
         check(g.edges, f"{path}.edges")
         for node in g.nodes:
             if not isinstance(node, Node):
-                continue  # a graph where a node belongs: validation.calls reports it
+                continue  # a graph where a node belongs: model.documents.graphs_as_nodes reports it
             node_path = f"{path}.nodes.{node.id}"
             for field in ("input_ports", "output_ports", "parameters"):
                 check(getattr(node, field), f"{node_path}.{field}")

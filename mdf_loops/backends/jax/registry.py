@@ -2,58 +2,41 @@
 
 An implementation is ``fn(call, *inputs) -> value | tuple of values``; ``call``
 is the :class:`NodeCall` (attributes, the node's name for errors, the evaluator
-for loop bodies). Operators of other domains are keyed ``"domain::op_type"``.
-Absent optional inputs arrive as ``None``. The modules
-:mod:`.elementwise`, :mod:`.shapes`, :mod:`.reductions`, :mod:`.sequences` and
-:mod:`.control` fill the table when imported.
+for loop bodies). Absent optional inputs arrive as ``None``. The table is an
+:class:`~mdf_loops.backends.optable.OperatorTable` (keys, lookup and the error for
+an operator without a lowering); the modules :mod:`.elementwise`, :mod:`.shapes`,
+:mod:`.reductions`, :mod:`.sequences` and :mod:`.control` fill it when imported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import onnx
-from onnx import helper
+from mdf_loops.backends import optable
+from mdf_loops.backends.optable import OperatorTable
 
 __all__ = ["NodeCall", "OPS", "op"]
 
-OPS: dict[str, Callable[..., Any]] = {}
+
+def _itself(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return fn
 
 
-def op(*op_types: str) -> Callable:
-    """Register the decorated function as the lowering of ``op_types``."""
-
-    def register(fn: Callable) -> Callable:
-        for name in op_types:
-            OPS[name] = fn
-        return fn
-
-    return register
+OPS: OperatorTable[Callable[..., Any]] = OperatorTable("JAX", _itself)
+#: ``@op("Add", "Sum")`` registers the decorated function
+op = OPS.op
 
 
 @dataclass
-class NodeCall:
+class NodeCall(optable.NodeCall):
     """One ONNX node being lowered."""
 
-    proto: onnx.NodeProto
-    where: str
     evaluator: Any
-    scope: Mapping[str, Any]  # the values visible to the node (bodies read the outer scope)
-    attrs: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.attrs = {a.name: helper.get_attribute_value(a) for a in self.proto.attribute}
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        value = self.attrs.get(name, default)
-        return value.decode() if isinstance(value, bytes) else value
+    #: the values visible to the node (bodies read the outer scope)
+    scope: Mapping[str, Any]
 
     @property
     def opset(self) -> int:
         return self.evaluator.opset
-
-    @property
-    def n_outputs(self) -> int:
-        return len(self.proto.output)

@@ -116,12 +116,7 @@ class Program:
         if standard and node.op_type == "Identity" and node.output[0] not in self._read_by_bodies:
             self._alias[node.output[0]] = inputs[0]
             return
-        lowering = OPS.get(node.op_type if standard else f"{node.domain}::{node.op_type}")
-        if lowering is None:
-            raise CompileError(
-                f"{where}: no torch lowering for {node.domain or 'ai.onnx'}::{node.op_type}; "
-                "run it with backend='onnxruntime' or 'scheduler'"
-            )
+        lowering = OPS.lowering_of(node, where)
         call = NodeCall(node, where, opset)
         owner = (node.doc_string or "").removeprefix("MDF node ") or node.name
         for attribute in node.attribute:
