@@ -73,14 +73,14 @@ def test_jax_runs_one_call_per_shape_padded_to_the_batch_size(monkeypatch):
 
 
 def test_packed_results_give_back_each_setting_s_arrays():
-    from mdf_loops.sweep.worker import PackedResults, SettingResult
+    from mdf_loops.sweep.packed import PackedResults, SettingResult
 
     rng = np.random.default_rng(2)
     results = [SettingResult(4, {"trace": rng.normal(size=7), "choice": np.int64(1)}),
                SettingResult(9, {}, "IterationLimitError: too long"),
                SettingResult(2, {"trace": rng.normal(size=3), "choice": np.int64(-1)})]
     packed = PackedResults.of(results)
-    assert packed.outputs["trace"][0].shape == (10,)  # one flat array per output
+    assert packed.ragged["trace"][0].shape == (10,)  # one flat array per output
     for got, given in zip(packed.unpack(), results):
         assert (got.index, got.error, sorted(got.outputs)) == (
             given.index, given.error, sorted(given.outputs))
