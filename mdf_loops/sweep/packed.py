@@ -89,6 +89,8 @@ def pack(
     problems: list[list[str]] = [[] for _ in errors]
     kept: dict[str, np.ndarray | list[np.ndarray | None]] = {}
     for name, column in columns.items():
+        if not isinstance(column, np.ndarray) and not any(errors):
+            column = _stacked_if_uniform(column)
         if isinstance(column, np.ndarray):
             kept[name] = column
             for k in _rows_with_nan(column):
@@ -112,6 +114,18 @@ def pack(
         if found:
             errors[k] = "; ".join(found)
     return _packed(indices, errors, kept)
+
+
+def _stacked_if_uniform(column: Sequence[Any]) -> np.ndarray | Sequence[Any]:
+    """``column`` stacked when it holds numpy arrays of one shape and dtype, else as it is."""
+    first = column[0] if len(column) else None
+    if not isinstance(first, np.ndarray):
+        return column
+    shape, dtype = first.shape, first.dtype
+    for value in column:
+        if type(value) is not np.ndarray or value.shape != shape or value.dtype != dtype:
+            return column
+    return np.stack(column)
 
 
 def _rows_with_nan(column: np.ndarray) -> list[int]:
