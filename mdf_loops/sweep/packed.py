@@ -62,14 +62,44 @@ class PackedResults:
         for name, column in self.stacked.items():
             for k, result in enumerate(results):
                 result.outputs[name] = column[k]
-        for name, (flat, shapes) in self.ragged.items():
-            start = 0
-            for result, shape in zip(results, shapes, strict=True):
-                if shape is not None:
-                    size = math.prod(shape)
-                    result.outputs[name] = flat[start : start + size].reshape(shape)
-                    start += size
+        for name in self.ragged:
+            for result, value in zip(results, self.ragged_values(name), strict=True):
+                if value is not None:
+                    result.outputs[name] = value
         return results
+
+    def ragged_values(self, name: str) -> list[np.ndarray | None]:
+        """Each setting's value of the ragged output ``name`` (None where it has none)."""
+        flat, shapes = self.ragged[name]
+        values: list[np.ndarray | None] = []
+        start = 0
+        for shape in shapes:
+            if shape is None:
+                values.append(None)
+                continue
+            size = math.prod(shape)
+            values.append(flat[start : start + size].reshape(shape))
+            start += size
+        return values
+
+    def padded(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """A ragged output of vectors as (the positions of the settings that have it, their
+        values stacked, NaN after the end of each, integers and booleans then float), in a
+        few whole-array operations; None for values of other ranks."""
+        flat, shapes = self.ragged[name]
+        positions = [k for k, shape in enumerate(shapes) if shape is not None]
+        if not positions or any(len(shapes[k]) != 1 for k in positions):  # type: ignore[arg-type]
+            return None
+        lengths = np.array([shapes[k][0] for k in positions], dtype=np.int64)  # type: ignore[index]
+        width = int(lengths.max())
+        dtype = flat.dtype
+        if dtype.kind not in "fc" and (lengths < width).any():
+            dtype = np.result_type(dtype, np.float64)
+        block = np.full((len(positions), width), np.nan if dtype.kind in "fc" else 0, dtype)
+        rows = np.repeat(np.arange(len(positions)), lengths)
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        block[rows, np.arange(len(flat)) - starts] = flat
+        return np.array(positions, dtype=np.int64), block
 
 
 def pack(

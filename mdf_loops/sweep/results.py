@@ -68,19 +68,36 @@ class ResultTable:
                 errors[new] = [_joined(e, problem) for e in errors[new]]
             elif len(kept):
                 self.blocks[name].append((kept, column[new]))
-        if packed.ragged:  # one setting at a time
-            ragged = PackedResults(packed.indices, packed.errors, {}, packed.ragged).unpack()
-            for k in np.flatnonzero(new):
-                result = ragged[k]
-                for name, value in result.outputs.items():
-                    problem = self._rank_problem(name, value.ndim)
-                    if problem:
-                        errors[k] = _joined(errors[k], problem)
-                    else:
-                        self.blocks[name].append((np.array([result.index]), value[np.newaxis]))
+        for name in packed.ragged:
+            padded = packed.padded(name)
+            if padded is None:  # values of rank other than 1: one setting at a time
+                self._record_each(name, packed, new, errors)
+                continue
+            positions, block = padded
+            fresh = new[positions]
+            problem = self._rank_problem(name, 1)
+            if problem:
+                errors[positions[fresh]] = [_joined(e, problem) for e in errors[positions[fresh]]]
+            elif fresh.any():
+                self.blocks[name].append((packed.indices[positions][fresh], block[fresh]))
         self.errors[kept] = errors[new]
         self.completed[kept] = True
         return int(len(new) - new.sum())
+
+    def _record_each(
+        self, name: str, packed: PackedResults, new: np.ndarray, errors: np.ndarray
+    ) -> None:
+        """Keep the ragged output ``name`` of the ``new`` settings of ``packed`` one by one."""
+        values = packed.ragged_values(name)
+        for k in np.flatnonzero(new):
+            value = values[k]
+            if value is None:
+                continue
+            problem = self._rank_problem(name, value.ndim)
+            if problem:
+                errors[k] = _joined(errors[k], problem)
+            else:
+                self.blocks[name].append((packed.indices[k : k + 1], value[np.newaxis]))
 
     def _rank_problem(self, name: str, ndim: int) -> str:
         """Why values of ``ndim`` dimensions cannot join output ``name``'s, or ""."""

@@ -159,7 +159,7 @@ def _run_each(model: Model, task: SweepTask, batch: SettingsBatch) -> PackedResu
     columns: dict[str, list[Any]] = {name: [] for name in task.outputs}
     errors: list[str] = []
     runner = None
-    one_shape = batch.of_one_shape()
+    look = batch.of_one_shape()  # settings of one shape share the runner of the first run
     for k in range(len(batch.indices)):
         inputs = {**task.inputs, **{name: column[k] for name, column in batch.values.items()}}
         try:
@@ -167,7 +167,8 @@ def _run_each(model: Model, task: SweepTask, batch: SettingsBatch) -> PackedResu
                 outputs = runner(inputs)
             else:
                 outputs = run(model, inputs, **options)
-                runner = planned_runner(model, inputs, **options) if one_shape else None
+                if look:  # once: without a plan (the scheduler backend), every setting runs
+                    runner, look = planned_runner(model, inputs, **options), False
         except MdfLoopsError as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
             for column in columns.values():

@@ -58,3 +58,14 @@ def test_outputs_of_one_shape_are_stacked_and_the_others_flat():
         for name, value in given.outputs.items():
             np.testing.assert_array_equal(got.outputs[name], value)
             assert got.outputs[name].shape == np.shape(value)
+
+
+def test_ragged_vectors_pad_in_whole_arrays_as_the_dataset_pads_them():
+    results = [SettingResult(0, {"t": np.array([1, 2, 3])}), SettingResult(1, {}, "failed"),
+               SettingResult(2, {"t": np.array([4])}), SettingResult(3, {"t": np.array([5, 6])})]
+    positions, block = PackedResults.of(results).padded("t")
+    assert positions.tolist() == [0, 2, 3]
+    np.testing.assert_array_equal(block, [[1, 2, 3], [4, np.nan, np.nan], [5, 6, np.nan]])
+    assert block.dtype == np.float64  # integers padded with NaN become float, as in the dataset
+    matrices = [SettingResult(0, {"m": np.ones((2, 2))}), SettingResult(1, {"m": np.ones((1, 2))})]
+    assert PackedResults.of(matrices).padded("m") is None  # other ranks: one by one
