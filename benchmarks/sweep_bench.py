@@ -20,9 +20,13 @@ invocation were measured under the same load.
 The cluster is started, and mdf_loops imported on its workers, before timing:
 the sequential peer has imported it too. Each model's first compilation is timed
 on both sides (each worker compiles its own), unless ``--warm`` keeps compiled
-models between rounds on both sides. Best of ``--repeat`` rounds, the two sides interleaved. CPU time
-per run (this process, which holds the scheduler, plus the workers) shows the
-sweep's overhead even on a loaded machine, where wall-clock ratios say little.
+models between rounds on both sides (after one untimed round of each). ``--repeat``
+rounds, the two sides interleaved: each row gives the median runs/s of each side and
+the median and spread of the rounds' ratios. CPU time per run of the loop, of this
+process during the sweep (the client and the local scheduler) and of the workers
+shows the sweep's overhead even on a loaded machine, where wall-clock ratios say
+little. The last lines print the rows that decide issue 28's target (``ddm
+subjects`` on 2 workers: the sweep at least twice the loop's runs/s).
 """
 
 from __future__ import annotations
@@ -83,43 +87,77 @@ def _forget() -> None:
     clear_compiled()
 
 
-def _measure(client, workers, name, runs, seq_runs, sequential, swept, args) -> dict:
-    best_seq = best_sweep = float("inf")
+def _cpu_now(client) -> tuple[float, float]:
+    """CPU seconds so far of this process (the client and the local scheduler) and of
+    all the workers."""
+    return time.process_time(), sum(client.run(time.process_time).values())
+
+
+def _measure(client, workers, name, runs, seq_runs, sequential, swept, args, warm) -> dict:
+    """Rounds of the loop and the sweep, interleaved; the ratio of each round, and the
+    medians and spreads over the rounds."""
+    if warm:  # one round of each side untimed: both compile before the timed ones
+        sequential()
+        mdf_loops.sweep(swept["model"], samples=swept["samples"], client=client,
+                        backend=swept["backend"])
+    seq_rates, sweep_rates, ratios = [], [], []
+    seq_cpu = client_cpu = workers_cpu = 0.0
     for _ in range(args.repeat):
-        if not args.warm:
+        if not warm:
             clear_compiled()
         start, cpu = time.perf_counter(), time.process_time()
         sequential()
-        best_seq = min(best_seq, time.perf_counter() - start)
-        seq_cpu = time.process_time() - cpu
-        if not args.warm:
+        seq_rates.append(seq_runs / (time.perf_counter() - start))
+        seq_cpu += time.process_time() - cpu
+        if not warm:
             client.run(_forget)  # nothing loaded or compiled on the workers
-        workers_cpu = sum(client.run(time.process_time).values())
-        start, cpu = time.perf_counter(), time.process_time()
+        cpu_before = _cpu_now(client)
+        start = time.perf_counter()
         result = mdf_loops.sweep(swept["model"], samples=swept["samples"], client=client,
                                  backend=swept["backend"])
-        best_sweep = min(best_sweep, time.perf_counter() - start)
-        sweep_cpu = time.process_time() - cpu  # the client and the scheduler
-        sweep_cpu += sum(client.run(time.process_time).values()) - workers_cpu
+        sweep_rates.append(runs / (time.perf_counter() - start))
+        cpu_after = _cpu_now(client)
+        client_cpu += cpu_after[0] - cpu_before[0]
+        workers_cpu += cpu_after[1] - cpu_before[1]
+        ratios.append(sweep_rates[-1] / seq_rates[-1])
         assert (result["error"] == "").all(), name
-    row = {"workload": name, "runs": runs, "workers": workers,
-           "sequential_runs_per_s": round(seq_runs / best_seq, 1),
-           "sweep_runs_per_s": round(runs / best_sweep, 1),
-           "sequential_cpu_ms_per_run": round(1000 * seq_cpu / seq_runs, 2),
-           "sweep_cpu_ms_per_run": round(1000 * sweep_cpu / runs, 2)}
-    row["speedup"] = round(row["sweep_runs_per_s"] / row["sequential_runs_per_s"], 2)
-    print(f"{name:26s} {runs:5d} runs: sequential {row['sequential_runs_per_s']:8.1f} "
-          f"runs/s, sweep on {workers} workers {row['sweep_runs_per_s']:8.1f} runs/s, "
-          f"x{row['speedup']}; CPU per run {row['sequential_cpu_ms_per_run']} ms vs "
-          f"{row['sweep_cpu_ms_per_run']} ms (all sweep processes)", flush=True)
+    rounds = args.repeat
+    row = {"workload": name, "runs": runs, "workers": workers, "warm": warm,
+           "rounds": rounds,
+           "sequential_runs_per_s": round(float(np.median(seq_rates)), 1),
+           "sweep_runs_per_s": round(float(np.median(sweep_rates)), 1),
+           "ratio_median": round(float(np.median(ratios)), 2),
+           "ratio_min": round(min(ratios), 2), "ratio_max": round(max(ratios), 2),
+           "sequential_cpu_ms_per_run": round(1000 * seq_cpu / (seq_runs * rounds), 3),
+           "client_cpu_ms_per_run": round(1000 * client_cpu / (runs * rounds), 3),
+           "workers_cpu_ms_per_run": round(1000 * workers_cpu / (runs * rounds), 3)}
+    print(f"{name:26s} {runs:5d} runs, {workers} workers, {'warm' if warm else 'cold'}: "
+          f"loop {row['sequential_runs_per_s']:8.1f} runs/s, sweep "
+          f"{row['sweep_runs_per_s']:8.1f} runs/s, ratio x{row['ratio_median']} "
+          f"(rounds {row['ratio_min']}-{row['ratio_max']}); CPU ms per run: loop "
+          f"{row['sequential_cpu_ms_per_run']}, sweep's client+scheduler "
+          f"{row['client_cpu_ms_per_run']}, workers {row['workers_cpu_ms_per_run']}",
+          flush=True)
     return row
+
+
+def _deciding(rows: list[dict]) -> None:
+    """Print the rows that decide issue 28's target: a sweep on 2 workers at least twice
+    the runs per second of the loop of ``run``."""
+    decisive = [r for r in rows if r["workers"] == 2 and r["workload"].startswith("ddm subjects")]
+    for row in decisive:
+        verdict = "MET" if row["ratio_median"] >= 2 else "not met"
+        print(f"DECIDING ROW: {row['workload']}, 2 workers, {'warm' if row['warm'] else 'cold'}:"
+              f" sweep/loop = x{row['ratio_median']} median of {row['rounds']} rounds "
+              f"(spread {row['ratio_min']}-{row['ratio_max']}); target x2: {verdict}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,2,4",
                         help="comma-separated worker counts, one local cluster each")
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="timed rounds per row (the median and spread are reported)")
     parser.add_argument("--ddm-runs", type=int, default=1000)
     parser.add_argument("--rnn-runs", type=int, default=200)
     parser.add_argument("--steps", type=int, default=1000, help="RNN sequence length")
@@ -130,15 +168,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default="onnxruntime,scheduler",
                         help="comma-separated backends of run (onnxruntime, scheduler, jax)")
     parser.add_argument("--only", metavar="NAME", help="only the rows whose name starts so")
-    parser.add_argument("--warm", action="store_true",
-                        help="keep compiled models between rounds on both sides (a cluster "
-                             "kept between sweeps); the best round is then a warm one")
+    parser.add_argument("--modes", default="cold",
+                        help="comma-separated: cold (each round compiles afresh on both sides) "
+                             "and/or warm (compiled models kept between rounds on both sides, "
+                             "a cluster kept between sweeps, after one untimed round of each)")
+    parser.add_argument("--warm", action="store_true", help="the same as --modes warm")
     parser.add_argument("--json", metavar="FILE", help="also write the rows to this file")
     args = parser.parse_args(argv)
+    if args.warm:
+        args.modes = "warm"
 
     rows = []
     for workers in [int(n) for n in args.workers.split(",")]:
         rows += _on_cluster(workers, args)
+    _deciding(rows)
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
@@ -161,8 +204,10 @@ def _on_cluster(workers: int, args) -> list[dict]:
                     backend, args.ddm_runs, args.rnn_runs, steps, args.copies):
                 if args.only and not name.startswith(args.only):
                     continue
-                rows.append(_measure(client, workers, f"{name} ({backend})", runs, seq_runs,
-                                     sequential, dict(swept, backend=backend), args))
+                for mode in args.modes.split(","):
+                    rows.append(_measure(client, workers, f"{name} ({backend})", runs,
+                                         seq_runs, sequential, dict(swept, backend=backend),
+                                         args, warm=mode == "warm"))
     return rows
 
 

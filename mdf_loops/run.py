@@ -77,7 +77,7 @@ def run(
         empty optional.
     """
     given_limits = (max_iterations, max_total_iterations, max_depth, max_elements)
-    plan_key = (graph, backend, trusted, threads, given_limits, ops.current_limits())
+    plan_key = _plan_key(graph, backend, trusted, threads, given_limits)
     if external_data_dir is None and isinstance(model, Model):
         plan = run_plans.find(model, inputs, plan_key)
         if plan is not None:  # a call repeated: run as the last one ran (run_plans)
@@ -93,6 +93,41 @@ def run(
             stack.enter_context(untrusted_expressions())
         limits = None if trusted else ops.current_limits()
         return _run_checked(_Call(model, graph, backend, threads, limits, plan_key), inputs)
+
+
+def _plan_key(graph, backend, trusted, threads, given_limits) -> tuple:
+    """What a plan of ``run_plans`` is kept by: the call's arguments and the limits in force."""
+    return (graph, backend, trusted, threads, given_limits, ops.current_limits())
+
+
+def planned_runner(
+    model: Model,
+    inputs: Mapping[str, Any],
+    *,
+    graph: str | None = None,
+    trusted: bool = False,
+    max_iterations: int | None = None,
+    max_total_iterations: int | None = None,
+    max_depth: int | None = None,
+    max_elements: int | None = None,
+    backend: Backend = "auto",
+    threads: int = 1,
+    external_data_dir: str | os.PathLike | None = None,
+) -> run_plans.Runner | None:
+    """What ``run(model, inputs, ...)`` would replay now (:mod:`mdf_loops.run_plans`), or
+    None when it would take the full path (call ``run`` first: it plans the call).
+
+    For a caller that runs one model it never edits on many inputs of the same names,
+    dtypes and shapes as ``inputs`` (numpy arrays, the others the same objects): the
+    runner takes them as ``run`` would, without the per-call checks that ``run`` makes
+    to find the plan again (a sweep's worker, which runs a batch of settings).
+    """
+    if external_data_dir is not None:
+        return None  # run reads the file each time: no plan
+    given_limits = (max_iterations, max_total_iterations, max_depth, max_elements)
+    key = _plan_key(graph, backend, trusted, threads, given_limits)
+    plan = run_plans.find(model, inputs, key)
+    return None if plan is None else plan.run
 
 
 def _loaded(model: Model | str | os.PathLike, trusted: bool, external_data_dir) -> Model:

@@ -29,6 +29,7 @@ from mdf_loops.sweep.cluster import (
 )
 from mdf_loops.sweep.errors import SweepError
 from mdf_loops.sweep.execute import batch_size_for, run_batches
+from mdf_loops.sweep.packed import PackedResults
 from mdf_loops.sweep.results import (
     ResultTable,
     check_output_path,
@@ -223,19 +224,15 @@ def _execute(
     pending = table.pending
     threads = wait_for_workers(client, timeout)
     size = batch_size_for(len(pending), threads, batch_size)
-    batches = [
-        SettingsBatch.of(
-            [
-                (index, {plan.input_of[name]: v for name, v in plan.space.setting(index).items()})
-                for index in pending[k : k + size]
-            ],
-            size,
-        )
-        for k in range(0, len(pending), size)
-    ]
+    batches = []
+    for k in range(0, len(pending), size):
+        indices = pending[k : k + size]
+        columns = plan.space.columns(indices)
+        named = {plan.input_of[name]: column for name, column in columns.items()}
+        batches.append(SettingsBatch.of_columns(indices, named, size))
 
-    def record(results: list) -> None:
-        duplicates = sum(not table.record(result) for result in results)
+    def record(results: PackedResults) -> None:
+        duplicates = table.record_packed(results)
         if duplicates:
             log.warning("%d settings arrived twice; the first result is kept", duplicates)
         if progress is not None:

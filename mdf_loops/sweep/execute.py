@@ -24,12 +24,8 @@ from mdf_loops.sweep.cluster import (
     worker_threads,
 )
 from mdf_loops.sweep.errors import SweepError
-from mdf_loops.sweep.worker import (
-    SettingResult,
-    SettingsBatch,
-    SweepTask,
-    run_settings_packed,
-)
+from mdf_loops.sweep.packed import PackedResults
+from mdf_loops.sweep.worker import SettingsBatch, SweepTask, run_settings_packed
 
 __all__ = ["batch_size_for", "run_batches"]
 
@@ -56,7 +52,7 @@ def run_batches(
     client: Any,
     task: SweepTask,
     batches: Sequence[SettingsBatch],
-    record: Callable[[list[SettingResult]], None],
+    record: Callable[[PackedResults], None],
     timeout: float,
 ) -> None:
     """Run every batch on ``client``'s cluster; ``record`` each batch's results as it ends."""
@@ -115,7 +111,7 @@ def _check_alive(client: Any, address: str, quiet_since: float, timeout: float) 
     return time.monotonic()
 
 
-def _results(future: Any, address: str, timeout: float) -> list[SettingResult] | None:
+def _results(future: Any, address: str, timeout: float) -> PackedResults | None:
     """A finished batch's results, or None when they were lost with the worker that held
     them (Dask computes them again); a batch lost with the scheduler is a
     :class:`SweepError`, and an exception the batch raised (a fault in the code) is raised
@@ -126,7 +122,7 @@ def _results(future: Any, address: str, timeout: float) -> list[SettingResult] |
 
     try:
         if future.status != "error":
-            return future.result(timeout=timeout).unpack()
+            return future.result(timeout=timeout)
         raised = future.exception(timeout=timeout)
     except CancelledError:  # the client lost the scheduler: Dask cancels what was running
         raise lost(address, "went away during the sweep", timeout) from None

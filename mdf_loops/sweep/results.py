@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from mdf_loops.sweep.errors import SweepError
+from mdf_loops.sweep.packed import PackedResults, SettingResult
 from mdf_loops.sweep.space import SweepSpace
-from mdf_loops.sweep.worker import SettingResult
 
 __all__ = ["ResultTable", "save_dataset", "load_dataset"]
 
@@ -36,7 +36,12 @@ FINGERPRINT = "mdf_loops_sweep"
 
 
 class ResultTable:
-    """The outputs and errors of every setting of a sweep, as they arrive."""
+    """The outputs and errors of every setting of a sweep, as they arrive.
+
+    Each output is kept as the blocks that arrived: (setting numbers, their values
+    stacked along a first axis), a whole batch at a time where its settings share the
+    output's shape (:meth:`record_packed`), one setting at a time otherwise.
+    """
 
     def __init__(self, space: SweepSpace, outputs: tuple[str, ...], attrs: dict[str, Any]):
         self.space = space
@@ -44,31 +49,62 @@ class ResultTable:
         self.attrs = attrs
         self.completed = np.zeros(len(space), dtype=bool)
         self.errors = np.full(len(space), "", dtype=object)
-        self.values: dict[str, dict[int, np.ndarray]] = {name: {} for name in outputs}
+        self.blocks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {n: [] for n in outputs}
 
     def record(self, result: SettingResult) -> bool:
         """Keep ``result``; False (and nothing changes) when its setting is already recorded."""
-        if self.completed[result.index]:
-            return False
-        error = result.error
-        for name, value in result.outputs.items():
-            known = next(iter(self.values[name].values()), None)
-            if known is not None and known.ndim != value.ndim:
-                error = "; ".join(
-                    filter(
-                        None,
-                        [
-                            error,
-                            f"output '{name}' has {value.ndim} "
-                            f"dimensions, other settings {known.ndim}",
-                        ],
-                    )
-                )
+        return self.record_packed(PackedResults.of([result])) == 0
+
+    def record_packed(self, packed: PackedResults) -> int:
+        """Keep a batch's results; returns how many of its settings were already recorded
+        (those are left as they were)."""
+        new = ~self.completed[packed.indices]
+        new &= _first_occurrences(packed.indices)
+        errors = np.array(packed.errors, dtype=object)
+        kept = packed.indices[new]
+        for name, column in packed.stacked.items():
+            problem = self._rank_problem(name, column.ndim - 1)
+            if problem:
+                errors[new] = [_joined(e, problem) for e in errors[new]]
+            elif len(kept):
+                self.blocks[name].append((kept, column[new]))
+        for name in packed.ragged:
+            padded = packed.padded(name)
+            if padded is None:  # values of rank other than 1: one setting at a time
+                self._record_each(name, packed, new, errors)
                 continue
-            self.values[name][result.index] = value
-        self.errors[result.index] = error
-        self.completed[result.index] = True
-        return True
+            positions, block = padded
+            fresh = new[positions]
+            problem = self._rank_problem(name, 1)
+            if problem:
+                errors[positions[fresh]] = [_joined(e, problem) for e in errors[positions[fresh]]]
+            elif fresh.any():
+                self.blocks[name].append((packed.indices[positions][fresh], block[fresh]))
+        self.errors[kept] = errors[new]
+        self.completed[kept] = True
+        return int(len(new) - new.sum())
+
+    def _record_each(
+        self, name: str, packed: PackedResults, new: np.ndarray, errors: np.ndarray
+    ) -> None:
+        """Keep the ragged output ``name`` of the ``new`` settings of ``packed`` one by one."""
+        values = packed.ragged_values(name)
+        for k in np.flatnonzero(new):
+            value = values[k]
+            if value is None:
+                continue
+            problem = self._rank_problem(name, value.ndim)
+            if problem:
+                errors[k] = _joined(errors[k], problem)
+            else:
+                self.blocks[name].append((packed.indices[k : k + 1], value[np.newaxis]))
+
+    def _rank_problem(self, name: str, ndim: int) -> str:
+        """Why values of ``ndim`` dimensions cannot join output ``name``'s, or ""."""
+        known = self.blocks[name][0][1].ndim - 1 if self.blocks[name] else ndim
+        if known == ndim:
+            return ""
+        return f"output '{name}' has {ndim} dimensions, other settings {known}"
 
     @property
     def pending(self) -> list[int]:
@@ -82,7 +118,7 @@ class ResultTable:
         shape, dims = self.space.shape, self.space.dims
         data_vars: dict[str, Any] = {}
         for name in self.outputs:
-            data_vars[name] = _stacked(name, self.values[name], len(self.space), shape, dims)
+            data_vars[name] = _stacked(name, self.blocks[name], len(self.space), shape, dims)
         errors = np.array([str(e) for e in self.errors], dtype=object)  # variable-length text
         data_vars["error"] = (dims, errors.reshape(shape))
         data_vars["completed"] = (dims, self.completed.reshape(shape))
@@ -111,21 +147,31 @@ class ResultTable:
         return int(completed.sum())
 
 
-def _stacked(name: str, values: dict[int, np.ndarray], count: int, shape, dims):
+def _first_occurrences(indices: np.ndarray) -> np.ndarray:
+    """True at the first place each setting number occurs in ``indices``."""
+    first = np.zeros(len(indices), dtype=bool)
+    first[np.unique(indices, return_index=True)[1]] = True
+    return first
+
+
+def _joined(error: str, problem: str) -> str:
+    return "; ".join(filter(None, [error, problem]))
+
+
+def _stacked(name: str, blocks: list[tuple[np.ndarray, np.ndarray]], count: int, shape, dims):
     """One output of every setting as one array, padded with NaN where needed."""
-    if not values:
+    if not blocks:
         return dims, np.full(shape, np.nan)
-    arrays = list(values.values())
-    ndim = arrays[0].ndim
-    largest = tuple(max(a.shape[k] for a in arrays) for k in range(ndim))
-    dtype = np.result_type(*arrays)
-    ragged = any(a.shape != largest for a in arrays)
-    if ragged or len(values) < count:
+    ndim = blocks[0][1].ndim - 1
+    largest = tuple(max(values.shape[k + 1] for _, values in blocks) for k in range(ndim))
+    dtype = np.result_type(*{values.dtype for _, values in blocks})
+    ragged = any(values.shape[1:] != largest for _, values in blocks)
+    if ragged or sum(len(indices) for indices, _ in blocks) < count:
         dtype = np.result_type(dtype, np.float64) if dtype.kind not in "fc" else dtype
     stacked = np.full((count, *largest), np.nan if dtype.kind in "fc" else 0, dtype=dtype)
-    for index, array in values.items():
-        region: tuple[int | slice, ...] = (index, *(slice(0, n) for n in array.shape))
-        stacked[region] = array
+    for indices, values in blocks:
+        region: tuple[np.ndarray | slice, ...] = (indices, *(slice(0, n) for n in values.shape[1:]))
+        stacked[region] = values
     own_dims = tuple(f"{name}_dim{k}" for k in range(ndim))
     return dims + own_dims, stacked.reshape(*shape, *largest)
 

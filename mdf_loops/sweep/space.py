@@ -44,6 +44,16 @@ class SweepSpace:
             }
         return {name: self.values[name][index] for name in self.names}
 
+    def columns(self, indices: Sequence[int]) -> dict[str, list[np.ndarray]]:
+        """Each name's values in the settings numbered ``indices``, in that order."""
+        if self.is_grid:
+            positions = np.unravel_index(np.asarray(indices, dtype=np.int64), self.shape)
+            return {
+                name: [self.values[name][k] for k in position.tolist()]
+                for name, position in zip(self.names, positions, strict=True)
+            }
+        return {name: [self.values[name][k] for k in indices] for name in self.names}
+
     def coords(self) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
         """Coordinate variables: each scalar-valued name along its dimension."""
         coords: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}

@@ -4,14 +4,22 @@ The model travels as its MDF JSON text with the hash of that text. Each worker
 process loads it once and keeps it (:data:`_MODELS`), so :func:`mdf_loops.run`
 verifies and compiles it once per worker, not once per setting: swept parameters
 are inputs of the model by then (:mod:`mdf_loops.sweep.parameters`).
+
+A batch pays ``run``'s per-call work once, not once per setting: its first setting
+runs through :func:`mdf_loops.run` (every check, the compilation), the others on the
+runner ``run`` planned for that call (:func:`mdf_loops.run.planned_runner`: the
+compiled model's session or jitted function, the inputs as typed), since the settings
+of a batch differ only in swept values of one dtype and shape. On ``jax`` the settings
+of one shape are one vectorised ``run_batch`` call instead. The results go back as
+whole columns (:mod:`mdf_loops.sweep.packed`).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +28,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import Backend
 from mdf_loops.errors import MdfLoopsError
+from mdf_loops.sweep.packed import PackedResults, SettingResult, pack
 
 __all__ = [
     "SweepTask",
@@ -44,15 +53,6 @@ class SweepTask:
     outputs: tuple[str, ...]
     backend: Backend
     run_options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class SettingResult:
-    """The outputs of one setting, or why it failed (``error`` is empty when it did not)."""
-
-    index: int
-    outputs: dict[str, np.ndarray]
-    error: str = ""
 
 
 #: models loaded in this process, by the hash of their JSON text (a few, most recent last)
@@ -93,11 +93,27 @@ class SettingsBatch:
         for _, values in settings:
             for name, column in columns.items():
                 column.append(values[name])
+        return cls.of_columns([index for index, _ in settings], columns, size)
+
+    @classmethod
+    def of_columns(
+        cls, indices: Sequence[int], columns: dict[str, list[np.ndarray]], size: int
+    ) -> SettingsBatch:
+        """The batch of the settings ``indices``, given each input's values in their order."""
         stacked = {
             name: np.stack(column) if len({v.shape for v in column}) == 1 else column
             for name, column in columns.items()
         }
-        return cls(tuple(index for index, _ in settings), stacked, size)
+        return cls(tuple(int(i) for i in indices), stacked, size)
+
+    def subset(self, positions: Sequence[int]) -> SettingsBatch:
+        """The settings at ``positions`` of this batch, as a batch of the same ``size``."""
+        columns = {name: [column[k] for k in positions] for name, column in self.values.items()}
+        return SettingsBatch.of_columns([self.indices[k] for k in positions], columns, self.size)
+
+    def of_one_shape(self) -> bool:
+        """Whether every swept input's values share one shape (each stacked)."""
+        return all(isinstance(column, np.ndarray) for column in self.values.values())
 
     def settings(self) -> Settings:
         """``(setting number, {input: value})`` for each setting of the batch."""
@@ -108,7 +124,15 @@ class SettingsBatch:
 
 
 def run_settings(task: SweepTask, batch: Settings | SettingsBatch) -> list[SettingResult]:
-    """Run each ``(index, {input: value})`` setting of a batch; one result per setting.
+    """Run each ``(index, {input: value})`` setting of a batch; one result per setting
+    (:func:`run_settings_packed`, unpacked)."""
+    if isinstance(batch, list):
+        batch = SettingsBatch.of(batch, len(batch)) if batch else SettingsBatch((), {}, 0)
+    return run_settings_packed(task, batch).unpack()
+
+
+def run_settings_packed(task: SweepTask, batch: SettingsBatch) -> PackedResults:
+    """Run each setting of a batch; the results as whole columns (:mod:`~.packed`).
 
     A setting whose run raises an :class:`~mdf_loops.MdfLoopsError` (a limit, a
     failing node) or whose outputs hold NaN is recorded as failed; any other
@@ -116,132 +140,97 @@ def run_settings(task: SweepTask, batch: Settings | SettingsBatch) -> list[Setti
     ``mdf_loops.run_batch`` exists) the settings of one shape are one vectorised call.
     """
     model = _model(task)
-    if isinstance(batch, list):
-        batch = SettingsBatch.of(batch, len(batch)) if batch else SettingsBatch((), {}, 0)
-    if task.backend == "jax" and batch.indices:
+    if not batch.indices:
+        return pack((), {}, ())
+    if task.backend == "jax":
         import mdf_loops
 
         if hasattr(mdf_loops, "run_batch"):
             return _run_vectorised(mdf_loops.run_batch, model, task, batch)
-    return [_run_one(model, task, index, values) for index, values in batch.settings()]
+    return _run_each(model, task, batch)
 
 
-@dataclass(frozen=True)
-class PackedResults:
-    """A batch's results as they travel back: each output of all its settings in one flat
-    array (Dask sends every array as a frame of its own, and reads each back at a cost:
-    hundreds of small arrays per batch took longer to send than to compute)."""
+def _run_each(model: Model, task: SweepTask, batch: SettingsBatch) -> PackedResults:
+    """Each setting of ``batch`` as a run: the first that runs through ``run``, and where
+    the settings share their shapes, the others on the runner ``run`` planned for it."""
+    from mdf_loops.run import planned_runner, run
 
-    indices: tuple[int, ...]
-    errors: tuple[str, ...]
-    #: output name -> (the values of every setting that has it, flat; each one's shape or None)
-    outputs: dict[str, tuple[np.ndarray, tuple[tuple[int, ...] | None, ...]]]
-
-    @classmethod
-    def of(cls, results: list[SettingResult]) -> PackedResults:
-        names = sorted({name for result in results for name in result.outputs})
-        outputs = {}
-        for name in names:
-            arrays = [r.outputs.get(name) for r in results]
-            present = [np.ravel(a) for a in arrays if a is not None]
-            flat = np.concatenate(present) if present else np.zeros(0)
-            outputs[name] = (flat, tuple(None if a is None else a.shape for a in arrays))
-        return cls(tuple(r.index for r in results), tuple(r.error for r in results), outputs)
-
-    def unpack(self) -> list[SettingResult]:
-        """One :class:`SettingResult` per setting (its arrays views of the flat ones)."""
-        results = [SettingResult(i, {}, e) for i, e in zip(self.indices, self.errors, strict=True)]
-        for name, (flat, shapes) in self.outputs.items():
-            start = 0
-            for result, shape in zip(results, shapes, strict=True):
-                if shape is not None:
-                    size = math.prod(shape)
-                    result.outputs[name] = flat[start : start + size].reshape(shape)
-                    start += size
-        return results
+    options = dict(graph=task.graph, backend=task.backend, **task.run_options)
+    columns: dict[str, list[Any]] = {name: [] for name in task.outputs}
+    errors: list[str] = []
+    runner = None
+    look = batch.of_one_shape()  # settings of one shape share the runner of the first run
+    for k in range(len(batch.indices)):
+        inputs = {**task.inputs, **{name: column[k] for name, column in batch.values.items()}}
+        try:
+            if runner is not None:
+                outputs = runner(inputs)
+            else:
+                outputs = run(model, inputs, **options)
+                if look:  # once: without a plan (the scheduler backend), every setting runs
+                    runner, look = planned_runner(model, inputs, **options), False
+        except MdfLoopsError as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+            for column in columns.values():
+                column.append(None)
+            continue
+        errors.append("")
+        for name, column in columns.items():
+            column.append(outputs[name])
+    return pack(batch.indices, columns, errors)
 
 
-def run_settings_packed(task: SweepTask, batch: SettingsBatch) -> PackedResults:
-    """:func:`run_settings`, its results packed for the trip back (:class:`PackedResults`)."""
-    return PackedResults.of(run_settings(task, batch))
-
-
-def _run_one(
-    model: Model, task: SweepTask, index: int, values: dict[str, np.ndarray]
-) -> SettingResult:
-    from mdf_loops.run import run
-
-    try:
-        outputs = run(
-            model,
-            {**task.inputs, **values},
-            graph=task.graph,
-            backend=task.backend,
-            **task.run_options,
-        )
-    except MdfLoopsError as exc:
-        return SettingResult(index, {}, f"{type(exc).__name__}: {exc}")
-    return checked_result(index, outputs, task.outputs)
-
-
-def _run_vectorised(
-    run_batch, model: Model, task: SweepTask, batch: SettingsBatch
-) -> list[SettingResult]:
+def _run_vectorised(run_batch, model: Model, task: SweepTask, batch: SettingsBatch):
     """The settings of each shape as one call of ``mdf_loops.run_batch(model, inputs,
     params)`` (shared inputs, and each swept input stacked along a new first axis, padded
     to the sweep's batch size); when a call raises, its settings run one by one to find
     which failed. Run options it does not take make each setting run alone."""
     import inspect
 
-    settings = batch.settings()
     accepted = inspect.signature(run_batch).parameters
     if any(name not in accepted for name in task.run_options):
-        return [_run_one(model, task, index, values) for index, values in settings]
-    groups: dict[tuple, Settings] = {}
-    for index, values in settings:
-        groups.setdefault(tuple(v.shape for v in values.values()), []).append((index, values))
-    results = {}
-    size = batch.size if len(groups) == 1 else 0  # pad a batch of one shape only
-    for group in groups.values():
-        for result in _run_group(run_batch, model, task, group, size):
-            results[result.index] = result
-    return [results[index] for index in batch.indices]
+        return _run_each(model, task, batch)
+    if batch.of_one_shape():
+        return _run_group(run_batch, model, task, batch, batch.size)
+    groups: dict[tuple, list[int]] = {}
+    for k in range(len(batch.indices)):
+        shapes = tuple(np.shape(column[k]) for column in batch.values.values())
+        groups.setdefault(shapes, []).append(k)
+    parts = [_run_group(run_batch, model, task, batch.subset(g), 0) for g in groups.values()]
+    results = {r.index: r for part in parts for r in part.unpack()}  # several shapes: rare
+    return PackedResults.of([results[index] for index in batch.indices])
 
 
-def _run_group(run_batch, model: Model, task: SweepTask, group: Settings, size: int):
-    padded = group + [group[-1]] * max(0, size - len(group))  # one compiled batch size
-    params = {name: np.stack([values[name] for _, values in padded]) for name in group[0][1]}
+def _run_group(run_batch, model: Model, task: SweepTask, group: SettingsBatch, size: int):
+    """One ``run_batch`` call on a batch whose values are stacked, padded to ``size``
+    settings (one compiled batch size serves every batch of the sweep)."""
+    count = len(group.indices)
+    params = {name: _padded(column, size) for name, column in group.values.items()}
     try:
         outputs = run_batch(
             model, task.inputs, params, backend="jax", graph=task.graph, **task.run_options
         )
     except MdfLoopsError as exc:
         log.info(
-            "batch of %d settings failed on run_batch (%s); running them one by one",
-            len(group),
-            exc,
+            "batch of %d settings failed on run_batch (%s); running them one by one", count, exc
         )
-        return [_run_one(model, task, index, values) for index, values in group]
+        return _run_each(model, task, group)
     # an output is stacked along its first axis, or a list where the runs' shapes differ
-    return [
-        checked_result(index, {name: value[k] for name, value in outputs.items()}, task.outputs)
-        for k, (index, _) in enumerate(group)
-    ]
+    columns = {name: _first_rows(outputs[name], count) for name in task.outputs}
+    return pack(group.indices, columns, [""] * count)
 
 
-def checked_result(index: int, outputs: dict[str, Any], wanted: tuple[str, ...]) -> SettingResult:
-    """The ``wanted`` outputs as arrays; an output that is not a tensor or holds NaN
-    makes the setting failed (its values are kept)."""
-    kept: dict[str, np.ndarray] = {}
-    problems = []
-    for name in wanted:
-        value = outputs[name]
-        if value is None or isinstance(value, list):
-            kind = "an empty optional" if value is None else "a sequence"
-            problems.append(f"output '{name}' is {kind}; a sweep stores tensors only")
-            continue
-        array = np.asarray(value)
-        kept[name] = array
-        if array.dtype.kind in "fc" and np.isnan(array).any():
-            problems.append(f"output '{name}' has NaN values")
-    return SettingResult(index, kept, "; ".join(problems))
+def _padded(column: Any, size: int) -> np.ndarray:
+    """``column`` (stacked settings) with its last row repeated up to ``size`` rows."""
+    column = np.asarray(column)
+    missing = size - len(column)
+    if missing <= 0:
+        return column
+    return np.concatenate([column, np.repeat(column[-1:], missing, axis=0)])
+
+
+def _first_rows(value: Any, count: int) -> Any:
+    """The first ``count`` settings' values of a batched output (padding dropped)."""
+    if value is None:  # an empty optional for every run
+        return [None] * count
+    return value[:count] if isinstance(value, (np.ndarray, list)) else [value] * count

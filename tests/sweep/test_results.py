@@ -72,3 +72,28 @@ def test_a_resume_path_that_is_not_a_regular_file_is_refused(tmp_path):
     (tmp_path / "folder.nc").mkdir()
     with pytest.raises(SweepError, match="must be a regular file"):
         load_dataset(tmp_path / "folder.nc", 2)
+
+
+def test_the_table_takes_whole_batches_keeps_the_first_of_a_duplicate_and_pads():
+    from mdf_loops.sweep.packed import pack
+    from mdf_loops.sweep.results import ResultTable
+    from mdf_loops.sweep.space import sample_space
+
+    space = sample_space([{"x": np.float64(k)} for k in range(5)])
+    table = ResultTable(space, ("y", "z"), {})
+    first = pack([3, 1], {"y": np.array([[1.0, 2.0], [3.0, 4.0]]), "z": np.array([5, 6])},
+                 ["", ""])
+    assert table.record_packed(first) == 0
+    again = pack([1, 0], {"y": [np.array([9.0]), np.array([7.0, 8.0, 9.0])],
+                          "z": [np.array([1, 2]), np.int64(7)]}, ["", ""])
+    assert table.record_packed(again) == 1  # setting 1 arrived twice: the first is kept
+    assert table.pending == [2, 4]
+    dataset = table.to_dataset()
+    y = dataset["y"].values
+    np.testing.assert_array_equal(y[[3, 1, 0]], [[1, 2, np.nan], [3, 4, np.nan], [7, 8, 9]])
+    assert np.isnan(y[[2, 4]]).all()
+    assert dataset["z"].values.tolist()[:2] == [7.0, 6.0] and np.isnan(dataset["z"].values[2])
+    assert dataset["error"].values.tolist() == ["", "", "", "", ""]
+    ranked = pack([2], {"y": [np.ones((1, 1))], "z": [np.int64(1)]}, [""])
+    table.record_packed(ranked)
+    assert table.errors[2] == "output 'y' has 2 dimensions, other settings 1"

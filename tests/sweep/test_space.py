@@ -73,3 +73,12 @@ def test_the_settings_limit_can_be_changed():
             grid_space({"a": [1, 2], "b": [1, 2, 3]})
         with pytest.raises(SweepError, match="6 \\(samples\\)"):
             sample_space([{"a": 1}] * 6)
+
+
+def test_columns_give_the_values_of_the_settings_asked_in_their_order():
+    space = grid_space({"a": [1.0, 2.0], "b": [10, 20, 30]})  # C order: b fastest
+    columns = space.columns([5, 0, 4])
+    assert [float(v) for v in columns["a"]] == [2.0, 1.0, 2.0]
+    assert [int(v) for v in columns["b"]] == [30, 10, 20]
+    samples = sample_space([{"x": np.full(2, k)} for k in range(4)])
+    assert [v.tolist() for v in samples.columns([3, 1])["x"]] == [[3, 3], [1, 1]]

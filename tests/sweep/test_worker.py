@@ -1,12 +1,15 @@
-"""What a worker does with a batch (mdf_loops/sweep/worker.py): the compact batch, and
+"""What a worker does with a batch (mdf_loops/sweep/worker.py): the compact batch, one
+``run`` for the first setting and the planned runner for the others on onnxruntime, and
 one vectorised ``run_batch`` call per shape on jax, padded to the sweep's batch size.
 
-Oracle: the Elman recurrence in numpy, with the example's weights read from its JSON.
+Oracles: the Elman recurrence and the drift-diffusion process in numpy (the weights
+read from the examples' JSON).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +17,9 @@ import pytest
 
 import mdf_loops
 from mdf_loops.sweep.worker import SettingsBatch, SweepTask, run_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dask_cluster import DDM, ddm_numpy  # noqa: E402
 
 RNN = Path(__file__).resolve().parents[2] / "examples" / "elman_rnn.json"
 
@@ -72,18 +78,49 @@ def test_jax_runs_one_call_per_shape_padded_to_the_batch_size(monkeypatch):
         np.testing.assert_allclose(result.outputs["rnn.h_final"], elman_numpy(x), rtol=1e-6)
 
 
-def test_packed_results_give_back_each_setting_s_arrays():
-    from mdf_loops.sweep.worker import PackedResults, SettingResult
+def ddm_task(**run_options) -> SweepTask:
+    text = mdf_loops.load_model(DDM).to_json()
+    return SweepTask(text, "ddm-worker", None, {}, ("ddm.trace", "ddm.decision_time",
+                     "decide.choice"), "onnxruntime", run_options)
 
-    rng = np.random.default_rng(2)
-    results = [SettingResult(4, {"trace": rng.normal(size=7), "choice": np.int64(1)}),
-               SettingResult(9, {}, "IterationLimitError: too long"),
-               SettingResult(2, {"trace": rng.normal(size=3), "choice": np.int64(-1)})]
-    packed = PackedResults.of(results)
-    assert packed.outputs["trace"][0].shape == (10,)  # one flat array per output
-    for got, given in zip(packed.unpack(), results):
-        assert (got.index, got.error, sorted(got.outputs)) == (
-            given.index, given.error, sorted(given.outputs))
-        for name, value in given.outputs.items():
-            np.testing.assert_array_equal(got.outputs[name], value)
-            assert got.outputs[name].shape == np.shape(value)
+
+def count_runs(monkeypatch) -> list:
+    module = sys.modules["mdf_loops.run"]
+    calls, real = [], module.run
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "run", spy)
+    return calls
+
+
+def test_onnxruntime_runs_a_batch_s_first_setting_through_run_and_the_rest_planned(
+        monkeypatch):
+    calls = count_runs(monkeypatch)
+    # the zero-noise setting needs 100 steps, over max_iterations: it fails alone, mid-batch
+    noises = [np.full(200, 0.9), np.zeros(200), np.full(200, -0.9), np.full(200, 0.5)]
+    batch = SettingsBatch.of([(10 + k, {"noise": n}) for k, n in enumerate(noises)], 4)
+    results = run_settings(ddm_task(max_iterations=50), batch)
+    assert calls == [1]  # the others ran on the runner run planned for the first
+    assert [r.index for r in results] == [10, 11, 12, 13]
+    assert results[1].error.startswith("IterationLimitError: node 'ddm' asked for more than 50")
+    assert results[1].outputs == {}
+    for k in (0, 2, 3):
+        trace, time, choice = ddm_numpy(noises[k], drift=1.0)
+        assert results[k].error == ""
+        np.testing.assert_allclose(results[k].outputs["ddm.trace"], trace, rtol=1e-9)
+        np.testing.assert_allclose(results[k].outputs["ddm.decision_time"], time, rtol=1e-9)
+        assert results[k].outputs["decide.choice"] == choice
+
+
+def test_settings_of_different_shapes_each_run_through_run(monkeypatch):
+    calls = count_runs(monkeypatch)
+    noises = [np.full(200, 0.9), np.full(30, -0.9)]
+    results = run_settings(ddm_task(), [(k, {"noise": n}) for k, n in enumerate(noises)])
+    assert len(calls) == 2
+    for result, n in zip(results, noises):
+        trace, _, choice = ddm_numpy(n, drift=1.0)
+        np.testing.assert_allclose(result.outputs["ddm.trace"], trace, rtol=1e-9)
+        assert result.outputs["decide.choice"] == choice

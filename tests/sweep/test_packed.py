@@ -1,0 +1,71 @@
+"""A batch's results as columns (mdf_loops/sweep/packed.py): which settings failed and
+why, stacked and flat columns, and each setting's values given back unchanged.
+
+Oracle: the expected errors and values are written out here from the inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdf_loops.sweep.packed import PackedResults, SettingResult, pack
+
+
+def test_a_stacked_column_fails_only_the_settings_whose_row_holds_nan():
+    values = np.array([[1.0, 2.0], [np.nan, 0.0], [3.0, 4.0]])
+    choice = np.array([1, -1, 0])
+    packed = pack([7, 3, 5], {"trace": values, "choice": choice}, ["", "", ""])
+    assert packed.errors == ("", "output 'trace' has NaN values", "")
+    assert packed.indices.tolist() == [7, 3, 5] and not packed.ragged
+    np.testing.assert_array_equal(packed.stacked["trace"], values)  # NaN kept as computed
+    results = packed.unpack()
+    assert [r.index for r in results] == [7, 3, 5]
+    assert results[2].outputs["choice"] == 0 and results[0].outputs["trace"].tolist() == [1, 2]
+
+
+def test_listed_values_name_every_problem_of_a_setting_in_output_order():
+    columns = {
+        "a": [np.float64(1.0), None, [np.ones(2)], np.array(np.nan)],
+        "b": [np.ones(3), None, np.array([np.nan, 1.0]), None],
+    }
+    errors = ["", "IterationLimitError: too long", "", ""]
+    packed = pack([0, 1, 2, 3], columns, errors)
+    assert packed.errors == (
+        "",
+        "IterationLimitError: too long",  # a failed run: no output problems added
+        "output 'a' is a sequence; a sweep stores tensors only; output 'b' has NaN values",
+        "output 'a' has NaN values; output 'b' is an empty optional; a sweep stores tensors only",
+    )
+    results = packed.unpack()
+    assert results[1].outputs == {} and sorted(results[2].outputs) == ["b"]
+    assert np.isnan(results[3].outputs["a"])
+    np.testing.assert_array_equal(results[0].outputs["b"], np.ones(3))
+
+
+def test_outputs_of_one_shape_are_stacked_and_the_others_flat():
+    rng = np.random.default_rng(2)
+    results = [SettingResult(4, {"trace": rng.normal(size=7), "choice": np.int64(1)}),
+               SettingResult(9, {}, "IterationLimitError: too long"),
+               SettingResult(2, {"trace": rng.normal(size=3), "choice": np.int64(-1)})]
+    packed = PackedResults.of(results)
+    assert packed.ragged["trace"][0].shape == (10,)  # one flat array for the batch
+    assert packed.ragged["choice"][0].tolist() == [1, -1]  # a setting lacks it: flat
+    whole = PackedResults.of([results[0], results[2]])
+    assert whole.stacked["choice"].tolist() == [1, -1]
+    for got, given in zip(packed.unpack(), results):
+        assert (got.index, got.error, sorted(got.outputs)) == (
+            given.index, given.error, sorted(given.outputs))
+        for name, value in given.outputs.items():
+            np.testing.assert_array_equal(got.outputs[name], value)
+            assert got.outputs[name].shape == np.shape(value)
+
+
+def test_ragged_vectors_pad_in_whole_arrays_as_the_dataset_pads_them():
+    results = [SettingResult(0, {"t": np.array([1, 2, 3])}), SettingResult(1, {}, "failed"),
+               SettingResult(2, {"t": np.array([4])}), SettingResult(3, {"t": np.array([5, 6])})]
+    positions, block = PackedResults.of(results).padded("t")
+    assert positions.tolist() == [0, 2, 3]
+    np.testing.assert_array_equal(block, [[1, 2, 3], [4, np.nan, np.nan], [5, 6, np.nan]])
+    assert block.dtype == np.float64  # integers padded with NaN become float, as in the dataset
+    matrices = [SettingResult(0, {"m": np.ones((2, 2))}), SettingResult(1, {"m": np.ones((1, 2))})]
+    assert PackedResults.of(matrices).padded("m") is None  # other ranks: one by one
