@@ -48,11 +48,13 @@ class Plan:
 
     def takes(self, inputs: Mapping[str, Any]) -> bool:
         """Whether ``inputs`` are given as the plan's inputs were (no fitting needed)."""
-        if inputs.keys() != self.given:
+        if len(inputs) != len(self.given) or inputs.keys() != self.given:
             return False
         for name, dtype, shape in self.accepted:
             value = inputs[name]
-            if type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape:
+            if type(value) is not np.ndarray or value.dtype is not dtype and value.dtype != dtype:
+                return False
+            if value.shape != shape:
                 return False
         return True
 
@@ -71,8 +73,10 @@ _PLANS: CompileCache[Plan] = CompileCache()
 def find(model: Any, inputs: Mapping[str, Any] | None, key: Hashable) -> Plan | None:
     """The plan for calling ``run(model, inputs, ...)`` with the arguments and limits
     of ``key``, if one holds."""
+    if type(inputs) is not dict and not isinstance(inputs, (Mapping, type(None))):
+        return None  # the full path says what is wrong
     plan = _PLANS.peek(model, key)
-    if plan is None or not isinstance(inputs, (Mapping, type(None))):
+    if plan is None:
         return None
     return plan if plan.takes({} if inputs is None else inputs) else None
 

@@ -45,7 +45,6 @@ from mdf_loops.errors import (
     MdfLoopsError,
     ModelError,
 )
-from mdf_loops.model.values import to_user
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
 
@@ -115,19 +114,7 @@ class JaxModel:
             return self.run
         if any(feed[name] is not value for name, value in example.items()):
             return self.run
-        key = self._key({}, feed)
-
-        def run_form(inputs: Mapping[str, Any]) -> dict[str, Any]:
-            entry = self._jitted.get(key)  # gone when a buffer grew
-            if entry is None:
-                return self.run(inputs)
-            with self._precision():
-                flat, flag = entry[0](inputs)
-            if flag is not None and int(flag):
-                return self.run(inputs)
-            return unflatten(flat, entry[1])
-
-        return run_form
+        return _FormRunner(self, self._key({}, feed))
 
     def _precision(self) -> contextlib.AbstractContextManager:
         """64-bit types on while running, where the traced program has them (:mod:`.precision`)."""
@@ -331,14 +318,59 @@ def cached_compile(
 
 def jax_runner(lowered: JaxModel, example: Mapping[str, Any]) -> Callable[..., dict[str, Any]]:
     """:func:`mdf_loops.run`'s runner of ``lowered`` for inputs of the form of ``example``:
-    inputs in, the user's values out."""
-    return functools.partial(_user_outputs, lowered.runner(example), lowered.onnx_model.graph.name)
+    inputs in, the user's values out (:func:`.flat.unflatten` gives them: numpy arrays,
+    lists, ``None``), JAX's errors as mdf-loops errors."""
+    where = f"graph '{lowered.onnx_model.graph.name}' (jax backend)"
+    return functools.partial(_user_outputs, lowered.runner(example), where)
 
 
-def _user_outputs(run: Callable, graph: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    with jax_errors(f"graph '{graph}' (jax backend)"):
-        outputs = run(inputs)
-    return {name: to_user(value) for name, value in outputs.items()}
+def _user_outputs(run: Callable, where: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    try:  # not jax_errors(): a context manager costs microseconds on every call
+        return run(inputs)
+    except MdfLoopsError:
+        raise
+    except Exception as exc:
+        raise _mdf_error(exc, where) from exc
+
+
+class _FormRunner:
+    """:meth:`JaxModel.run` for one form of inputs (:meth:`JaxModel.runner`): the compiled
+    function and how to rebuild its outputs, found on the first call and held while the
+    model's buffers keep their size."""
+
+    __slots__ = ("lowered", "key", "held")
+
+    def __init__(self, lowered: JaxModel, key: tuple) -> None:
+        self.lowered, self.key = lowered, key
+        #: (compiled function, outputs by flat index or None, layout, buffer rows)
+        self.held: tuple[Callable, tuple | None, list, int] | None = None
+
+    def __call__(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        lowered, held = self.lowered, self.held
+        if held is None or held[3] != lowered.buffer_rows:
+            held = self._find()
+            if held is None:  # not compiled yet, or its buffer grew: the full run
+                return lowered.run(inputs)
+        if lowered.needs_x64:
+            with x64():
+                flat, flag = held[0](inputs)
+        else:
+            flat, flag = held[0](inputs)
+        if flag is not None and int(flag):
+            return lowered.run(inputs)  # to grow the buffer, or to raise at the limit
+        if held[1] is None:
+            return unflatten(flat, held[2])
+        return {name: np.asarray(flat[where]) for name, where in held[1]}
+
+    def _find(self) -> tuple[Callable, tuple | None, list, int] | None:
+        entry = self.lowered._jitted.get(self.key)
+        if entry is None or not entry[1]:  # no layout: not traced (or its tracing failed)
+            return None
+        fn, layout = entry
+        arrays = tuple((name, spec[1]) for name, spec in layout if spec[0] == "array")
+        plain = arrays if len(arrays) == len(layout) else None  # only arrays: no rebuilding
+        self.held = (fn, plain, layout, self.lowered.buffer_rows)
+        return self.held
 
 
 @contextlib.contextmanager
@@ -350,9 +382,14 @@ def jax_errors(where: str) -> Iterator[None]:
         yield
     except MdfLoopsError:
         raise
-    except NeedsStatic as exc:
-        raise CompileError(
+    except Exception as exc:
+        raise _mdf_error(exc, where) from exc
+
+
+def _mdf_error(exc: Exception, where: str) -> MdfLoopsError:
+    """A JAX or XLA error (not an mdf-loops one) as the error :func:`jax_errors` raises."""
+    if isinstance(exc, NeedsStatic):
+        return CompileError(
             f"{where}: {exc.where}: {exc.what}; run it with backend='onnxruntime' or 'scheduler'"
-        ) from exc
-    except Exception as exc:  # XLA's errors name no model element
-        raise EvaluationError(f"{where}: {type(exc).__name__}: {exc}") from exc
+        )
+    return EvaluationError(f"{where}: {type(exc).__name__}: {exc}")  # XLA's name no element
