@@ -321,7 +321,10 @@ def jax_runner(lowered: JaxModel, example: Mapping[str, Any]) -> Callable[..., d
     inputs in, the user's values out (:func:`.flat.unflatten` gives them: numpy arrays,
     lists, ``None``), JAX's errors as mdf-loops errors."""
     where = f"graph '{lowered.onnx_model.graph.name}' (jax backend)"
-    return functools.partial(_user_outputs, lowered.runner(example), where)
+    run = lowered.runner(example)
+    if isinstance(run, _FormRunner):
+        return _FormRunner(lowered, run.key, where)  # converts errors itself: one call less
+    return functools.partial(_user_outputs, run, where)
 
 
 def _user_outputs(run: Callable, where: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -336,40 +339,53 @@ def _user_outputs(run: Callable, where: str, inputs: Mapping[str, Any]) -> dict[
 class _FormRunner:
     """:meth:`JaxModel.run` for one form of inputs (:meth:`JaxModel.runner`): the compiled
     function and how to rebuild its outputs, found on the first call and held while the
-    model's buffers keep their size."""
+    model's buffers keep their size. With ``where``, JAX's errors become mdf-loops errors
+    saying where (as :func:`jax_errors` does).
 
-    __slots__ = ("lowered", "key", "held")
+    A replayed ``run`` spends most of its own time here and in the model's comparison
+    with its snapshot, each Python call costing microseconds when the compiled loop has
+    just left the CPU caches cold: hence few calls, and no comprehension."""
 
-    def __init__(self, lowered: JaxModel, key: tuple) -> None:
-        self.lowered, self.key = lowered, key
-        #: (compiled function, outputs by flat index or None, layout, buffer rows)
+    __slots__ = ("lowered", "key", "where", "held")
+
+    def __init__(self, lowered: JaxModel, key: tuple, where: str | None = None) -> None:
+        self.lowered, self.key, self.where = lowered, key, where
+        #: (compiled function, output names if all are arrays, layout, buffer rows)
         self.held: tuple[Callable, tuple | None, list, int] | None = None
 
     def __call__(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         lowered, held = self.lowered, self.held
-        if held is None or held[3] != lowered.buffer_rows:
-            held = self._find()
-            if held is None:  # not compiled yet, or its buffer grew: the full run
-                return lowered.run(inputs)
-        if lowered.needs_x64:
-            with x64():
+        try:
+            if held is None or held[3] != lowered.buffer_rows:
+                held = self._find()
+                if held is None:  # not compiled yet, or its buffer grew: the full run
+                    return lowered.run(inputs)
+            if lowered.needs_x64:
+                with x64():
+                    flat, flag = held[0](inputs)
+            else:
                 flat, flag = held[0](inputs)
-        else:
-            flat, flag = held[0](inputs)
-        if flag is not None and int(flag):
-            return lowered.run(inputs)  # to grow the buffer, or to raise at the limit
-        if held[1] is None:
-            return unflatten(flat, held[2])
-        return {name: np.asarray(flat[where]) for name, where in held[1]}
+            if flag is not None and int(flag):
+                return lowered.run(inputs)  # to grow the buffer, or to raise at the limit
+            if held[1] is None:
+                return unflatten(flat, held[2])
+            return dict(zip(held[1], map(np.asarray, flat), strict=True))
+        except MdfLoopsError:
+            raise
+        except Exception as exc:
+            if self.where is None:
+                raise
+            raise _mdf_error(exc, self.where) from exc
 
     def _find(self) -> tuple[Callable, tuple | None, list, int] | None:
         entry = self.lowered._jitted.get(self.key)
         if entry is None or not entry[1]:  # no layout: not traced (or its tracing failed)
             return None
         fn, layout = entry
-        arrays = tuple((name, spec[1]) for name, spec in layout if spec[0] == "array")
-        plain = arrays if len(arrays) == len(layout) else None  # only arrays: no rebuilding
-        self.held = (fn, plain, layout, self.lowered.buffer_rows)
+        # only arrays, in order (as flat.flatten lays them out): no rebuilding
+        plain = all(spec == ("array", i) for i, (_, spec) in enumerate(layout))
+        names = tuple(name for name, _ in layout) if plain else None
+        self.held = (fn, names, layout, self.lowered.buffer_rows)
         return self.held
 
 

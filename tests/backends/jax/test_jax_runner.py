@@ -129,14 +129,30 @@ def _failing(error):
     return run
 
 
-def test_errors_of_jax_on_a_run_name_the_graph():
-    where = "graph 'g' (jax backend)"
-    with pytest.raises(mdf_loops.errors.EvaluationError, match=r"graph 'g' \(jax backend\): "
-                       r"RuntimeError: XLA ran out"):
-        compiled._user_outputs(_failing(RuntimeError("XLA ran out")), where, {})
-    with pytest.raises(mdf_loops.errors.CompileError, match=r"graph 'g' .*node 'n': a shape"):
-        compiled._user_outputs(_failing(NeedsStatic("node 'n'", "a shape")), where, {})
+def _replaying(error):
+    """run()'s runner of a compiled model whose compiled function raises ``error``."""
+    work = elman_rnn(3, 2, 2)
+    lowered = jax_compile(mdf_loops.onnx_to_mdf(work.model), work.inputs)
+    runner = compiled.jax_runner(lowered, work.inputs)
+    runner(work.inputs)  # compiles
+    runner(work.inputs)  # finds the compiled function and holds it
+    assert runner.held is not None
+    runner.held = (_failing(error), *runner.held[1:])
+    return lambda: runner(work.inputs)
+
+
+def _through_user_outputs(error):
+    return lambda: compiled._user_outputs(_failing(error), "graph 'main' (jax backend)", {})
+
+
+@pytest.mark.parametrize("call", [_replaying, _through_user_outputs])
+def test_errors_of_jax_on_a_run_name_the_graph(call):
+    with pytest.raises(mdf_loops.errors.EvaluationError,
+                       match=r"graph '\w+' \(jax backend\): RuntimeError: XLA ran out"):
+        call(RuntimeError("XLA ran out"))()
+    with pytest.raises(mdf_loops.errors.CompileError, match=r"graph '\w+' .*node 'n': a shape"):
+        call(NeedsStatic("node 'n'", "a shape"))()
     ours = mdf_loops.errors.IterationLimitError("a Loop passed max_iterations=3")
     with pytest.raises(mdf_loops.errors.IterationLimitError) as info:
-        compiled._user_outputs(_failing(ours), where, {})
+        call(ours)()
     assert info.value is ours  # mdf-loops errors pass as they are
