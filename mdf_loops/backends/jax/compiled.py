@@ -30,6 +30,7 @@ from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signatu
 from mdf_loops.backends.jax.flat import feed_value, flatten, is_discrete, static_key, unflatten
 from mdf_loops.backends.jax.jitted import JittedFunctions
 from mdf_loops.backends.jax.precision import uses_64_bits, x64
+from mdf_loops.backends.jax.replay import FormRunner, mdf_error
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
@@ -40,7 +41,6 @@ from mdf_loops.backends.jax.values import (
 )
 from mdf_loops.errors import (
     CompileError,
-    EvaluationError,
     IterationLimitError,
     MdfLoopsError,
     ModelError,
@@ -114,7 +114,7 @@ class JaxModel:
             return self.run
         if any(feed[name] is not value for name, value in example.items()):
             return self.run
-        return _FormRunner(self, self._key({}, feed))
+        return FormRunner(self, self._key({}, feed))
 
     def _precision(self) -> contextlib.AbstractContextManager:
         """64-bit types on while running, where the traced program has them (:mod:`.precision`)."""
@@ -322,8 +322,8 @@ def jax_runner(lowered: JaxModel, example: Mapping[str, Any]) -> Callable[..., d
     lists, ``None``), JAX's errors as mdf-loops errors."""
     where = f"graph '{lowered.onnx_model.graph.name}' (jax backend)"
     run = lowered.runner(example)
-    if isinstance(run, _FormRunner):
-        return _FormRunner(lowered, run.key, where)  # converts errors itself: one call less
+    if isinstance(run, FormRunner):
+        return FormRunner(lowered, run.key, where)  # converts errors itself: one call less
     return functools.partial(_user_outputs, run, where)
 
 
@@ -333,60 +333,7 @@ def _user_outputs(run: Callable, where: str, inputs: Mapping[str, Any]) -> dict[
     except MdfLoopsError:
         raise
     except Exception as exc:
-        raise _mdf_error(exc, where) from exc
-
-
-class _FormRunner:
-    """:meth:`JaxModel.run` for one form of inputs (:meth:`JaxModel.runner`): the compiled
-    function and how to rebuild its outputs, found on the first call and held while the
-    model's buffers keep their size. With ``where``, JAX's errors become mdf-loops errors
-    saying where (as :func:`jax_errors` does).
-
-    A replayed ``run`` spends most of its own time here and in the model's comparison
-    with its snapshot, each Python call costing microseconds when the compiled loop has
-    just left the CPU caches cold: hence few calls, and no comprehension."""
-
-    __slots__ = ("lowered", "key", "where", "held")
-
-    def __init__(self, lowered: JaxModel, key: tuple, where: str | None = None) -> None:
-        self.lowered, self.key, self.where = lowered, key, where
-        #: (compiled function, output names if all are arrays, layout, buffer rows)
-        self.held: tuple[Callable, tuple | None, list, int] | None = None
-
-    def __call__(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        lowered, held = self.lowered, self.held
-        try:
-            if held is None or held[3] != lowered.buffer_rows:
-                held = self._find()
-                if held is None:  # not compiled yet, or its buffer grew: the full run
-                    return lowered.run(inputs)
-            if lowered.needs_x64:
-                with x64():
-                    flat, flag = held[0](inputs)
-            else:
-                flat, flag = held[0](inputs)
-            if flag is not None and int(flag):
-                return lowered.run(inputs)  # to grow the buffer, or to raise at the limit
-            if held[1] is None:
-                return unflatten(flat, held[2])
-            return dict(zip(held[1], map(np.asarray, flat), strict=True))
-        except MdfLoopsError:
-            raise
-        except Exception as exc:
-            if self.where is None:
-                raise
-            raise _mdf_error(exc, self.where) from exc
-
-    def _find(self) -> tuple[Callable, tuple | None, list, int] | None:
-        entry = self.lowered._jitted.get(self.key)
-        if entry is None or not entry[1]:  # no layout: not traced (or its tracing failed)
-            return None
-        fn, layout = entry
-        # only arrays, in order (as flat.flatten lays them out): no rebuilding
-        plain = all(spec == ("array", i) for i, (_, spec) in enumerate(layout))
-        names = tuple(name for name, _ in layout) if plain else None
-        self.held = (fn, names, layout, self.lowered.buffer_rows)
-        return self.held
+        raise mdf_error(exc, where) from exc
 
 
 @contextlib.contextmanager
@@ -399,13 +346,4 @@ def jax_errors(where: str) -> Iterator[None]:
     except MdfLoopsError:
         raise
     except Exception as exc:
-        raise _mdf_error(exc, where) from exc
-
-
-def _mdf_error(exc: Exception, where: str) -> MdfLoopsError:
-    """A JAX or XLA error (not an mdf-loops one) as the error :func:`jax_errors` raises."""
-    if isinstance(exc, NeedsStatic):
-        return CompileError(
-            f"{where}: {exc.where}: {exc.what}; run it with backend='onnxruntime' or 'scheduler'"
-        )
-    return EvaluationError(f"{where}: {type(exc).__name__}: {exc}")  # XLA's name no element
+        raise mdf_error(exc, where) from exc
