@@ -24,7 +24,7 @@ model's content and the limits, both part of the plan's key.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,23 +45,29 @@ class Plan:
     given: frozenset[str]  # the input names the caller gave
     accepted: tuple[tuple[str, np.dtype, tuple[int, ...]], ...]  # each given input's form
     defaults: tuple[tuple[str, list, DeclaredInput], ...]  # the others: ports, declared type
+    #: the runner's outputs for inputs the plan :meth:`takes`, defaults added
+    run: Runner = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # without defaults, the runner itself (one Python call less on each replay)
+        object.__setattr__(self, "run", self._with_defaults if self.defaults else self.runner)
 
     def takes(self, inputs: Mapping[str, Any]) -> bool:
         """Whether ``inputs`` are given as the plan's inputs were (no fitting needed)."""
-        if inputs.keys() != self.given:
+        if len(inputs) != len(self.given) or inputs.keys() != self.given:
             return False
         for name, dtype, shape in self.accepted:
             value = inputs[name]
-            if type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape:
+            if type(value) is not np.ndarray or value.dtype is not dtype and value.dtype != dtype:
+                return False
+            if value.shape != shape:
                 return False
         return True
 
-    def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The runner's outputs for ``inputs`` (which :meth:`takes`), defaults added."""
-        if self.defaults:
-            inputs = dict(inputs)
-            for name, ports, declared in self.defaults:
-                inputs[name] = fit_input(name, default_input(ports)[1], declared)
+    def _with_defaults(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        inputs = dict(inputs)
+        for name, ports, declared in self.defaults:
+            inputs[name] = fit_input(name, default_input(ports)[1], declared)
         return self.runner(inputs)
 
 
@@ -71,8 +77,10 @@ _PLANS: CompileCache[Plan] = CompileCache()
 def find(model: Any, inputs: Mapping[str, Any] | None, key: Hashable) -> Plan | None:
     """The plan for calling ``run(model, inputs, ...)`` with the arguments and limits
     of ``key``, if one holds."""
+    if type(inputs) is not dict and not isinstance(inputs, (Mapping, type(None))):
+        return None  # the full path says what is wrong
     plan = _PLANS.peek(model, key)
-    if plan is None or not isinstance(inputs, (Mapping, type(None))):
+    if plan is None:
         return None
     return plan if plan.takes({} if inputs is None else inputs) else None
 

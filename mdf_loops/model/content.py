@@ -195,22 +195,26 @@ class _Snapshot:
 
     def holds(self, model: Any) -> bool:
         """Whether everything walked in ``model`` still holds what it held."""
-        live = self._referents(model)
+        owners = self.owners  # (not through _referents: a Python call costs on every run)
+        live = gc.get_referents(model, *owners) if self.rooted else gc.get_referents(*owners)
         try:  # in C, identity first: about 1 ns a reference where nothing changed
-            equal = live == self.referents
-            opaque_same = not self.opaque or list(map(repr, self.opaque)) == self.opaque_reprs
+            if live != self.referents:
+                return False
+            if self.opaque and list(map(repr, self.opaque)) != self.opaque_reprs:
+                return False
         except Exception:  # an array (or a strange object) in the place of another
             return False
         return (
-            equal
-            and all(map(is_, self.pick(live), self.picked))
+            all(map(is_, self.pick(live), self.picked))
             and list(chain.from_iterable(self.dicts)) == self.keys
             and self.atom_lists == self.atom_copies
-            and opaque_same
-            and all(
-                (a.dtype, a.shape) == saved
-                for a, saved in zip(self.arrays, self.array_types, strict=True)
-            )
+            and (not self.arrays or self._arrays_hold())
+        )
+
+    def _arrays_hold(self) -> bool:
+        return all(
+            (a.dtype, a.shape) == saved
+            for a, saved in zip(self.arrays, self.array_types, strict=True)
         )
 
 

@@ -30,6 +30,7 @@ from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signatu
 from mdf_loops.backends.jax.flat import feed_value, flatten, is_discrete, static_key, unflatten
 from mdf_loops.backends.jax.jitted import JittedFunctions
 from mdf_loops.backends.jax.precision import uses_64_bits, x64
+from mdf_loops.backends.jax.replay import FormRunner, mdf_error
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
@@ -40,12 +41,10 @@ from mdf_loops.backends.jax.values import (
 )
 from mdf_loops.errors import (
     CompileError,
-    EvaluationError,
     IterationLimitError,
     MdfLoopsError,
     ModelError,
 )
-from mdf_loops.model.values import to_user
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
 
@@ -115,19 +114,7 @@ class JaxModel:
             return self.run
         if any(feed[name] is not value for name, value in example.items()):
             return self.run
-        key = self._key({}, feed)
-
-        def run_form(inputs: Mapping[str, Any]) -> dict[str, Any]:
-            entry = self._jitted.get(key)  # gone when a buffer grew
-            if entry is None:
-                return self.run(inputs)
-            with self._precision():
-                flat, flag = entry[0](inputs)
-            if flag is not None and int(flag):
-                return self.run(inputs)
-            return unflatten(flat, entry[1])
-
-        return run_form
+        return FormRunner(self, self._key({}, feed))
 
     def _precision(self) -> contextlib.AbstractContextManager:
         """64-bit types on while running, where the traced program has them (:mod:`.precision`)."""
@@ -331,14 +318,22 @@ def cached_compile(
 
 def jax_runner(lowered: JaxModel, example: Mapping[str, Any]) -> Callable[..., dict[str, Any]]:
     """:func:`mdf_loops.run`'s runner of ``lowered`` for inputs of the form of ``example``:
-    inputs in, the user's values out."""
-    return functools.partial(_user_outputs, lowered.runner(example), lowered.onnx_model.graph.name)
+    inputs in, the user's values out (:func:`.flat.unflatten` gives them: numpy arrays,
+    lists, ``None``), JAX's errors as mdf-loops errors."""
+    where = f"graph '{lowered.onnx_model.graph.name}' (jax backend)"
+    run = lowered.runner(example)
+    if isinstance(run, FormRunner):
+        return FormRunner(lowered, run.key, where)  # converts errors itself: one call less
+    return functools.partial(_user_outputs, run, where)
 
 
-def _user_outputs(run: Callable, graph: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    with jax_errors(f"graph '{graph}' (jax backend)"):
-        outputs = run(inputs)
-    return {name: to_user(value) for name, value in outputs.items()}
+def _user_outputs(run: Callable, where: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    try:  # not jax_errors(): a context manager costs microseconds on every call
+        return run(inputs)
+    except MdfLoopsError:
+        raise
+    except Exception as exc:
+        raise mdf_error(exc, where) from exc
 
 
 @contextlib.contextmanager
@@ -350,9 +345,5 @@ def jax_errors(where: str) -> Iterator[None]:
         yield
     except MdfLoopsError:
         raise
-    except NeedsStatic as exc:
-        raise CompileError(
-            f"{where}: {exc.where}: {exc.what}; run it with backend='onnxruntime' or 'scheduler'"
-        ) from exc
-    except Exception as exc:  # XLA's errors name no model element
-        raise EvaluationError(f"{where}: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        raise mdf_error(exc, where) from exc
