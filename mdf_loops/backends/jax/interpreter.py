@@ -107,14 +107,7 @@ class Evaluator:
 
     def _node(self, node: onnx.NodeProto, scope: ChainMap) -> None:
         where = label(node)
-        standard = node.domain in ("", "ai.onnx")
-        lower = OPS.get(node.op_type if standard else f"{node.domain}::{node.op_type}")
-        if lower is None:
-            raise CompileError(
-                f"{where}: no JAX lowering for {node.domain or 'ai.onnx'}::"
-                f"{node.op_type}; run it with backend='onnxruntime' or "
-                "'scheduler'"
-            )
+        lower = OPS.lowering_of(node, where)
         try:
             args = [scope[name] if name else None for name in node.input]
         except KeyError as exc:
