@@ -19,7 +19,7 @@ from modeci_mdf.mdf import Function, Parameter
 from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.names import literal, names_read, rename
 
-__all__ = ["function_parameters", "names_read_by_functions", "inline_args"]
+__all__ = ["function_parameters", "names_read_by_functions", "inline_args", "in_stock_order"]
 
 
 def inline_args(args: Mapping[str, Any], mapping: Mapping[str, str], here: str) -> dict[str, Any]:
@@ -47,6 +47,36 @@ def _function_and_args(f: Function) -> tuple[str | None, dict[str, Any]]:
         ((name, args),) = f.function.items()
         return name, dict(args or {})
     return f.function, dict(f.args or {})
+
+
+def in_stock_order(node_id: str, functions: list[Function]) -> list[Function]:
+    """The functions in the order modeci-mdf's ``EvaluableNode`` evaluates them.
+
+    It takes them in declared order, and puts a function that reads a function not yet
+    taken at the end of the queue (PsyNeuLink writes a mechanism's output function
+    before the integrator function it reads); functions that read one another in a
+    cycle are refused, as modeci-mdf refuses them.
+    """
+    ids = {f.id for f in functions}
+    reads = {f.id: names_read_by_functions([f]) & ids for f in functions}
+    queue, order = list(functions), []
+    done: set[str] = set()
+    deferred_at: dict[str, int] = {}
+    while queue:
+        f = queue.pop(0)
+        if reads[f.id] <= done:
+            order.append(f)
+            done.add(f.id)
+        elif deferred_at.get(f.id) == len(queue):  # a whole round without progress
+            cycle = sorted(g.id for g in [f, *queue])
+            raise ModelError(
+                f"node '{node_id}': functions {cycle} read one another in a cycle; "
+                "modeci-mdf cannot order them either. Let one of them read a parameter"
+            )
+        else:
+            deferred_at[f.id] = len(queue)
+            queue.append(f)
+    return order
 
 
 def names_read_by_functions(functions: list[Function]) -> set[str]:

@@ -26,6 +26,7 @@ from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
 from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.functions import (
     function_parameters,
+    in_stock_order,
     inline_args,
     names_read_by_functions,
 )
@@ -72,7 +73,7 @@ def step_node(
     ``integers``: parameters whose values modeci-mdf holds as integers)."""
     where = f"node '{source.id}'"
     params = list(source.parameters)
-    functions = list(source.functions or [])
+    functions = in_stock_order(source.id, list(source.functions or []))
     index = {p.id: i for i, p in enumerate(params)}
     old = _old_values_read(params, index, functions) if not conditioned else set(index)
     carried = [p.id for p in params if p.id in old]
