@@ -19,7 +19,40 @@ from modeci_mdf.mdf import Function, Parameter
 from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.names import literal, names_read, rename
 
-__all__ = ["function_parameters", "names_read_by_functions", "inline_args", "in_stock_order"]
+__all__ = [
+    "function_parameters",
+    "names_read_by_functions",
+    "inline_args",
+    "in_stock_order",
+    "refuse_random",
+]
+
+#: ONNX operators that draw new random numbers at each evaluation
+RANDOM_OPERATORS = frozenset(
+    f"onnx::{op}"
+    for op in (
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+    )
+)
+
+
+def refuse_random(function: str | None, here: str) -> None:
+    """A ModelError for a random draw at every step (PsyNeuLink's integrator noise).
+
+    modeci-mdf draws from an unseeded generator each step, so no backend can give its
+    numbers (and the backends would not agree with one another).
+    """
+    if function in RANDOM_OPERATORS:
+        raise ModelError(
+            f"{here}: {function} draws new random numbers at every step, which a time "
+            "loop cannot reproduce (modeci-mdf draws them unseeded). Give the noise as an "
+            "input time series instead (simulate(..., inputs={port: series}))"
+        )
 
 
 def inline_args(args: Mapping[str, Any], mapping: Mapping[str, str], here: str) -> dict[str, Any]:
@@ -107,6 +140,7 @@ def function_parameters(
                 "would let the function hide the parameter's current value. Rename one"
             )
         name, args = _function_and_args(f)
+        refuse_random(name, here)
         if f.value is None and not name:
             raise ModelError(f"{here}: it has neither a function nor a value; give one")
         inlined = inline_args(args, old_name, here)

@@ -29,6 +29,7 @@ from mdf_loops.timeloop.functions import (
     in_stock_order,
     inline_args,
     names_read_by_functions,
+    refuse_random,
 )
 from mdf_loops.timeloop.names import names_read, rename
 
@@ -136,6 +137,11 @@ def _current_values(
                     if r in old_name and index[r] < index[p.id]
                 },
             )
+            if "[" in init and init != _init_name(p):
+                # modeci-mdf's variable search splits text at "[": "numpy.where(f, [a, b]"
+                # would leave "numpy.where(f, " unparsable, so the value is its own parameter
+                node.parameters.append(Parameter(id=_init_name(p), value=init))
+                init = _init_name(p)
             node.parameters.append(
                 Parameter(
                     id=old_name[p.id],
@@ -278,6 +284,7 @@ def _base_value(
             else p.value,
         )
     if p.function:
+        refuse_random(p.function, here)
         args = inline_args(p.args or {}, mapping, here)
         return Parameter(id=base, function=p.function, args=args)
     if p.time_derivative is not None:
