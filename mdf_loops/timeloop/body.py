@@ -263,7 +263,7 @@ def _default_input(node: Node, port_id: str) -> None:
     zero = 0.0 if port.type and "float" in port.type else 0
     shape = tuple(port.shape or ())
     if not shape:
-        port.default_value = 0.0
+        port.default_value = zero
         return
     node.input_ports.remove(port)
     node.parameters.insert(0, Parameter(id=port.id, value=np.full(shape, zero).tolist()))
