@@ -132,6 +132,7 @@ def function_parameters(
     value in the step node; ``taken`` holds the parameter ids of the source node.
     """
     out: list[Parameter] = []
+    calls: dict[str, str] = {}  # function id -> the MDF function it calls
     for f in functions:
         here = f"node '{node_id}' function '{f.id}'"
         if f.id in taken:
@@ -150,7 +151,9 @@ def function_parameters(
                 inlined[key] = f"{f.id}__{key}"
         if name:
             out.append(Parameter(id=f.id, function=name, args=inlined))
+            calls[f.id] = name
             continue
+        _refuse_value_reading_call(f, calls, here)
         outside = {k: v for k, v in old_name.items() if k not in args}
         inlined = {k: f"({v})" if isinstance(v, str) else repr(v) for k, v in inlined.items()}
         value = f.value
@@ -161,3 +164,23 @@ def function_parameters(
                 Parameter(id=f.id, value=rename(value, {**outside, **inlined}, f"{here} value"))
             )
     return out
+
+
+def _refuse_value_reading_call(f: Function, calls: Mapping[str, str], here: str) -> None:
+    """A ModelError for a function with a ``value`` that reads a function calling an MDF
+    function (PsyNeuLink's ``variable0[0]`` over an input port's ``onnx::ReduceSum``).
+
+    The step holds both as parameters, and modeci-mdf's first sweep of a step evaluates
+    such a value parameter before any function parameter has a value (it reads None).
+    """
+    read = sorted(names_read_by_functions([f]) & set(calls))
+    if read:
+        called = ", ".join(f"'{g}' ({calls[g]})" for g in read)
+        raise ModelError(
+            f"{here}: its value reads function {called}, which calls an MDF function; "
+            "time loops do not support that (the step holds both as parameters, and "
+            "modeci-mdf's first evaluation of the step reads the call's value before it "
+            "is made). PsyNeuLink writes this for an input port fed by several projections "
+            "(LCAMechanism, RecurrentTransferMechanism); such a model runs only in "
+            "modeci-mdf's own loop for now"
+        )

@@ -245,3 +245,22 @@ def test_every_second_call_still_needs_several_passes(tmp_path):
     path.write_text(json.dumps(document))
     with pytest.raises(ConditionError, match="AllHaveRun.* several passes"):
         mdf_loops.simulate(path, dt=DT, steps=3, record=["B.B_RESULT"])
+
+
+def test_a_value_reading_a_function_call_is_refused_by_name(tmp_path):
+    """PsyNeuLink's input port fed by two projections: ``variable0[0]`` over a ReduceSum."""
+    document = pnl_adaptive()
+    node = document["pnl_adaptive"]["graphs"]["pnl_adaptive"]["nodes"]["a"]
+    node["input_ports"]["a_InputPort_1"] = {"shape": [1, 1], "type": "float64"}
+    node["parameters"]["combined"] = {"value": "[a_InputPort_0, a_InputPort_1]"}
+    node["functions"] = {
+        "a_combination": {"function": "onnx::ReduceSum", "args": {"data": "combined", "axes": 0}},
+        "a_dimreduce": {"args": {"variable0": "a_combination"}, "value": "variable0[0]"},
+        **node["functions"],
+    }
+    node["functions"]["a_AdaptiveIntegrator_Function_0"]["args"]["variable0"] = "a_dimreduce"
+    path = tmp_path / "two_projections.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ModelError, match=r"node 'a' function 'a_dimreduce': its value reads "
+                                         r"function 'a_combination' \(onnx::ReduceSum\)"):
+        mdf_loops.simulate(path, dt=DT, steps=3, record=["a.a_RESULT"])
