@@ -171,9 +171,7 @@ class BodyBuilder:
                 if port.id in targets:
                     targets[port.id].append(node.id)
                     continue
-                body_port = next(p for p in by_id[node.id].input_ports if p.id == port.id)
-                if body_port.default_value is None:  # modeci-mdf reads zeros of its shape
-                    body_port.default_value = np.zeros(port.shape or ()).tolist()
+                _default_input(by_id[node.id], port.id)
         for name, receivers in targets.items():
             if not receivers:
                 raise ModelError(
@@ -249,6 +247,26 @@ class BodyBuilder:
         )
         value = eval(text, {"__builtins__": {"abs": abs}, "numpy": np}, defaults)  # noqa: S307
         return not bool(value)
+
+
+def _default_input(node: Node, port_id: str) -> None:
+    """An input port without an edge reads what modeci-mdf reads there: its
+    ``default_value``, else ``numpy.full(shape, 0)`` (``0.0`` for a float ``type``).
+
+    An array of zeros becomes a constant parameter of the step node with the port's id
+    (a list-valued parameter is an array on every backend; a list ``default_value``
+    would reach the expressions as a Python list).
+    """
+    port = next(p for p in node.input_ports if p.id == port_id)
+    if port.default_value is not None:
+        return
+    zero = 0.0 if port.type and "float" in port.type else 0
+    shape = tuple(port.shape or ())
+    if not shape:
+        port.default_value = zero
+        return
+    node.input_ports.remove(port)
+    node.parameters.insert(0, Parameter(id=port.id, value=np.full(shape, zero).tolist()))
 
 
 def _fresh_id(name: str, taken: set[str]) -> str:

@@ -91,6 +91,7 @@ def plan_schedule(engine: Any, graph_id: str) -> SchedulePlan:
     for node, condition in scheduler.conditions.conditions.items():
         if not isinstance(condition, gs.Always):
             node_conditions[node.id] = condition
+    _drop_every_call(sets, node_conditions)
     terms = scheduler.termination_conds
     trial = terms.get(TimeScale.ENVIRONMENT_STATE_UPDATE)
     sequence = terms.get(TimeScale.ENVIRONMENT_SEQUENCE)
@@ -118,6 +119,25 @@ def plan_schedule(engine: Any, graph_id: str) -> SchedulePlan:
         if owner not in plan.counted:
             plan.counted.append(owner)
     return plan
+
+
+def _drop_every_call(sets: list[list[str]], node_conditions: dict[str, Any]) -> None:
+    """Drop ``EveryNCalls(dependency, 1)`` where it always holds, as for ``Always``.
+
+    PsyNeuLink gives each node of a pathway ``EveryNCalls(sender, 1)``. When the sender
+    runs in an earlier consideration set of every pass (it has no condition, or one
+    dropped here), the receiver's condition holds in every pass, and a pass runs every
+    node, so the trial is one pass as without conditions.
+    """
+    set_of = {n: k for k, s in enumerate(sets) for n in s}
+    for node in (n for s in sets for n in s):
+        condition = node_conditions.get(node)
+        if not isinstance(condition, gs.EveryNCalls) or len(condition.args) != 2:
+            continue
+        dependency, n = _node_id(condition.args[0]), condition.args[1]
+        earlier = set_of.get(dependency, len(sets)) < set_of[node]
+        if n == 1 and earlier and dependency not in node_conditions:
+            del node_conditions[node]
 
 
 def _check_trial(condition: Any, plan: SchedulePlan, graph_id: str) -> None:

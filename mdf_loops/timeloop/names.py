@@ -25,8 +25,12 @@ def rename(expression: Any, mapping: Mapping[str, str], where: str) -> str:
     if not isinstance(expression, str):
         return literal(expression, where)
     tree = _parse(expression, where)
-
-    return ast.unparse(_Renamer(mapping).visit(tree))
+    text = ast.unparse(_Renamer(mapping).visit(tree))
+    if isinstance(tree.body, ast.Tuple) and text.startswith("("):
+        # "a[0], b" as written: modeci-mdf's variable search splits the text at each
+        # subscript and cannot parse a piece that opens a bracket ("(a")
+        text = text[1:-1]
+    return text
 
 
 class _Renamer(ast.NodeTransformer):

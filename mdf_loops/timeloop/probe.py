@@ -81,6 +81,12 @@ def enode_values_known(values: dict, enode: Any) -> bool:
 
 def _common(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
     shapes = {v.shape for v in seen}
+    first_later = next((k for k, v in enumerate(seen) if v.shape != ()), 0)
+    if shapes - {()} and all(v.shape == seen[-1].shape for v in seen[first_later:]):
+        # a scalar initial value, then arrays (PsyNeuLink's default_initial_value -1 for
+        # a value of shape (1, 1)): the same numbers broadcast, so carry the array shape
+        shapes = {seen[-1].shape}
+        seen = seen[first_later:]
     if len(shapes) > 1:
         raise ModelError(
             f"node '{key[0]}' '{key[1]}': its shape changes from step to step "

@@ -26,8 +26,10 @@ from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
 from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.functions import (
     function_parameters,
+    in_stock_order,
     inline_args,
     names_read_by_functions,
+    refuse_random,
 )
 from mdf_loops.timeloop.names import names_read, rename
 
@@ -72,7 +74,7 @@ def step_node(
     ``integers``: parameters whose values modeci-mdf holds as integers)."""
     where = f"node '{source.id}'"
     params = list(source.parameters)
-    functions = list(source.functions or [])
+    functions = in_stock_order(source.id, list(source.functions or []))
     index = {p.id: i for i, p in enumerate(params)}
     old = _old_values_read(params, index, functions) if not conditioned else set(index)
     carried = [p.id for p in params if p.id in old]
@@ -135,6 +137,11 @@ def _current_values(
                     if r in old_name and index[r] < index[p.id]
                 },
             )
+            if "[" in init and init != _init_name(p):
+                # modeci-mdf's variable search splits text at "[": "numpy.where(f, [a, b]"
+                # would leave "numpy.where(f, " unparsable, so the value is its own parameter
+                node.parameters.append(Parameter(id=_init_name(p), value=init))
+                init = _init_name(p)
             node.parameters.append(
                 Parameter(
                     id=old_name[p.id],
@@ -277,6 +284,7 @@ def _base_value(
             else p.value,
         )
     if p.function:
+        refuse_random(p.function, here)
         args = inline_args(p.args or {}, mapping, here)
         return Parameter(id=base, function=p.function, args=args)
     if p.time_derivative is not None:
