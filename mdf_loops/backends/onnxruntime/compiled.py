@@ -23,6 +23,7 @@ from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signatu
 from mdf_loops.backends.onnxruntime.guard import LimitFlag, guard_model, nesting_depth
 from mdf_loops.backends.onnxruntime.memory import VALUES, refused_by_cap, use_capped_arena
 from mdf_loops.backends.onnxruntime.planned import PlannedScan, check_planned, planned_scans
+from mdf_loops.backends.onnxruntime.totals import count_total
 from mdf_loops.errors import (
     CompileError,
     IterationLimitError,
@@ -78,12 +79,26 @@ class CompiledModel:
         over = [flag for name, flag in self.limit_flags.items() if bool(results.pop(name))]
         if over:
             assert self.limits is not None, "limit flags are compiled in only with limits"
-            raise _limit_error(min(over, key=lambda flag: flag.within), self.limits)
+            raise _limit_error(min(over, key=_reported_first), self.limits)
         return results
 
 
+def _reported_first(flag: LimitFlag) -> int:
+    """The total first (a loop it stopped may look as if it wanted more), then a node's
+    own iterations, then its body."""
+    return 0 if flag.limit == "max_total_iterations" else 1 + flag.within
+
+
 def _limit_error(flag: LimitFlag, limits: Limits) -> IterationLimitError:
-    """The error for a limit output of the guarded model (guard.py) that came back true."""
+    """The error for a limit output of the guarded model (guard.py, totals.py) that came
+    back true."""
+    if flag.limit == "max_total_iterations":
+        return IterationLimitError(
+            f"node '{flag.label}': the loops of the run passed max_total_iterations="
+            f"{limits.max_total_iterations} iterations together, at every depth (onnxruntime "
+            f"backend); they were stopped there. If the model is meant to run that long, "
+            f"{how_to_raise('max_total_iterations')}"
+        )
     if not flag.within:
         return IterationLimitError(
             f"node '{flag.label}' asked for more than {limits.max_iterations} iterations, "
@@ -129,6 +144,8 @@ def compile_model(
         if depth > limits.max_depth:
             raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
         runnable, flags = guard_model(runnable, limits, result.labels)
+        runnable, totals = count_total(runnable, limits.max_total_iterations, result.labels)
+        flags.update(totals)
     options = ort.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads

@@ -34,7 +34,7 @@ from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
 from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
 from mdf_loops.ops.common import Limits
 
-__all__ = ["guard_model", "LIMIT_OUTPUT", "LimitFlag", "nesting_depth"]
+__all__ = ["guard_model", "LIMIT_OUTPUT", "LimitFlag", "label_of", "nesting_depth"]
 
 LIMIT_OUTPUT = "mdf_loops_limit_exceeded"
 
@@ -45,6 +45,7 @@ class LimitFlag:
 
     label: str  # the loop node: its MDF node id, else its ONNX name
     within: bool  # False: the node ran max_iterations and wanted more; True: its body
+    limit: str = ""  # the limit passed, where the flag says which ("" : either)
 
 
 def nesting_depth(graph: onnx.GraphProto) -> int:
@@ -169,14 +170,7 @@ class _Rewriter:
         return flags
 
     def label(self, node: onnx.NodeProto) -> str:
-        """The node's label; for an If that wraps a labelled loop (zero_steps), the loop's."""
-        if node.name in self.labels:
-            return self.labels[node.name]
-        if node.op_type == "If":
-            for inner in (n for g in subgraphs(node) for n in all_nodes(g)):
-                if inner.name in self.labels:
-                    return self.labels[inner.name]
-        return node.name or node.op_type
+        return label_of(node, self.labels)
 
     def loop(self, node: onnx.NodeProto, nodes: list) -> tuple[str, str | None]:
         """Cap the trip count at the limit; flag a loop that still wanted to go on.
@@ -351,6 +345,17 @@ class _Rewriter:
         new.output.extend(hits.values())
         nodes.append(new)
         return hits.get(0), hits.get(1)
+
+
+def label_of(node: onnx.NodeProto, labels: Mapping[str, str]) -> str:
+    """The node's label; for an If that wraps a labelled loop (zero_steps), the loop's."""
+    if node.name in labels:
+        return labels[node.name]
+    if node.op_type == "If":
+        for inner in (n for g in subgraphs(node) for n in all_nodes(g)):
+            if inner.name in labels:
+                return labels[inner.name]
+    return node.name or node.op_type
 
 
 def _static(value: onnx.ValueInfoProto) -> bool:
