@@ -26,7 +26,7 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
-from mdf_loops.backends.onnxruntime.guard import LIMIT_OUTPUT, LimitFlag, label_of
+from mdf_loops.backends.onnxruntime.limit_codes import LIMIT_OUTPUT, LimitFlag, label_of
 from mdf_loops.model.signatures import ScanSignature
 from mdf_loops.onnx.builder import NameAllocator, all_nodes
 
