@@ -10,18 +10,13 @@ until memory runs out. :func:`guard_model` rewrites every loop, at every depth:
   Where a carried value can change shape, or an inner loop can pass a limit, the
   body's condition turns false as soon as a carried value or the stacked scan
   outputs pass ``max_elements``, or the inner loop passed its limit;
-* ``Scan``: a sequence longer than ``max_iterations`` is flagged, and an inner
-  loop's flag is carried as an extra state;
-* ``If``: each branch returns its inner flag.
+* ``Scan``: a sequence longer than ``max_iterations`` is flagged, an inner loop's
+  flag carried as an extra state; ``If``: each branch returns its inner flag.
 
-Each top-level loop node gets outputs named after :data:`LIMIT_OUTPUT`: one
-nonzero when the node itself ran ``max_iterations`` iterations and wanted more, one
-nonzero when a value in its body passed ``max_elements`` or a loop nested in it
-passed a limit. Each is a code (:mod:`~mdf_loops.backends.onnxruntime.limit_codes`)
-that says which limit, at which loop node (the MDF node it was exported from, also
-when :mod:`~mdf_loops.onnx.zero_steps` wrapped it in an If) and at which iteration;
-:class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel` turns it into an
-error naming them.
+Each top-level loop node gets outputs named after :data:`LIMIT_OUTPUT`, nonzero
+when the node ran ``max_iterations`` and wanted more, or when a limit was passed in
+its body: a code (:mod:`~mdf_loops.backends.onnxruntime.limit_codes`) of the limit,
+the loop node and the iteration, which ``CompiledModel.run`` turns into the error.
 """
 
 from __future__ import annotations
@@ -91,6 +86,7 @@ class _Rewriter:
         self.labels = labels
         self.names = names
         self.sites: list[LimitSite] = []
+        self.scaled_iterations: dict[str, str] = {}  # iteration value -> SITES * it
 
     def coded(self, nodes, passed: str, site: LimitSite, iteration: str | int) -> str:
         """The code (limit_codes.py) of ``site`` at ``iteration`` where ``passed``, else 0."""
@@ -99,16 +95,27 @@ class _Rewriter:
         if isinstance(iteration, int):
             code = self.const_double(nodes, first + SITES * min(iteration, 1 << 30))
         else:
-            steps = self.emit(nodes, "Cast", [iteration], to=TensorProto.DOUBLE)
-            steps = self.emit(nodes, "Min", [steps, self.const_double(nodes, float(1 << 30))])
-            scaled = self.emit(nodes, "Mul", [steps, self.const_double(nodes, float(SITES))])
-            code = self.emit(nodes, "Add", [scaled, self.const_double(nodes, first)])
+            code = self.emit(
+                nodes, "Add", [self.scaled(nodes, iteration), self.const_double(nodes, first)]
+            )
         factor = self.emit(nodes, "Cast", [passed], to=TensorProto.DOUBLE)  # no Where at opset 8
         return self.emit(nodes, "Mul", [code, factor])
 
+    def scaled(self, nodes, iteration: str) -> str:
+        """``SITES * iteration``, once per body (clamped at 2^30: doubles are exact to 2^53)."""
+        if iteration not in self.scaled_iterations:
+            steps = self.emit(nodes, "Cast", [iteration], to=TensorProto.DOUBLE)
+            if self.limits.max_iterations >= 1 << 30:
+                steps = self.emit(nodes, "Min", [steps, self.const_double(nodes, float(1 << 30))])
+            scale = self.const_double(nodes, float(SITES))
+            self.scaled_iterations[iteration] = self.emit(nodes, "Mul", [steps, scale])
+        return self.scaled_iterations[iteration]
+
     def const_double(self, nodes, value: float) -> str:
-        tensor = helper.make_tensor("v", TensorProto.DOUBLE, [], [value])
-        return self.emit(nodes, "Constant", [], value=tensor)
+        return self.constant(nodes, TensorProto.DOUBLE, value)
+
+    def constant(self, nodes, element: int, value) -> str:
+        return self.emit(nodes, "Constant", [], value=helper.make_tensor("v", element, [], [value]))
 
     def name(self, hint: str) -> str:
         return self.names.fresh(f"mdf_loops_{hint}")
@@ -119,14 +126,10 @@ class _Rewriter:
         return out
 
     def const_bool(self, nodes, value: bool) -> str:
-        return self.emit(
-            nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.BOOL, [], [value])
-        )
+        return self.constant(nodes, TensorProto.BOOL, value)
 
     def const_int(self, nodes, value: int) -> str:
-        return self.emit(
-            nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.INT64, [], [value])
-        )
+        return self.constant(nodes, TensorProto.INT64, value)
 
     def any_of(self, nodes, flags: Sequence[str | None]) -> str | None:
         given = [f for f in flags if f]
@@ -252,6 +255,7 @@ class _Rewriter:
         """Flags, computed in the body, of carried values and stacked outputs past the size
         limit (only those whose shape can change), and of an inner loop past a limit."""
         stops = [inner] if inner else []
+        self.scaled_iterations.clear()  # a body's copies (zero_steps) share value names
         iteration = body.input[signature.ITERATION].name
         carried_out = list(body.output)[signature.body_carried_outputs]
         carried = LimitSite(label, "max_elements", "a carried value")
