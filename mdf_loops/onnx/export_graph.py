@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from google.protobuf import json_format
 from modeci_mdf.mdf import Graph, Node
 from onnx import TypeProto, helper, numpy_helper
 
@@ -34,7 +33,7 @@ from mdf_loops.onnx.export_items import (
     topological,
 )
 from mdf_loops.onnx.expressions import translate
-from mdf_loops.onnx.types import complete_output_shapes, declared_type
+from mdf_loops.onnx.types import complete_output_shapes, declared_type, parsed_type
 
 __all__ = ["Exporter", "UntypedInputError"]
 
@@ -156,7 +155,8 @@ class Exporter:
     ) -> onnx.ValueInfoProto:
         declared = (port.metadata or {}).get("onnx_type") if port is not None else None
         if declared:
-            return helper.make_value_info(name, json_format.ParseDict(declared, TypeProto()))
+            where = f"graph '{graph_id}' port '{port.id}'"
+            return helper.make_value_info(name, parsed_type(declared, where))
         type_proto = builder.types.get(name)
         if type_proto is None:
             raise ModelError(f"graph '{graph_id}': cannot infer the type of output '{name}'")

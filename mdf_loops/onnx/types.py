@@ -25,6 +25,7 @@ from mdf_loops.onnx.builder import GraphBuilder, elem_dtype, onnx_dtype
 
 __all__ = [
     "declared_type",
+    "parsed_type",
     "tensor_type",
     "control_flow_output_types",
     "has_shape",
@@ -41,9 +42,21 @@ __all__ = [
 ]
 
 
+def parsed_type(declared: Any, where: str) -> TypeProto:
+    """The ONNX type a port's ``metadata["onnx_type"]`` declares (``where``: the port), or a
+    :class:`ModelError` saying it is not one."""
+    try:
+        return json_format.ParseDict(declared, TypeProto())
+    except (json_format.ParseError, TypeError, ValueError, AttributeError) as exc:
+        raise ModelError(
+            f"{where}: metadata 'onnx_type' is not an ONNX type ({' '.join(str(exc).split())}); "
+            "write it with mdf_loops.model.port_type(...)"
+        ) from None
+
+
 def declared_type(port, example: Any) -> TypeProto:
     if port is not None and port.metadata and port.metadata.get("onnx_type"):
-        return json_format.ParseDict(port.metadata["onnx_type"], TypeProto())
+        return parsed_type(port.metadata["onnx_type"], f"port '{port.id}'")
     if example is not None:
         if isinstance(example, list):
             element = declared_type(None, example[0]) if example else tensor_type(np.float64, None)

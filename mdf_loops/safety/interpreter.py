@@ -49,7 +49,7 @@ from mdf_loops.safety.untrusted_values import (
     unpacked,
 )
 
-__all__ = ["evaluate_untrusted", "MAX_INTEGER_BITS"]
+__all__ = ["evaluate_untrusted", "resolve_function", "MAX_INTEGER_BITS"]
 
 
 def evaluate_untrusted(expression: str, scope: Mapping[str, Any]) -> Any:
@@ -73,6 +73,29 @@ def _parsed(expression: str) -> ast.Expression:
         raise EvaluationError(f"{expression!r:.80} is not a valid expression ({exc})") from None
 
 
+def resolve_function(node: ast.Attribute) -> Any:
+    """What ``numpy.<name>``, ``numpy.linalg.<name>`` or ``math.<name>`` stands for in an
+    untrusted expression (the size-planned functions); anything else is refused."""
+    owner = node.value
+    if isinstance(owner, ast.Name) and owner.id == "math" and node.attr in MATH_FUNCTIONS:
+        return math_function(node.attr)
+    numpy = expression_numpy()
+    if isinstance(owner, ast.Name) and owner.id == "numpy":
+        found = getattr(numpy, node.attr, None)
+    elif (
+        isinstance(owner, ast.Attribute)
+        and owner.attr == "linalg"
+        and isinstance(owner.value, ast.Name)
+        and owner.value.id == "numpy"
+    ):
+        found = getattr(numpy.linalg, node.attr, None)
+    else:
+        found = None
+    if found is None or node.attr.startswith("_"):
+        raise EvaluationError(f"`{ast.unparse(node):.60}` is not an allowed function")
+    return found
+
+
 class _Interpreter:
     def __init__(self, scope: Mapping[str, Any]):
         self.scope = scope
@@ -94,24 +117,7 @@ class _Interpreter:
         raise NameError(node.id)
 
     def attribute(self, node: ast.Attribute) -> Any:
-        owner = node.value
-        if isinstance(owner, ast.Name) and owner.id == "math" and node.attr in MATH_FUNCTIONS:
-            return math_function(node.attr)
-        numpy = expression_numpy()
-        if isinstance(owner, ast.Name) and owner.id == "numpy":
-            found = getattr(numpy, node.attr, None)
-        elif (
-            isinstance(owner, ast.Attribute)
-            and owner.attr == "linalg"
-            and isinstance(owner.value, ast.Name)
-            and owner.value.id == "numpy"
-        ):
-            found = getattr(numpy.linalg, node.attr, None)
-        else:
-            found = None
-        if found is None or node.attr.startswith("_"):
-            raise EvaluationError(f"`{ast.unparse(node):.60}` is not an allowed function")
-        return found
+        return resolve_function(node)
 
     def binary(self, node: ast.BinOp) -> Any:
         left, right = self.value(node.left), self.value(node.right)

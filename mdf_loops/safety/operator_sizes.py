@@ -6,7 +6,9 @@ Some operators make outputs whose size comes from input *values* or attributes
 product of input shapes (broadcasting element-wise operators, ``MatMul``,
 ``Gemm``, ``Einsum``) or a sum of many inputs (``Concat``); signal operators
 (``HannWindow``, ``HammingWindow``, ``BlackmanWindow``, ``MelWeightMatrix``,
-``DFT``) take their size from an input value, ``StringConcat`` makes texts as
+``DFT``) take their size from an input value, convolutions, pools, recurrent
+layers, ``STFT``, gathers and attention from attributes and shapes
+(:mod:`~mdf_loops.safety.window_sizes`), ``StringConcat`` makes texts as
 long as the two it joins (counted by bytes, in float64-sized elements), and
 operators of ``ai.onnx.ml`` make, per input row, as many values as an attribute
 says (``n_targets``, ``targets``, ``inputdimensions``, class labels,
@@ -26,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from mdf_loops.ops.common import check_elements, current_limits
+from mdf_loops.safety.window_sizes import WINDOW_PLANS
 
-__all__ = ["planned_elements", "check_planned_size", "BROADCASTING"]
+__all__ = ["planned_elements", "check_planned_size", "has_size_plan", "BROADCASTING"]
 
 #: element-wise operators whose output has the broadcast shape of all inputs
 BROADCASTING = frozenset(
@@ -75,6 +78,13 @@ def _product_of_sizes_within_limit(inputs: Sequence[Any]) -> bool:
     return True
 
 
+def has_size_plan(op_type: str, domain: str = "") -> bool:
+    """Whether ``op_type`` of ``domain`` has a size plan here."""
+    if domain:
+        return domain == "ai.onnx.ml" and op_type in _ML_PLANNED
+    return op_type in BROADCASTING or op_type in _PLANNED
+
+
 def planned_elements(
     op_type: str, inputs: Sequence[Any], attributes: Mapping[str, Any], domain: str = ""
 ) -> int | None:
@@ -87,7 +97,8 @@ def planned_elements(
         return None
     try:
         return estimate(list(inputs), attributes)
-    except (TypeError, ValueError, IndexError, KeyError, OverflowError, AttributeError):
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError, AttributeError,
+            ZeroDivisionError, OSError, ImportError):  # fmt: skip
         return None  # malformed inputs: the kernel reports them
 
 
@@ -180,6 +191,11 @@ def _matmul(inputs: list, attributes: Mapping) -> int:
     a = [1] + a if len(a) == 1 else a
     b = b + [1] if len(b) == 1 else b
     return math.prod(_broadcast(a[:-2], b[:-2])) * a[-2] * b[-1]
+
+
+def _matmul_of(a: int, b: int) -> Callable[[list, Mapping], int]:
+    """MatMulInteger (A, B at 0, 1) and QLinearMatMul (at 0, 3): MatMul's output."""
+    return lambda inputs, attributes: _matmul([inputs[a], inputs[b]], attributes)
 
 
 def _gemm(inputs: list, attributes: Mapping) -> int:
@@ -319,4 +335,7 @@ _PLANNED: dict[str, Callable[[list, Mapping], int]] = {
     "Gemm": _gemm,
     "Einsum": _einsum,
     "Concat": _concat,
+    "MatMulInteger": _matmul_of(0, 1),
+    "QLinearMatMul": _matmul_of(0, 3),
+    **WINDOW_PLANS,
 }

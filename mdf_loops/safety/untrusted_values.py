@@ -29,6 +29,8 @@ from mdf_loops.safety.numpy_sizes import plan_for, planned_elements
 __all__ = [
     "MAX_INTEGER_BITS",
     "UNARY",
+    "BINARY",
+    "FLOATS",
     "COMPARE",
     "BUILTINS",
     "binary",
@@ -42,7 +44,7 @@ __all__ = [
 
 
 _NUMBERS = (bool, int, float, complex, np.generic)
-_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -113,7 +115,7 @@ def binary(op: type, left: Any, right: Any) -> Any:
         and kinds[1] in _SCALARS
         and (kinds[0] in _FIXED_SIZE or kinds[1] in _FIXED_SIZE)
     ):  # a float or fixed-width number: a number of fixed size whatever the other
-        return _BINARY[op](left, right)
+        return BINARY[op](left, right)
     symbol = _SYMBOLS[op]
     left, right = _numpy_operands(left, right)
     numeric(left, symbol)
@@ -123,7 +125,7 @@ def binary(op: type, left: Any, right: Any) -> Any:
     elif isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
         plan = _matmul_elements if op is ast.MatMult else _broadcast_elements
         check_elements(plan(left, right), f"the result of `{symbol}`")
-    return _BINARY[op](left, right)
+    return BINARY[op](left, right)
 
 
 def _numpy_operands(left: Any, right: Any) -> tuple[Any, Any]:
@@ -144,6 +146,8 @@ _FIXED_SIZE = frozenset({float, complex, np.float64, np.float32, np.float16, np.
                          np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8,
                          np.bool_, np.complex128, np.complex64})  # fmt: skip
 _SCALARS = _FIXED_SIZE | {int, bool}
+#: numbers any two of which give a float of fixed size under every operator
+FLOATS = frozenset({float, np.float64})
 
 
 def _is_python_int(value: Any) -> bool:

@@ -11,6 +11,7 @@ with NaN to the largest shape; a setting that failed or has not run yet holds Na
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from mdf_loops.files import read_file
 from mdf_loops.sweep.errors import SweepError
 from mdf_loops.sweep.packed import PackedResults, SettingResult
 from mdf_loops.sweep.space import SweepSpace
@@ -263,8 +265,10 @@ def _save_zarr(dataset, target: Path) -> None:
 def load_dataset(path: str | os.PathLike, settings: int):
     """A dataset written by :func:`save_dataset` for a sweep of ``settings`` settings, read
     fully into memory once its header has been checked: it must be a regular file (a
-    folder for zarr), its ``completed`` variable must hold ``settings`` values, and its
-    variables together at most ``max_elements`` values (nothing is read before that)."""
+    folder for zarr; a file is read by :func:`mdf_loops.files.read_file`, at most ``8 *
+    max_elements`` bytes, checked before reading), its ``completed`` variable must hold
+    ``settings`` values, and its variables together at most ``max_elements`` values
+    (nothing is read before that)."""
     import xarray as xr
 
     path = Path(path)
@@ -273,7 +277,11 @@ def load_dataset(path: str | os.PathLike, settings: int):
         kind = "a folder (a zarr store)" if zarr else "a regular file"
         raise SweepError(f"{path}: the sweep's output must be {kind}; choose another output")
     try:
-        opened = xr.open_zarr(path, consolidated=False) if zarr else xr.open_dataset(path)
+        opened = (
+            xr.open_zarr(path, consolidated=False)
+            if zarr
+            else xr.open_dataset(io.BytesIO(read_file(path, SweepError)))  # the one reader
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SweepError(
             f"{path}: cannot read it as sweep results ({exc}); choose another output file"

@@ -206,7 +206,7 @@ def _on_backend(
         from mdf_loops.backends.python import NotCompilable, run_time_loop
 
         try:
-            return run_time_loop(model, inputs, spec, trusted or checked, watch)
+            return run_time_loop(model, inputs, spec, trusted, watch, checked)
         except NotCompilable as exc:
             if backend == "python":
                 raise

@@ -297,14 +297,19 @@ def test_huge_trip_count_stops_with_default_limits(bounded, backend):
     _names_where(str(info.value), backend, "node 'spin'", "iteration 100")
 
 
-def test_total_iterations_of_nested_loops_are_bounded(bounded):  # counted by the scheduler
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_total_iterations_of_nested_loops_are_bounded(bounded, backend):
     model = _nested_loops(depth=3, trips=20)  # 20**3 innermost iterations
     with pytest.raises(IterationLimitError, match="max_total_iterations") as info:
-        mdf_loops.run(model, {"c": np.array(0.0)}, max_total_iterations=1000)
+        mdf_loops.run(model, {"c": np.array(0.0)}, max_total_iterations=1000, backend=backend)
     assert "node 'loop" in str(info.value)
     small = mdf_loops.run(_nested_loops(depth=3, trips=4), {"c": np.array(0.0)},
-                          max_total_iterations=84)  # 4 + 16 + 64 iterations: exactly enough
+                          max_total_iterations=84,  # 4 + 16 + 64 iterations: exactly enough
+                          backend=backend)
     assert small["loop2.c_out"] == 4 ** 3
+    with pytest.raises(IterationLimitError, match="max_total_iterations"):  # one too few
+        mdf_loops.run(_nested_loops(depth=3, trips=4), {"c": np.array(0.0)},
+                      max_total_iterations=83, backend=backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

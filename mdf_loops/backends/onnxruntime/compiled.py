@@ -20,9 +20,11 @@ import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
-from mdf_loops.backends.onnxruntime.guard import LimitFlag, guard_model, nesting_depth
+from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
+from mdf_loops.backends.onnxruntime.limit_codes import LimitFlag, limit_error
 from mdf_loops.backends.onnxruntime.memory import VALUES, refused_by_cap, use_capped_arena
 from mdf_loops.backends.onnxruntime.planned import PlannedScan, check_planned, planned_scans
+from mdf_loops.backends.onnxruntime.totals import count_total
 from mdf_loops.errors import (
     CompileError,
     IterationLimitError,
@@ -75,28 +77,32 @@ class CompiledModel:
                 "to see which node, or with trusted=True for a model whose author you trust"
             ) from None
         results = dict(zip(self.output_names, outputs, strict=True))
-        over = [flag for name, flag in self.limit_flags.items() if bool(results.pop(name))]
-        if over:
+        passed = {name: float(results.pop(name)) for name in self.limit_flags}
+        if any(passed.values()):
             assert self.limits is not None, "limit flags are compiled in only with limits"
-            raise _limit_error(min(over, key=lambda flag: flag.within), self.limits)
+            raise _limit_error(self.limit_flags, passed, self.limits)
         return results
 
 
-def _limit_error(flag: LimitFlag, limits: Limits) -> IterationLimitError:
-    """The error for a limit output of the guarded model (guard.py) that came back true."""
-    if not flag.within:
+def _limit_error(flags: dict[str, LimitFlag], passed: dict[str, float], limits: Limits):
+    """The error for the limit outputs of the guarded model (guard.py, totals.py) that came
+    back nonzero: the total first (a loop it stopped may look as if it wanted more), then
+    a node's own iterations, then its body, each naming the site and iteration its code
+    gives (limit_codes.py)."""
+    over = [(flags[name], code) for name, code in passed.items() if code]
+    flag, code = min(over, key=lambda pair: _reported_first(pair[0]))
+    if flag.limit == "max_total_iterations":
         return IterationLimitError(
-            f"node '{flag.label}' asked for more than {limits.max_iterations} iterations, "
-            f"the limit (max_iterations) (onnxruntime backend); if the loop is meant to run "
-            f"that long, {how_to_raise('max_iterations')}"
+            f"node '{flag.label}': the loops of the run passed max_total_iterations="
+            f"{limits.max_total_iterations} iterations together, at every depth (onnxruntime "
+            f"backend); they were stopped there. If the model is meant to run that long, "
+            f"{how_to_raise('max_total_iterations')}"
         )
-    return IterationLimitError(
-        f"node '{flag.label}': a loop in its body passed max_iterations="
-        f"{limits.max_iterations}, or a value in its body grew past max_elements="
-        f"{limits.max_elements} (onnxruntime backend); run with backend='scheduler' to see "
-        "which and at which iteration, and raise that limit: "
-        f"mdf_loops.run(..., max_iterations=N) or max_elements=N"
-    )
+    return limit_error(code, flag.label, list(flag.sites), limits)
+
+
+def _reported_first(flag: LimitFlag) -> int:
+    return 0 if flag.limit == "max_total_iterations" else 1 + flag.within
 
 
 def compile_model(
@@ -129,6 +135,8 @@ def compile_model(
         if depth > limits.max_depth:
             raise CompileError(f"loops nest {depth} deep, over max_depth={limits.max_depth}")
         runnable, flags = guard_model(runnable, limits, result.labels)
+        runnable, totals = count_total(runnable, limits.max_total_iterations, result.labels)
+        flags.update(totals)
     options = ort.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads

@@ -10,41 +10,34 @@ until memory runs out. :func:`guard_model` rewrites every loop, at every depth:
   Where a carried value can change shape, or an inner loop can pass a limit, the
   body's condition turns false as soon as a carried value or the stacked scan
   outputs pass ``max_elements``, or the inner loop passed its limit;
-* ``Scan``: a sequence longer than ``max_iterations`` is flagged, and an inner
-  loop's flag is carried as an extra state;
-* ``If``: each branch returns its inner flag.
+* ``Scan``: a sequence longer than ``max_iterations`` is flagged, an inner loop's
+  flag carried as an extra state; ``If``: each branch returns its inner flag.
 
-Each top-level loop node gets boolean outputs named after :data:`LIMIT_OUTPUT`: one
-true when the node itself ran ``max_iterations`` iterations and wanted more, one
-true when a value in its body passed ``max_elements`` or a loop nested in it
-passed a limit; :class:`mdf_loops.backends.onnxruntime.compiled.CompiledModel`
-turns them into an error naming the node (the MDF node it was exported from,
-also when :mod:`~mdf_loops.onnx.zero_steps` wrapped it in an If).
+Each top-level loop node gets outputs named after :data:`LIMIT_OUTPUT`, nonzero
+when the node ran ``max_iterations`` and wanted more, or when a limit was passed in
+its body: a code (:mod:`~mdf_loops.backends.onnxruntime.limit_codes`) of the limit,
+the loop node and the iteration, which ``CompiledModel.run`` turns into the error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import onnx
 from onnx import TensorProto, helper
 
+from mdf_loops.backends.onnxruntime.limit_codes import (
+    LIMIT_OUTPUT,
+    SITES,
+    LimitFlag,
+    LimitSite,
+    label_of,
+)
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
-from mdf_loops.onnx.builder import NameAllocator, all_nodes, subgraphs
+from mdf_loops.onnx.builder import NameAllocator
 from mdf_loops.ops.common import Limits
 
-__all__ = ["guard_model", "LIMIT_OUTPUT", "LimitFlag", "nesting_depth"]
-
-LIMIT_OUTPUT = "mdf_loops_limit_exceeded"
-
-
-@dataclass(frozen=True)
-class LimitFlag:
-    """What a limit output of the guarded model says when it is true."""
-
-    label: str  # the loop node: its MDF node id, else its ONNX name
-    within: bool  # False: the node ran max_iterations and wanted more; True: its body
+__all__ = ["guard_model", "nesting_depth"]
 
 
 def nesting_depth(graph: onnx.GraphProto) -> int:
@@ -62,9 +55,9 @@ def guard_model(
 ) -> tuple[onnx.ModelProto, dict[str, LimitFlag]]:
     """A copy of ``model`` whose loops stop at the limits, and its flag outputs.
 
-    Each top-level loop node gets a boolean output ``<LIMIT_OUTPUT>_<k>``, true
-    when it ran ``max_iterations`` and wanted more, and ``<LIMIT_OUTPUT>_<k>_within``,
-    true when its body passed a limit (each only where it can happen); the dict
+    Each top-level loop node gets an output ``<LIMIT_OUTPUT>_<k>``, nonzero when it
+    ran ``max_iterations`` and wanted more, and ``<LIMIT_OUTPUT>_<k>_within``, nonzero
+    when its body passed a limit (each only where it can happen; limit_codes.py); the dict
     maps each such output to its :class:`LimitFlag`, labelled ``labels[node name]``
     (the exporter's :attr:`~mdf_loops.onnx.export.ExportResult.labels`: the MDF
     node id), else the ONNX node name.
@@ -81,9 +74,9 @@ def guard_model(
             if flag:
                 guarded.graph.node.append(helper.make_node("Identity", [flag], [name]))
                 guarded.graph.output.append(
-                    helper.make_tensor_value_info(name, TensorProto.BOOL, [])
+                    helper.make_tensor_value_info(name, TensorProto.DOUBLE, [])
                 )
-                outputs[name] = LimitFlag(label, kind)
+                outputs[name] = LimitFlag(label, kind, sites=tuple(rewriter.sites))
     return guarded, outputs
 
 
@@ -92,6 +85,37 @@ class _Rewriter:
         self.limits = limits
         self.labels = labels
         self.names = names
+        self.sites: list[LimitSite] = []
+        self.scaled_iterations: dict[str, str] = {}  # iteration value -> SITES * it
+
+    def coded(self, nodes, passed: str, site: LimitSite, iteration: str | int) -> str:
+        """The code (limit_codes.py) of ``site`` at ``iteration`` where ``passed``, else 0."""
+        self.sites.append(site)
+        first = float(len(self.sites))  # 1 + the site's index
+        if isinstance(iteration, int):
+            code = self.const_double(nodes, first + SITES * min(iteration, 1 << 30))
+        else:
+            code = self.emit(
+                nodes, "Add", [self.scaled(nodes, iteration), self.const_double(nodes, first)]
+            )
+        factor = self.emit(nodes, "Cast", [passed], to=TensorProto.DOUBLE)  # no Where at opset 8
+        return self.emit(nodes, "Mul", [code, factor])
+
+    def scaled(self, nodes, iteration: str) -> str:
+        """``SITES * iteration``, once per body (clamped at 2^30: doubles are exact to 2^53)."""
+        if iteration not in self.scaled_iterations:
+            steps = self.emit(nodes, "Cast", [iteration], to=TensorProto.DOUBLE)
+            if self.limits.max_iterations >= 1 << 30:
+                steps = self.emit(nodes, "Min", [steps, self.const_double(nodes, float(1 << 30))])
+            scale = self.const_double(nodes, float(SITES))
+            self.scaled_iterations[iteration] = self.emit(nodes, "Mul", [steps, scale])
+        return self.scaled_iterations[iteration]
+
+    def const_double(self, nodes, value: float) -> str:
+        return self.constant(nodes, TensorProto.DOUBLE, value)
+
+    def constant(self, nodes, element: int, value) -> str:
+        return self.emit(nodes, "Constant", [], value=helper.make_tensor("v", element, [], [value]))
 
     def name(self, hint: str) -> str:
         return self.names.fresh(f"mdf_loops_{hint}")
@@ -102,23 +126,16 @@ class _Rewriter:
         return out
 
     def const_bool(self, nodes, value: bool) -> str:
-        return self.emit(
-            nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.BOOL, [], [value])
-        )
+        return self.constant(nodes, TensorProto.BOOL, value)
 
     def const_int(self, nodes, value: int) -> str:
-        return self.emit(
-            nodes, "Constant", [], value=helper.make_tensor("v", TensorProto.INT64, [], [value])
-        )
+        return self.constant(nodes, TensorProto.INT64, value)
 
     def any_of(self, nodes, flags: Sequence[str | None]) -> str | None:
         given = [f for f in flags if f]
-        if not given:
-            return None
-        result = given[0]
-        for f in given[1:]:
-            result = self.emit(nodes, "Or", [result, f])
-        return result
+        if len(given) < 2:
+            return given[0] if given else None
+        return self.emit(nodes, "Max", given)  # the codes of passed limits (limit_codes.py)
 
     def over_size(self, nodes, value: str, factor: str | None = None) -> str:
         size = self.emit(nodes, "Size", [value])
@@ -169,14 +186,7 @@ class _Rewriter:
         return flags
 
     def label(self, node: onnx.NodeProto) -> str:
-        """The node's label; for an If that wraps a labelled loop (zero_steps), the loop's."""
-        if node.name in self.labels:
-            return self.labels[node.name]
-        if node.op_type == "If":
-            for inner in (n for g in subgraphs(node) for n in all_nodes(g)):
-                if inner.name in self.labels:
-                    return self.labels[inner.name]
-        return node.name or node.op_type
+        return label_of(node, self.labels)
 
     def loop(self, node: onnx.NodeProto, nodes: list) -> tuple[str, str | None]:
         """Cap the trip count at the limit; flag a loop that still wanted to go on.
@@ -198,7 +208,8 @@ class _Rewriter:
         carried_out = outputs[signature.body_carried_outputs]
         scans_out = outputs[signature.body_scan_outputs]
         b: list = list(body.node)
-        stop = self.any_of(b, self.loop_body_stops(body, signature, nodes, b, inner))
+        label = self.label(node)
+        stop = self.any_of(b, self.loop_body_stops(body, signature, nodes, b, inner, label))
         # the body's condition output stops the loop in every mode, also without a
         # condition input (docs/semantics.md): it is kept, and carried out as well
         if not cond:
@@ -226,7 +237,9 @@ class _Rewriter:
         )
         nodes.append(new)
         over = self.emit(nodes, "And", [keep_final, wants_more])
-        return over, (hit_final[0] if stop else None)
+        site = LimitSite(label, "max_iterations", "Loop")
+        own = self.coded(nodes, over, site, self.limits.max_iterations)
+        return own, (hit_final[0] if stop else None)
 
     def capped_trip_count(self, nodes: list, trip: str) -> tuple[str, str]:
         """The trip count capped at ``max_iterations``, and whether it wanted more."""
@@ -237,20 +250,24 @@ class _Rewriter:
         return self.emit(nodes, "Where", [wants_more, cap, trip]), wants_more  # Min: no int64
 
     def loop_body_stops(
-        self, body: onnx.GraphProto, signature: LoopSignature, nodes: list, b: list, inner
+        self, body: onnx.GraphProto, signature: LoopSignature, nodes: list, b: list, inner, label
     ) -> list[str]:
         """Flags, computed in the body, of carried values and stacked outputs past the size
         limit (only those whose shape can change), and of an inner loop past a limit."""
         stops = [inner] if inner else []
+        self.scaled_iterations.clear()  # a body's copies (zero_steps) share value names
+        iteration = body.input[signature.ITERATION].name
         carried_out = list(body.output)[signature.body_carried_outputs]
+        carried = LimitSite(label, "max_elements", "a carried value")
         for given, value in zip(body.input[signature.body_carried], carried_out, strict=True):
             if value.type.HasField("tensor_type") and not _same_static_shape(given, value):
-                stops.append(self.over_size(b, value.name))
+                stops.append(self.coded(b, self.over_size(b, value.name), carried, iteration))
+        stacked = LimitSite(label, "max_elements", "the stacked scan outputs")
         for value in list(body.output)[signature.body_scan_outputs]:
             if value.type.HasField("tensor_type") and not _static(value):
-                iteration = body.input[signature.ITERATION].name
                 iterations = self.emit(b, "Add", [iteration, self.const_int(nodes, 1)])
-                stops.append(self.over_size(b, value.name, iterations))
+                over = self.over_size(b, value.name, iterations)
+                stops.append(self.coded(b, over, stacked, iteration))
         return stops
 
     def kept_condition(
@@ -260,14 +277,15 @@ class _Rewriter:
         (its body input, body output and initial value)."""
         if not stop:
             return condition, [], [], []
-        keep = self.emit(b, "And", [condition, self.emit(b, "Not", [stop])])
+        passed = self.emit(b, "Greater", [stop, self.const_double(b, 0.0)])
+        keep = self.emit(b, "And", [condition, self.emit(b, "Not", [passed])])
         hit_in = self.name("hit_in")
-        hit_out = self.emit(b, "Or", [hit_in, stop])
+        hit_out = self.emit(b, "Max", [hit_in, stop])
         return (
             keep,
-            [helper.make_tensor_value_info(hit_in, TensorProto.BOOL, [])],
-            [helper.make_tensor_value_info(hit_out, TensorProto.BOOL, [])],
-            [self.const_bool(nodes, False)],
+            [helper.make_tensor_value_info(hit_in, TensorProto.DOUBLE, [])],
+            [helper.make_tensor_value_info(hit_out, TensorProto.DOUBLE, [])],
+            [self.const_double(nodes, 0.0)],
         )
 
     def scan(self, node: onnx.NodeProto, nodes: list) -> tuple[str, str | None]:
@@ -284,21 +302,21 @@ class _Rewriter:
         del body.input[:]
         body.input.extend(
             inputs[signature.body_states]
-            + [helper.make_tensor_value_info(hit_in, TensorProto.BOOL, [])]
+            + [helper.make_tensor_value_info(hit_in, TensorProto.DOUBLE, [])]
             + inputs[signature.body_scan_inputs]
         )
         b = list(body.node)
-        hit_out = self.emit(b, "Or", [hit_in, inner])
+        hit_out = self.emit(b, "Max", [hit_in, inner])
         del body.node[:]
         body.node.extend(b)
         outputs = list(body.output)
         del body.output[:]
         body.output.extend(
             outputs[signature.body_state_outputs]
-            + [helper.make_tensor_value_info(hit_out, TensorProto.BOOL, [])]
+            + [helper.make_tensor_value_info(hit_out, TensorProto.DOUBLE, [])]
             + outputs[signature.body_scan_outputs]
         )
-        hit0 = self.const_bool(nodes, False)
+        hit0 = self.const_double(nodes, 0.0)
         hit_final = self.name("hit")
         new = onnx.NodeProto()
         new.CopyFrom(node)
@@ -326,8 +344,11 @@ class _Rewriter:
         length = self.emit(nodes, "Gather", [shape, self.const_int(nodes, axis)], axis=0)
         # compared as doubles: Greater takes no integers before opset 9
         length = self.emit(nodes, "Cast", [length], to=TensorProto.DOUBLE)
-        limit = helper.make_tensor("v", TensorProto.DOUBLE, [], [float(self.limits.max_iterations)])
-        return self.emit(nodes, "Greater", [length, self.emit(nodes, "Constant", [], value=limit)])
+        limit = self.const_double(nodes, float(self.limits.max_iterations))
+        too_long = self.emit(nodes, "Greater", [length, limit])
+        return self.coded(
+            nodes, too_long, LimitSite(self.label(node), "max_iterations", "Scan"), length
+        )
 
     def if_(self, node: onnx.NodeProto, nodes: list) -> tuple[str | None, str | None]:
         """Each branch returns its loops' flags (own iterations, within), where any has one."""
@@ -339,11 +360,11 @@ class _Rewriter:
             return None, None
         for branch, pair in zip(branches, pairs, strict=True):
             b = list(branch.node)
-            outs = [self.emit(b, "Identity", [pair[k] or self.const_bool(b, False)]) for k in kinds]
+            outs = [self.emit(b, "Identity", [pair[k] or self.const_double(b, 0.0)]) for k in kinds]
             del branch.node[:]
             branch.node.extend(b)
             branch.output.extend(
-                helper.make_tensor_value_info(out, TensorProto.BOOL, []) for out in outs
+                helper.make_tensor_value_info(out, TensorProto.DOUBLE, []) for out in outs
             )
         hits = {k: self.name("hit") for k in kinds}
         new = onnx.NodeProto()

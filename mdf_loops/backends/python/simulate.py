@@ -18,24 +18,30 @@ from mdf_loops.timeloop.watch import SimulationWatch
 
 __all__ = ["run_time_loop"]
 
-_COMPILED: weakref.WeakKeyDictionary[Model, CompiledTimeLoop] = weakref.WeakKeyDictionary()
+#: per model, its compiled loop as trusted (True) and as not trusted (False)
+_COMPILED: weakref.WeakKeyDictionary[Model, dict[bool, CompiledTimeLoop]] = (
+    weakref.WeakKeyDictionary()
+)
 
 #: steps run between two looks at progress, limits and non-finite values
 CHUNK = 1 << 15
 
 
 def run_time_loop(
-    model: Model, inputs: dict, spec: TimeLoopSpec, trusted: bool, watch: SimulationWatch
+    model: Model,
+    inputs: dict,
+    spec: TimeLoopSpec,
+    trusted: bool,
+    watch: SimulationWatch,
+    checked: bool = False,
 ) -> Trajectories:
     """Simulate ``model`` with its compiled Python loop (compiled once per model), in
-    chunks of :data:`CHUNK` steps between which ``watch`` reports."""
-    compiled = _COMPILED.get(model)
+    chunks of :data:`CHUNK` steps between which ``watch`` reports. A model not
+    ``trusted`` has its expressions checked by the allow-list (unless ``checked``
+    already) and evaluated by the interpreter's rules (``untrusted.py``)."""
+    compiled = _COMPILED.setdefault(model, {}).get(trusted)
     if compiled is None:
-        if not trusted:
-            from mdf_loops.safety.checks import check_model
-
-            check_model(model)  # the allow-list: the body's expressions become Python code
-        compiled = _COMPILED[model] = compile_time_loop(model)
+        compiled = _compiled(model, trusted, checked)
     loop = next(n for n in model.graphs[0].nodes if n.id == LOOP_NODE)
     params = {p.id: p.value for p in loop.parameters}
     ports = {p.id: p for p in loop.input_ports}
@@ -70,6 +76,21 @@ def run_time_loop(
     time = arrays[0]
     values = {ref: arrays[1 + k] for k, ref in enumerate(spec.records)}
     return Trajectories(time, values, "python")
+
+
+def _compiled(model: Model, trusted: bool, checked: bool) -> CompiledTimeLoop:
+    if trusted:
+        compiled = compile_time_loop(model)
+    else:
+        from mdf_loops.backends.python.untrusted import guarded_time_loop
+
+        if not checked:
+            from mdf_loops.safety.checks import check_model
+
+            check_model(model)  # the allow-list, before anything is compiled
+        compiled = guarded_time_loop(compile_time_loop(model))
+    _COMPILED[model][trusted] = compiled
+    return compiled
 
 
 def _initial(value: Any) -> Any:

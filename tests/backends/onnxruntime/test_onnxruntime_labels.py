@@ -9,7 +9,7 @@ from conftest import BOOL, FLOAT, INT64, body_graph, onnx_model, value_info
 from onnx import helper as oh
 
 import mdf_loops
-from mdf_loops.backends.onnxruntime.guard import LimitFlag, guard_model
+from mdf_loops.backends.onnxruntime.guard import guard_model
 from mdf_loops.onnx.export import export_model
 from mdf_loops.ops.common import Limits
 
@@ -42,9 +42,9 @@ def test_guard_names_the_labelled_node_else_the_onnx_name():
     result = export_model(_counting_model())
     (loop,) = [n for n in result.model.graph.node if n.op_type == "Loop"]
     _, flags = guard_model(result.model, Limits(max_iterations=5), result.labels)
-    assert list(flags.values()) == [LimitFlag("counter", within=False)]
+    assert [(f.label, f.within) for f in flags.values()] == [("counter", False)]
     _, flags = guard_model(result.model, Limits(max_iterations=5))
-    assert list(flags.values()) == [LimitFlag(loop.name, within=False)]
+    assert [(f.label, f.within) for f in flags.values()] == [(loop.name, False)]
 
 
 def test_onnxruntime_limit_error_names_the_mdf_node():

@@ -66,10 +66,12 @@ def test_within_the_limit_the_scan_runs_to_the_end():
 
 def test_a_limit_passed_inside_a_body_names_the_models_node():
     """The inner Scan's length is known only in the body: onnxruntime's flag names the
-    outer node (the scheduler names the inner one in its path)."""
+    outer node, the inner one, the limit and the length asked (as the scheduler's path)."""
     message = _refusal(NESTED, "onnxruntime", max_iterations=10)
-    assert message.startswith("node 'trials': a loop in its body passed max_iterations=10")
-    assert "node 'trials'" in _refusal(NESTED, "scheduler", max_iterations=10)
+    assert message.startswith("node 'trials' > node 'time_steps': Scan asked for 20 "
+                              "iterations, more than 10, the limit (max_iterations)"), message
+    scheduler = _refusal(NESTED, "scheduler", max_iterations=10)
+    assert "node 'trials'" in scheduler and "node 'time_steps'" in scheduler
     assert "zero_steps" not in message and "_node" not in message
 
 

@@ -1,0 +1,265 @@
+"""Python code over an untrusted model's values, with the interpreter's rules compiled in.
+
+A backend that writes a model's expressions out as Python (the time loops of
+``simulate``'s python backend) would give them Python's semantics: ``p % 1`` formats
+text, ``big ** 9999`` makes an integer of millions of digits, ``a * b`` broadcasts to
+any size. :func:`guarded_function` compiles such generated code for a model that is
+not trusted so that every operation of the model's expressions is the one
+:mod:`mdf_loops.safety.interpreter` would perform (:mod:`~mdf_loops.safety.untrusted_values`):
+
+* ``a + b`` becomes ``_add(a, b)`` (``untrusted_values.binary``: numbers and numeric
+  arrays only, the result's size planned first); comparisons, unary operators and
+  subscripts likewise;
+* ``numpy.f``, ``math.f`` and the allowed builtins are resolved once, to the
+  size-planned functions the interpreter calls; nothing else can be called;
+* constants are checked once (an integer of more than ``MAX_INTEGER_BITS`` bits is refused).
+
+Only the statements the caller names as the model's (``is_model_statement``) are
+rewritten; the rest is the caller's own scaffolding (its loop over the steps, the
+appends to its outputs) and stays as written. A piece of a model statement that the
+interpreter does not know is refused here, before anything runs. The rewriting is
+done once; a step then costs one Python call per operation, like the interpreter's
+walk but without its dispatch.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from mdf_loops.errors import EvaluationError, MdfLoopsError
+from mdf_loops.ops.common import check_elements
+from mdf_loops.safety.allowlist import SAFE_BUILTINS
+from mdf_loops.safety.guarded_numpy import untrusted_expressions
+from mdf_loops.safety.interpreter import resolve_function
+from mdf_loops.safety.untrusted_values import (
+    BINARY,
+    BUILTINS,
+    COMPARE,
+    FLOATS,
+    UNARY,
+    binary,
+    check_comparison,
+    checked_integer,
+    numeric,
+    unpacked,
+)
+
+__all__ = ["guarded_function", "GUARDED_HELPERS"]
+
+
+def _compare(ops: tuple[type, ...], *values: Any) -> Any:
+    """``values[0] <ops[0]> values[1] ...`` as the interpreter compares (each pair checked)."""
+    result: Any = True
+    for k, op in enumerate(ops):
+        left, right = values[k], values[k + 1]
+        check_comparison(op, left, right)
+        result = COMPARE[op](left, right)
+        if not isinstance(result, np.ndarray) and not result:
+            return result
+    return result
+
+
+def _binary(op: type) -> Callable[[Any, Any], Any]:
+    """``binary`` for ``op``, with its first test (two floats: a float) made here."""
+    function = BINARY[op]
+
+    def apply(left: Any, right: Any) -> Any:
+        if type(left) in FLOATS and type(right) in FLOATS:
+            return function(left, right)
+        return binary(op, left, right)
+
+    return apply
+
+
+def _unary(op: type) -> Callable[[Any], Any]:
+    function, symbol = UNARY[op], op.__name__
+
+    def apply(value: Any) -> Any:
+        numeric(value, symbol)
+        return function(value)
+
+    return apply
+
+
+def _subscript(container: Any, index: Any) -> Any:
+    if isinstance(container, np.ndarray):
+        shape = np.empty(container.shape, dtype=np.dtype([]))[index].shape  # no bytes
+        check_elements(math.prod(shape), "a subscript")
+    return container[index]
+
+
+def _call(function: Callable, *args: Any, **kwargs: Any) -> Any:
+    return checked_integer(function(*args, **kwargs))
+
+
+def _where(condition: Any, a: Any, b: Any) -> Any:
+    """``numpy.where`` (the writer's ``_where``), its broadcast size planned first."""
+    shape = np.broadcast_shapes(np.shape(condition), np.shape(a), np.shape(b))
+    check_elements(math.prod(shape), "the result of numpy.where(...)")
+    if type(condition) in (bool, np.bool_) and np.ndim(a) == 0 and np.ndim(b) == 0:
+        return a if condition else b
+    return np.where(condition, a, b)
+
+
+#: the helpers a guarded function's rewritten statements call, by name
+GUARDED_HELPERS: dict[str, Any] = {
+    "_mdf_call": _call,
+    "_mdf_compare": _compare,
+    "_mdf_subscript": _subscript,
+    "_mdf_unpacked": unpacked,
+    "_mdf_slice": slice,
+    "_where": _where,
+}
+
+
+class _Rewrite(ast.NodeTransformer):
+    """A model statement's expression with every operation through the helpers above."""
+
+    def __init__(self, known_calls: frozenset[str], constants: dict[str, Any]):
+        self.known_calls = known_calls  # the caller's own helpers a statement may call
+        self.constants = constants  # resolved functions and their names
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if not isinstance(node, _KNOWN):
+            raise EvaluationError(f"`{ast.unparse(node):.60}` is not part of MDF expressions")
+        return super().generic_visit(node)
+
+    def helper(self, name: str, args: list, node: ast.AST, keywords=()) -> ast.Call:
+        call = ast.Call(ast.Name(name, ast.Load()), args, list(keywords))
+        return ast.copy_location(call, node)
+
+    def resolved(self, value: Any, node: ast.AST) -> ast.Name:
+        name = f"_mdf_f{len(self.constants)}"
+        self.constants[name] = value
+        return ast.copy_location(ast.Name(name, ast.Load()), node)
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        checked_integer(node.value)
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        op = f"_mdf_{type(node.op).__name__}"
+        self.constants.setdefault(op, _binary(type(node.op)))
+        return self.helper(op, [self.visit(node.left), self.visit(node.right)], node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        if isinstance(node.op, ast.Not):
+            return self.generic_visit(node)
+        op = f"_mdf_{type(node.op).__name__}"
+        self.constants.setdefault(op, _unary(type(node.op)))
+        return self.helper(op, [self.visit(node.operand)], node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        ops = self.resolved(tuple(type(op) for op in node.ops), node)
+        values = [self.visit(node.left), *(self.visit(c) for c in node.comparators)]
+        return self.helper("_mdf_compare", [ops, *values], node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        if not isinstance(node.ctx, ast.Load):
+            raise EvaluationError(f"`{ast.unparse(node):.60}`: only reading a subscript")
+        return self.helper("_mdf_subscript", [self.visit(node.value), self.visit(node.slice)], node)
+
+    def visit_Slice(self, node: ast.Slice) -> ast.AST:
+        bounds = (node.lower, node.upper, node.step)
+        parts = [ast.Constant(None) if p is None else self.visit(p) for p in bounds]
+        return self.helper("_mdf_slice", parts, node)
+
+    def visit_Starred(self, node: ast.Starred) -> ast.AST:
+        inner = self.helper("_mdf_unpacked", [self.visit(node.value)], node)
+        return ast.copy_location(ast.Starred(inner, ast.Load()), node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        return self.resolved(resolve_function(node), node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if any(k.arg is None for k in node.keywords):
+            raise EvaluationError("`**` in a call is not part of MDF expressions")
+        args = [self.visit(a) for a in node.args]
+        keywords = [ast.keyword(k.arg, self.visit(k.value)) for k in node.keywords]
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.known_calls:
+            return ast.copy_location(ast.Call(func, args, keywords), node)
+        if isinstance(func, ast.Name) and func.id in SAFE_BUILTINS:
+            target: ast.AST = self.resolved(BUILTINS[func.id], func)
+        elif isinstance(func, ast.Attribute):
+            target = self.visit(func)
+        else:
+            raise EvaluationError(f"`{ast.unparse(func):.60}` cannot be called")
+        return self.helper("_mdf_call", [target, *args], node, keywords)
+
+
+_KNOWN = (
+    ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.IfExp,
+    ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Call, ast.keyword, ast.UnaryOp,
+)  # fmt: skip
+
+
+def guarded_function(
+    source: str,
+    name: str,
+    namespace: Mapping[str, Any],
+    model_parts: Callable[[ast.stmt], tuple[list[ast.expr], str]],
+    known_calls: frozenset[str] = frozenset(),
+) -> Callable[..., Any]:
+    """The function ``name`` defined by ``source``, its model statements guarded.
+
+    ``model_parts(statement)`` gives the expressions of a statement that come from
+    the model (rewritten; ``[]`` for the caller's own statements, kept) and the model
+    element they belong to (``"node 'n' parameter 'p'"``), which an error raised
+    there names, with the value of the function's local ``iteration``.
+    ``known_calls`` are names of the caller's helpers (in ``namespace``) that a model
+    expression may call as written. ``namespace`` gives the globals the caller's own
+    statements use; the model's expressions see only their local variables and the
+    functions resolved here. Raises :class:`EvaluationError` for a piece the
+    interpreter does not know.
+    """
+    tree = ast.parse(source)
+    constants: dict[str, Any] = {}
+    places: dict[int, str] = {}
+    with untrusted_expressions():
+        rewrite = _Rewrite(known_calls, constants)
+        for statement in ast.walk(tree):
+            if isinstance(statement, ast.stmt):
+                expressions, where = model_parts(statement)
+                for expression in expressions:
+                    places[statement.lineno] = where
+                    _replace(statement, expression, rewrite.visit(expression))
+    ast.fix_missing_locations(tree)
+    scope = {**namespace, **GUARDED_HELPERS, **constants}
+    scope["__builtins__"] = {"range": range, "max": builtins.max, "len": builtins.len}
+    filename = f"<guarded {name}>"
+    exec(compile(tree, filename, "exec"), scope)  # noqa: S102
+    return functools.partial(_located, scope[name], filename, places)
+
+
+def _located(function: Callable[..., Any], filename: str, places: dict[int, str], *args: Any):
+    """``function(*args)``; an error of ours raised in a model statement names its element
+    and the step (the ``iteration`` of the frame)."""
+    try:
+        return function(*args)
+    except MdfLoopsError as exc:
+        traceback, found = exc.__traceback__, None
+        while traceback is not None:
+            if traceback.tb_frame.f_code.co_filename == filename:
+                found = (traceback.tb_lineno, traceback.tb_frame.f_locals.get("iteration"))
+            traceback = traceback.tb_next
+        if found is not None and found[0] in places:
+            exc.args = (f"{places[found[0]]}, iteration {found[1]}: {exc}",)
+        raise
+
+
+def _replace(statement: ast.stmt, old: ast.expr, new: ast.AST) -> None:
+    for field, value in ast.iter_fields(statement):
+        if value is old:
+            setattr(statement, field, new)
+        elif isinstance(value, list):
+            for k, item in enumerate(value):
+                if item is old:
+                    value[k] = new
