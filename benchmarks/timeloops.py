@@ -256,13 +256,14 @@ def _print(table: dict) -> None:
         mark = "" if r["measured"] else "~"
         faster = f"{r['x_faster_than_stock']:.0f}" if "x_faster_than_stock" in r else ""
         numpy_ratio = f"{r['x_numpy_time']:.2f}" if "x_numpy_time" in r else ""
-        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:26s} {mark + format(r['seconds'], '.4g'):>10s} "
+        seconds = mark + format(r["seconds"], ".4g")
+        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:26s} {seconds:>10s} "
               f"{faster:>9s} {numpy_ratio:>12s}")
     print(f"~ extrapolated linearly from the measured steps (stock measured up to "
           f"{table['stock_measured_up_to']} steps)")
     for r in table["memory"]:
-        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:22s} peak {r['peak_python_mb']:.1f} MB "
-              f"(recorded values: {r['recorded_mb']:.1f} MB)")
+        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:22s} "
+              f"peak {r['peak_python_mb']:.1f} MB (recorded values: {r['recorded_mb']:.1f} MB)")
     _print_deciding(table)
 
 

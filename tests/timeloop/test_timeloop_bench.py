@@ -2,6 +2,7 @@
 
 import importlib.util
 from pathlib import Path
+
 import pytest
 from conftest import needs_input_port_fields
 
