@@ -62,10 +62,8 @@ def function_source(
 
     It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0),
     appends to the scan outputs it is given, and returns ``(cond, carried)``: a long
-    simulation runs in chunks, each continuing from the last. ``outer``: the body's
-    outer-scope inputs (time series); ``first``, ``rest``: the written-out first and
-    later steps; ``tail``: the statements that hand on the carried values and append
-    the scans (``StepWriter.tail``).
+    simulation runs in chunks, each continuing from the last. ``first``, ``rest``: the
+    written-out steps; ``tail``: their ending (``StepWriter.tail``); ``outer``: series.
     """
     carried = [f"c{k}" for k in range(n_carried)]
     args = ", ".join(
