@@ -68,9 +68,37 @@ def to_time_loop(
     The result's graph has one ``onnx::Loop`` node, :data:`LOOP_NODE`; its outputs are
     ``time`` and one stacked trajectory per recorded value (see :func:`time_loop_spec`).
     """
-    require_input_defaults("to_time_loop")  # the body's ports use default_value and reduce
     source_model = load_model(model)
-    owned = source_model is not model  # read from a file here: no one else holds it
+    return time_loop_of(
+        source_model,
+        source_model is not model,  # read from a file here: no one else holds it
+        dt=dt,
+        steps=steps,
+        duration=duration,
+        until=until,
+        record=record,
+        inputs=inputs,
+        graph=graph,
+        trusted=trusted,
+    )
+
+
+def time_loop_of(
+    source_model: Model,
+    owned: bool,
+    *,
+    dt: float,
+    steps: int | None = None,
+    duration: float | None = None,
+    until: str | None = None,
+    record: Sequence[str] = (),
+    inputs: Mapping[str, Any] | None = None,
+    graph: str | None = None,
+    trusted: bool = False,
+) -> Model:
+    """:func:`to_time_loop` of a loaded model; ``owned``: the model was read from a file
+    for this conversion, so the stock engine probes its graph rather than a copy."""
+    require_input_defaults("to_time_loop")  # the body's ports use default_value and reduce
     source = next((g for g in source_model.graphs if graph in (None, g.id)), None)
     if source is None:
         raise ModelError(f"model '{source_model.id}' has no graph '{graph}'")

@@ -28,7 +28,7 @@ from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
 from mdf_loops.ops import observe_iterations
 from mdf_loops.timeloop import chunks
-from mdf_loops.timeloop.convert import to_time_loop
+from mdf_loops.timeloop.convert import time_loop_of
 from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
 from mdf_loops.timeloop.watch import SimulationWatch
 
@@ -124,6 +124,7 @@ def simulate(
     """
     if backend not in SIMULATE_BACKENDS:
         raise ValueError(f"backend must be one of {SIMULATE_BACKENDS}, not {backend!r}")
+    given = model
     model = load_model(model)
     graph = model.graphs[0] if model.graphs else None
     if graph is None or METADATA_KEY not in (graph.metadata or {}):
@@ -135,9 +136,10 @@ def simulate(
             record = (
                 [f"{n.id}.{p.id}" for n in graph.nodes for p in n.output_ports] if graph else []
             )
-        loop_of = functools.partial(to_time_loop, dt=dt, steps=steps, duration=duration)
+        owned = model is not given  # read from the file here: probed without a copy
+        loop_of = functools.partial(time_loop_of, dt=dt, steps=steps, duration=duration)
         model = loop_of(
-            model, until=until, record=record, inputs=dict(inputs or {}), trusted=trusted
+            model, owned, until=until, record=record, inputs=dict(inputs or {}), trusted=trusted
         )
         # its expressions passed the allow-list in to_time_loop: the python backend's
         # check of the same expressions, renamed, is not repeated
