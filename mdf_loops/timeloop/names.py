@@ -53,7 +53,13 @@ def _names_in(text: str) -> frozenset[str]:
 @functools.lru_cache(maxsize=4096)
 def _renamed(text: str, mapping: tuple[tuple[str, str], ...]) -> str:
     """``text`` (an expression) with the names of ``mapping`` replaced."""
-    return ast.unparse(_Renamer(dict(mapping)).visit(ast.parse(text, mode="eval")))
+    tree = ast.parse(text, mode="eval")
+    renamed = ast.unparse(_Renamer(dict(mapping)).visit(tree))
+    if isinstance(tree.body, ast.Tuple) and renamed.startswith("("):
+        # "a[0], b" as written: modeci-mdf's variable search splits the text at each
+        # subscript and cannot parse a piece that opens a bracket ("(a")
+        renamed = renamed[1:-1]
+    return renamed
 
 
 class _Renamer(ast.NodeTransformer):
