@@ -1,6 +1,6 @@
 """Benchmark: stock modeci-mdf's time loop vs ``mdf_loops.simulate`` vs a plain numpy loop.
 
-``python benchmarks/timeloops.py [--steps 1000 10000 100000] [--stock-max 1000]``
+``python benchmarks/timeloops.py [--steps 1000 10000 100000] [--stock-max 1000] [--repeat 3]``
 
 For FitzHugh-Nagumo and the integrate-and-fire network of ``examples/timeloops/time_loops.py``:
 
@@ -17,7 +17,13 @@ For FitzHugh-Nagumo and the integrate-and-fire network of ``examples/timeloops/t
   in modeci-mdf's update order.
 
 Every simulate result is checked against the numpy loop. Peak memory (tracemalloc,
-Python side) is measured at ``--memory-steps``.
+Python side) is measured at ``--memory-steps``. Stock and the scheduler beyond their
+``--stock-max``/``--scheduler-max`` are extrapolated from one run at that many steps.
+
+The last lines, DECIDING ROWS, hold the targets: the first call against stock from 2,000
+steps, ``auto`` against the numpy loop from 10^4 steps (each ``--repeat`` times,
+interleaved, with the median and the range of the ratio), and peak memory at
+``--memory-steps`` against the recorded values' size.
 """
 
 from __future__ import annotations
@@ -111,65 +117,136 @@ def _peak_mb(fn) -> float:
 
 CASES = {"fitzhugh_nagumo": fhn_numpy, "iaf_network": iaf_numpy}
 
+#: the targets of the deciding rows (issue: time loops on MDF's own models)
+FIRST_CALL_TARGET = 300.0  # simulate auto, first call, x faster than stock, from 2,000 steps
+NUMPY_TARGET = 1.0  # simulate auto's time / the numpy loop's, from 10^4 steps
+MEMORY_TARGET = 1.2  # peak Python-side memory / recorded values' size at --memory-steps
+FIRST_CALL_FROM = 2000  # the steps from which the first-call target holds
+NUMPY_FROM = 10_000  # the steps from which the numpy-loop target holds
+
+
+def _spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
+
+
+def _per_step(cache: dict, key: str, limit: int, steps: int, measure) -> tuple[float, bool]:
+    """Seconds for ``steps``: measured when ``steps <= limit``, else extrapolated from one
+    run at ``limit`` steps (measured once per model and kept in ``cache``)."""
+    if steps <= limit:
+        seconds = measure(steps)
+        cache[key] = seconds / steps
+        return seconds, True
+    if key not in cache:
+        cache[key] = measure(limit) / limit
+    return cache[key] * steps, False
+
+
+def _check(result, reference: dict, record: list[str], what: str) -> None:
+    for ref in record:
+        np.testing.assert_allclose(result[ref], reference[ref], rtol=1e-9, atol=1e-9,
+                                   err_msg=f"{what} {ref}")
+
+
+def _measure_steps(name, path, loop, steps, dt, record, limits, runs, per_step) -> dict:
+    """Every runner at ``steps``: seconds and whether measured (else extrapolated)."""
+    numpy_loop = CASES[name]
+    reference = numpy_loop(steps, dt)
+    found = {"numpy loop": (_median(lambda: numpy_loop(steps, dt), runs), True)}
+    found["stock modeci-mdf"] = _per_step(per_step, "stock", limits["stock"], steps,
+                                          lambda n: stock_seconds(path, dt, n, record))
+    _check(mdf_loops.simulate(path, dt=dt, steps=steps, record=record), reference, record,
+           f"{name} first call")
+    found["simulate auto, first call"] = (_median(
+        lambda: mdf_loops.simulate(path, dt=dt, steps=steps, record=record), runs), True)
+    for backend in ("auto", "python", "onnxruntime", "scheduler"):
+        def timed(n, backend=backend):
+            _check(mdf_loops.simulate(loop, steps=n, backend=backend), numpy_loop(n, dt),
+                   record, f"{name} {backend}")
+            return _median(lambda: mdf_loops.simulate(loop, steps=n, backend=backend),
+                           1 if backend == "scheduler" else runs)
+        if backend == "scheduler":
+            found["simulate scheduler"] = _per_step(per_step, "scheduler", limits["scheduler"],
+                                                    steps, timed)
+        else:
+            found[f"simulate {backend}"] = (timed(steps), True)
+    return found
+
+
+def _first_call_ratios(name, path, steps, dt, record, stock_max, runs, repeat) -> dict:
+    """The deciding row: stock's seconds / simulate's first call's, ``repeat`` times, each
+    stock run next to a median of ``runs`` first calls (interleaved, so load shifts both)."""
+    ratios, stock_runs, first_runs = [], [], []
+    for _ in range(repeat):
+        stock = stock_seconds(path, dt, min(steps, stock_max), record) * steps / min(
+            steps, stock_max)
+        first = _median(lambda: mdf_loops.simulate(path, dt=dt, steps=steps, record=record), runs)
+        stock_runs.append(stock)
+        first_runs.append(first)
+        ratios.append(stock / first)
+    return {"model": name, "steps": steps, "stock_measured": steps <= stock_max,
+            "stock_seconds": _spread(stock_runs), "first_call_seconds": _spread(first_runs),
+            "x_faster_than_stock": _spread(ratios), "target": FIRST_CALL_TARGET}
+
+
+def _numpy_ratios(name, loop, steps, dt, runs, repeat) -> dict:
+    """The deciding row: simulate auto's time / the numpy loop's, interleaved ``repeat``
+    times (each a median of ``runs``)."""
+    numpy_loop = CASES[name]
+    ratios = []
+    for _ in range(repeat):
+        auto = _median(lambda: mdf_loops.simulate(loop, steps=steps), runs)
+        ratios.append(auto / _median(lambda: numpy_loop(steps, dt), runs))
+    return {"model": name, "steps": steps, "x_numpy_time": _spread(ratios),
+            "target": NUMPY_TARGET}
+
+
+def _memory_rows(name, loop, dt, record, memory_steps) -> list[dict]:
+    numpy_loop = CASES[name]
+    rows = []
+    for runner, fn in (
+            ("simulate python", lambda: mdf_loops.simulate(loop, steps=memory_steps,
+                                                           backend="python")),
+            ("simulate onnxruntime", lambda: mdf_loops.simulate(
+                loop, steps=memory_steps, backend="onnxruntime")),
+            ("numpy loop", lambda: numpy_loop(memory_steps, dt))):
+        recorded = 8 * memory_steps * (len(record) + 1) / 1e6
+        peak = _peak_mb(fn)
+        rows.append({"model": name, "steps": memory_steps, "runner": runner,
+                     "peak_python_mb": peak, "recorded_mb": recorded,
+                     "x_recorded": peak / recorded, "target": MEMORY_TARGET})
+    return rows
+
 
 def run(steps_list: list[int], stock_max: int, scheduler_max: int, memory_steps: int,
-        runs: int) -> dict:
+        runs: int, repeat: int = 1) -> dict:
     ex = _examples()
-    rows, memory = [], []
-    for name, numpy_loop in CASES.items():
+    rows, memory, deciding = [], [], []
+    limits = {"stock": stock_max, "scheduler": scheduler_max}
+    for name in CASES:
         dt, _, record = ex.SIMULATIONS[name]
         path = ROOT / "examples" / "timeloops" / f"{name}.json"
         start = time.perf_counter()
         loop = mdf_loops.to_time_loop(path, dt=dt, steps=max(steps_list), record=record)
         rows.append({"model": name, "steps": max(steps_list), "runner": "to_time_loop (once)",
                      "seconds": time.perf_counter() - start, "measured": True})
-        stock_per_step = None  # from the largest measured run, for the extrapolation
-        scheduler_per_step = None
+        per_step: dict = {}  # stock's and the scheduler's seconds a step, for extrapolation
         for steps in sorted(steps_list):
-            found = {}
-            reference = numpy_loop(steps, dt)
-            found["numpy loop"] = (_median(lambda: numpy_loop(steps, dt), runs), True)
-            if steps <= stock_max or stock_per_step is None:
-                seconds = stock_seconds(path, dt, steps, record)
-                found["stock modeci-mdf"] = (seconds, True)
-                stock_per_step = seconds / steps
-            else:
-                found["stock modeci-mdf"] = (stock_per_step * steps, False)
-            first = mdf_loops.simulate(path, dt=dt, steps=steps, record=record)
-            for ref in record:
-                np.testing.assert_allclose(first[ref], reference[ref], rtol=1e-9, atol=1e-9)
-            found["simulate auto, first call"] = (_median(
-                lambda: mdf_loops.simulate(path, dt=dt, steps=steps, record=record), runs), True)
-            for backend in ("auto", "python", "onnxruntime", "scheduler"):
-                if backend == "scheduler" and steps > scheduler_max:
-                    found["simulate scheduler"] = (scheduler_per_step * steps, False)
-                    continue
-                result = mdf_loops.simulate(loop, steps=steps, backend=backend)
-                for ref in record:
-                    np.testing.assert_allclose(result[ref], reference[ref], rtol=1e-9, atol=1e-9,
-                                               err_msg=f"{name} {ref} {backend}")
-                seconds = _median(lambda: mdf_loops.simulate(loop, steps=steps, backend=backend),
-                                  1 if backend == "scheduler" else runs)
-                if backend == "scheduler":
-                    scheduler_per_step = seconds / steps
-                found[f"simulate {backend}"] = (seconds, True)
-            stock = found["stock modeci-mdf"][0]
-            numpy_time = found["numpy loop"][0]
+            found = _measure_steps(name, path, loop, steps, dt, record, limits, runs, per_step)
+            stock, numpy_time = found["stock modeci-mdf"][0], found["numpy loop"][0]
             for runner, (seconds, measured) in found.items():
                 rows.append({"model": name, "steps": steps, "runner": runner, "seconds": seconds,
                              "measured": measured, "x_faster_than_stock": stock / seconds,
                              "x_numpy_time": seconds / numpy_time})
+            if steps >= FIRST_CALL_FROM:
+                deciding.append(_first_call_ratios(name, path, steps, dt, record, stock_max,
+                                                   runs, repeat))
+            if steps >= NUMPY_FROM:
+                deciding.append(_numpy_ratios(name, loop, steps, dt, runs, repeat))
         if memory_steps:
-            for runner, fn in (
-                    ("simulate python", lambda: mdf_loops.simulate(loop, steps=memory_steps,
-                                                                   backend="python")),
-                    ("simulate onnxruntime", lambda: mdf_loops.simulate(
-                        loop, steps=memory_steps, backend="onnxruntime")),
-                    ("numpy loop", lambda: numpy_loop(memory_steps, dt))):
-                memory.append({"model": name, "steps": memory_steps, "runner": runner,
-                               "peak_python_mb": _peak_mb(fn),
-                               "recorded_mb": 8 * memory_steps * (len(record) + 1) / 1e6})
-    return {"timings": rows, "memory": memory, "stock_measured_up_to": stock_max}
+            memory += _memory_rows(name, loop, dt, record, memory_steps)
+    return {"timings": rows, "memory": memory, "deciding": deciding,
+            "stock_measured_up_to": stock_max}
 
 
 def _print(table: dict) -> None:
@@ -179,13 +256,39 @@ def _print(table: dict) -> None:
         mark = "" if r["measured"] else "~"
         faster = f"{r['x_faster_than_stock']:.0f}" if "x_faster_than_stock" in r else ""
         numpy_ratio = f"{r['x_numpy_time']:.2f}" if "x_numpy_time" in r else ""
-        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:26s} {mark + format(r['seconds'], '.4g'):>10s} "
+        seconds = mark + format(r["seconds"], ".4g")
+        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:26s} {seconds:>10s} "
               f"{faster:>9s} {numpy_ratio:>12s}")
     print(f"~ extrapolated linearly from the measured steps (stock measured up to "
           f"{table['stock_measured_up_to']} steps)")
     for r in table["memory"]:
-        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:22s} peak {r['peak_python_mb']:.1f} MB "
-              f"(recorded values: {r['recorded_mb']:.1f} MB)")
+        print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:22s} "
+              f"peak {r['peak_python_mb']:.1f} MB (recorded values: {r['recorded_mb']:.1f} MB)")
+    _print_deciding(table)
+
+
+def _print_deciding(table: dict) -> None:
+    """The rows that decide the targets, with their spread over --repeat interleaved runs."""
+    print("\nDECIDING ROWS (median [min-max] over the repeats; targets in brackets)")
+    for r in table["deciding"]:
+        if "x_faster_than_stock" in r:
+            x, first = r["x_faster_than_stock"], r["first_call_seconds"]
+            stock = "" if r["stock_measured"] else " (stock extrapolated)"
+            verdict = "MET" if x["median"] >= r["target"] else "NOT MET"
+            print(f"  first call vs stock  {r['model']:16s} {r['steps']:>8d} steps: "
+                  f"{x['median']:7.0f}x [{x['min']:.0f}-{x['max']:.0f}], first call "
+                  f"{first['median'] * 1e3:.2f} ms (target >= {r['target']:.0f}x) {verdict}{stock}")
+        else:
+            x = r["x_numpy_time"]
+            verdict = "MET" if x["median"] <= r["target"] else "NOT MET"
+            print(f"  auto / numpy loop    {r['model']:16s} {r['steps']:>8d} steps: "
+                  f"{x['median']:7.2f}x [{x['min']:.2f}-{x['max']:.2f}] "
+                  f"(target <= {r['target']:.1f}x) {verdict}")
+    for r in table["memory"]:
+        if r["runner"] == "simulate python":
+            verdict = "MET" if r["x_recorded"] <= r["target"] else "NOT MET"
+            print(f"  peak / recorded      {r['model']:16s} {r['steps']:>8d} steps: "
+                  f"{r['x_recorded']:7.2f}x (target <= {r['target']:.1f}x) {verdict}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,10 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stock-max", type=int, default=1000)
     parser.add_argument("--scheduler-max", type=int, default=1000)
     parser.add_argument("--memory-steps", type=int, default=1_000_000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=5, help="calls per median")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="interleaved repeats of the deciding rows (their spread)")
     parser.add_argument("--json", help="also write the table as JSON")
     args = parser.parse_args(argv)
-    table = run(args.steps, args.stock_max, args.scheduler_max, args.memory_steps, args.runs)
+    table = run(args.steps, args.stock_max, args.scheduler_max, args.memory_steps, args.runs,
+                args.repeat)
     _print(table)
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))

@@ -68,8 +68,37 @@ def to_time_loop(
     The result's graph has one ``onnx::Loop`` node, :data:`LOOP_NODE`; its outputs are
     ``time`` and one stacked trajectory per recorded value (see :func:`time_loop_spec`).
     """
-    require_input_defaults("to_time_loop")  # the body's ports use default_value and reduce
     source_model = load_model(model)
+    return time_loop_of(
+        source_model,
+        source_model is not model,  # read from a file here: no one else holds it
+        dt=dt,
+        steps=steps,
+        duration=duration,
+        until=until,
+        record=record,
+        inputs=inputs,
+        graph=graph,
+        trusted=trusted,
+    )
+
+
+def time_loop_of(
+    source_model: Model,
+    owned: bool,
+    *,
+    dt: float,
+    steps: int | None = None,
+    duration: float | None = None,
+    until: str | None = None,
+    record: Sequence[str] = (),
+    inputs: Mapping[str, Any] | None = None,
+    graph: str | None = None,
+    trusted: bool = False,
+) -> Model:
+    """:func:`to_time_loop` of a loaded model; ``owned``: the model was read from a file
+    for this conversion, so the stock engine probes its graph rather than a copy."""
+    require_input_defaults("to_time_loop")  # the body's ports use default_value and reduce
     source = next((g for g in source_model.graphs if graph in (None, g.id)), None)
     if source is None:
         raise ModelError(f"model '{source_model.id}' has no graph '{graph}'")
@@ -78,7 +107,7 @@ def to_time_loop(
         raise ModelError(f"dt must be a positive number of time units, got {dt!r}")
     series = {k: (None if v is None else np.asarray(v)) for k, v in (inputs or {}).items()}
     n_steps = _steps(steps, duration, dt, series)
-    plan, values = _plan_and_probe(source_model, source, dt, series, trusted)
+    plan, values = _plan_and_probe(source_model, source, dt, series, trusted, owned)
     builder = BodyBuilder(source, dt, plan, values, series)
     records = builder.records(record)
     body, initial, cond0 = builder.build(until)
@@ -88,11 +117,13 @@ def to_time_loop(
 
 
 def _plan_and_probe(
-    source_model: Model, source: Graph, dt: float, series: dict, trusted: bool
+    source_model: Model, source: Graph, dt: float, series: dict, trusted: bool, owned: bool
 ) -> tuple[SchedulePlan, dict]:
     """The graph's schedule as masks (refused before anything runs), and its probed values.
 
     An untrusted model passes the expression allow-list first, and is probed under it.
+    ``owned``: the model was read for this conversion, so the engine may use its graph
+    rather than a copy (modeci-mdf's engine keeps its values apart from the model).
     """
     with ExitStack() as stack:
         if not trusted:
@@ -103,7 +134,7 @@ def _plan_and_probe(
             stack.enter_context(untrusted_expressions())
         _refuse_cycles(source)
         _warn_overwritten_ports(source)
-        engine = build_engine(source)
+        engine = build_engine(source, copy_graph=not owned)
         plan = plan_schedule(engine, source.id)  # refuse before running anything
         probed = probe(source, dt, series, engine)
     return plan, probed.values

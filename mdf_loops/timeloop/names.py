@@ -1,8 +1,14 @@
-"""Renaming the names an MDF value expression reads (its other text kept as it is)."""
+"""Renaming the names an MDF value expression reads (its other text kept as it is).
+
+Both are pure functions of the expression's text (and the names it maps), asked many
+times a conversion for the same few expressions: their answers are kept in bounded
+in-process caches keyed by that text, so each text is parsed once a process.
+"""
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,20 +23,43 @@ def names_read(expression: Any) -> set[str]:
         return set().union(*(names_read(e) for e in expression)) if expression else set()
     if not isinstance(expression, str):
         return set()
-    return {n.id for n in ast.walk(_parse(expression, "expression")) if isinstance(n, ast.Name)}
+    return set(_names(expression, "expression"))
 
 
 def rename(expression: Any, mapping: Mapping[str, str], where: str) -> str:
     """``expression`` as text with each name in ``mapping`` replaced (numbers become literals)."""
     if not isinstance(expression, str):
         return literal(expression, where)
-    tree = _parse(expression, where)
-    text = ast.unparse(_Renamer(mapping).visit(tree))
-    if isinstance(tree.body, ast.Tuple) and text.startswith("("):
+    used = tuple(sorted((n, mapping[n]) for n in _names(expression, where) if n in mapping))
+    return _renamed(expression.strip(), used)
+
+
+def _names(expression: str, where: str) -> frozenset[str]:
+    try:
+        return _names_in(expression.strip())
+    except SyntaxError as exc:
+        raise ModelError(
+            f"{where}: {expression!r} is not a Python expression ({exc.msg})"
+        ) from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_in(text: str) -> frozenset[str]:
+    """The bare names ``text`` reads (a SyntaxError, not kept, if it is no expression)."""
+    tree = ast.parse(text, mode="eval")
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _renamed(text: str, mapping: tuple[tuple[str, str], ...]) -> str:
+    """``text`` (an expression) with the names of ``mapping`` replaced."""
+    tree = ast.parse(text, mode="eval")
+    renamed = ast.unparse(_Renamer(dict(mapping)).visit(tree))
+    if isinstance(tree.body, ast.Tuple) and renamed.startswith("("):
         # "a[0], b" as written: modeci-mdf's variable search splits the text at each
         # subscript and cannot parse a piece that opens a bracket ("(a")
-        text = text[1:-1]
-    return text
+        renamed = renamed[1:-1]
+    return renamed
 
 
 class _Renamer(ast.NodeTransformer):
@@ -63,12 +92,3 @@ def _plain(value: Any, where: str) -> str:
     if isinstance(value, (bool, int, float)):
         return repr(value)
     raise ModelError(f"{where}: a list value must hold numbers, found {value!r:.60}")
-
-
-def _parse(expression: str, where: str) -> ast.Expression:
-    try:
-        return ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ModelError(
-            f"{where}: {expression!r} is not a Python expression ({exc.msg})"
-        ) from None

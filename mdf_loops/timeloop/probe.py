@@ -27,11 +27,13 @@ class Probe:
     values: dict[tuple[str, str], np.ndarray]  # (node, parameter or port) -> zeros like it
 
 
-def build_engine(graph: Graph) -> EvaluableGraph:
-    """modeci-mdf's engine on a copy of ``graph`` (its scheduler parses the conditions)."""
+def build_engine(graph: Graph, *, copy_graph: bool = True) -> EvaluableGraph:
+    """modeci-mdf's engine on a copy of ``graph`` (its scheduler parses the conditions);
+    ``copy_graph=False``: on ``graph`` itself, for a graph no one else holds (one just
+    read from a file for this conversion)."""
     try:
         with prints_logged():
-            return EvaluableGraph(copy.deepcopy(graph))
+            return EvaluableGraph(copy.deepcopy(graph) if copy_graph else graph)
     except Exception as exc:  # modeci-mdf raises ValueError/Exception on malformed nodes
         raise ModelError(f"graph '{graph.id}': modeci-mdf cannot build it: {exc}") from exc
 

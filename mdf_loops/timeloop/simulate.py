@@ -27,7 +27,8 @@ from mdf_loops.errors import (
 from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
 from mdf_loops.ops import observe_iterations
-from mdf_loops.timeloop.convert import to_time_loop
+from mdf_loops.timeloop import chunks
+from mdf_loops.timeloop.convert import time_loop_of
 from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
 from mdf_loops.timeloop.watch import SimulationWatch
 
@@ -117,12 +118,13 @@ def simulate(
     that says why, and fails only where the scheduler fails).
 
     ``progress(done, steps)`` is called as steps start (every step on the scheduler,
-    every few thousand on python; onnxruntime runs the loop as one call). The number of
+    every few thousand on python and, past that many steps, on onnxruntime). The number of
     steps counts against ``max_iterations`` (:func:`mdf_loops.safety.limits`); a
     recorded value that becomes NaN or infinite is logged as a WARNING once.
     """
     if backend not in SIMULATE_BACKENDS:
         raise ValueError(f"backend must be one of {SIMULATE_BACKENDS}, not {backend!r}")
+    given = model
     model = load_model(model)
     graph = model.graphs[0] if model.graphs else None
     if graph is None or METADATA_KEY not in (graph.metadata or {}):
@@ -134,9 +136,10 @@ def simulate(
             record = (
                 [f"{n.id}.{p.id}" for n in graph.nodes for p in n.output_ports] if graph else []
             )
-        loop_of = functools.partial(to_time_loop, dt=dt, steps=steps, duration=duration)
+        owned = model is not given  # read from the file here: probed without a copy
+        loop_of = functools.partial(time_loop_of, dt=dt, steps=steps, duration=duration)
         model = loop_of(
-            model, until=until, record=record, inputs=dict(inputs or {}), trusted=trusted
+            model, owned, until=until, record=record, inputs=dict(inputs or {}), trusted=trusted
         )
         # its expressions passed the allow-list in to_time_loop: the python backend's
         # check of the same expressions, renamed, is not repeated
@@ -232,7 +235,7 @@ def _on_backend(
             )
     if backend == "auto":
         try:
-            return _on_run(model, inputs, "onnxruntime", trusted, spec)
+            return _on_run(model, inputs, "onnxruntime", trusted, spec, watch)
         except (LimitError, UnsafeExpressionError):
             raise
         except Exception as exc:
@@ -242,14 +245,22 @@ def _on_backend(
                 type(exc).__name__,
                 exc,
             )
-        return _on_run(model, inputs, "scheduler", trusted, spec)
-    return _on_run(model, inputs, backend, trusted, spec)
+        return _on_run(model, inputs, "scheduler", trusted, spec, watch)
+    return _on_run(model, inputs, backend, trusted, spec, watch)
 
 
-def _on_run(model: Model, inputs: dict, backend: str, trusted: bool, spec) -> Trajectories:
-    """The simulation through :func:`mdf_loops.run` on the onnxruntime or scheduler backend."""
+def _on_run(
+    model: Model, inputs: dict, backend: str, trusted: bool, spec, watch: SimulationWatch
+) -> Trajectories:
+    """The simulation through :func:`mdf_loops.run` on the onnxruntime or scheduler backend;
+    a long one on onnxruntime in chunks of steps (:mod:`mdf_loops.timeloop.chunks`)."""
     import mdf_loops
 
+    if backend == "onnxruntime" and watch.steps > chunks.CHUNK:
+        variant = chunks.chunked_variant(model)
+        if variant is not None:
+            time, values = chunks.run_in_chunks(variant, inputs, watch.steps, spec, trusted, watch)
+            return Trajectories(time, values, backend)
     names = {"time": spec.time_port, **spec.records}
     outputs = mdf_loops.run(model, dict(inputs), trusted=trusted, backend=cast(Backend, backend))
     values = {ref: np.asarray(outputs[f"{LOOP_NODE}.{port}"]) for ref, port in names.items()}

@@ -135,3 +135,21 @@ def test_the_time_loop_model_renders_with_its_body():
     source = mdf_loops.to_graphviz(loop).source
     for part in ("onnx::Loop", "schedule", "control", "clock", "runs__B"):
         assert part in source
+
+
+def test_a_given_model_is_not_changed_and_a_file_gives_the_same_loop():
+    """A Model the caller gives is probed on a copy; a file read for the conversion is
+    probed on its own graph: both give the same time-loop model."""
+    import json
+
+    from mdf_loops.model.interface import load_model
+
+    path = EXAMPLES / "counters.json"
+    dt, steps, record, _ = _case("counters")
+    given = load_model(path)
+    before = json.dumps(given.to_dict(), sort_keys=True, default=str)
+    from_model = mdf_loops.to_time_loop(given, dt=dt, steps=steps, record=record)
+    assert json.dumps(given.to_dict(), sort_keys=True, default=str) == before
+    from_file = mdf_loops.to_time_loop(path, dt=dt, steps=steps, record=record)
+    assert json.dumps(from_file.to_dict(), sort_keys=True, default=str) == json.dumps(
+        from_model.to_dict(), sort_keys=True, default=str)

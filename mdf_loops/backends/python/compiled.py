@@ -2,12 +2,18 @@
 
 The body graph of the model's ``onnx::Loop`` is written out as straight-line Python
 (:mod:`~mdf_loops.backends.python.writer`) inside one ``for`` loop over the steps
-(:mod:`~mdf_loops.backends.python.source`), compiled once, and run in a namespace of
+(:mod:`~mdf_loops.backends.python.source`), compiled, and run in a namespace of
 numpy, ``math`` and a few builtins.
+
+The step is written out from the model on every call; what is made of that text (the
+lean loop around it and its compiled code, a pure function of the text) is kept in a
+small in-process cache keyed by the text, so a model converted again is not compiled
+again. Nothing of a model's values or results is kept.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from array import array
 from collections.abc import Callable
@@ -59,10 +65,51 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     first = writer.step(first=True)
     writer.reset()
     rest = writer.step(first=False)
-    kinds = scan_kinds(loop, len(signature.formal_outputs) - 1 - n_carried)
+    n_scan = len(signature.formal_outputs) - 1 - n_carried
+    kinds = scan_kinds(loop, n_scan)
     names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
     initial = [python_type(params[n.strip()].value) for n in names if n.strip()]
-    source = function_source(signature, n_carried, first, rest, writer, initial)
+    step = _StepText(
+        graph.id,
+        tuple(signature.outer_scope_inputs),
+        n_carried,
+        n_scan,
+        tuple(first),
+        tuple(rest),
+        tuple(writer.tail(n_carried, n_scan)),
+        tuple(initial),
+    )
+    source, run = _function(step)
+    return CompiledTimeLoop(source, run, n_carried, tuple(kinds))
+
+
+@dataclass(frozen=True)
+class _StepText:
+    """Everything the loop function is made of: the written-out steps and their types."""
+
+    graph_id: str
+    outer: tuple[str, ...]
+    n_carried: int
+    n_scan: int
+    first: tuple[str, ...]
+    rest: tuple[str, ...]
+    tail: tuple[str, ...]
+    initial_types: tuple[str | None, ...]
+
+
+@functools.lru_cache(maxsize=64)
+def _function(step: _StepText) -> tuple[str, Callable[..., Any]]:
+    """The loop function's source and the function compiled from it (cached by ``step``:
+    the same text always makes the same function, which keeps no state)."""
+    source = function_source(
+        step.outer,
+        step.n_carried,
+        step.n_scan,
+        step.first,
+        step.rest,
+        step.tail,
+        step.initial_types,
+    )
     namespace: dict[str, Any] = {
         "numpy": np,
         "math": math,
@@ -71,8 +118,8 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
         "_where": _where,
         "_scalar": _scalar,
     }
-    exec(compile(source, f"<time loop {graph.id}>", "exec"), namespace)  # noqa: S102
-    return CompiledTimeLoop(source, namespace["time_loop"], n_carried, tuple(kinds))
+    exec(compile(source, f"<time loop {step.graph_id}>", "exec"), namespace)  # noqa: S102
+    return source, namespace["time_loop"]
 
 
 _SCALARS = (float, int, np.float64, np.int64)

@@ -8,12 +8,13 @@ kept where every step returns them (:mod:`~mdf_loops.backends.python.scalar_type
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import Any
 
 from modeci_mdf.mdf import Node
 
 from mdf_loops.backends.python.simplify import simplify
-from mdf_loops.backends.python.writer import StepWriter, variable
+from mdf_loops.backends.python.writer import variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
 __all__ = ["function_source", "scan_kinds"]
@@ -49,22 +50,22 @@ def scan_kinds(loop: Node, n_scan: int) -> list[str | None]:
 
 
 def function_source(
-    signature,
+    outer: Sequence[str],
     n_carried: int,
-    first: list[str],
-    rest: list[str],
-    writer: StepWriter,
-    initial_types: list[str | None],
+    n_scan: int,
+    first: Sequence[str],
+    rest: Sequence[str],
+    tail: Sequence[str],
+    initial_types: Sequence[str | None],
 ) -> str:
     """Python source of ``time_loop(start, stop, cond, *carried, *series, *scans)``.
 
     It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0),
     appends to the scan outputs it is given, and returns ``(cond, carried)``: a long
-    simulation runs in chunks, each continuing from the last.
+    simulation runs in chunks, each continuing from the last. ``first``, ``rest``: the
+    written-out steps; ``tail``: their ending (``StepWriter.tail``); ``outer``: series.
     """
     carried = [f"c{k}" for k in range(n_carried)]
-    outer = list(signature.outer_scope_inputs)
-    n_scan = len(signature.formal_outputs) - 1 - n_carried
     args = ", ".join(
         [
             "start",
@@ -81,7 +82,7 @@ def function_source(
     lines.append("    iteration = 0")
     # the scans' append methods bound once (an attribute lookup a step and value less)
     lines += [f"    _append{k} = s{k}.append" for k in range(n_scan)]
-    tail = writer.tail(n_carried, n_scan)
+    first, rest, tail = list(first), list(rest), list(tail)
     # the carried types: assumed from the initial values, kept where every step returns them
     assumed = list(initial_types)
     while True:
@@ -152,7 +153,7 @@ def _bound(code: list[str], appends: dict[str, str]) -> list[str]:
     return out
 
 
-def _env(carried_types: list[str | None]) -> dict[str, str | None]:
+def _env(carried_types: Sequence[str | None]) -> dict[str, str | None]:
     env: dict[str, str | None] = {"iteration": "int"}
     env.update({f"c{k}": t for k, t in enumerate(carried_types)})
     return env

@@ -10,6 +10,7 @@ selections of the initial values fold away. Only expressions and ``onnx::Gather`
 from __future__ import annotations
 
 import ast
+import keyword
 from typing import Any, TypeGuard
 
 from modeci_mdf.mdf import Graph, Node
@@ -125,8 +126,16 @@ class StepWriter:
     def _expression(self, value: Any, scope: dict, node_id: str) -> str:
         if not isinstance(value, str):
             return _literal(value, node_id, "value")
-        tree = ast.parse(value.strip(), mode="eval")
+        text = value.strip()
+        if text.isidentifier() and not keyword.iskeyword(text):
+            return self._name(text, scope)  # a bare name (half of a body's values)
+        tree = ast.parse(text, mode="eval")
         return ast.unparse(_Rewrite(scope, self.constants).visit(tree))
+
+    @staticmethod
+    def _name(name: str, scope: dict) -> str:
+        """What :class:`_Rewrite` makes of the expression ``name``, without parsing it."""
+        return scope.get(name, name)
 
 
 class _Rewrite(ast.NodeTransformer):

@@ -1,0 +1,51 @@
+"""mdf_loops/timeloop/names.py: the names an expression reads, and renaming them."""
+
+import math
+import re
+
+import pytest
+
+from mdf_loops.errors import ModelError
+from mdf_loops.timeloop.names import names_read, rename
+
+
+def test_names_read_are_the_bare_names():
+    assert names_read("V - V**3 / 3 - W + numpy.exp(I_ext)") == {"V", "W", "numpy", "I_ext"}
+    assert names_read(["a + b", "c"]) == {"a", "b", "c"}
+    assert names_read(0.5) == set()
+    read = names_read("a + b")
+    read.add("mine")  # the caller's set: the next answer is not changed by it
+    assert names_read("a + b") == {"a", "b"}
+
+
+@pytest.mark.parametrize(
+    "mapping",
+    [{"V": "c0", "W": "(c1 * 2)"}, {"V": "(c1 - 1)"}, {}],
+)
+def test_rename_computes_the_same_values(mapping):
+    """The renamed text, evaluated, equals the original evaluated with the mapped values
+    (each mapping of the same text gets its own answer, however often it is asked)."""
+    text = "V - V**3 / 3 - W + 0.5"
+    values = {"c0": -1.25, "c1": 0.75}
+    scope = {name: eval(expr, {}, values) for name, expr in mapping.items()}  # noqa: S307
+    scope = {"V": scope.get("V", 0.3), "W": scope.get("W", 0.2)}
+    for _ in range(2):
+        renamed = rename(text, mapping, "node 'fn' parameter 'V'")
+        expected = eval(text, {}, scope)  # noqa: S307
+        got = eval(renamed, {}, {**values, "V": 0.3, "W": 0.2})  # noqa: S307
+        assert math.isclose(got, expected, rel_tol=0, abs_tol=0)
+
+
+def test_a_number_becomes_a_literal():
+    assert rename(2.5, {"x": "y"}, "here") == "2.5"
+    assert rename([1, 2], {}, "here") == "numpy.array([1, 2])"
+
+
+def test_text_that_is_not_an_expression_names_where_every_time():
+    for where in ("node 'a' parameter 'p' value", "node 'b' parameter 'q' value"):
+        with pytest.raises(
+            ModelError, match=re.escape(f"{where}: 'x +' is not a Python expression")
+        ):
+            rename("x +", {"x": "c0"}, where)
+    with pytest.raises(ModelError, match="is not a Python expression"):
+        names_read("(a")
