@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,15 +35,34 @@ from mdf_loops.onnx.expression_tables import (
     PY_COMPARE,
 )
 
-__all__ = ["translate", "ExpressionError", "Operand", "onnx_dtype"]
+__all__ = ["translate", "ExpressionError", "Items", "Operand", "onnx_dtype", "stacked"]
 
 Operand = "str | Weak"
 
 
-def translate(expression: Any, env: Mapping[str, Any], builder: GraphBuilder, where: str) -> Any:
+@dataclass(frozen=True)
+class Items:
+    """A tuple or list display (``a, b, t + h``) of values not all known at export time,
+    kept item by item as Python keeps it: a constant index (``f[0]``) or a slice picks
+    items, whatever their shapes; any other use stacks them into one tensor, as numpy's
+    ``array`` does, which needs items of one shape."""
+
+    values: tuple[Any, ...]
+
+
+def translate(
+    expression: Any,
+    env: Mapping[str, Any],
+    builder: GraphBuilder,
+    where: str,
+    *,
+    keep_items: bool = False,
+) -> Any:
     """ONNX value name (or :class:`Weak`) computing ``expression`` from ``env``.
 
-    ``where`` names the model element (``node 'x' port 'y'``) for errors.
+    ``where`` names the model element (``node 'x' port 'y'``) for errors. With
+    ``keep_items``, a tuple or list display comes back as :class:`Items` (a parameter's
+    value that later expressions index), not stacked.
     """
     if not isinstance(expression, str):
         return Weak(np.asarray(expression))
@@ -52,7 +72,32 @@ def translate(expression: Any, env: Mapping[str, Any], builder: GraphBuilder, wh
         raise ExpressionError(
             f"{where}: cannot parse expression {expression!r}: {exc.msg}"
         ) from None
-    return ExpressionTranslator(env, builder, where, expression).visit(tree.body)
+    translator = ExpressionTranslator(env, builder, where, expression)
+    return translator.evaluate(tree.body) if keep_items else translator.visit(tree.body)
+
+
+def _differ(a: tuple | None, b: tuple | None) -> bool:
+    """True when shapes ``a`` and ``b`` (None: not known) are known to differ."""
+    if a is None or b is None:
+        return False
+    if len(a) != len(b):
+        return True
+    return any(x is not None and y is not None and x != y for x, y in zip(a, b, strict=True))
+
+
+def _shape_text(shape: tuple | None) -> str:
+    """``[3, ?]``: a shape as the messages write it (``?`` for what is not known)."""
+    if shape is None:
+        return "[...]"
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def stacked(value: Any, builder: GraphBuilder, where: str) -> Any:
+    """``value`` as one ONNX value (or :class:`Weak`): :class:`Items` stacked on a new
+    first axis (numpy's ``array``); ``where`` names it for errors."""
+    if not isinstance(value, Items):
+        return value
+    return ExpressionTranslator({}, builder, where, "").stack(value, None)
 
 
 class ExpressionTranslator:
@@ -66,11 +111,19 @@ class ExpressionTranslator:
     def __init__(self, env, builder: GraphBuilder, where: str, source: str):
         self.env, self.b, self.where, self.source = env, builder, where, source
 
-    def fail(self, node: ast.AST, why: str) -> ExpressionError:
+    def fail(self, node: ast.AST | None, why: str) -> ExpressionError:
+        if node is None:
+            return ExpressionError(f"{self.where}: {why}")
         piece = ast.get_source_segment(self.source, node) or ast.dump(node)
         return ExpressionError(f"{self.where}: {why} in {self.source!r} (at {piece!r})")
 
     def visit(self, node: ast.AST) -> Any:
+        """The ONNX value (or :class:`Weak`) of ``node``; a tuple or list is stacked."""
+        value = self.evaluate(node)
+        return self.stack(value, node) if isinstance(value, Items) else value
+
+    def evaluate(self, node: ast.AST) -> Any:
+        """The value of ``node``, a tuple or list kept as :class:`Items`."""
         method = getattr(self, f"visit_{type(node).__name__}", None)
         if method is None:
             raise self.fail(node, f"{type(node).__name__} has no ONNX translation")
@@ -87,16 +140,30 @@ class ExpressionTranslator:
             return self.env[node.id]
         raise self.fail(node, f"unknown name '{node.id}'")
 
-    def visit_List(self, node: ast.List) -> Any:
+    def visit_List(self, node: ast.List | ast.Tuple) -> Any:
         items = [self.visit(e) for e in node.elts]
         if all(isinstance(i, Weak) for i in items):
             return Weak(np.array([i.value for i in items]))
-        items = self.common(items)
-        axes = self.b.constant(np.array([0], dtype=np.int64))
-        parts = [self.b.op("Unsqueeze", [i, axes])[0] for i in items]
-        return self.b.op("Concat", parts, axis=0)[0]
+        return Items(tuple(items))
 
     visit_Tuple = visit_List
+
+    def stack(self, items: Items, node: ast.AST | None) -> str:
+        """The items as one tensor on a new first axis; they must have one shape."""
+        if not items.values:  # numpy's array([])
+            return self.b.constant(np.zeros(0))
+        shapes = [self.b.shape(i) if isinstance(i, str) else i.array().shape for i in items.values]
+        if any(_differ(shapes[0], other) for other in shapes[1:]):
+            written = ", ".join(_shape_text(s) for s in shapes)
+            raise self.fail(
+                node,
+                f"a tuple or list of values of different shapes ({written}) is not one "
+                "array; index it with a constant (x[0]) where it is used",
+            )
+        values = self.common(list(items.values))
+        axes = self.b.constant(np.array([0], dtype=np.int64))
+        parts = [self.b.op("Unsqueeze", [i, axes])[0] for i in values]
+        return self.b.op("Concat", parts, axis=0)[0]
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         if isinstance(node.value, ast.Name) and node.value.id in MODULES:
@@ -266,14 +333,18 @@ class ExpressionTranslator:
 
     # -- indexing
     def visit_Subscript(self, node: ast.Subscript) -> Any:
-        value = self.visit(node.value)
+        value = self.evaluate(node.value)
         index = node.slice
         if isinstance(index, ast.Tuple) and not index.elts:  # x[()]: x itself (numpy: a scalar)
-            return value
+            return self.stack(value, node.value) if isinstance(value, Items) else value
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
         parts = [
             self._slice(item) if isinstance(item, ast.Slice) else self.visit(item) for item in items
         ]
+        if isinstance(value, Items):
+            if not isinstance(index, ast.Tuple) and self._is_position(parts[0]):
+                return self._pick(node, value, parts[0])
+            value = self.stack(value, node.value)
         computed = [p for p in parts if not isinstance(p, (slice, Weak))]
         if isinstance(value, Weak) and not computed:
             return Weak(
@@ -316,6 +387,22 @@ class ExpressionTranslator:
         if squeeze:
             out = self.b.op("Squeeze", [out, const(np.array(squeeze, np.int64))])[0]
         return out
+
+    @staticmethod
+    def _is_position(part: Any) -> bool:
+        """A slice or a constant integer: Python's own indexing of a tuple or list."""
+        if isinstance(part, slice):
+            return True
+        return isinstance(part, Weak) and part.array().ndim == 0 and part.array().dtype.kind in "iu"
+
+    def _pick(self, node: ast.Subscript, items: Items, part: slice | Weak) -> Any:
+        """The item (or the items of a slice) of a tuple or list at a constant position."""
+        if isinstance(part, slice):
+            return Items(items.values[part])
+        k = int(part.value)
+        if not -len(items.values) <= k < len(items.values):
+            raise self.fail(node, f"index {k} of {len(items.values)} items")
+        return items.values[k]
 
     def _slice(self, item: ast.Slice) -> slice:
         return slice(
