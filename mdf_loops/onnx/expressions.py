@@ -6,7 +6,8 @@ the node's environment (ports, parameters, functions). Literals and constant
 parameters stay *weak* (:class:`~mdf_loops.onnx.builder.Weak`): combined in
 Python among themselves, and cast to the element type of the tensor they meet,
 as numpy does with Python numbers. Calls of numpy, math and builtin functions
-are in :mod:`mdf_loops.onnx.expression_calls`; which operator each Python
+are in :mod:`mdf_loops.onnx.expression_calls`, indexing and tuple or list displays in
+:mod:`mdf_loops.onnx.expression_indexing`; which operator each Python
 operator and function becomes, in :mod:`mdf_loops.onnx.expression_tables`.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,12 +24,11 @@ from mdf_loops.errors import ExpressionError
 from mdf_loops.model.values import promoted_dtype
 from mdf_loops.onnx.builder import GraphBuilder, Weak, onnx_dtype
 from mdf_loops.onnx.expression_calls import translate_call
+from mdf_loops.onnx.expression_indexing import Items, stack_items, translate_subscript
 from mdf_loops.onnx.expression_tables import (
     BINARY,
     BITWISE,
     COMPARE,
-    INT64_MAX,
-    INT64_MIN,
     MODULES,
     PY_BINARY,
     PY_COMPARE,
@@ -38,16 +37,6 @@ from mdf_loops.onnx.expression_tables import (
 __all__ = ["translate", "ExpressionError", "Items", "Operand", "onnx_dtype", "stacked"]
 
 Operand = "str | Weak"
-
-
-@dataclass(frozen=True)
-class Items:
-    """A tuple or list display (``a, b, t + h``) of values not all known at export time,
-    kept item by item as Python keeps it: a constant index (``f[0]``) or a slice picks
-    items, whatever their shapes; any other use stacks them into one tensor, as numpy's
-    ``array`` does, which needs items of one shape."""
-
-    values: tuple[Any, ...]
 
 
 def translate(
@@ -74,22 +63,6 @@ def translate(
         ) from None
     translator = ExpressionTranslator(env, builder, where, expression)
     return translator.evaluate(tree.body) if keep_items else translator.visit(tree.body)
-
-
-def _differ(a: tuple | None, b: tuple | None) -> bool:
-    """True when shapes ``a`` and ``b`` (None: not known) are known to differ."""
-    if a is None or b is None:
-        return False
-    if len(a) != len(b):
-        return True
-    return any(x is not None and y is not None and x != y for x, y in zip(a, b, strict=True))
-
-
-def _shape_text(shape: tuple | None) -> str:
-    """``[3, ?]``: a shape as the messages write it (``?`` for what is not known)."""
-    if shape is None:
-        return "[...]"
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def stacked(value: Any, builder: GraphBuilder, where: str) -> Any:
@@ -147,23 +120,6 @@ class ExpressionTranslator:
         return Items(tuple(items))
 
     visit_Tuple = visit_List
-
-    def stack(self, items: Items, node: ast.AST | None) -> str:
-        """The items as one tensor on a new first axis; they must have one shape."""
-        if not items.values:  # numpy's array([])
-            return self.b.constant(np.zeros(0))
-        shapes = [self.b.shape(i) if isinstance(i, str) else i.array().shape for i in items.values]
-        if any(_differ(shapes[0], other) for other in shapes[1:]):
-            written = ", ".join(_shape_text(s) for s in shapes)
-            raise self.fail(
-                node,
-                f"a tuple or list of values of different shapes ({written}) is not one "
-                "array; index it with a constant (x[0]) where it is used",
-            )
-        values = self.common(list(items.values))
-        axes = self.b.constant(np.array([0], dtype=np.int64))
-        parts = [self.b.op("Unsqueeze", [i, axes])[0] for i in values]
-        return self.b.op("Concat", parts, axis=0)[0]
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         if isinstance(node.value, ast.Name) and node.value.id in MODULES:
@@ -333,90 +289,11 @@ class ExpressionTranslator:
 
     # -- indexing
     def visit_Subscript(self, node: ast.Subscript) -> Any:
-        value = self.evaluate(node.value)
-        index = node.slice
-        if isinstance(index, ast.Tuple) and not index.elts:  # x[()]: x itself (numpy: a scalar)
-            return self.stack(value, node.value) if isinstance(value, Items) else value
-        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
-        parts = [
-            self._slice(item) if isinstance(item, ast.Slice) else self.visit(item) for item in items
-        ]
-        if isinstance(value, Items):
-            if not isinstance(index, ast.Tuple) and self._is_position(parts[0]):
-                return self._pick(node, value, parts[0])
-            value = self.stack(value, node.value)
-        computed = [p for p in parts if not isinstance(p, (slice, Weak))]
-        if isinstance(value, Weak) and not computed:
-            return Weak(
-                value.array()[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)]
-            )
-        value = self.b.strong(value)
-        if computed:
-            if len(parts) != 1:
-                raise self.fail(node, "a computed index among several indices")
-            position = self.b.op("Cast", [computed[0]], to=onnx_dtype(np.int64))[0]
-            return self.b.op("Gather", [value, position], axis=0)[0]
-        squeeze: list[int] = []
-        starts, ends, steps = [], [], []
-        for axis, part in enumerate(parts):
-            if isinstance(part, slice):
-                step = 1 if part.step is None else part.step
-                if step == 0:
-                    raise self.fail(node, "a slice step of zero")
-                first, past = (INT64_MAX, INT64_MIN) if step < 0 else (0, INT64_MAX)
-                starts.append(first if part.start is None else part.start)
-                ends.append(past if part.stop is None else part.stop)
-                steps.append(step)
-            else:
-                k = int(part.value)
-                starts.append(k)
-                ends.append(k + 1 if k != -1 else INT64_MAX)
-                steps.append(1)
-                squeeze.append(axis)
-        const = self.b.constant
-        out = self.b.op(
-            "Slice",
-            [
-                value,
-                const(np.array(starts, np.int64)),
-                const(np.array(ends, np.int64)),
-                const(np.arange(len(parts), dtype=np.int64)),
-                const(np.array(steps, np.int64)),
-            ],
-        )[0]
-        if squeeze:
-            out = self.b.op("Squeeze", [out, const(np.array(squeeze, np.int64))])[0]
-        return out
+        return translate_subscript(self, node)
 
-    @staticmethod
-    def _is_position(part: Any) -> bool:
-        """A slice or a constant integer: Python's own indexing of a tuple or list."""
-        if isinstance(part, slice):
-            return True
-        return isinstance(part, Weak) and part.array().ndim == 0 and part.array().dtype.kind in "iu"
-
-    def _pick(self, node: ast.Subscript, items: Items, part: slice | Weak) -> Any:
-        """The item (or the items of a slice) of a tuple or list at a constant position."""
-        if isinstance(part, slice):
-            return Items(items.values[part])
-        k = int(part.value)
-        if not -len(items.values) <= k < len(items.values):
-            raise self.fail(node, f"index {k} of {len(items.values)} items")
-        return items.values[k]
-
-    def _slice(self, item: ast.Slice) -> slice:
-        return slice(
-            *(
-                None if part is None else self._int(part)
-                for part in (item.lower, item.upper, item.step)
-            )
-        )
-
-    def _int(self, node: ast.AST) -> int:
-        value = self.visit(node)
-        if not isinstance(value, Weak):
-            raise self.fail(node, "a computed slice bound")
-        return int(value.value)
+    def stack(self, items: Items, node: ast.AST | None) -> str:
+        """The items as one tensor on a new first axis; they must have one shape."""
+        return stack_items(self, items, node)
 
     # -- calls
     def visit_Call(self, node: ast.Call) -> Any:
