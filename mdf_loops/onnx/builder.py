@@ -196,6 +196,17 @@ class GraphBuilder:
     def dtype(self, name: str) -> np.dtype | None:
         return elem_dtype(self.types.get(name))
 
+    def shape(self, name: str) -> tuple[int | None, ...] | None:
+        """The shape of ``name`` (None for a dimension not known at export time), or None
+        when its rank is not known."""
+        type_proto = self.types.get(name)
+        if type_proto is None or not type_proto.HasField("tensor_type"):
+            return None
+        tensor = type_proto.tensor_type
+        if not tensor.HasField("shape"):
+            return None
+        return tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+
     def _infer(self, node: onnx.NodeProto) -> None:
         try:
             version = self.domain_opsets[node.domain] if node.domain else self.opset

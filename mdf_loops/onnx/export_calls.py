@@ -23,7 +23,7 @@ from mdf_loops.onnx.domains import DEFAULT, OperatorDomain
 from mdf_loops.onnx.export_items import Outputs, output_names, outputs_used
 from mdf_loops.onnx.export_loops import export_control_flow
 from mdf_loops.onnx.expressions import translate
-from mdf_loops.onnx.types import conformed, required_elem_type
+from mdf_loops.onnx.types import VECTOR_INPUTS, as_vector, conformed, required_elem_type
 
 if TYPE_CHECKING:
     from mdf_loops.onnx.export_graph import Exporter
@@ -77,7 +77,7 @@ def onnx_call(
         ) from None
     exporter.domains_used.add(domain)
     inputs = _call_inputs(exporter, schema, args, env, builder, where)
-    attributes = _call_attributes(node, schema, op_type, env, builder)
+    attributes = _call_attributes(node, schema, op_type, args, env, builder)
     if op_type in BODY_ATTRIBUTES and domain is DEFAULT:
         return export_control_flow(exporter, node, op_type, inputs, attributes, env, builder, where)
     n_outputs = outputs_used(node, item_id, schema)
@@ -115,7 +115,8 @@ def _call_inputs(
                 inputs.append(exporter.expression(item, env, builder, where))
                 constraint_of.append(formal.type_str)
         else:
-            inputs.append(exporter.expression(expr, env, builder, where))
+            value = exporter.expression(expr, env, builder, where)
+            inputs.append(as_vector(builder, value) if formal.name in VECTOR_INPUTS else value)
             constraint_of.append(formal.type_str)
     inputs = _strong_inputs(builder, inputs, constraint_of)
     inputs = [
@@ -128,18 +129,23 @@ def _call_inputs(
 
 
 def _call_attributes(
-    node: Node, schema, op_type: str, env: dict, builder: GraphBuilder
+    node: Node, schema, op_type: str, args: dict, env: dict, builder: GraphBuilder
 ) -> dict[str, Any]:
-    """The operator's attributes from the node's parameters of the same names (bodies
-    aside); an expression must be known at export time."""
+    """The operator's attributes from the call's args of the same names, as modeci-mdf's
+    engine passes them (PsyNeuLink's ``"axes": 0`` before opset 13), else from the node's
+    parameters of the same names (bodies aside); an expression must be known at export
+    time."""
     attributes = {}
     for name in schema.attributes:
         if name in BODY_ATTRIBUTES.get(op_type, ()):
             continue
-        param = next((p for p in node.parameters if p.id == name), None)
-        if param is None or param.value is None:
+        if name in args:
+            value = args[name]
+        else:
+            param = next((p for p in node.parameters if p.id == name), None)
+            value = None if param is None else param.value
+        if value is None:
             continue
-        value = param.value
         if isinstance(value, str):
             weak = translate(value, env, builder, f"node '{node.id}' attribute '{name}'")
             if not isinstance(weak, Weak):

@@ -252,11 +252,15 @@ class Exporter:
                 domain, op_type = call
                 return onnx_call(self, node, item.id, op_type, args, env, builder, domain)
             return standard_call(self, node, item.id, function, args, env, builder)
-        return self.expression(item.value, env, builder, where)
+        return self.expression(item.value, env, builder, where, keep_items=True)
 
-    def expression(self, value: Any, env: dict, builder: GraphBuilder, where: str) -> Any:
+    def expression(
+        self, value: Any, env: dict, builder: GraphBuilder, where: str, keep_items: bool = False
+    ) -> Any:
         """The ONNX value (or weak constant) of an MDF value: a tensor, a list, a reference
-        to a call's output, or an expression; ``where`` names it for errors."""
+        to a call's output, or an expression; ``where`` names it for errors. With
+        ``keep_items`` (a parameter's value), a tuple or list display stays
+        :class:`~mdf_loops.onnx.expressions.Items` for later expressions to index."""
         if is_encoded_tensor(value):
             return builder.constant(decode_tensor(value))
         if isinstance(value, dict):
@@ -264,7 +268,8 @@ class Exporter:
         if isinstance(value, list) and any(
             isinstance(v, str) for v in np.asarray(value, dtype=object).ravel()
         ):
-            return translate("[" + ", ".join(map(str, value)) + "]", env, builder, where)
+            display = "[" + ", ".join(map(str, value)) + "]"
+            return translate(display, env, builder, where, keep_items=keep_items)
         reference = output_reference(value)
         if reference is not None and isinstance(env.get(reference[0]), Outputs):
             target, index = reference
@@ -276,4 +281,4 @@ class Exporter:
             return outputs.names[index]
         if isinstance(value, str) and isinstance(env.get(value.strip()), Outputs):
             return env[value.strip()].names[0]
-        return translate(value, env, builder, where)
+        return translate(value, env, builder, where, keep_items=keep_items)

@@ -20,6 +20,7 @@ from mdf_loops.model.convention import BODY_ATTRIBUTES, body_graph, body_signatu
 from mdf_loops.model.signatures import LoopSignature, ScanSignature, Signature, mdf_signature
 from mdf_loops.onnx.builder import GraphBuilder, Weak
 from mdf_loops.onnx.export_items import Outputs, output_names
+from mdf_loops.onnx.expressions import stacked
 from mdf_loops.onnx.types import (
     check_state_types,
     control_flow_output_types,
@@ -113,7 +114,8 @@ def _export_body(
     outer = {}
     for port_id in body_signature(body).outer_scope_inputs:
         if port_id in env:
-            outer[port_id] = env[port_id]  # a constant stays weak inside the body
+            # a constant stays weak inside the body
+            outer[port_id] = stacked(env[port_id], builder, f"{owner} outer '{port_id}'")
     if isinstance(signature, LoopSignature):
         exported = _loop_body(exporter, body, signature, body_inputs, outer, builder, owner)
         check_state_types(

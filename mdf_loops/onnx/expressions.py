@@ -6,7 +6,8 @@ the node's environment (ports, parameters, functions). Literals and constant
 parameters stay *weak* (:class:`~mdf_loops.onnx.builder.Weak`): combined in
 Python among themselves, and cast to the element type of the tensor they meet,
 as numpy does with Python numbers. Calls of numpy, math and builtin functions
-are in :mod:`mdf_loops.onnx.expression_calls`; which operator each Python
+are in :mod:`mdf_loops.onnx.expression_calls`, indexing and tuple or list displays in
+:mod:`mdf_loops.onnx.expression_indexing`; which operator each Python
 operator and function becomes, in :mod:`mdf_loops.onnx.expression_tables`.
 """
 
@@ -23,26 +24,34 @@ from mdf_loops.errors import ExpressionError
 from mdf_loops.model.values import promoted_dtype
 from mdf_loops.onnx.builder import GraphBuilder, Weak, onnx_dtype
 from mdf_loops.onnx.expression_calls import translate_call
+from mdf_loops.onnx.expression_indexing import Items, stack_items, translate_subscript
 from mdf_loops.onnx.expression_tables import (
     BINARY,
     BITWISE,
     COMPARE,
-    INT64_MAX,
-    INT64_MIN,
     MODULES,
     PY_BINARY,
     PY_COMPARE,
 )
 
-__all__ = ["translate", "ExpressionError", "Operand", "onnx_dtype"]
+__all__ = ["translate", "ExpressionError", "Items", "Operand", "onnx_dtype", "stacked"]
 
 Operand = "str | Weak"
 
 
-def translate(expression: Any, env: Mapping[str, Any], builder: GraphBuilder, where: str) -> Any:
+def translate(
+    expression: Any,
+    env: Mapping[str, Any],
+    builder: GraphBuilder,
+    where: str,
+    *,
+    keep_items: bool = False,
+) -> Any:
     """ONNX value name (or :class:`Weak`) computing ``expression`` from ``env``.
 
-    ``where`` names the model element (``node 'x' port 'y'``) for errors.
+    ``where`` names the model element (``node 'x' port 'y'``) for errors. With
+    ``keep_items``, a tuple or list display comes back as :class:`Items` (a parameter's
+    value that later expressions index), not stacked.
     """
     if not isinstance(expression, str):
         return Weak(np.asarray(expression))
@@ -52,7 +61,16 @@ def translate(expression: Any, env: Mapping[str, Any], builder: GraphBuilder, wh
         raise ExpressionError(
             f"{where}: cannot parse expression {expression!r}: {exc.msg}"
         ) from None
-    return ExpressionTranslator(env, builder, where, expression).visit(tree.body)
+    translator = ExpressionTranslator(env, builder, where, expression)
+    return translator.evaluate(tree.body) if keep_items else translator.visit(tree.body)
+
+
+def stacked(value: Any, builder: GraphBuilder, where: str) -> Any:
+    """``value`` as one ONNX value (or :class:`Weak`): :class:`Items` stacked on a new
+    first axis (numpy's ``array``); ``where`` names it for errors."""
+    if not isinstance(value, Items):
+        return value
+    return ExpressionTranslator({}, builder, where, "").stack(value, None)
 
 
 class ExpressionTranslator:
@@ -66,11 +84,19 @@ class ExpressionTranslator:
     def __init__(self, env, builder: GraphBuilder, where: str, source: str):
         self.env, self.b, self.where, self.source = env, builder, where, source
 
-    def fail(self, node: ast.AST, why: str) -> ExpressionError:
+    def fail(self, node: ast.AST | None, why: str) -> ExpressionError:
+        if node is None:
+            return ExpressionError(f"{self.where}: {why}")
         piece = ast.get_source_segment(self.source, node) or ast.dump(node)
         return ExpressionError(f"{self.where}: {why} in {self.source!r} (at {piece!r})")
 
     def visit(self, node: ast.AST) -> Any:
+        """The ONNX value (or :class:`Weak`) of ``node``; a tuple or list is stacked."""
+        value = self.evaluate(node)
+        return self.stack(value, node) if isinstance(value, Items) else value
+
+    def evaluate(self, node: ast.AST) -> Any:
+        """The value of ``node``, a tuple or list kept as :class:`Items`."""
         method = getattr(self, f"visit_{type(node).__name__}", None)
         if method is None:
             raise self.fail(node, f"{type(node).__name__} has no ONNX translation")
@@ -87,14 +113,11 @@ class ExpressionTranslator:
             return self.env[node.id]
         raise self.fail(node, f"unknown name '{node.id}'")
 
-    def visit_List(self, node: ast.List) -> Any:
+    def visit_List(self, node: ast.List | ast.Tuple) -> Any:
         items = [self.visit(e) for e in node.elts]
         if all(isinstance(i, Weak) for i in items):
             return Weak(np.array([i.value for i in items]))
-        items = self.common(items)
-        axes = self.b.constant(np.array([0], dtype=np.int64))
-        parts = [self.b.op("Unsqueeze", [i, axes])[0] for i in items]
-        return self.b.op("Concat", parts, axis=0)[0]
+        return Items(tuple(items))
 
     visit_Tuple = visit_List
 
@@ -266,70 +289,11 @@ class ExpressionTranslator:
 
     # -- indexing
     def visit_Subscript(self, node: ast.Subscript) -> Any:
-        value = self.visit(node.value)
-        index = node.slice
-        if isinstance(index, ast.Tuple) and not index.elts:  # x[()]: x itself (numpy: a scalar)
-            return value
-        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
-        parts = [
-            self._slice(item) if isinstance(item, ast.Slice) else self.visit(item) for item in items
-        ]
-        computed = [p for p in parts if not isinstance(p, (slice, Weak))]
-        if isinstance(value, Weak) and not computed:
-            return Weak(
-                value.array()[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)]
-            )
-        value = self.b.strong(value)
-        if computed:
-            if len(parts) != 1:
-                raise self.fail(node, "a computed index among several indices")
-            position = self.b.op("Cast", [computed[0]], to=onnx_dtype(np.int64))[0]
-            return self.b.op("Gather", [value, position], axis=0)[0]
-        squeeze: list[int] = []
-        starts, ends, steps = [], [], []
-        for axis, part in enumerate(parts):
-            if isinstance(part, slice):
-                step = 1 if part.step is None else part.step
-                if step == 0:
-                    raise self.fail(node, "a slice step of zero")
-                first, past = (INT64_MAX, INT64_MIN) if step < 0 else (0, INT64_MAX)
-                starts.append(first if part.start is None else part.start)
-                ends.append(past if part.stop is None else part.stop)
-                steps.append(step)
-            else:
-                k = int(part.value)
-                starts.append(k)
-                ends.append(k + 1 if k != -1 else INT64_MAX)
-                steps.append(1)
-                squeeze.append(axis)
-        const = self.b.constant
-        out = self.b.op(
-            "Slice",
-            [
-                value,
-                const(np.array(starts, np.int64)),
-                const(np.array(ends, np.int64)),
-                const(np.arange(len(parts), dtype=np.int64)),
-                const(np.array(steps, np.int64)),
-            ],
-        )[0]
-        if squeeze:
-            out = self.b.op("Squeeze", [out, const(np.array(squeeze, np.int64))])[0]
-        return out
+        return translate_subscript(self, node)
 
-    def _slice(self, item: ast.Slice) -> slice:
-        return slice(
-            *(
-                None if part is None else self._int(part)
-                for part in (item.lower, item.upper, item.step)
-            )
-        )
-
-    def _int(self, node: ast.AST) -> int:
-        value = self.visit(node)
-        if not isinstance(value, Weak):
-            raise self.fail(node, "a computed slice bound")
-        return int(value.value)
+    def stack(self, items: Items, node: ast.AST | None) -> str:
+        """The items as one tensor on a new first axis; they must have one shape."""
+        return stack_items(self, items, node)
 
     # -- calls
     def visit_Call(self, node: ast.Call) -> Any:

@@ -21,7 +21,7 @@ from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import body_signature
 from mdf_loops.model.signatures import IfSignature, LoopSignature, Signature
 from mdf_loops.model.values import dtype_from_name
-from mdf_loops.onnx.builder import GraphBuilder, elem_dtype, onnx_dtype
+from mdf_loops.onnx.builder import GraphBuilder, Weak, elem_dtype, onnx_dtype
 
 __all__ = [
     "declared_type",
@@ -248,6 +248,25 @@ def required_elem_type(schema, type_str: str) -> int | None:
         [type_str],
     )
     return _TENSOR_TYPES.get(allowed[0]) if len(allowed) == 1 else None
+
+
+#: formal inputs that every ONNX operator taking them reads as a 1-D tensor (a list of
+#: integers: Reduce*, Squeeze, Unsqueeze, Slice, Pad); an MDF model may give a number
+#: (PsyNeuLink writes ``onnx::ReduceSum`` with ``"axes": 0``), which modeci-mdf's
+#: engine reads as that one axis
+VECTOR_INPUTS = frozenset({"axes"})
+
+
+def as_vector(builder: GraphBuilder, value: Any) -> Any:
+    """``value`` (an ONNX value, or a :class:`Weak` constant) as a 1-D tensor when it is a
+    scalar or of a rank not known here."""
+    if isinstance(value, Weak):
+        return Weak(value.array().reshape(-1)) if value.array().ndim == 0 else value
+    shape = builder.shape(value) if value else (0,)
+    if shape is not None and len(shape) == 1:
+        return value
+    flat = builder.constant(np.array([-1], dtype=np.int64), hint=f"{value}_flat")
+    return builder.op("Reshape", [value, flat], hint=f"{value}_vector")[0]
 
 
 def conformed(builder: GraphBuilder, value: str, required: int | None) -> str:

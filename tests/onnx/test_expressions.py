@@ -75,6 +75,10 @@ EXPRESSIONS = [
     ("x[k]", {"x": X, "k": np.array(2)}, lambda x, k: x[k]),
     ("x[k]", {"x": X, "k": np.array(-1)}, lambda x, k: x[k]),
     ("[x[0], x[1] * 2]", {"x": X}, lambda x: np.array([x[0], x[1] * 2])),
+    # a tuple of values of different shapes, indexed by a constant: Python's indexing
+    ("(x, x[0], k + 1)[1] * (x, k)[-1]", {"x": X, "k": np.array(2.0)},
+     lambda x, k: (x, x[0], k + 1)[1] * (x, k)[-1]),
+    ("[x, x[0] * 2, 1.5][1:][0]", {"x": X}, lambda x: [x, x[0] * 2, 1.5][1:][0]),
     ("x > 0.5", {"x": X}, lambda x: x > 0.5),
     ("x != b", {"x": X, "b": B}, lambda x, b: x != b),
     ("(x > 0.3) & (x < 0.6)", {"x": X}, lambda x: (x > 0.3) & (x < 0.6)),
@@ -292,6 +296,8 @@ def test_element_types_follow_numpy(expression, inputs, parameters, dtype):
     ("unknown + x", "unknown name 'unknown'"),
     ("x <<", "cannot parse"),
     ("x << 2", "LShift"),
+    ("(x, x[0]) * 2", "different shapes ([?, ?], [?])"),
+    ("(x, k)[2]", "index 2 of 2 items"),
 ])
 def test_expression_that_onnx_cannot_express_names_node_and_expression(expression, why):
     model = mdf_model(expression_node("n", ["x", "k"], {"y": expression}))
@@ -316,6 +322,19 @@ def test_parameter_that_does_not_export_names_node_and_parameter(parameter, why)
         mdf_to_onnx(mdf_model(node), example_inputs={"x": X})
     message = str(info.value)
     assert "node 'n' parameter 's'" in message and why in message
+
+
+def test_tuple_parameter_of_different_shapes_is_indexed_item_by_item():
+    """PsyNeuLink's Runge-Kutta value ``f[0], f[1], t + h``: a parameter holding a tuple
+    of arrays of different shapes, read by constant indices in other expressions."""
+    node = expression_node("n", ["x", "t"], {"v": "f[0] + f[2]", "w": "f[1]", "s": "g[-1]"},
+                           parameters={"f": "x * 2, x[0], t + 0.5", "g": "[x, f[2]]"})
+    inputs = {"x": X, "t": np.array(1.0)}
+    f = (X * 2, X[0], 1.0 + 0.5)
+    out = _export_and_run(mdf_model(node), inputs)
+    assert_same(out["n.v"], f[0] + f[2], rtol=1e-15, atol=0)
+    assert_same(out["n.w"], f[1], rtol=1e-15, atol=0)
+    assert_same(out["n.s"], np.asarray(f[2]), rtol=1e-15, atol=0)
 
 
 def test_error_inside_a_loop_body_names_the_body_node():

@@ -26,7 +26,7 @@ import pytest
 
 import mdf_loops
 from conftest import needs_input_port_fields
-from mdf_loops.errors import CompileError, ConditionError, ModelError
+from mdf_loops.errors import ConditionError, ModelError
 
 pytestmark = needs_input_port_fields
 
@@ -120,8 +120,6 @@ def pnl_runge_kutta() -> dict:
 
 
 MODELS = {f.__name__: f for f in (pnl_adaptive, pnl_pathway, pnl_runge_kutta)}
-#: on onnxruntime, the exporter cannot type a tuple of arrays built from a list display
-NOT_EXPORTED = {"pnl_runge_kutta"}
 
 
 def _record(document: dict) -> list[str]:
@@ -192,10 +190,6 @@ def test_stock_follows_the_numpy_recurrence(name, stock):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_export_equals_stock(name, backend, files, stock):
     record = _record(MODELS[name]())
-    if backend == "onnxruntime" and name in NOT_EXPORTED:
-        with pytest.raises(CompileError, match="cannot export to ONNX"):
-            mdf_loops.simulate(files[name], dt=DT, steps=STEPS, record=record, backend=backend)
-        return
     traces = mdf_loops.simulate(files[name], dt=DT, steps=STEPS, record=record, backend=backend)
     assert traces.backend == ("python" if backend == "auto" else backend)
     for ref in record:
