@@ -87,9 +87,15 @@ def translate_subscript(translator: ExpressionTranslator, node: ast.Subscript) -
         value = translator.stack(value, node.value)
     computed = [p for p in parts if not isinstance(p, (slice, Weak))]
     if isinstance(value, Weak) and not computed:
-        return Weak(
-            value.array()[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)]
-        )
+        constant = value.array()
+        try:
+            return Weak(
+                constant[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)]
+            )
+        except (IndexError, TypeError, ValueError) as exc:  # numpy's words for a bad index
+            raise translator.fail(
+                node, f"this index does not fit a constant of shape {list(constant.shape)}: {exc}"
+            ) from None
     value = translator.b.strong(value)
     if computed:
         if len(parts) != 1:

@@ -298,6 +298,8 @@ def test_element_types_follow_numpy(expression, inputs, parameters, dtype):
     ("x << 2", "LShift"),
     ("(x, x[0]) * 2", "different shapes ([?, ?], [?])"),
     ("(x, k)[2]", "index 2 of 2 items"),
+    ("x + (0)[0]", "does not fit a constant of shape []"),
+    ("x + (1.0)[0, 0]", "does not fit a constant of shape []"),
 ])
 def test_expression_that_onnx_cannot_express_names_node_and_expression(expression, why):
     model = mdf_model(expression_node("n", ["x", "k"], {"y": expression}))
