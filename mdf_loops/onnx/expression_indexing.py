@@ -89,9 +89,7 @@ def translate_subscript(translator: ExpressionTranslator, node: ast.Subscript) -
     if isinstance(value, Weak) and not computed:
         constant = value.array()
         try:
-            return Weak(
-                constant[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)]
-            )
+            return Weak(constant[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)])
         except (IndexError, TypeError, ValueError) as exc:  # numpy's words for a bad index
             raise translator.fail(
                 node, f"this index does not fit a constant of shape {list(constant.shape)}: {exc}"
