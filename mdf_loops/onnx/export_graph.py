@@ -95,6 +95,12 @@ class Exporter:
         by_id = {n.id: n for n in graph.nodes}
         outputs, used = [], set()
         for name, ref in interface.outputs.items():
+            if ref not in values:
+                raise ModelError(
+                    f"graph '{graph.id}': its output '{name}' is read from node '{ref[0]}' "
+                    f"port '{ref[1]}', which the graph does not have; name an output port "
+                    "of one of its nodes in the graph's formal_outputs"
+                )
             value = self._strong(builder, values, ref)
             if value != name:
                 if builder.produced(value) and value not in used and not self.names.taken(name):

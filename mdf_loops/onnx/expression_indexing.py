@@ -70,6 +70,19 @@ def stack_items(translator: ExpressionTranslator, items: Items, node: ast.AST | 
     return translator.b.op("Concat", parts, axis=0)[0]
 
 
+def _constant_item(
+    translator: ExpressionTranslator, node: ast.AST, value: Weak, parts: list
+) -> Weak:
+    """``value`` (a constant) indexed by constant ``parts``, at export time."""
+    constant = value.array()
+    try:
+        return Weak(constant[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)])
+    except (IndexError, TypeError, ValueError) as exc:  # numpy's words for a bad index
+        raise translator.fail(
+            node, f"this index does not fit a constant of shape {list(constant.shape)}: {exc}"
+        ) from None
+
+
 def translate_subscript(translator: ExpressionTranslator, node: ast.Subscript) -> Any:
     """ONNX value name (or :class:`Weak`, or :class:`Items`) of the subscript ``node``."""
     value = translator.evaluate(node.value)
@@ -87,13 +100,7 @@ def translate_subscript(translator: ExpressionTranslator, node: ast.Subscript) -
         value = translator.stack(value, node.value)
     computed = [p for p in parts if not isinstance(p, (slice, Weak))]
     if isinstance(value, Weak) and not computed:
-        constant = value.array()
-        try:
-            return Weak(constant[tuple(p if isinstance(p, slice) else int(p.value) for p in parts)])
-        except (IndexError, TypeError, ValueError) as exc:  # numpy's words for a bad index
-            raise translator.fail(
-                node, f"this index does not fit a constant of shape {list(constant.shape)}: {exc}"
-            ) from None
+        return _constant_item(translator, node, value, parts)
     value = translator.b.strong(value)
     if computed:
         if len(parts) != 1:

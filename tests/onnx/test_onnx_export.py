@@ -8,6 +8,7 @@ here, and onnxruntime (one thread) on the exported model compared with
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import onnx
@@ -395,3 +396,16 @@ def test_unknown_onnx_operator_names_the_node():
                 output_ports=[OutputPort(id="y", value="f")])
     with pytest.raises(mdf_loops.errors.ModelError, match="node 'n'.*onnx::NoSuchOp.*no such operator"):
         mdf_to_onnx(mdf_model(node))
+
+
+def test_a_formal_output_naming_no_node_port_is_a_model_error(tmp_path):
+    # found by the fuzz test: the nodes gone, the interface still naming them
+    graph = {"metadata": {"formal_inputs": ["y"], "formal_outputs": ["Loop_0.res_y"]},
+             "nodes": {"n": {"input_ports": {"y": {"type": "float32"}},
+                             "output_ports": {"out": {"value": "y"}}}}}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"m": {"format": "ModECI MDF v0.4", "graphs": {"g": graph}}}))
+    with pytest.raises(mdf_loops.errors.ModelError,
+                       match="graph 'g': its output 'Loop_0.res_y' is read from node 'Loop_0' "
+                             "port 'res_y', which the graph does not have"):
+        mdf_to_onnx(mdf_loops.load_model(path), example_inputs={"y": np.zeros(1, np.float32)})
