@@ -6,11 +6,14 @@ backend's choosing, usually :func:`input_signature`. A :class:`CompileError` is
 kept too, and raised again. A model edited in place (a field assigned, an item added,
 removed or replaced at any depth: :mod:`mdf_loops.model.content`) is compiled again;
 numbers written into a numeric array in place are not seen, and :func:`clear_compiled`
-empties every cache for them.
+empties every cache for them. Pure functions of text (a written-out step compiled
+to a function) are kept by :func:`by_text`; :func:`clear_compiled` empties those too,
+so a call after it costs what a first call in a new process costs.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Mapping
@@ -21,11 +24,26 @@ import numpy as np
 from mdf_loops.errors import MdfLoopsError
 from mdf_loops.model.content import content_version
 
-__all__ = ["CompileCache", "input_signature", "clear_compiled"]
+__all__ = ["CompileCache", "by_text", "input_signature", "clear_compiled"]
 
 T = TypeVar("T")
 
 _ALL: weakref.WeakSet[CompileCache[Any]] = weakref.WeakSet()
+_BY_TEXT: list[Callable[[], None]] = []  # the cache_clear of each by_text function
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def by_text(maxsize: int) -> Callable[[F], F]:
+    """``functools.lru_cache(maxsize)`` for a pure function of hashable text, emptied by
+    :func:`clear_compiled` with the other caches."""
+
+    def wrap(function: F) -> F:
+        cached = functools.lru_cache(maxsize=maxsize)(function)
+        _BY_TEXT.append(cached.cache_clear)
+        return cached  # type: ignore[return-value]
+
+    return wrap
 
 
 class CompileCache(Generic[T]):
@@ -115,3 +133,5 @@ def clear_compiled() -> None:
     """Forget every cached compilation of every backend (after editing a model in place)."""
     for cache in list(_ALL):
         cache.clear()
+    for clear in _BY_TEXT:
+        clear()

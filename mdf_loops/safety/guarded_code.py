@@ -122,9 +122,18 @@ GUARDED_HELPERS: dict[str, Any] = {
 class _Rewrite(ast.NodeTransformer):
     """A model statement's expression with every operation through the helpers above."""
 
-    def __init__(self, known_calls: frozenset[str], constants: dict[str, Any]):
+    def __init__(
+        self,
+        known_calls: frozenset[str],
+        constants: dict[str, Any],
+        kinds: Mapping[int, str | None],
+    ):
         self.known_calls = known_calls  # the caller's own helpers a statement may call
         self.constants = constants  # resolved functions and their names
+        self.kinds = kinds  # id(expression) -> "float"/"int"/"bool" where proven
+
+    def _float(self, *nodes: ast.AST) -> bool:
+        return all(self.kinds.get(id(n)) == "float" for n in nodes)
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         if not isinstance(node, _KNOWN):
@@ -145,6 +154,10 @@ class _Rewrite(ast.NodeTransformer):
         return node
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        pair = {self.kinds.get(id(node.left)), self.kinds.get(id(node.right))}
+        if "float" in pair and pair <= {"float", "int"}:  # binary()'s first case, inline
+            inline = ast.BinOp(self.visit(node.left), node.op, self.visit(node.right))
+            return ast.copy_location(inline, node)
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _binary(type(node.op)))
         return self.helper(op, [self.visit(node.left), self.visit(node.right)], node)
@@ -152,11 +165,22 @@ class _Rewrite(ast.NodeTransformer):
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         if isinstance(node.op, ast.Not):
             return self.generic_visit(node)
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and self._float(node.operand):
+            inline = ast.UnaryOp(node.op, self.visit(node.operand))
+            return ast.copy_location(inline, node)
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _unary(type(node.op)))
         return self.helper(op, [self.visit(node.operand)], node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        values = [node.left, *node.comparators]
+        if all(self.kinds.get(id(v)) in ("float", "int") for v in values) and all(
+            isinstance(op, _ORDERS) for op in node.ops
+        ):  # numbers of fixed size compared: a bool, as _compare gives
+            inline = ast.Compare(
+                self.visit(node.left), node.ops, [self.visit(c) for c in node.comparators]
+            )
+            return ast.copy_location(inline, node)
         ops = self.resolved(tuple(type(op) for op in node.ops), node)
         values = [self.visit(node.left), *(self.visit(c) for c in node.comparators)]
         return self.helper("_mdf_compare", [ops, *values], node)
@@ -195,6 +219,7 @@ class _Rewrite(ast.NodeTransformer):
         return self.helper("_mdf_call", [target, *args], node, keywords)
 
 
+_ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _KNOWN = (
     ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.IfExp,
     ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Call, ast.keyword, ast.UnaryOp,
@@ -207,6 +232,7 @@ def guarded_function(
     namespace: Mapping[str, Any],
     model_parts: Callable[[ast.stmt], tuple[list[ast.expr], str]],
     known_calls: frozenset[str] = frozenset(),
+    kinds_of: Callable[[ast.Module], Mapping[int, str | None]] | None = None,
 ) -> Callable[..., Any]:
     """The function ``name`` defined by ``source``, its model statements guarded.
 
@@ -219,12 +245,18 @@ def guarded_function(
     statements use; the model's expressions see only their local variables and the
     functions resolved here. Raises :class:`EvaluationError` for a piece the
     interpreter does not know.
+
+    ``kinds_of(tree)`` may prove expressions of the parsed ``source`` to be floats
+    (``{id(expression): "float"}``; ``"int"``, ``"bool"`` likewise): an operator on a
+    proven float and a proven float or Python integer runs inline, as its guard would run
+    it (a float with a number makes a number of fixed size). The caller answers for the proof.
     """
     tree = ast.parse(source)
+    kinds = kinds_of(tree) if kinds_of is not None else {}
     constants: dict[str, Any] = {}
     places: dict[int, str] = {}
     with untrusted_expressions():
-        rewrite = _Rewrite(known_calls, constants)
+        rewrite = _Rewrite(known_calls, constants, kinds)
         for statement in ast.walk(tree):
             if isinstance(statement, ast.stmt):
                 expressions, where = model_parts(statement)

@@ -8,10 +8,10 @@ in-process caches keyed by that text, so each text is parsed once a process.
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Mapping
 from typing import Any
 
+from mdf_loops.backends.cache import by_text
 from mdf_loops.errors import ModelError
 
 __all__ = ["rename", "names_read", "literal"]
@@ -43,14 +43,14 @@ def _names(expression: str, where: str) -> frozenset[str]:
         ) from None
 
 
-@functools.lru_cache(maxsize=4096)
+@by_text(maxsize=4096)
 def _names_in(text: str) -> frozenset[str]:
     """The bare names ``text`` reads (a SyntaxError, not kept, if it is no expression)."""
     tree = ast.parse(text, mode="eval")
     return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
 
 
-@functools.lru_cache(maxsize=4096)
+@by_text(maxsize=4096)
 def _renamed(text: str, mapping: tuple[tuple[str, str], ...]) -> str:
     """``text`` (an expression) with the names of ``mapping`` replaced."""
     tree = ast.parse(text, mode="eval")

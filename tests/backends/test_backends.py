@@ -190,3 +190,22 @@ def test_workloads_on_torch_agree_with_their_numpy_loop(work):
     outputs = mdf_loops.run(model, work.inputs, backend="torch")
     for actual, expected in zip(outputs.values(), work.numpy_loop(work.inputs)):
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_clear_compiled_also_forgets_the_python_loops_kept_by_their_text():
+    """After clear_compiled a simulate call compiles its loop again, as a first call in a
+    new process does (the benchmark's 'first call' rows rely on it)."""
+    from mdf_loops.backends.python import compiled
+
+    path = Path(__file__).parents[2] / "examples" / "timeloops" / "fitzhugh_nagumo.json"
+    mdf_loops.clear_compiled()
+    assert compiled._function.cache_info().currsize == 0
+    first = mdf_loops.simulate(path, dt=0.05, steps=20)
+    assert compiled._function.cache_info().currsize == 1
+    again = mdf_loops.simulate(path, dt=0.05, steps=20)
+    assert compiled._function.cache_info().hits >= 1
+    mdf_loops.clear_compiled()
+    assert compiled._function.cache_info().currsize == 0
+    np.testing.assert_array_equal(first.time, again.time)
+    for name in first.values:
+        np.testing.assert_array_equal(first[name], again[name])

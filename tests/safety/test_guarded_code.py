@@ -152,3 +152,45 @@ def test_guarded_code_computes_what_the_interpreter_does():
     with mdf_loops.safety.limits(max_elements=2):
         with pytest.raises(SizeLimitError, match="^y, iteration 7: "):
             run(x, 7)
+
+
+def _loop_source(step: str) -> str:
+    """A time-loop function as the python backend writes it, carrying ``c0``."""
+    return textwrap.dedent(f"""\
+        def time_loop(start, stop, cond, c0, s0, _where=_where, _scalar=_scalar):
+            iteration = 0
+            _append0 = s0.append
+            for iteration in range(max(start, 1), stop if cond else 0):
+                v_n__x = {step}
+                c0 = v_n__x
+                _append0(iteration * 0.5)
+            return cond, [c0]
+        """)
+
+
+@pytest.mark.parametrize("step, proven", [
+    ("c0 * c0 + 0.5 * iteration", [0]),  # floats and the step number: floats
+    ("c0 ** 2 - c0 / 3", [0]),  # a float to an integer power
+    ("c0 + numpy.ones(3)", []),  # a call: not proven, every operator guarded
+    ("c0 ** 0.5", []),  # a negative float to a fractional power is complex
+    ("c0 // 2 if c0 > 0 else 1.0", []),  # // is not proven to give a float
+    ("-c0 if c0 > 1 else c0 * 2", [0]),
+])
+def test_which_carried_values_the_float_proof_covers(step, proven):
+    from mdf_loops.backends.python.untrusted import float_kinds
+
+    assert float_kinds(ast.parse(_loop_source(step)), 1)[1] == proven
+
+
+def test_a_carried_value_that_is_not_a_float_runs_with_every_operator_guarded():
+    # the proof covers c0 * c0 for a float c0; given an integer, the step would square it
+    # each time (2**22 powers of 3: millions of digits) unless the guard sees it
+    from mdf_loops.backends.python.compiled import CompiledTimeLoop
+    from mdf_loops.backends.python.untrusted import guarded_time_loop
+
+    source = _loop_source("c0 * c0")
+    loop = guarded_time_loop(CompiledTimeLoop(source, None, 1, (None,)))
+    cond, carried = loop.run(0, 6, True, 1.5, [])
+    assert carried == [1.5 ** 32]  # five steps (the first is the loop's own), in floats
+    with pytest.raises(SizeLimitError, match="node .n. .x. \\(python backend\\), iteration 14: "):
+        loop.run(0, 24, True, 3, [])

@@ -13,7 +13,6 @@ again. Nothing of a model's values or results is kept.
 
 from __future__ import annotations
 
-import functools
 import math
 from array import array
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Model
 
+from mdf_loops.backends.cache import by_text
 from mdf_loops.backends.python.errors import NotCompilable
 from mdf_loops.backends.python.scalar_types import python_type
 from mdf_loops.backends.python.source import function_source, scan_kinds
@@ -97,7 +97,7 @@ class _StepText:
     initial_types: tuple[str | None, ...]
 
 
-@functools.lru_cache(maxsize=64)
+@by_text(maxsize=64)
 def _function(step: _StepText) -> tuple[str, Callable[..., Any]]:
     """The loop function's source and the function compiled from it (cached by ``step``:
     the same text always makes the same function, which keeps no state)."""

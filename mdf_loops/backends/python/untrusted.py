@@ -6,15 +6,26 @@ appended to the outputs) runs through :func:`mdf_loops.safety.guarded_code.guard
 numbers and numeric arrays only, every result sized before it is made, only the
 size-planned functions callable. The loop around them (steps, chunks, appends) is the
 writer's and stays as written.
+
+Where the carried values are floats, most of a step's arithmetic is proven to stay
+floats (:func:`float_kinds`): Python's ``+ - * /`` on floats and bounded integers (the
+step number, integer literals the guard has checked) give floats, so those operators
+run inline, as their guard would run them, and a float step costs about what the
+trusted loop costs. The proof assumes the carried values it was made for are floats;
+each call checks that assumption on the values it is given and runs the loop with
+every operator guarded where it does not hold.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from mdf_loops.backends.python.compiled import CompiledTimeLoop, _scalar
 from mdf_loops.safety.guarded_code import guarded_function
+from mdf_loops.safety.untrusted_values import FLOATS
 
 __all__ = ["guarded_time_loop"]
 
@@ -24,10 +35,134 @@ _HELPERS = frozenset({"_where", "_scalar"})
 
 def guarded_time_loop(compiled: CompiledTimeLoop) -> CompiledTimeLoop:
     """``compiled`` with its model's expressions evaluated as an untrusted model's are."""
-    run = guarded_function(
-        compiled.source, "time_loop", {"_scalar": _scalar}, _model_parts, _HELPERS
-    )
+    namespace = {"_scalar": _scalar}
+    proven: list[int] = []  # the carried values the float proof assumes are floats
+
+    def kinds(tree: ast.Module) -> dict[int, str | None]:
+        found, floats = float_kinds(tree, compiled.n_carried)
+        proven.extend(floats)
+        return found
+
+    typed = guarded_function(compiled.source, "time_loop", namespace, _model_parts, _HELPERS, kinds)
+    if not proven:
+        return dataclasses.replace(compiled, run=typed)
+    plain: list[Callable[..., Any]] = []  # every operator guarded: made when first needed
+    positions = [3 + k for k in proven]  # after start, stop, cond
+
+    def run(*args: Any) -> Any:
+        if all(type(args[p]) in FLOATS for p in positions):
+            return typed(*args)
+        if not plain:
+            plain.append(
+                guarded_function(compiled.source, "time_loop", namespace, _model_parts, _HELPERS)
+            )
+        return plain[0](*args)
+
     return dataclasses.replace(compiled, run=run)
+
+
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_NUMBERS = frozenset({"float", "int"})
+
+
+def float_kinds(tree: ast.Module, n_carried: int) -> tuple[dict[int, str | None], list[int]]:
+    """Which expressions of the time-loop function in ``tree`` are proven floats, ints
+    (the step number, integer literals) or bools, and the carried values (``c0``...) the
+    proof assumes are floats when the function is called.
+
+    The assumption is the largest set of carried values that every step gives back as
+    floats again (a fixed point: first all, then those a step proves float, until it
+    holds); each step's variables are assigned once, in order."""
+    function = next(s for s in tree.body if isinstance(s, ast.FunctionDef))
+    floats = set(range(n_carried))
+    while True:
+        kinds: dict[int, str | None] = {}
+        env: dict[str, str | None] = {f"c{k}": "float" for k in floats}
+        _statements(function.body, env, kinds, floats)
+        kept = {k for k in floats if env.get(f"c{k}") == "float"}
+        if kept == floats:
+            return kinds, sorted(floats)
+        floats = kept
+
+
+def _statements(
+    body: list[ast.stmt],
+    env: dict[str, str | None],
+    kinds: dict[int, str | None],
+    floats: set[int],
+) -> None:
+    """Walk ``body`` in order; a block (the first step, the steady steps) must hand every
+    carried value of ``floats`` on as a float, else it is dropped from ``env``."""
+    for statement in body:
+        if isinstance(statement, ast.Assign):
+            _assign(statement, env, kinds)
+        elif isinstance(statement, (ast.If, ast.For)):
+            inner = dict(env)
+            inner["iteration"] = "int"
+            _statements(statement.body, inner, kinds, floats)
+            for k in floats:  # what leaves the block must be what entered it
+                if inner.get(f"c{k}") != "float":
+                    env[f"c{k}"] = None
+        elif isinstance(statement, ast.Expr):
+            _kind(statement.value, env, kinds)
+
+
+def _assign(
+    statement: ast.Assign, env: dict[str, str | None], kinds: dict[int, str | None]
+) -> None:
+    value, target = statement.value, statement.targets[0]
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+        found = [_kind(v, env, kinds) for v in value.elts]
+        for name, kind in zip(target.elts, found, strict=True):
+            if isinstance(name, ast.Name):
+                env[name.id] = kind
+        return
+    kind = _kind(value, env, kinds)
+    for each in statement.targets:
+        if isinstance(each, ast.Name):
+            env[each.id] = "int" if each.id == "iteration" and kind == "int" else kind
+        elif isinstance(each, ast.Tuple):
+            for name in each.elts:
+                if isinstance(name, ast.Name):
+                    env[name.id] = None
+
+
+def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | None]) -> str | None:
+    """``"float"``, ``"int"`` or ``"bool"`` where ``node`` is proven one, else None
+    (recorded in ``kinds`` for ``node`` and every expression inside it)."""
+    kind: str | None = None
+    if isinstance(node, ast.Constant):
+        kind = {float: "float", int: "int", bool: "bool"}.get(type(node.value))
+    elif isinstance(node, ast.Name):
+        kind = env.get(node.id)
+    elif isinstance(node, ast.BinOp):
+        pair = {_kind(node.left, env, kinds), _kind(node.right, env, kinds)}
+        if isinstance(node.op, _ARITHMETIC) and pair <= _NUMBERS and "float" in pair:
+            kind = "float"  # a float and a float or bounded int: a float
+        elif (
+            isinstance(node.op, ast.Pow)
+            and kinds.get(id(node.left)) == "float"
+            and (kinds.get(id(node.right)) == "int")
+        ):
+            kind = "float"  # a float to an integer power: a float (never complex)
+    elif isinstance(node, ast.UnaryOp):
+        operand = _kind(node.operand, env, kinds)
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and operand == "float":
+            kind = "float"
+    elif isinstance(node, ast.Compare):
+        for value in (node.left, *node.comparators):
+            _kind(value, env, kinds)
+        kind = "bool"
+    elif isinstance(node, ast.IfExp):
+        _kind(node.test, env, kinds)
+        body, orelse = _kind(node.body, env, kinds), _kind(node.orelse, env, kinds)
+        kind = body if body == orelse == "float" else None
+    else:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                _kind(child, env, kinds)
+    kinds[id(node)] = kind
+    return kind
 
 
 def _model_parts(statement: ast.stmt) -> tuple[list[ast.expr], str]:
