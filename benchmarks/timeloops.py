@@ -17,7 +17,8 @@ For FitzHugh-Nagumo and the integrate-and-fire network of ``examples/timeloops/t
   no compiled loop or parsed expression is kept from the call before: each costs what
   the first call in a new process costs, once the imports are done.
 * **numpy loop**: the same equations written by hand as a Python loop over floats,
-  in modeci-mdf's update order.
+  in modeci-mdf's update order, giving what ``simulate`` gives: the recorded values
+  and the time of each step.
 
 Every simulate result is checked against the numpy loop. Peak memory (tracemalloc,
 Python side) is measured at ``--memory-steps``. Stock and the scheduler beyond their
@@ -60,20 +61,21 @@ def _examples():
 
 def fhn_numpy(steps: int, dt: float) -> dict:
     v, w = -1.0, 1.0
-    vs, ws = np.empty(steps), np.empty(steps)
+    ts, vs, ws = np.empty(steps), np.empty(steps), np.empty(steps)
     for k in range(steps):
         if k:
             v = v + (v - v**3 / 3 - w + 0.5) * dt
             w = w + ((v + 0.7 - 0.8 * w) / 12.5) * dt
-        vs[k], ws[k] = v, w
-    return {"fn.V": vs, "fn.W": ws}
+        ts[k], vs[k], ws[k] = k * dt, v, w
+    return {"time": ts, "fn.V": vs, "fn.W": ws}
 
 
 def iaf_numpy(steps: int, dt: float) -> dict:
     tau, v_rest, v_th, v_reset, tau_syn, w_syn, level = 10.0, -70.0, -55.0, -75.0, 5.0, 60.0, 20.0
     v1, v2, g = -70.0, -70.0, 0.0
-    out = {k: np.empty(steps) for k in ("cell1.v", "synapse.g", "cell2.v", "cell2.spike")}
+    out = {k: np.empty(steps) for k in ("time", "cell1.v", "synapse.g", "cell2.v", "cell2.spike")}
     for k in range(steps):
+        out["time"][k] = k * dt
         if k:
             new1 = v1 + ((-(v1 - v_rest) + level) / tau) * dt
             v1 = v_reset if v1 >= v_th else new1
@@ -153,6 +155,8 @@ def _check(result, reference: dict, record: list[str], what: str) -> None:
     for ref in record:
         np.testing.assert_allclose(result[ref], reference[ref], rtol=1e-9, atol=1e-9,
                                    err_msg=f"{what} {ref}")
+    np.testing.assert_allclose(result.time, reference["time"], rtol=1e-9, atol=1e-9,
+                               err_msg=f"{what} time")
 
 
 def _measure_steps(name, path, loop, steps, dt, record, limits, runs, per_step) -> dict:
