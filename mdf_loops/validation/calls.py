@@ -25,12 +25,11 @@ from typing import Any
 
 from modeci_mdf.mdf import Graph, Model, Node
 
-from mdf_loops.errors import ModelError, did_you_mean
+from mdf_loops.errors import ModelError, Problem, did_you_mean
 from mdf_loops.model.convention import CONTROL_FLOW_FUNCTIONS, body_graph
-from mdf_loops.model.documents import graph_as_node, refuse
+from mdf_loops.model.documents import format_path, graph_as_node, refuse
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
 from mdf_loops.safety.checks import function_names, known_function
-from mdf_loops.validation.report import Problem, format_path
 
 __all__ = [
     "CALL_ARGUMENTS",
