@@ -12,7 +12,7 @@ import pytest
 import mdf_loops
 from mdf_loops.backends.onnxruntime.compiled import CompileError, compile_model
 from mdf_loops.workloads import elman_rnn, running_sum, while_loop
-from conftest import control_flow_cases, onnxruntime_runs_case
+from conftest import control_flow_cases, needs_input_port_fields, onnxruntime_runs_case
 
 EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
 
@@ -192,6 +192,7 @@ def test_workloads_on_torch_agree_with_their_numpy_loop(work):
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
 
 
+@needs_input_port_fields  # time loops need InputPort.default_value
 def test_clear_compiled_also_forgets_the_python_loops_kept_by_their_text():
     """After clear_compiled a simulate call compiles its loop again, as a first call in a
     new process does (the benchmark's 'first call' rows rely on it)."""
