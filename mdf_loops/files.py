@@ -36,7 +36,14 @@ import numpy as np
 from mdf_loops.errors import MdfLoopsError, ModelError, SizeLimitError
 from mdf_loops.ops.common import current_limits, how_to_raise
 
-__all__ = ["read_file", "read_npy", "read_npz", "write_atomically", "refuse_overwriting"]
+__all__ = [
+    "read_file",
+    "check_folder",
+    "read_npy",
+    "read_npz",
+    "write_atomically",
+    "refuse_overwriting",
+]
 
 _KINDS = {
     stat.S_IFDIR: "a directory",
@@ -87,6 +94,37 @@ def read_file(
         raise error(f"{name}: cannot be read ({exc.strerror})") from None
     finally:
         os.close(handle)
+
+
+def check_folder(path: str | os.PathLike, error: type[MdfLoopsError] = ModelError) -> None:
+    """Check a folder that another library will read (a zarr store) as :func:`read_file`
+    checks a file, before anything in it is read: every entry must be a regular file or a
+    folder (a link could lead outside it, a FIFO would block for ever, a device would be
+    read until memory runs out), and the files together at most ``8 * max_elements`` bytes.
+    """
+    name = os.fspath(path)
+    total = 0
+    for folder, folders, files in os.walk(name, onerror=_raise_walk_error(error)):
+        for entry in (*folders, *files):
+            where = os.path.join(folder, entry)
+            try:
+                info = os.lstat(where)
+            except OSError as exc:
+                raise error(f"{where}: cannot be read ({exc.strerror})") from None
+            if stat.S_ISLNK(info.st_mode):
+                raise error(f"{where}: is a link; {name} may hold only files and folders")
+            if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+                kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+                raise error(f"{where}: is {kind}; {name} may hold only files and folders")
+            total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    _check_bytes(total, name)
+
+
+def _raise_walk_error(error: type[MdfLoopsError]):
+    def raise_it(exc: OSError) -> None:
+        raise error(f"{exc.filename}: cannot be read ({exc.strerror})") from None
+
+    return raise_it
 
 
 def _check_bytes(count: int, name: str) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.files import read_file
+from mdf_loops.files import check_folder, read_file
 from mdf_loops.sweep.errors import SweepError
 from mdf_loops.sweep.packed import PackedResults, SettingResult
 from mdf_loops.sweep.space import SweepSpace
@@ -265,10 +265,11 @@ def _save_zarr(dataset, target: Path) -> None:
 def load_dataset(path: str | os.PathLike, settings: int):
     """A dataset written by :func:`save_dataset` for a sweep of ``settings`` settings, read
     fully into memory once its header has been checked: it must be a regular file (a
-    folder for zarr; a file is read by :func:`mdf_loops.files.read_file`, at most ``8 *
-    max_elements`` bytes, checked before reading), its ``completed`` variable must hold
-    ``settings`` values, and its variables together at most ``max_elements`` values
-    (nothing is read before that)."""
+    folder for zarr, holding only files and folders; a file is read by
+    :func:`mdf_loops.files.read_file`, a store checked by :func:`mdf_loops.files.check_folder`,
+    each at most ``8 * max_elements`` bytes, checked before reading), its ``completed``
+    variable must hold ``settings`` values, and its variables together at most
+    ``max_elements`` values (nothing is read before that)."""
     import xarray as xr
 
     path = Path(path)
@@ -276,6 +277,8 @@ def load_dataset(path: str | os.PathLike, settings: int):
     if not (path.is_dir() if zarr else path.is_file()):
         kind = "a folder (a zarr store)" if zarr else "a regular file"
         raise SweepError(f"{path}: the sweep's output must be {kind}; choose another output")
+    if zarr:
+        check_folder(path, SweepError)  # the gate read_file is for a file
     try:
         opened = (
             xr.open_zarr(path, consolidated=False)

@@ -74,6 +74,70 @@ def test_a_resume_path_that_is_not_a_regular_file_is_refused(tmp_path):
         load_dataset(tmp_path / "folder.nc", 2)
 
 
+def zarr_store(folder: Path) -> Path:
+    """A folder laid out as a zarr store (metadata and one chunk file); nothing reads it
+    unless the gate lets it through."""
+    (folder / "completed" / "c").mkdir(parents=True)
+    (folder / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
+    (folder / "completed" / "zarr.json").write_text('{"zarr_format": 3}')
+    return folder
+
+
+@pytest.fixture
+def opened_stores(monkeypatch):
+    """The stores xarray was asked to open: none may be, for a store the gate refuses."""
+    import xarray as xr
+
+    opened: list = []
+
+    def open_zarr(path, **_):
+        opened.append(path)
+        raise OSError("not a real store")
+
+    monkeypatch.setattr(xr, "open_zarr", open_zarr)
+    return opened
+
+
+def test_a_zarr_store_holding_a_link_is_refused_before_anything_in_it_is_read(
+    tmp_path, opened_stores
+):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET")
+    store = zarr_store(tmp_path / "results.zarr")
+    (store / "completed" / "c" / "0").symlink_to(secret)
+    with pytest.raises(SweepError, match=r"c/0: is a link; .*results.zarr may hold only files"):
+        load_dataset(store, 2)
+    assert opened_stores == []
+
+
+def test_a_zarr_store_holding_a_fifo_or_a_linked_folder_is_refused(tmp_path, opened_stores):
+    store = zarr_store(tmp_path / "results.zarr")
+    os.mkfifo(store / "completed" / "c" / "0")  # reading it would block forever
+    with pytest.raises(SweepError, match=r"c/0: is a FIFO \(named pipe\); "):
+        load_dataset(store, 2)
+    os.unlink(store / "completed" / "c" / "0")
+    (store / "error").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(SweepError, match=r"error: is a link"):
+        load_dataset(store, 2)
+    assert opened_stores == []
+
+
+def test_a_zarr_store_larger_than_the_reader_allows_is_refused_before_it_is_read(
+    tmp_path, opened_stores
+):
+    store = zarr_store(tmp_path / "results.zarr")
+    (store / "completed" / "c" / "0").write_bytes(b"\0" * 1000)
+    with mdf_loops.safety.limits(max_elements=100), pytest.raises(
+        mdf_loops.errors.SizeLimitError, match=r"results.zarr: reading it means 10\d\d bytes, "
+        r"over the limit of 800 bytes"
+    ):
+        load_dataset(store, 2)
+    assert opened_stores == []
+    with pytest.raises(SweepError, match="not a real store"):
+        load_dataset(store, 2)  # within the default limits the gate lets xarray open it
+    assert opened_stores == [store]
+
+
 def test_the_table_takes_whole_batches_keeps_the_first_of_a_duplicate_and_pads():
     from mdf_loops.sweep.packed import pack
     from mdf_loops.sweep.results import ResultTable
