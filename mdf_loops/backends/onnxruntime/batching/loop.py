@@ -58,7 +58,9 @@ def batched_loop(node: onnx.NodeProto, scope: Scope) -> None:
         outputs = [value.name for value in body.output]
         stops = stops or inner.is_batched(outputs[signature.CONDITION_OUTPUT])
         returned = [inner.is_batched(o) for o in outputs[signature.body_carried_outputs]]
-        wanted = [True] * len(flags) if stops else [f or r for f, r in zip(flags, returned)]
+        wanted = (
+            [True] * len(flags) if stops else [f or r for f, r in zip(flags, returned, strict=True)]
+        )
         if wanted == flags and (not stops or inner.is_batched(_condition_input(body))):
             break
         flags = wanted
@@ -108,7 +110,9 @@ def _shared_loop(node, scope: Scope, inner: Scope, signature: LoopSignature, fla
         new_outputs.append(_renamed(batched_info(value, scope.size) if flag else value, name))
     scans = outs[signature.body_scan_outputs]
     scan_flags = [inner.is_batched(v.name) for v in scans]
-    new_outputs += [batched_info(v, scope.size) if f else v for v, f in zip(scans, scan_flags)]
+    new_outputs += [
+        batched_info(v, scope.size) if f else v for v, f in zip(scans, scan_flags, strict=True)
+    ]
     inputs = list(node.input) + [""] * (signature.num_node_inputs - len(node.input))
     carried = [
         _batched_value(scope, name, node) if flag else name
@@ -188,7 +192,9 @@ def _freezing_body(node, inner: Scope, signature, active: str, count_in: str) ->
     ins, outs = list(body.input), list(body.output)
     condition = _batched_value(inner, outs[0].name, node)
     carried = []
-    for given, value in zip(ins[signature.body_carried], outs[signature.body_carried_outputs]):
+    for given, value in zip(
+        ins[signature.body_carried], outs[signature.body_carried_outputs], strict=True
+    ):
         new = _batched_value(inner, value.name, node)
         rank = inner.rank(given.name, node)
         mask = inner.unsqueezed(active, list(range(1, 1 + rank)))
