@@ -50,7 +50,7 @@ def run_in_one_call(model: Model, task: SweepTask, batch: SettingsBatch) -> Pack
         return None  # the setting-by-setting path records it
     if planned_runner(model, first, **options) is None:
         return None  # the scheduler ran it, or an input was converted to fit
-    target = next(g for g in model.graphs if g.id == task.graph)
+    target = next((g for g in model.graphs if g.id == task.graph), model.graphs[0])
     typed = check_inputs(target, graph_interface(target).inputs, first)
     names = sorted(batch.values)
     for name in names:

@@ -163,6 +163,7 @@ def _stopping_loop(node, scope: Scope, inner: Scope, signature: LoopSignature) -
         cond = scope.emit(
             "Constant", [], value=helper.make_tensor("v", TensorProto.BOOL, [], [True])
         )
+        scope.shapes[cond] = ()
     active_init = _batched_value(scope, cond, node)
     carried = [_batched_value(scope, name, node) for name in inputs[signature.node_carried]]
     zeros = scope.emit(

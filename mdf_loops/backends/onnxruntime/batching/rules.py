@@ -226,7 +226,8 @@ def _matmul(node: onnx.NodeProto, scope: Scope) -> None:
     ranks = {name: scope.rank(name, node) for name in (left, right)}
     batched = {name for name in (left, right) if scope.is_batched(name)}
     if right in batched and ranks[right] == 1:
-        raise refused(node, "its right operand is a vector that differs between settings")
+        _matrix_times_vectors(node, scope, ranks[left], left in batched)
+        return
     if left in batched and ranks[left] == 1 and (right in batched or ranks[right] > 2):
         raise refused(node, "its left operand is a vector that differs between settings")
     top = max(ranks.values())
@@ -237,6 +238,18 @@ def _matmul(node: onnx.NodeProto, scope: Scope) -> None:
         for name in (left, right)
     ]
     scope.keep(node, inputs, batched=True)
+
+
+def _matrix_times_vectors(node: onnx.NodeProto, scope: Scope, rank: int, both: bool) -> None:
+    """A product with a vector per setting on the right: the vectors as columns of one
+    matrix per setting (axes of length 1 where the left has more), squeezed after."""
+    if both and rank == 1:
+        raise refused(node, "it takes the dot product of two vectors that differ between settings")
+    ones = max(rank - 2, 0)
+    column = scope.unsqueezed(node.input[1], [*range(1, 1 + ones), ones + 2])
+    product = scope.emit("MatMul", [node.input[0], column])
+    scope.nodes.append(helper.make_node("Squeeze", [product, scope.ints([-1])], [node.output[0]]))
+    scope.batched.add(node.output[0])
 
 
 _ELEMENTWISE = (
