@@ -5,9 +5,10 @@ inputs a batch axis, so onnxruntime's cost per operator and per loop iteration i
 once per batch, not once per setting. The batch's first setting runs through
 :func:`mdf_loops.run` first (every check of the model and of its inputs, the
 compilation); the batched model is compiled for the same model, input forms, limits
-and threads. Where that cannot be done (a node without a batching rule, a batch that
-passed a limit or failed), the batch runs one session call per setting instead, as
-before, and each setting gets exactly what ``run`` gives it.
+and threads, where the swept values have the dtype and shape ``run`` gave the first
+(so no setting's value would be converted). Where that cannot be done (a node without
+a batching rule, a batch that passed a limit or failed), the batch runs one session
+call per setting instead, as before, and each setting gets exactly what ``run`` gives.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def run_in_one_call(model: Model, task: SweepTask, batch: SettingsBatch) -> Pack
     """The results of ``batch`` from one call of the batched model, or None where the
     batch must run setting by setting (the reason logged at INFO)."""
     from mdf_loops.backends.onnxruntime.batching.session import cached_batched_compile
-    from mdf_loops.run import planned_runner, run
+    from mdf_loops.run import run
 
     options = dict(graph=task.graph, backend=task.backend, **task.run_options)
     if options.get("external_data_dir") is not None:
@@ -48,12 +49,10 @@ def run_in_one_call(model: Model, task: SweepTask, batch: SettingsBatch) -> Pack
         run(model, first, **options)  # every check, and the compiled model whose form we share
     except MdfLoopsError:
         return None  # the setting-by-setting path records it
-    if planned_runner(model, first, **options) is None:
-        return None  # the scheduler ran it, or an input was converted to fit
     target = next((g for g in model.graphs if g.id == task.graph), model.graphs[0])
     typed = check_inputs(target, graph_interface(target).inputs, first)
     names = sorted(batch.values)
-    for name in names:
+    for name in names:  # each setting's value as run typed the first: no conversion
         column = batch.values[name]
         if not isinstance(column, np.ndarray):
             return None  # settings of several shapes
