@@ -10,8 +10,10 @@ runs through :func:`mdf_loops.run` (every check, the compilation), the others on
 runner ``run`` planned for that call (:func:`mdf_loops.run.planned_runner`: the
 compiled model's session or jitted function, the inputs as typed), since the settings
 of a batch differ only in swept values of one dtype and shape. On ``jax`` the settings
-of one shape are one vectorised ``run_batch`` call instead. The results go back as
-whole columns (:mod:`mdf_loops.sweep.packed`).
+of one shape are one vectorised ``run_batch`` call instead, and on onnxruntime one
+session call of the batched model where the batching transform has a rule for every
+node (:mod:`mdf_loops.sweep.one_call`). The results go back as whole columns
+(:mod:`mdf_loops.sweep.packed`).
 """
 
 from __future__ import annotations

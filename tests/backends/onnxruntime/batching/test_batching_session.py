@@ -1,0 +1,54 @@
+"""The batched model compiled and its outputs split per setting
+(mdf_loops/backends/onnxruntime/batching/session.py): with the limit guards of an
+untrusted model, cached per model and batch size, a refusal cached and logged once.
+
+Oracle: ``mdf_loops.run`` on each setting.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mdf_loops
+from mdf_loops import ops
+from mdf_loops.backends.onnxruntime.batching import NotBatchable
+from mdf_loops.backends.onnxruntime.batching.session import cached_batched_compile
+from mdf_loops.errors import IterationLimitError
+
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
+
+
+def test_the_guarded_batch_gives_each_setting_s_run_and_stops_at_the_limits():
+    model = mdf_loops.load_model(EXAMPLES / "drift_diffusion.json")
+    noise = np.random.default_rng(8).standard_normal((5, 200))
+    noise[2] = -0.1  # all 200 steps
+    limits = ops.current_limits()
+    session = cached_batched_compile(model, {"noise": noise[0]}, ["noise"], 6, limits=limits)
+    assert cached_batched_compile(model, {"noise": noise[1]}, ["noise"], 6, limits=limits) is session
+    padded = np.concatenate([noise, noise[-1:]])
+    columns = session.run({"noise": padded}, 5)
+    assert isinstance(columns["ddm.trace"], list) and columns["ddm.decision_time"].shape == (5,)
+    for k in range(5):
+        expected = mdf_loops.run(model, {"noise": noise[k]})
+        np.testing.assert_array_equal(columns["ddm.trace"][k], expected["ddm.trace"])
+        np.testing.assert_array_equal(columns["decide.choice"][k], expected["decide.choice"])
+    with ops.limits(max_iterations=150):
+        tight = cached_batched_compile(
+            model, {"noise": noise[0]}, ["noise"], 6, limits=ops.current_limits()
+        )
+    with pytest.raises(IterationLimitError, match="150"):
+        tight.run({"noise": padded}, 5)  # setting 2 alone asks for 200
+
+
+def test_a_refusal_is_cached_and_logged_once(caplog):
+    model = mdf_loops.load_model(EXAMPLES / "elman_rnn.json")
+    inputs = {"x": np.ones((4, 3)), "h0": np.zeros(5)}
+    with caplog.at_level(logging.INFO, logger="mdf_loops"):
+        for _ in range(2):
+            with pytest.raises(NotBatchable, match="node '"):
+                cached_batched_compile(model, inputs, ["x"], 3)
+    assert sum("one onnxruntime call per setting" in r.message for r in caplog.records) == 1
