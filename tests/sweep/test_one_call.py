@@ -22,6 +22,7 @@ from mdf_loops.backends.onnxruntime.batching.session import BatchedSession
 from mdf_loops.sweep.worker import SettingsBatch, SweepTask, run_settings_packed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "onnxruntime" / "batching"))
 from dask_cluster import DDM, ddm_numpy  # noqa: E402
 
 RNN = DDM.parent / "elman_rnn.json"
@@ -102,22 +103,40 @@ def test_max_elements_counts_the_batch(batched_calls):
     assert_equal_to_run(results, model, lambda k: {"noise": values[k]}, max_elements=1000)
 
 
-def test_a_model_without_a_batching_rule_runs_setting_by_setting(batched_calls, caplog):
-    """The Elman RNN scans over its input x, inside an If that skips a Scan of no steps:
-    an If that batched values reach has no rule."""
+def test_the_elman_rnn_batches_its_scan_equal_to_a_loop_of_run(batched_calls):
     rng = np.random.default_rng(4)
     xs = rng.normal(size=(3, 6, 3))
     text = mdf_loops.load_model(RNN).to_json()
     task = SweepTask(text, "rnn-one-call", "main", {"h0": np.zeros(5)},
                      ("rnn.h_final", "rnn.hidden"), "onnxruntime")
+    results = run_settings_packed(task, SettingsBatch.of(
+        [(k, {"x": xs[k]}) for k in range(3)], 3)).unpack()
+    assert batched_calls == [3]
+    for result in results:  # tanh and matrix products of 3 settings: to float rounding
+        expected = mdf_loops.run(RNN, {"x": xs[result.index], "h0": np.zeros(5)})
+        for name in ("rnn.h_final", "rnn.hidden"):
+            np.testing.assert_allclose(result.outputs[name], expected[name], rtol=1e-12)
+
+
+def test_a_model_without_a_batching_rule_runs_setting_by_setting(batched_calls, caplog,
+                                                                  tmp_path):
+    from test_batching_session import top_two_model
+
+    model = top_two_model(tmp_path)
+    ws = np.random.default_rng(9).normal(size=(4, 4))
+    task = SweepTask(model.to_json(), "top-two-one-call", model.graphs[0].id, {},
+                     ("top", "where"), "onnxruntime")
     with caplog.at_level(logging.INFO, logger="mdf_loops"):
         results = run_settings_packed(task, SettingsBatch.of(
-            [(k, {"x": xs[k]}) for k in range(3)], 3)).unpack()
+            [(k, {"w": ws[k]}) for k in range(4)], 4)).unpack()
     assert batched_calls == []
-    assert any("one onnxruntime call per setting: node 'rnn" in r.message
-               and "(If): the batching transform has no rule" in r.message for r in caplog.records)
-    assert_equal_to_run(results, RNN, lambda k: {"x": xs[k], "h0": np.zeros(5)},
-                        outputs=("rnn.h_final", "rnn.hidden"), backend="onnxruntime")
+    assert any("one onnxruntime call per setting: node '" in r.message
+               and "(TopK): the batching transform has no rule" in r.message
+               for r in caplog.records)
+    assert_equal_to_run(results, model, lambda k: {"w": ws[k]}, outputs=("top", "where"),
+                        backend="onnxruntime")
+    for result in results:
+        np.testing.assert_array_equal(result.outputs["top"], np.sort(ws[result.index])[::-1][:2])
 
 
 def test_settings_of_several_shapes_are_not_batched(batched_calls):

@@ -24,24 +24,20 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
+from mdf_loops.backends.onnxruntime.batching.bodies import (
+    batched_info,
+    batched_value,
+    body_scope,
+    graph_of,
+    renamed,
+    stacked_names,
+    transposed,
+)
 from mdf_loops.backends.onnxruntime.batching.scope import Scope, refused
 from mdf_loops.model.signatures import LoopSignature
 from mdf_loops.onnx.builder import subgraphs
 
 __all__ = ["batched_loop", "batched_info"]
-
-
-def batched_info(value: onnx.ValueInfoProto, size: int) -> onnx.ValueInfoProto:
-    """``value``'s type with the batch axis in front (where it has a shape)."""
-    new = onnx.ValueInfoProto()
-    new.CopyFrom(value)
-    tensor = new.type.tensor_type
-    if new.type.HasField("tensor_type") and tensor.HasField("shape"):
-        dims = list(tensor.shape.dim)
-        del tensor.shape.dim[:]
-        tensor.shape.dim.add().dim_value = size
-        tensor.shape.dim.extend(dims)
-    return new
 
 
 def batched_loop(node: onnx.NodeProto, scope: Scope) -> None:
@@ -54,7 +50,9 @@ def batched_loop(node: onnx.NodeProto, scope: Scope) -> None:
     stops = bool(cond) and scope.is_batched(cond)
     flags = [scope.is_batched(name) for name in inputs[signature.node_carried]]
     while True:  # which carried values differ between settings: until nothing changes
-        inner = _body_scope(body, scope, signature, flags, stops)
+        carried = [value.name for value in body.input][signature.body_carried]
+        batched = {name for name, flag in zip(carried, flags, strict=True) if flag}
+        inner = body_scope(body, scope, batched | ({_condition_input(body)} if stops else set()))
         outputs = [value.name for value in body.output]
         stops = stops or inner.is_batched(outputs[signature.CONDITION_OUTPUT])
         returned = [inner.is_batched(o) for o in outputs[signature.body_carried_outputs]]
@@ -77,25 +75,6 @@ def _condition_input(body: onnx.GraphProto) -> str:
     return body.input[LoopSignature.BODY_CONDITION].name
 
 
-def _body_scope(
-    body: onnx.GraphProto, scope: Scope, signature: LoopSignature, flags: list[bool], stops: bool
-) -> Scope:
-    from mdf_loops.backends.onnxruntime.batching.graph import rewrite_nodes  # a cycle: bodies
-
-    inner = scope.child(body)
-    carried = [value.name for value in body.input][signature.body_carried]
-    inner.batched.update(name for name, flag in zip(carried, flags, strict=True) if flag)
-    if stops:
-        inner.batched.add(_condition_input(body))
-    rewrite_nodes(body, inner)
-    return inner
-
-
-def _batched_value(scope: Scope, name: str, node: onnx.NodeProto) -> str:
-    """``name`` with the batch axis (repeated where it has none)."""
-    return name if scope.is_batched(name) else scope.expanded(name, scope.rank(name, node))
-
-
 def _shared_loop(node, scope: Scope, inner: Scope, signature: LoopSignature, flags) -> None:
     """A loop whose condition every setting shares: some carried values batched."""
     body = next(subgraphs(node))
@@ -106,8 +85,8 @@ def _shared_loop(node, scope: Scope, inner: Scope, signature: LoopSignature, fla
     ]
     new_outputs = [outs[0]]
     for value, flag in zip(outs[signature.body_carried_outputs], flags, strict=True):
-        name = _batched_value(inner, value.name, node) if flag else value.name
-        new_outputs.append(_renamed(batched_info(value, scope.size) if flag else value, name))
+        name = batched_value(inner, value.name, node) if flag else value.name
+        new_outputs.append(renamed(batched_info(value, scope.size) if flag else value, name))
     scans = outs[signature.body_scan_outputs]
     scan_flags = [inner.is_batched(v.name) for v in scans]
     new_outputs += [
@@ -115,17 +94,17 @@ def _shared_loop(node, scope: Scope, inner: Scope, signature: LoopSignature, fla
     ]
     inputs = list(node.input) + [""] * (signature.num_node_inputs - len(node.input))
     carried = [
-        _batched_value(scope, name, node) if flag else name
+        batched_value(scope, name, node) if flag else name
         for name, flag in zip(inputs[signature.node_carried], flags, strict=True)
     ]
     node_outputs = list(node.output) + [""] * (signature.num_node_outputs - len(node.output))
     carried_outputs = node_outputs[signature.node_carried_outputs]
     scope.batched.update(name for name, f in zip(carried_outputs, flags, strict=True) if f and name)
-    body_graph = _graph(body, inner, new_inputs, new_outputs)
+    body_graph = graph_of(body, inner, new_inputs, new_outputs)
     scan_outputs = node_outputs[signature.node_scan_outputs]
-    stacked = _stacked_names(scope, scan_outputs, scan_flags)
+    stacked = stacked_names(scope, scan_outputs, scan_flags)
     _append_loop(node, scope, inputs[:2] + carried, carried_outputs + stacked, body_graph)
-    _transposed(node, scope, scan_outputs, stacked, scan_flags)
+    transposed(node, scope, scan_outputs, stacked, scan_flags)
 
 
 def _stopping_loop(node, scope: Scope, inner: Scope, signature: LoopSignature) -> None:
@@ -145,7 +124,7 @@ def _stopping_loop(node, scope: Scope, inner: Scope, signature: LoopSignature) -
     infos = [batched_info(v, size) for v in outs[signature.body_carried_outputs]]
     scan_infos = [batched_info(v, size) for v in outs[signature.body_scan_outputs]]
     new_outputs = [
-        _renamed(info, name)
+        renamed(info, name)
         for info, name in zip(
             [outs[0], *infos, active_info, count_in, *scan_infos], body_outputs, strict=True
         )
@@ -164,8 +143,8 @@ def _stopping_loop(node, scope: Scope, inner: Scope, signature: LoopSignature) -
             "Constant", [], value=helper.make_tensor("v", TensorProto.BOOL, [], [True])
         )
         scope.shapes[cond] = ()
-    active_init = _batched_value(scope, cond, node)
-    carried = [_batched_value(scope, name, node) for name in inputs[signature.node_carried]]
+    active_init = batched_value(scope, cond, node)
+    carried = [batched_value(scope, name, node) for name in inputs[signature.node_carried]]
     zeros = scope.emit(
         "Constant", [], value=helper.make_tensor("v", TensorProto.INT64, [size], [0] * size)
     )
@@ -174,15 +153,15 @@ def _stopping_loop(node, scope: Scope, inner: Scope, signature: LoopSignature) -
     scope.batched.update(name for name in carried_outputs if name)
     scan_outputs = node_outputs[signature.node_scan_outputs]
     flags = [True] * len(scan_outputs)
-    stacked = _stacked_names(scope, scan_outputs, flags)
+    stacked = stacked_names(scope, scan_outputs, flags)
     count = scope.names.fresh("batch_iterations")
     final_active = scope.names.fresh("batch_active")
-    body_graph = _graph(body, inner, new_inputs, new_outputs)
+    body_graph = graph_of(body, inner, new_inputs, new_outputs)
     loop_inputs = [trip, _any(scope, active_init), *carried, active_init, zeros]
     _append_loop(
         node, scope, loop_inputs, [*carried_outputs, final_active, count, *stacked], body_graph
     )
-    _transposed(node, scope, scan_outputs, stacked, flags)
+    transposed(node, scope, scan_outputs, stacked, flags)
     scope.ragged.update({name: count for name in scan_outputs if name})
 
 
@@ -191,12 +170,12 @@ def _freezing_body(node, inner: Scope, signature, active: str, count_in: str) ->
     setting had finished), which settings go on, iterations per setting, scan outputs."""
     body = next(subgraphs(node))
     ins, outs = list(body.input), list(body.output)
-    condition = _batched_value(inner, outs[0].name, node)
+    condition = batched_value(inner, outs[0].name, node)
     carried = []
     for given, value in zip(
         ins[signature.body_carried], outs[signature.body_carried_outputs], strict=True
     ):
-        new = _batched_value(inner, value.name, node)
+        new = batched_value(inner, value.name, node)
         rank = inner.rank(given.name, node)
         mask = inner.unsqueezed(active, list(range(1, 1 + rank)))
         carried.append(inner.emit("Where", [mask, new, given.name]))
@@ -207,7 +186,7 @@ def _freezing_body(node, inner: Scope, signature, active: str, count_in: str) ->
     any_out = inner.emit(
         "Cast", [inner.emit("ReduceMax", [going], keepdims=0)], to=TensorProto.BOOL
     )
-    scans = [_batched_value(inner, v.name, node) for v in outs[signature.body_scan_outputs]]
+    scans = [batched_value(inner, v.name, node) for v in outs[signature.body_scan_outputs]]
     return [any_out, *carried, active_out, count_out, *scans]
 
 
@@ -215,27 +194,6 @@ def _any(scope: Scope, active: str) -> str:
     """Whether any setting of ``active`` ([B] booleans) goes on, as a boolean scalar."""
     going = scope.emit("Cast", [active], to=TensorProto.INT64)
     return scope.emit("Cast", [scope.emit("ReduceMax", [going], keepdims=0)], to=TensorProto.BOOL)
-
-
-def _renamed(value: onnx.ValueInfoProto, name: str) -> onnx.ValueInfoProto:
-    new = onnx.ValueInfoProto()
-    new.CopyFrom(value)
-    new.name = name
-    return new
-
-
-def _graph(body: onnx.GraphProto, inner: Scope, inputs: list, outputs: list) -> onnx.GraphProto:
-    graph = helper.make_graph(inner.nodes, body.name, inputs, outputs)
-    graph.initializer.extend(body.initializer)
-    return graph
-
-
-def _stacked_names(scope: Scope, scan_outputs: list[str], flags: list[bool]) -> list[str]:
-    """The loop's names for its scan outputs: a fresh one for each batched ``[T, B, ...]``."""
-    return [
-        scope.names.fresh(f"{name}_stacked") if flag and name else name
-        for name, flag in zip(scan_outputs, flags, strict=True)
-    ]
 
 
 def _append_loop(node, scope: Scope, inputs: list[str], outputs: list[str], body) -> None:
@@ -249,13 +207,3 @@ def _append_loop(node, scope: Scope, inputs: list[str], outputs: list[str], body
         if attr.name == "body":
             attr.g.CopyFrom(body)
     scope.nodes.append(new)
-
-
-def _transposed(node, scope: Scope, names: list[str], stacked: list[str], flags) -> None:
-    """Each batched scan output ``[T, B, ...]`` as ``[B, T, ...]``."""
-    for name, temp, flag in zip(names, stacked, flags, strict=True):
-        if flag and name:
-            rank = scope.rank(name, node)  # per setting: the steps, then one step's axes
-            perm = [1, 0, *range(2, rank + 1)]
-            scope.nodes.append(helper.make_node("Transpose", [temp], [name], perm=perm))
-            scope.batched.add(name)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import onnx
 from onnx import helper
 
+from mdf_loops.backends.onnxruntime.batching.branches import batched_if, batched_scan
 from mdf_loops.backends.onnxruntime.batching.loop import batched_loop
 from mdf_loops.backends.onnxruntime.batching.scope import Scope, refused
 
@@ -286,4 +287,6 @@ RULES: dict[str, Rule] = {
     "Expand": _expand,
     "MatMul": _matmul,
     "Loop": batched_loop,
+    "Scan": batched_scan,
+    "If": batched_if,
 }

@@ -11,7 +11,9 @@ import logging
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import mdf_loops
 from mdf_loops import ops
@@ -44,11 +46,29 @@ def test_the_guarded_batch_gives_each_setting_s_run_and_stops_at_the_limits():
         tight.run({"noise": padded}, 5)  # setting 2 alone asks for 200
 
 
-def test_a_refusal_is_cached_and_logged_once(caplog):
-    model = mdf_loops.load_model(EXAMPLES / "elman_rnn.json")
-    inputs = {"x": np.ones((4, 3)), "h0": np.zeros(5)}
+def top_two_model(folder: Path):
+    """An ONNX model of TopK, an operator the batching transform has no rule for."""
+    node = helper.make_node("TopK", ["w", "k"], ["top", "where"], name="best")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("w", TensorProto.DOUBLE, [4])],
+        [
+            helper.make_tensor_value_info("top", TensorProto.DOUBLE, [2]),
+            helper.make_tensor_value_info("where", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor("k", TensorProto.INT64, [1], [2])],
+    )
+    path = folder / "top_two.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    return mdf_loops.load_model(path)
+
+
+def test_a_refusal_is_cached_and_logged_once(caplog, tmp_path):
+    model = top_two_model(tmp_path)
+    inputs = {"w": np.arange(4.0)}
     with caplog.at_level(logging.INFO, logger="mdf_loops"):
         for _ in range(2):
-            with pytest.raises(NotBatchable, match="node '"):
-                cached_batched_compile(model, inputs, ["x"], 3)
+            with pytest.raises(NotBatchable, match=r"node '.*' \(TopK\)"):
+                cached_batched_compile(model, inputs, ["w"], 3)
     assert sum("one onnxruntime call per setting" in r.message for r in caplog.records) == 1
