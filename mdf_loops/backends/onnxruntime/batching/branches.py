@@ -41,22 +41,7 @@ def batched_scan(node: onnx.NodeProto, scope: Scope) -> None:
     ins, outs = list(body.input), list(body.output)
     states = list(node.input[signature.node_states])
     sequences = list(node.input[signature.node_scan_inputs])
-    flags = [scope.is_batched(name) for name in states]
-    scanned = {
-        v.name
-        for v, s in zip(ins[signature.body_scan_inputs], sequences, strict=True)
-        if scope.is_batched(s)
-    }
-    while True:  # which states differ between settings: until nothing changes
-        batched = scanned | {
-            v.name for v, f in zip(ins[signature.body_states], flags, strict=True) if f
-        }
-        inner = body_scope(body, scope, batched)
-        returned = [inner.is_batched(v.name) for v in outs[signature.body_state_outputs]]
-        wanted = [f or r for f, r in zip(flags, returned, strict=True)]
-        if wanted == flags:
-            break
-        flags = wanted
+    inner, flags, batched = _scan_body(scope, signature, body, states, sequences)
     for value in outs:
         if inner.is_ragged(value.name):
             raise refused(node, f"its body returns '{value.name}', whose length differs")
@@ -91,6 +76,25 @@ def batched_scan(node: onnx.NodeProto, scope: Scope) -> None:
         {"body": graph_of(body, inner, new_inputs, new_outputs)},
     )
     transposed(node, scope, scan_outputs, stacked, scan_flags)
+
+
+def _scan_body(scope: Scope, signature: ScanSignature, body, states, sequences):
+    """The Scan's body rewritten with the states that differ between settings batched
+    (those given batched, and those the body makes so: until nothing changes); the
+    scope, each state's flag and the body inputs batched."""
+    ins, outs = list(body.input), list(body.output)
+    flags = [scope.is_batched(name) for name in states]
+    scan_ins = ins[signature.body_scan_inputs]
+    scanned = {v.name for v, s in zip(scan_ins, sequences, strict=True) if scope.is_batched(s)}
+    while True:
+        state_ins = zip(ins[signature.body_states], flags, strict=True)
+        batched = scanned | {v.name for v, f in state_ins if f}
+        inner = body_scope(body, scope, batched)
+        returned = [inner.is_batched(v.name) for v in outs[signature.body_state_outputs]]
+        wanted = [f or r for f, r in zip(flags, returned, strict=True)]
+        if wanted == flags:
+            return inner, flags, batched
+        flags = wanted
 
 
 def batched_if(node: onnx.NodeProto, scope: Scope) -> None:
