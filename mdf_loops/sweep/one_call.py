@@ -78,8 +78,9 @@ def run_in_one_call(model: Model, task: SweepTask, batch: SettingsBatch) -> Pack
     feed.update({name: batch.padded(name) for name in names})
     count = len(batch.indices)
     try:
-        columns = session.run(feed, count)
+        outputs = session.compiled.run(feed)
     except Exception as exc:  # a limit, or onnxruntime failing: each setting says which
         log.info("a batch of %d settings runs setting by setting: %s", count, exc)
         return None
+    columns = session.split(outputs, count)
     return pack(batch.indices, {name: columns[name] for name in task.outputs}, [""] * count)

@@ -31,15 +31,15 @@ OUTPUTS = ("ddm.trace", "ddm.decision_time", "decide.choice")
 
 @pytest.fixture
 def batched_calls(monkeypatch) -> list[int]:
-    """The number of settings of each batched session call."""
+    """The number of settings of each batched session call (split from its outputs)."""
     calls: list[int] = []
-    real = BatchedSession.run
+    real = BatchedSession.split
 
-    def spy(self, inputs, count):
+    def spy(self, outputs, count):
         calls.append(count)
-        return real(self, inputs, count)
+        return real(self, outputs, count)
 
-    monkeypatch.setattr(BatchedSession, "run", spy)
+    monkeypatch.setattr(BatchedSession, "split", spy)
     return calls
 
 
@@ -78,11 +78,20 @@ def test_a_batch_is_one_session_call_equal_to_a_loop_of_run_and_numpy(batched_ca
     assert len(results[0].outputs["ddm.trace"]) == 200
 
 
-def test_a_batch_over_a_limit_runs_setting_by_setting_with_run_s_errors(batched_calls):
+def fell_back(caplog, count: int, error: str) -> bool:
+    """Whether a batched call of ``count`` settings raised ``error`` and fell back."""
+    return any(f"a batch of {count} settings runs setting by setting" in r.message
+               and error in r.message for r in caplog.records)
+
+
+def test_a_batch_over_a_limit_runs_setting_by_setting_with_run_s_errors(batched_calls,
+                                                                        caplog):
     values = noises(5, seed=1)[[2, 0, 3, 1, 4]]  # the first runs alone first: it fits
     batch = SettingsBatch.of([(k, {"noise": values[k]}) for k in range(5)], 5)
-    results = run_settings_packed(ddm_task(max_iterations=60), batch).unpack()
-    assert batched_calls == [5]  # tried, passed the limit (setting 1 needs 200 steps)
+    with caplog.at_level(logging.INFO, logger="mdf_loops"):
+        results = run_settings_packed(ddm_task(max_iterations=60), batch).unpack()
+    assert batched_calls == []  # the batched call passed the limit (setting 1: 200 steps)
+    assert fell_back(caplog, 5, "more than 60 iterations")
     for result in results:
         try:
             expected = mdf_loops.run(DDM, {"noise": values[result.index]}, max_iterations=60)
@@ -93,14 +102,23 @@ def test_a_batch_over_a_limit_runs_setting_by_setting_with_run_s_errors(batched_
     assert results[1].error.startswith("IterationLimitError")
 
 
-def test_max_elements_counts_the_batch(batched_calls):
+def test_max_elements_counts_the_batch(batched_calls, caplog, tmp_path):
     """Each setting's values fit max_elements; the batch's do not: run one by one."""
-    values = noises(40, seed=2)
-    batch = SettingsBatch.of([(k, {"noise": values[k]}) for k in range(40)], 40)
-    results = run_settings_packed(ddm_task(max_elements=1000), batch).unpack()
-    assert batched_calls == [40]
-    model = mdf_loops.load_model(DDM)  # read once: the file is over 8 x max_elements bytes
-    assert_equal_to_run(results, model, lambda k: {"noise": values[k]}, max_elements=1000)
+    from test_batching_session import growing_model
+
+    model = growing_model(tmp_path)
+    xs = np.arange(4.0).reshape(4, 1)
+    task = SweepTask(model.to_json(), "growing-one-call", model.graphs[0].id, {}, ("grown",),
+                     "onnxruntime", {"max_elements": 150})
+    with caplog.at_level(logging.INFO, logger="mdf_loops"):
+        results = run_settings_packed(task, SettingsBatch.of(
+            [(k, {"x": xs[k]}) for k in range(4)], 4)).unpack()
+    assert batched_calls == []
+    assert fell_back(caplog, 4, "grew past max_elements=150")
+    assert_equal_to_run(results, model, lambda k: {"x": xs[k]}, outputs=("grown",),
+                        max_elements=150)
+    for result in results:
+        np.testing.assert_array_equal(result.outputs["grown"], np.full(101, xs[result.index, 0]))
 
 
 def test_the_elman_rnn_batches_its_scan_equal_to_a_loop_of_run(batched_calls):

@@ -44,7 +44,11 @@ class BatchedSession:
         axis, or listed where their lengths differ. ``inputs``: the shared inputs, and
         the batched ones with ``size`` settings along their first axis. Raises the
         limit errors of :meth:`CompiledModel.run`, and onnxruntime's errors as they are."""
-        outputs = self.compiled.run(inputs)
+        return self.split(self.compiled.run(inputs), count)
+
+    def split(self, outputs: dict[str, Any], count: int) -> dict[str, np.ndarray | list]:
+        """The batched model's ``outputs`` as each output's values of the first ``count``
+        settings (:meth:`run`)."""
         return {name: self._column(outputs, name, count) for name in self.forms}
 
     def _column(self, outputs: dict[str, Any], name: str, count: int) -> np.ndarray | list:

@@ -19,7 +19,7 @@ import mdf_loops
 from mdf_loops import ops
 from mdf_loops.backends.onnxruntime.batching import NotBatchable
 from mdf_loops.backends.onnxruntime.batching.session import cached_batched_compile
-from mdf_loops.errors import IterationLimitError
+from mdf_loops.errors import IterationLimitError, SizeLimitError
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
@@ -62,6 +62,53 @@ def top_two_model(folder: Path):
     path = folder / "top_two.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
     return mdf_loops.load_model(path)
+
+
+def growing_model(folder: Path, steps: int = 100):
+    """An ONNX model whose Loop appends its input to a carried vector ``steps`` times:
+    the guard checks that value's size against max_elements each iteration."""
+    double = TensorProto.DOUBLE
+    body = helper.make_graph(
+        [
+            helper.make_node("Concat", ["acc", "x"], ["acc2"], axis=0),
+            helper.make_node("Identity", ["c"], ["c2"]),
+        ],
+        "grow",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc", double, ["n"]),
+        ],
+        [
+            helper.make_tensor_value_info("c2", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc2", double, ["m"]),
+        ],
+    )
+    loop = helper.make_node("Loop", ["trip", "", "x"], ["grown"], body=body, name="growing")
+    graph = helper.make_graph(
+        [loop],
+        "g",
+        [helper.make_tensor_value_info("x", double, [1])],
+        [helper.make_tensor_value_info("grown", double, ["k"])],
+        [helper.make_tensor("trip", TensorProto.INT64, [], [steps])],
+    )
+    path = folder / "growing.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    model = mdf_loops.load_model(path)
+    mdf_loops.run(model, {"x": np.ones(1)})  # the process's capped arena, if not yet made
+    return model
+
+
+def test_max_elements_counts_the_whole_batch(tmp_path):
+    model = growing_model(tmp_path)
+    x = np.arange(4.0).reshape(4, 1)
+    alone = mdf_loops.run(model, {"x": x[1]}, max_elements=150)["grown"]  # 101 values
+    np.testing.assert_array_equal(alone, np.full(101, 1.0))
+    with ops.limits(max_elements=150):
+        limits = ops.current_limits()
+    session = cached_batched_compile(model, {"x": x[0]}, ["x"], 4, limits=limits)
+    with pytest.raises(SizeLimitError, match="'growing', iteration 36: a carried value grew"):
+        session.run({"x": x}, 4)  # 4 settings of 38 values each: 152 > 150
 
 
 def test_a_refusal_is_cached_and_logged_once(caplog, tmp_path):
