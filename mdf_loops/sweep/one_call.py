@@ -23,7 +23,7 @@ from mdf_loops import ops
 from mdf_loops.errors import CompileError, MdfLoopsError
 from mdf_loops.model.inputs import check_inputs
 from mdf_loops.model.interface import graph_interface
-from mdf_loops.sweep.packed import PackedResults, pack
+from mdf_loops.sweep.packed import PackedResults, Steps, pack
 
 if TYPE_CHECKING:
     from mdf_loops.sweep.worker import SettingsBatch, SweepTask
@@ -83,4 +83,8 @@ def run_in_one_call(model: Model, task: SweepTask, batch: SettingsBatch) -> Pack
         log.info("a batch of %d settings runs setting by setting: %s", count, exc)
         return None
     columns = session.split(outputs, count)
-    return pack(batch.indices, {name: columns[name] for name in task.outputs}, [""] * count)
+    kept = {
+        name: Steps(*column) if isinstance(column, tuple) else column
+        for name, column in ((name, columns[name]) for name in task.outputs)
+    }
+    return pack(batch.indices, kept, [""] * count)

@@ -30,6 +30,9 @@ __all__ = ["BatchedSession", "cached_batched_compile"]
 
 log = logging.getLogger(__name__)
 
+#: one output of the settings: stacked, or (padded to the longest, each one's length)
+Column = np.ndarray | tuple[np.ndarray, np.ndarray]
+
 
 @dataclass
 class BatchedSession:
@@ -39,26 +42,26 @@ class BatchedSession:
     size: int
     forms: dict[str, OutputForm] = field(default_factory=dict)
 
-    def run(self, inputs: Mapping[str, Any], count: int) -> dict[str, np.ndarray | list]:
+    def run(self, inputs: Mapping[str, Any], count: int) -> dict[str, Column]:
         """Each output's values for the first ``count`` settings: stacked along a first
-        axis, or listed where their lengths differ. ``inputs``: the shared inputs, and
+        axis, or where their lengths differ, padded to the longest along the second axis
+        with each setting's length. ``inputs``: the shared inputs, and
         the batched ones with ``size`` settings along their first axis. Raises the
         limit errors of :meth:`CompiledModel.run`, and onnxruntime's errors as they are."""
         return self.split(self.compiled.run(inputs), count)
 
-    def split(self, outputs: dict[str, Any], count: int) -> dict[str, np.ndarray | list]:
+    def split(self, outputs: dict[str, Any], count: int) -> dict[str, Column]:
         """The batched model's ``outputs`` as each output's values of the first ``count``
         settings (:meth:`run`)."""
         return {name: self._column(outputs, name, count) for name in self.forms}
 
-    def _column(self, outputs: dict[str, Any], name: str, count: int) -> np.ndarray | list:
+    def _column(self, outputs: dict[str, Any], name: str, count: int) -> Column:
         form, value = self.forms[name], np.asarray(outputs[name])
         if not form.batched:  # one value every setting shares
             return np.broadcast_to(value, (count, *value.shape))
         if form.lengths is None:
             return value[:count]
-        lengths = np.asarray(outputs[form.lengths])
-        return [value[k, : int(lengths[k])] for k in range(count)]
+        return value[:count], np.asarray(outputs[form.lengths])[:count]
 
 
 _CACHE: CompileCache[BatchedSession] = CompileCache(CompileError)

@@ -33,10 +33,11 @@ def test_the_guarded_batch_gives_each_setting_s_run_and_stops_at_the_limits():
     assert cached_batched_compile(model, {"noise": noise[1]}, ["noise"], 6, limits=limits) is session
     padded = np.concatenate([noise, noise[-1:]])
     columns = session.run({"noise": padded}, 5)
-    assert isinstance(columns["ddm.trace"], list) and columns["ddm.decision_time"].shape == (5,)
+    block, lengths = columns["ddm.trace"]  # padded to the longest, each setting's length
+    assert block.shape == (5, 200) and columns["ddm.decision_time"].shape == (5,)
     for k in range(5):
         expected = mdf_loops.run(model, {"noise": noise[k]})
-        np.testing.assert_array_equal(columns["ddm.trace"][k], expected["ddm.trace"])
+        np.testing.assert_array_equal(block[k, : lengths[k]], expected["ddm.trace"])
         np.testing.assert_array_equal(columns["decide.choice"][k], expected["decide.choice"])
     with ops.limits(max_iterations=150):
         tight = cached_batched_compile(
