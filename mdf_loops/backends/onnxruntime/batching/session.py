@@ -21,7 +21,6 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, input_signature
 from mdf_loops.backends.onnxruntime.batching.graph import BatchedModel, OutputForm, batch_model
-from mdf_loops.backends.onnxruntime.batching.scope import NotBatchable
 from mdf_loops.backends.onnxruntime.compiled import CompiledModel, compile_model
 from mdf_loops.errors import CompileError
 from mdf_loops.ops.common import Limits
@@ -79,7 +78,8 @@ def cached_batched_compile(
 ) -> BatchedSession:
     """``model`` compiled to run ``size`` settings at once, the inputs ``batched`` varying
     (cached per model, input forms, batched names, size, threads and limits; a refusal
-    too: :class:`NotBatchable`, logged once at INFO with the node that stopped it)."""
+    too: :class:`NotBatchable` or another :class:`CompileError`, logged once at INFO,
+    with the node that stopped it)."""
     key = (graph, threads, limits, input_signature(example_inputs), tuple(batched), size)
 
     def build() -> BatchedSession:
@@ -93,7 +93,7 @@ def cached_batched_compile(
             compiled = compile_model(
                 model, example_inputs, graph=graph, threads=threads, limits=limits, rewrite=rewrite
             )
-        except NotBatchable as exc:
+        except CompileError as exc:  # NotBatchable, or onnxruntime refusing the batched model
             log.info("model '%s' runs one onnxruntime call per setting: %s", model.id, exc)
             raise
         return BatchedSession(compiled, size, made[0].outputs)
