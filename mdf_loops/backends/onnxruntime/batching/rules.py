@@ -43,10 +43,15 @@ def _elementwise(node: onnx.NodeProto, scope: Scope) -> None:
 
 def _first_only(node: onnx.NodeProto, scope: Scope) -> None:
     """Operators applied to their first input alone (the others: unbatched settings)."""
+    _others_shared(node, scope)
+    scope.keep(node, list(node.input), batched=True)
+
+
+def _others_shared(node: onnx.NodeProto, scope: Scope) -> None:
+    """Refuse where an input other than the first differs between settings."""
     for name in node.input[1:]:
         if name and scope.is_batched(name):
             raise refused(node, f"input '{name}' differs between settings")
-    scope.keep(node, list(node.input), batched=True)
 
 
 def _axis(node: onnx.NodeProto, rank: int, default: int = 0) -> int:
@@ -67,8 +72,7 @@ def _with_axis(node: onnx.NodeProto, scope: Scope, default: int = 0) -> None:
 def _first_batched_only(node: onnx.NodeProto, scope: Scope) -> None:
     if not scope.is_batched(node.input[0]):
         raise refused(node, "only its first input may differ between settings")
-    _first_only(node, scope)
-    scope.nodes.pop()  # checked only: the caller writes the node
+    _others_shared(node, scope)
 
 
 def _gather(node: onnx.NodeProto, scope: Scope) -> None:
