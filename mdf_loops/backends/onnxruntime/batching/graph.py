@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import onnx
 from onnx import TensorProto, helper
 
-from mdf_loops.backends.onnxruntime.batching.loop import batched_info
+from mdf_loops.backends.onnxruntime.batching.bodies import batched_info
 from mdf_loops.backends.onnxruntime.batching.rules import RULES
 from mdf_loops.backends.onnxruntime.batching.scope import (
     NotBatchable,

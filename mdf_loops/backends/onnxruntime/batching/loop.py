@@ -37,7 +37,7 @@ from mdf_loops.backends.onnxruntime.batching.scope import Scope, refused
 from mdf_loops.model.signatures import LoopSignature
 from mdf_loops.onnx.builder import subgraphs
 
-__all__ = ["batched_loop", "batched_info"]
+__all__ = ["batched_loop"]
 
 
 def batched_loop(node: onnx.NodeProto, scope: Scope) -> None:
