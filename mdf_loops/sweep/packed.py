@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SettingResult", "PackedResults", "pack"]
+__all__ = ["SettingResult", "PackedResults", "Steps", "pack"]
 
 Shape = tuple[int, ...]
 
@@ -102,23 +102,55 @@ class PackedResults:
         return np.array(positions, dtype=np.int64), block
 
 
+@dataclass(frozen=True)
+class Steps:
+    """An output whose length differs between settings, as one batched call gives it:
+    every setting's values padded to the longest along the second axis (``block``, the
+    settings first), and each setting's own length (``lengths``)."""
+
+    block: np.ndarray
+    lengths: np.ndarray
+
+    def _mask(self) -> np.ndarray:
+        return np.arange(self.block.shape[1]) < self.lengths[:, None]
+
+    def rows_with_nan(self) -> list[int]:
+        """The settings whose own values hold NaN (the padding not counted)."""
+        if self.block.dtype.kind not in "fc" or self.block.size == 0:
+            return []
+        nan = np.isnan(self.block.reshape(*self.block.shape[:2], -1)).any(axis=2)
+        return np.flatnonzero((nan & self._mask()).any(axis=1)).tolist()
+
+    def flat(self) -> tuple[np.ndarray, tuple[Shape, ...]]:
+        """Every setting's own values, one after the other, and each one's shape."""
+        rest = self.block.shape[2:]
+        shapes = tuple((int(n), *rest) for n in self.lengths)
+        return self.block[self._mask()].reshape(-1), shapes
+
+
 def pack(
     indices: Sequence[int],
-    columns: Mapping[str, np.ndarray | Sequence[Any]],
+    columns: Mapping[str, np.ndarray | Steps | Sequence[Any]],
     errors: Sequence[str],
 ) -> PackedResults:
     """The results of a batch from its outputs, with the sweep's verdict on each setting.
 
     ``columns`` holds each wanted output of every setting, in the order of ``indices``:
-    stacked along a first axis, or listed (``None`` where the run failed, its
-    ``errors`` entry saying why). A setting whose output is not a tensor (``None``, a
-    list) or holds NaN is failed, with every such problem in its error, in the order of
-    ``columns``; an output with NaN is kept as computed.
+    stacked along a first axis, as :class:`Steps` (lengths that differ), or listed
+    (``None`` where the run failed, its ``errors`` entry saying why). A setting whose
+    output is not a tensor (``None``, a list) or holds NaN is failed, with every such
+    problem in its error, in the order of ``columns``; an output with NaN is kept as
+    computed.
     """
     errors = list(errors)
     problems: list[list[str]] = [[] for _ in errors]
-    kept: dict[str, np.ndarray | list[np.ndarray | None]] = {}
+    kept: dict[str, np.ndarray | Steps | list[np.ndarray | None]] = {}
     for name, column in columns.items():
+        if isinstance(column, Steps):
+            kept[name] = column
+            for k in column.rows_with_nan():
+                problems[k].append(f"output '{name}' has NaN values")
+            continue
         if not isinstance(column, np.ndarray) and not any(errors):
             column = _stacked_if_uniform(column)
         if isinstance(column, np.ndarray):
@@ -168,7 +200,7 @@ def _rows_with_nan(column: np.ndarray) -> list[int]:
 def _packed(
     indices: Sequence[int],
     errors: Sequence[str],
-    columns: Mapping[str, np.ndarray | Sequence[np.ndarray | None]],
+    columns: Mapping[str, np.ndarray | Steps | Sequence[np.ndarray | None]],
 ) -> PackedResults:
     """``columns`` as :class:`PackedResults`: stacked where every setting has the output in
     one shape, else flat."""
@@ -177,6 +209,9 @@ def _packed(
     for name, column in columns.items():
         if isinstance(column, np.ndarray):
             stacked[name] = column
+            continue
+        if isinstance(column, Steps):
+            ragged[name] = column.flat()
             continue
         arrays = [None if a is None else np.asarray(a) for a in column]
         shapes = {a.shape for a in arrays if a is not None}

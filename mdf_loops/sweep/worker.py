@@ -10,8 +10,10 @@ runs through :func:`mdf_loops.run` (every check, the compilation), the others on
 runner ``run`` planned for that call (:func:`mdf_loops.run.planned_runner`: the
 compiled model's session or jitted function, the inputs as typed), since the settings
 of a batch differ only in swept values of one dtype and shape. On ``jax`` the settings
-of one shape are one vectorised ``run_batch`` call instead. The results go back as
-whole columns (:mod:`mdf_loops.sweep.packed`).
+of one shape are one vectorised ``run_batch`` call instead, and on onnxruntime one
+session call of the batched model where the batching transform has a rule for every
+node (:mod:`mdf_loops.sweep.one_call`). The results go back as whole columns
+(:mod:`mdf_loops.sweep.packed`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import Backend
 from mdf_loops.errors import MdfLoopsError
+from mdf_loops.sweep.one_call import run_in_one_call
 from mdf_loops.sweep.packed import PackedResults, SettingResult, pack
 
 __all__ = [
@@ -115,6 +118,11 @@ class SettingsBatch:
         """Whether every swept input's values share one shape (each stacked)."""
         return all(isinstance(column, np.ndarray) for column in self.values.values())
 
+    def padded(self, name: str) -> np.ndarray:
+        """The stacked values of ``name`` with the last repeated up to ``size`` settings
+        (one compiled batch size serves every batch of the sweep)."""
+        return _padded(self.values[name], self.size)
+
     def settings(self) -> Settings:
         """``(setting number, {input: value})`` for each setting of the batch."""
         return [
@@ -137,7 +145,9 @@ def run_settings_packed(task: SweepTask, batch: SettingsBatch) -> PackedResults:
     A setting whose run raises an :class:`~mdf_loops.MdfLoopsError` (a limit, a
     failing node) or whose outputs hold NaN is recorded as failed; any other
     exception is a fault, not a result, and ends the batch. On ``jax`` (where
-    ``mdf_loops.run_batch`` exists) the settings of one shape are one vectorised call.
+    ``mdf_loops.run_batch`` exists) the settings of one shape are one vectorised call;
+    on onnxruntime one session call of the batched model where it can be made
+    (:mod:`~mdf_loops.sweep.one_call`).
     """
     model = _model(task)
     if not batch.indices:
@@ -147,6 +157,10 @@ def run_settings_packed(task: SweepTask, batch: SettingsBatch) -> PackedResults:
 
         if hasattr(mdf_loops, "run_batch"):
             return _run_vectorised(mdf_loops.run_batch, model, task, batch)
+    if task.backend in ("onnxruntime", "auto") and len(batch.indices) > 1 and batch.of_one_shape():
+        packed = run_in_one_call(model, task, batch)
+        if packed is not None:
+            return packed
     return _run_each(model, task, batch)
 
 

@@ -69,3 +69,21 @@ def test_ragged_vectors_pad_in_whole_arrays_as_the_dataset_pads_them():
     assert block.dtype == np.float64  # integers padded with NaN become float, as in the dataset
     matrices = [SettingResult(0, {"m": np.ones((2, 2))}), SettingResult(1, {"m": np.ones((1, 2))})]
     assert PackedResults.of(matrices).padded("m") is None  # other ranks: one by one
+
+
+def test_steps_of_a_batched_call_fail_only_settings_with_nan_in_their_own_steps():
+    from mdf_loops.sweep.packed import Steps
+
+    block = np.array([[1.0, 2.0, np.nan], [3.0, np.nan, 9.0], [4.0, 5.0, 6.0]])
+    lengths = np.array([2, 3, 1])  # setting 0's NaN is padding; setting 1's is its own
+    packed = pack([0, 1, 2], {"trace": Steps(block, lengths)}, ["", "", ""])
+    assert packed.errors == ("", "output 'trace' has NaN values", "")
+    values = [r.outputs["trace"] for r in packed.unpack()]
+    expected = [[1.0, 2.0], [3.0, np.nan, 9.0], [4.0]]
+    for got, want in zip(values, expected):
+        np.testing.assert_array_equal(got, want)
+    matrices = Steps(np.arange(24.0).reshape(2, 3, 2, 2), np.array([1, 3]))
+    flat, shapes = matrices.flat()
+    assert shapes == ((1, 2, 2), (3, 2, 2))
+    np.testing.assert_array_equal(flat, np.concatenate([np.arange(4.0), np.arange(12.0, 24.0)]))
+    assert Steps(np.zeros((2, 0)), np.array([0, 0])).rows_with_nan() == []

@@ -10,7 +10,7 @@ object and the element types and ranks of the inputs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,13 +112,16 @@ def compile_model(
     graph: str | None = None,
     threads: int | None = None,
     limits: Limits | None = None,
+    rewrite: Callable[[onnx.ModelProto], onnx.ModelProto] | None = None,
 ) -> CompiledModel:
     """Export ``model`` to ONNX and open an onnxruntime session for it.
 
     ``example_inputs`` give the element types and ranks of the inputs (any
     length: dimensions stay symbolic). ``threads`` sets onnxruntime's intra-op
     threads (default: onnxruntime's choice). With ``limits``, every loop of the
-    exported model stops at them (:mod:`mdf_loops.backends.onnxruntime.guard`). Raises
+    exported model stops at them (:mod:`mdf_loops.backends.onnxruntime.guard`).
+    ``rewrite`` changes the exported model before the guards go in (the batching
+    transform, :mod:`mdf_loops.backends.onnxruntime.batching`). Raises
     :class:`CompileError` with the reason when the model cannot be compiled.
     """
     result = _exported(model, graph, example_inputs, limits)
@@ -127,6 +130,8 @@ def compile_model(
         runnable = make_safe(exported)  # inputs that would make onnxruntime kill the process
     except ModelError as exc:
         raise CompileError(f"cannot run on onnxruntime: {exc}") from exc
+    if rewrite is not None:
+        runnable = rewrite(runnable)
     _check_feedable(runnable.graph)
     flags: dict[str, LimitFlag] = {}
     planned = planned_scans(runnable.graph, result.labels)

@@ -1,0 +1,90 @@
+"""A batch of settings on onnxruntime as one session call of the batched model.
+
+The batching transform (:mod:`mdf_loops.backends.onnxruntime.batching`) gives the swept
+inputs a batch axis, so onnxruntime's cost per operator and per loop iteration is paid
+once per batch, not once per setting. The batch's first setting runs through
+:func:`mdf_loops.run` first (every check of the model and of its inputs, the
+compilation); the batched model is compiled for the same model, input forms, limits
+and threads, where the swept values have the dtype and shape ``run`` gave the first
+(so no setting's value would be converted). Where that cannot be done (a node without
+a batching rule, a batch that passed a limit or failed), the batch runs one session
+call per setting instead, as before, and each setting gets exactly what ``run`` gives.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from modeci_mdf.mdf import Model
+
+from mdf_loops import ops
+from mdf_loops.errors import CompileError, MdfLoopsError
+from mdf_loops.model.inputs import check_inputs
+from mdf_loops.model.interface import graph_interface
+from mdf_loops.sweep.packed import PackedResults, Steps, pack
+
+if TYPE_CHECKING:
+    from mdf_loops.sweep.worker import SettingsBatch, SweepTask
+
+__all__ = ["run_in_one_call"]
+
+log = logging.getLogger(__name__)
+
+_LIMITS = ("max_iterations", "max_total_iterations", "max_depth", "max_elements")
+
+
+def run_in_one_call(model: Model, task: SweepTask, batch: SettingsBatch) -> PackedResults | None:
+    """The results of ``batch`` from one call of the batched model, or None where the
+    batch must run setting by setting (the reason logged at INFO)."""
+    from mdf_loops.backends.onnxruntime.batching.session import cached_batched_compile
+    from mdf_loops.run import run
+
+    options = dict(graph=task.graph, backend=task.backend, **task.run_options)
+    if options.get("external_data_dir") is not None:
+        return None
+    first = {**task.inputs, **{name: column[0] for name, column in batch.values.items()}}
+    try:
+        run(model, first, **options)  # every check, and the compiled model whose form we share
+    except MdfLoopsError:
+        return None  # the setting-by-setting path records it
+    target = next((g for g in model.graphs if g.id == task.graph), model.graphs[0])
+    typed = check_inputs(target, graph_interface(target).inputs, first)
+    names = sorted(batch.values)
+    for name in names:  # each setting's value as run typed the first: no conversion
+        column = batch.values[name]
+        if not isinstance(column, np.ndarray):
+            return None  # settings of several shapes
+        if column.dtype != typed[name].dtype or column.shape[1:] != np.shape(typed[name]):
+            return None
+    trusted = bool(options.get("trusted", False))
+    changed = {name: options[name] for name in _LIMITS if options.get(name) is not None}
+    with ops.limits(**changed):
+        limits = None if trusted else ops.current_limits()
+    try:
+        session = cached_batched_compile(
+            model,
+            typed,
+            names,
+            batch.size,
+            graph=task.graph,
+            threads=options.get("threads", 1),
+            limits=limits,
+        )
+    except CompileError:
+        return None  # logged when it was compiled
+    feed: dict[str, Any] = {k: v for k, v in typed.items() if k not in batch.values}
+    feed.update({name: batch.padded(name) for name in names})
+    count = len(batch.indices)
+    try:
+        outputs = session.compiled.run(feed)
+    except Exception as exc:  # a limit, or onnxruntime failing: each setting says which
+        log.info("a batch of %d settings runs setting by setting: %s", count, exc)
+        return None
+    columns = session.split(outputs, count)
+    kept = {
+        name: Steps(*column) if isinstance(column, tuple) else column
+        for name, column in ((name, columns[name]) for name in task.outputs)
+    }
+    return pack(batch.indices, kept, [""] * count)
