@@ -19,6 +19,7 @@ import onnx
 from mdf_loops.errors import ModelError
 
 __all__ = [
+    "RANDOM_OPERATORS",
     "OperatorDomain",
     "DOMAINS",
     "DEFAULT",
@@ -29,6 +30,18 @@ __all__ = [
     "OTHER_OPSETS_KEY",
     "DEFAULT_OPSET",
 ]
+
+#: operators of the default domain that draw new random numbers at each evaluation
+RANDOM_OPERATORS = frozenset(
+    {
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+    }
+)
 
 #: default-domain opset of the ONNX models mdf-loops writes when none is asked for
 #: (export of an MDF model that names none, authored models, benchmark workloads)

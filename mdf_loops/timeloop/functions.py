@@ -17,6 +17,7 @@ from typing import Any
 from modeci_mdf.mdf import Function, Parameter
 
 from mdf_loops.errors import ModelError
+from mdf_loops.onnx import domains as onnx_domains
 from mdf_loops.timeloop.names import literal, names_read, rename
 
 __all__ = [
@@ -28,17 +29,7 @@ __all__ = [
 ]
 
 #: ONNX operators that draw new random numbers at each evaluation
-RANDOM_OPERATORS = frozenset(
-    f"onnx::{op}"
-    for op in (
-        "RandomNormal",
-        "RandomUniform",
-        "RandomNormalLike",
-        "RandomUniformLike",
-        "Multinomial",
-        "Bernoulli",
-    )
-)
+RANDOM_OPERATORS = frozenset(f"onnx::{op}" for op in onnx_domains.RANDOM_OPERATORS)
 
 
 def refuse_random(function: str | None, here: str) -> None:

@@ -21,18 +21,9 @@ from mdf_loops.backends.onnxruntime.batching.scope import (
 from mdf_loops.backends.onnxruntime.guard import nesting_depth
 from mdf_loops.model.signatures import LoopSignature
 from mdf_loops.onnx.builder import NameAllocator, subgraphs
+from mdf_loops.onnx.domains import RANDOM_OPERATORS
 
 __all__ = ["BatchedModel", "OutputForm", "batch_model", "rewrite_nodes"]
-
-#: operators that draw random numbers: one draw shared by a batch is not a draw per run
-_RANDOM = {
-    "RandomNormal",
-    "RandomUniform",
-    "RandomNormalLike",
-    "RandomUniformLike",
-    "Multinomial",
-    "Bernoulli",
-}
 
 
 @dataclass(frozen=True)
@@ -183,7 +174,7 @@ def rewrite_nodes(graph: onnx.GraphProto, scope: Scope) -> None:
         for name in used:
             if scope.is_ragged(name):
                 raise refused(node, f"it uses '{name}', whose length differs between settings")
-        if node.op_type in _RANDOM:
+        if node.op_type in RANDOM_OPERATORS:  # one draw shared by a batch is not one per run
             raise refused(node, "it draws random numbers (a batch would share one draw)")
         if not any(scope.is_batched(name) for name in used):
             scope.nodes.append(node)
