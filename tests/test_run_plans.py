@@ -98,7 +98,7 @@ def test_an_edit_after_replays_is_run(backend, full_calls):
     assert len(full_calls) == 2
 
 
-def test_defaults_are_read_again_on_each_replay(backend, full_calls):
+def test_a_default_written_in_place_is_an_edit_and_replays_take_it(backend, full_calls):
     default = np.array([1.0, 2.0, 3.0])
     node = Node(
         id="n",
@@ -111,10 +111,15 @@ def test_defaults_are_read_again_on_each_replay(backend, full_calls):
         pytest.skip("this modeci-mdf has no InputPort.default_value")
     first = mdf_loops.run(model, backend=backend)["n.out"].copy()
     np.testing.assert_allclose(first, default**2)
+    np.testing.assert_allclose(mdf_loops.run(model, backend=backend)["n.out"], default**2)
+    assert len(full_calls) == 1  # replayed with the default the plan typed
     stored = input_default(node.input_ports[0])
-    stored[...] = [4.0, 5.0, 6.0]  # numbers written in place: not an edit of the model
-    np.testing.assert_allclose(mdf_loops.run(model, backend=backend)["n.out"], stored**2)
-    assert len(full_calls) == 1
+    stored[...] = [4.0, 5.0, 6.0]  # numbers written in place: an edit of the model
+    for _ in range(2):
+        np.testing.assert_allclose(
+            mdf_loops.run(model, backend=backend)["n.out"], [16.0, 25.0, 36.0]
+        )
+    assert len(full_calls) == 2  # planned again after the edit, then replayed
 
 
 def test_limits_given_or_in_force_are_part_of_the_plan(backend, full_calls):
