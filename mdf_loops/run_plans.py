@@ -77,11 +77,14 @@ class Plan:
 class _Kept:
     """The plans of one model object, made while it held what ``still`` compares."""
 
-    __slots__ = ("model", "still", "plans")
+    __slots__ = ("model", "still", "plans", "last")
 
     def __init__(self, model: weakref.ref, still: Callable[[Any], bool]) -> None:
         self.model, self.still = model, still
         self.plans: dict[Hashable, Plan] = {}
+        #: the key and plan found last: compared, not hashed (a key holds the limits in
+        #: force, whose hash is a Python call)
+        self.last: tuple[Hashable, Plan] | None = None
 
 
 class _Plans(CompileCache[Plan]):
@@ -112,8 +115,16 @@ def find(model: Any, inputs: Mapping[str, Any] | None, key: Hashable) -> Plan | 
     kept = _PLANS.kept.get(id(model))
     if kept is None or kept.model() is not model:
         return None
-    plan = kept.plans.get(key)
-    if plan is None or type(inputs) is not dict and not isinstance(inputs, (Mapping, type(None))):
+    last = kept.last
+    if last is not None and last[0] == key:
+        plan = last[1]
+    else:
+        found = kept.plans.get(key)
+        if found is None:
+            return None
+        kept.last = (key, found)
+        plan = found
+    if type(inputs) is not dict and not isinstance(inputs, (Mapping, type(None))):
         return None  # (inputs of the wrong type: the full path says what is wrong)
     if not plan.takes({} if inputs is None else inputs) or not kept.still(model):
         return None
@@ -150,6 +161,7 @@ def keep(
     if kept is None or kept.model() is not model or kept.still != still:  # new, or edited
         kept = _PLANS.kept[id(model)] = _Kept(weakref.ref(model, _forget(id(model))), still)
     kept.plans[key] = plan
+    kept.last = (key, plan)
 
 
 def _forget(number: int) -> Callable[[weakref.ref], None]:

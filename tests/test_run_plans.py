@@ -88,6 +88,14 @@ def test_inputs_of_another_shape_or_dtype_take_the_full_path(backend, full_calls
     assert len(full_calls) == 5
 
 
+def test_the_plan_of_the_last_input_form_is_replayed(backend, full_calls):
+    work, model = _rnn()
+    longer = {**work.inputs, "X": np.ones((9, 4), np.float32)}
+    for inputs, calls in ((work.inputs, 1), (longer, 2), (longer, 2), (work.inputs, 3)):
+        _close(mdf_loops.run(model, inputs, backend=backend), work.numpy_loop(inputs))
+        assert len(full_calls) == calls
+
+
 def test_an_edit_after_replays_is_run(backend, full_calls):
     model = _scaled(2.0)
     x = np.array([1.0, 2.0, 3.0])

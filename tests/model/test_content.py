@@ -40,6 +40,9 @@ EDITS = {
     "nested list item": lambda m: m.graphs[0].nodes[0].parameters[1].value[1].__setitem__(1, "x"),
     "dict value at depth": lambda m: m.graphs[0].nodes[0].metadata["note"]["depth"].append("c"),
     "dict key added": lambda m: m.graphs[0].nodes[0].metadata.__setitem__("other", 1),
+    "dict key renamed, its value kept": lambda m: m.graphs[0].nodes[0].metadata.__setitem__(
+        "other", m.graphs[0].nodes[0].metadata.pop("note")
+    ),
     "node added": lambda m: m.graphs[0].nodes.append(Node(id="n2")),
     "number replaced by an equal one of another type": lambda m: setattr(
         m.graphs[0].nodes[0].parameters[0], "value", 3
