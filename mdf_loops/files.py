@@ -25,7 +25,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import secrets
 import stat
 import zipfile
 from pathlib import Path
@@ -200,7 +199,7 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
         raise MdfLoopsError(f"{target}: folder '{folder}' does not exist")
     payload = data.encode("utf-8") if isinstance(data, str) else data
     _remove_stale_temporaries(target)
-    temporary = folder / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.part"
+    temporary = folder / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.part"
     try:
         if not _written_unnamed(folder, temporary, target, payload):
             _written_named(temporary, target, payload)

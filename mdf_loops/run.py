@@ -221,13 +221,7 @@ def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any
     if runner is None:
         return _run_scheduler(model, prepared, typed)
     outputs = runner(typed)
-    interface, ports, types = prepared.interface, prepared.ports, prepared.types
-    defaults = {
-        name: (ports.get(port_id, []), types[name])
-        for name, port_id in interface.inputs.items()
-        if name in typed and name not in given
-    }
-    run_plans.keep(model, call.plan_key, runner, given, typed, defaults)
+    run_plans.keep(model, call.plan_key, runner, given, typed)
     return outputs
 
 

@@ -30,3 +30,13 @@ def test_the_rows_are_ratios_to_the_floor_of_the_same_run():
     assert floor.ratio_to_floor == 1.0
     assert ours.ratio_to_floor == ours.median_s / floor.median_s
     assert ours.runs == floor.runs == 1 and not ours.torch
+    assert ours.cpu_median_s > 0 and floor.cpu_ratio_to_floor == 1.0
+    assert ours.cpu_ratio_to_floor == ours.cpu_median_s / floor.cpu_median_s
+
+
+def test_the_last_lines_say_whether_the_target_is_met(capsys):
+    rows = [bench.Row("import floor", True, 1.0, (1.0, 1.0), 1, 0.5, 1.0, 1.0),
+            bench.Row("mdf-loops run newton.json", True, 1.6, (1.6, 1.6), 1, 0.6, 1.6, 1.2)]
+    bench._print(rows)
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.split() == ["torch", "installed", "1.60", "NOT", "MET", "(CPU", "time:", "1.20)"]

@@ -88,6 +88,14 @@ def test_inputs_of_another_shape_or_dtype_take_the_full_path(backend, full_calls
     assert len(full_calls) == 5
 
 
+def test_the_plan_of_the_last_input_form_is_replayed(backend, full_calls):
+    work, model = _rnn()
+    longer = {**work.inputs, "X": np.ones((9, 4), np.float32)}
+    for inputs, calls in ((work.inputs, 1), (longer, 2), (longer, 2), (work.inputs, 3)):
+        _close(mdf_loops.run(model, inputs, backend=backend), work.numpy_loop(inputs))
+        assert len(full_calls) == calls
+
+
 def test_an_edit_after_replays_is_run(backend, full_calls):
     model = _scaled(2.0)
     x = np.array([1.0, 2.0, 3.0])
@@ -98,7 +106,7 @@ def test_an_edit_after_replays_is_run(backend, full_calls):
     assert len(full_calls) == 2
 
 
-def test_defaults_are_read_again_on_each_replay(backend, full_calls):
+def test_a_default_written_in_place_is_an_edit_and_replays_take_it(backend, full_calls):
     default = np.array([1.0, 2.0, 3.0])
     node = Node(
         id="n",
@@ -111,10 +119,15 @@ def test_defaults_are_read_again_on_each_replay(backend, full_calls):
         pytest.skip("this modeci-mdf has no InputPort.default_value")
     first = mdf_loops.run(model, backend=backend)["n.out"].copy()
     np.testing.assert_allclose(first, default**2)
+    np.testing.assert_allclose(mdf_loops.run(model, backend=backend)["n.out"], default**2)
+    assert len(full_calls) == 1  # replayed with the default the plan typed
     stored = input_default(node.input_ports[0])
-    stored[...] = [4.0, 5.0, 6.0]  # numbers written in place: not an edit of the model
-    np.testing.assert_allclose(mdf_loops.run(model, backend=backend)["n.out"], stored**2)
-    assert len(full_calls) == 1
+    stored[...] = [4.0, 5.0, 6.0]  # numbers written in place: an edit of the model
+    for _ in range(2):
+        np.testing.assert_allclose(
+            mdf_loops.run(model, backend=backend)["n.out"], [16.0, 25.0, 36.0]
+        )
+    assert len(full_calls) == 2  # planned again after the edit, then replayed
 
 
 def test_limits_given_or_in_force_are_part_of_the_plan(backend, full_calls):

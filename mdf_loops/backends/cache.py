@@ -4,9 +4,9 @@ A compiled form (an onnxruntime session, a jitted JAX function, a rewritten mode
 is kept per ``Model`` object (weakly: it goes with the model) and a key of the
 backend's choosing, usually :func:`input_signature`. A :class:`CompileError` is
 kept too, and raised again. A model edited in place (a field assigned, an item added,
-removed or replaced at any depth: :mod:`mdf_loops.model.content`) is compiled again;
-numbers written into a numeric array in place are not seen, and :func:`clear_compiled`
-empties every cache for them. Pure functions of text (a written-out step compiled
+removed or replaced at any depth, a number written into a list or a numeric array:
+:mod:`mdf_loops.model.content`) is compiled again; :func:`clear_compiled` empties every
+cache. Pure functions of text (a written-out step compiled
 to a function) are kept by :func:`by_text`; :func:`clear_compiled` empties those too,
 so a call after it costs what a first call in a new process costs.
 """

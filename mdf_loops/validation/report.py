@@ -3,7 +3,10 @@
 Two layers of checks, both run every time:
 
 1. the JSON Schema of the loop-node convention (``schemas/loop-node.schema.json``,
-   shipped in the package as ``mdf_loops/schemas/loop-node.schema.json``);
+   shipped in the package as ``mdf_loops/schemas/loop-node.schema.json``): whether a
+   document conforms is answered without ``jsonschema``
+   (:mod:`mdf_loops.validation.conformance`), which is imported only to say what is
+   wrong in one that does not;
 2. the rules a schema cannot express (:mod:`mdf_loops.validation.rules`): body
    signatures that match their loop's inputs and outputs, scan axes in range
    where shapes are known, unique ids, edges whose endpoints exist, outer-scope
@@ -23,13 +26,16 @@ import reprlib
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from modeci_mdf.mdf import Graph, Model, Node
 
 from mdf_loops.errors import ModelError, Problem
 from mdf_loops.model.documents import format_path, graphs_as_nodes, read_document
+from mdf_loops.validation.conformance import conforms
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["Problem", "validate", "read_document", "schema", "format_path"]
 
@@ -202,6 +208,8 @@ def schema() -> dict:
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema  # only for a document that does not conform: what is wrong, where
+
     cls = jsonschema.validators.validator_for(schema())
     return cls(schema())
 
@@ -225,6 +233,8 @@ _JSON_TYPES = {
 
 
 def _schema_problems(document: Any) -> list[Problem]:
+    if conforms(document, schema()):
+        return []
     problems = []
     errors = sorted(
         _validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path))

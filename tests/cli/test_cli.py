@@ -646,6 +646,27 @@ def test_validate_does_not_import_the_engine():
     assert shown == "[]"
 
 
+def test_a_valid_model_runs_and_validates_without_jsonschema(tmp_path):
+    """Whether a file conforms to the JSON Schema is answered without jsonschema, which
+    is imported only to say what is wrong in a file that does not."""
+    broken = json.loads(LEAKY.read_text())
+    broken["leaky_integrator"]["graphs"]["main"]["nodes"]["integrate"]["parameters"]["p-q"] = {}
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    shown = _fresh_python(
+        "import sys, contextlib, io\n"
+        "from mdf_loops.cli import commands\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert commands.main(['-q', 'run', 'examples/newton.json']) == 0\n"
+        "    assert commands.main(['-q', 'validate', 'examples/lstm_cell.json']) == 0\n"
+        "before = 'jsonschema' in sys.modules\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    assert commands.main(['-q', 'validate', {str(tmp_path / 'broken.json')!r}]) == 1\n"
+        "print(before, 'jsonschema' in sys.modules, repr(out.getvalue()))")
+    before, after, report = shown.splitlines()[-1].split(" ", 2)
+    assert (before, after) == ("False", "True")
+    assert "nodes.integrate.parameters: 'p-q' does not match" in report
+
+
 @pytest.mark.parametrize("order", ["mdf_loops first", "engine first"])
 def test_import_mdf_loops_registers_the_loops_in_either_order(order):
     """The stock engine runs a Scan after ``import mdf_loops``, whichever is imported first;

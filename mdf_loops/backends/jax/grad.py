@@ -208,7 +208,7 @@ def _keep_plan(model: Model, key: tuple, call: _Gradients, given: Mapping, dynam
     if call.static or not set(fixed) <= lifted or len(as_given) + len(fixed) != len(dynamic):
         return  # constants compiled in, or an input's default (read again on each call)
     typed = {n: dynamic[k] for k, n in as_given.items()}
-    run_plans.keep(model, key, functools.partial(call.replay, fixed), given, typed, {})
+    run_plans.keep(model, key, functools.partial(call.replay, fixed), given, typed)
 
 
 def _check_differentiable(
