@@ -8,7 +8,11 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Model
 
-from mdf_loops.backends.python.compiled import CompiledTimeLoop, compile_time_loop
+from mdf_loops.backends.python.compiled import (
+    CompiledTimeLoop,
+    compile_time_loop,
+    time_loop_source,
+)
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
@@ -68,14 +72,13 @@ def run_time_loop(
     while cond and done < steps:
         watch.progress(done)
         stop = min(steps, done + CHUNK)
-        cond, initial = compiled.run(done, stop, cond, *initial, *outer, *scans)
+        cond, initial, stop = compiled.run(done, stop, cond, *initial, *outer, *scans)
         for ref, scan in zip(refs[1:], scans[1:], strict=True):
             watch.check(ref, np.asarray(scan[done:]), done)
         done = stop
-    arrays = [np.asarray(s, dtype=float) if not len(s) else np.asarray(s) for s in scans]
-    time = arrays[0]
-    values = {ref: arrays[1 + k] for k, ref in enumerate(spec.records)}
-    return Trajectories(time, values, "python")
+    arrays = [np.asarray(s, dtype=float) if not len(s) else np.asarray(s) for s in scans[1:]]
+    values = {ref: arrays[k] for k, ref in enumerate(spec.records)}
+    return Trajectories(compiled.time(done, scans), values, "python")
 
 
 def _compiled(model: Model, trusted: bool, checked: bool) -> CompiledTimeLoop:
@@ -88,7 +91,7 @@ def _compiled(model: Model, trusted: bool, checked: bool) -> CompiledTimeLoop:
             from mdf_loops.safety.checks import check_model
 
             check_model(model)  # the allow-list, before anything is compiled
-        compiled = guarded_time_loop(compile_time_loop(model))
+        compiled = guarded_time_loop(time_loop_source(model))  # compiled once, guarded
     _COMPILED[model][trusted] = compiled
     return compiled
 

@@ -57,13 +57,20 @@ def function_source(
     rest: Sequence[str],
     tail: Sequence[str],
     initial_types: Sequence[str | None],
-) -> str:
-    """Python source of ``time_loop(start, stop, cond, *carried, *series, *scans)``.
+) -> tuple[str, float | None]:
+    """Python source of ``time_loop(start, stop, cond, *carried, *series, *scans)``, and
+    the time step when the loop leaves the time out (below).
 
-    It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0),
-    appends to the scan outputs it is given, and returns ``(cond, carried)``: a long
-    simulation runs in chunks, each continuing from the last. ``first``, ``rest``: the
-    written-out steps; ``tail``: their ending (``StepWriter.tail``); ``outer``: series.
+    It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0;
+    called with ``cond`` true), appends to the scan outputs it is given, and returns
+    ``(cond, carried, done)``, ``done`` the number of steps run in all: a long simulation
+    runs in chunks, each continuing from the last. ``first``, ``rest``: the written-out
+    steps; ``tail``: their ending (``StepWriter.tail``); ``outer``: series.
+
+    When the first scan output (the time) is ``iteration * dt`` on every step and the
+    loop runs to ``stop`` (no condition can end it), its appends are left out and the
+    time step ``dt`` returned: the caller makes the time after the run, as
+    ``numpy.arange(done) * dt`` (the same products, one per step).
     """
     carried = [f"c{k}" for k in range(n_carried)]
     args = ", ".join(
@@ -80,8 +87,6 @@ def function_source(
     )
     lines = [f"def time_loop({args}):"]
     lines.append("    iteration = 0")
-    # the scans' append methods bound once (an attribute lookup a step and value less)
-    lines += [f"    _append{k} = s{k}.append" for k in range(n_scan)]
     first, rest, tail = list(first), list(rest), list(tail)
     # the carried types: assumed from the initial values, kept where every step returns them
     assumed = list(initial_types)
@@ -94,21 +99,32 @@ def function_source(
         if agreed == assumed:
             break
         assumed = agreed
+    steady = _without_steady_condition(rest_code)
+    time_step = None
+    if steady is not None and n_scan:
+        time_step = _time_step(first_code, steady)
+        if time_step is not None:
+            first_code, steady = _without_time(first_code), _without_time(steady)
     appends = {f"s{k}.append(": f"_append{k}(" for k in range(n_scan)}
+    # the scans' append methods bound once (an attribute lookup a step and value less)
+    lines += [f"    _append{k} = s{k}.append" for k in range(time_step is not None, n_scan)]
     first_code, rest_code = _bound(first_code, appends), _bound(rest_code, appends)
     lines.append("    if start == 0 and stop > 0 and cond:")
     lines += ["        " + line for line in first_code]
     lines.append("        start = 1")
-    steady = _without_steady_condition(rest_code)
     if steady is None:
         lines.append("    for iteration in range(max(start, 1), stop):")
         lines.append("        if not cond:")
+        lines.append("            stop = iteration")
         lines.append("            break")
+        lines += ["        " + line for line in rest_code]
+        done = "stop if start else 0"
     else:  # the condition is tested once: the first step may have ended the loop
         lines.append("    for iteration in range(max(start, 1), stop if cond else 0):")
-    lines += ["        " + line for line in (rest_code if steady is None else steady)]
-    lines.append(f"    return cond, [{', '.join(carried)}]")
-    return "\n".join(lines) + "\n"
+        lines += ["        " + line for line in _bound(steady, appends)]
+        done = "stop if cond else start"
+    lines.append(f"    return cond, [{', '.join(carried)}], {done}")
+    return "\n".join(lines) + "\n", time_step
 
 
 def _without_steady_condition(code: list[str]) -> list[str] | None:
@@ -142,6 +158,74 @@ def _without_steady_condition(code: list[str]) -> list[str] | None:
             continue
         out.append(line)
     return out if found else None
+
+
+def _time_step(first: list[str], rest: list[str]) -> float | None:
+    """``dt`` when both steps append ``iteration * dt`` (``dt`` one float literal, the
+    same in both) to the first scan output, else None."""
+    found = {_appended_time(first), _appended_time(rest)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _appended_time(code: list[str]) -> float | None:
+    statements = [ast.parse(line).body[0] for line in code]
+    assigned = {
+        s.targets[0].id: s.value
+        for s in statements
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+    }
+    for statement in statements:
+        value = _time_append(statement)
+        if isinstance(value, ast.Name):
+            value = assigned.get(value.id, value)
+        if (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Mult)
+            and isinstance(value.left, ast.Name)
+            and value.left.id == "iteration"
+            and isinstance(value.right, ast.Constant)
+            and type(value.right.value) is float
+        ):
+            return value.right.value
+    return None
+
+
+def _time_append(statement: ast.stmt) -> ast.expr | None:
+    """``x`` of the statement ``s0.append(x)`` (the tail's append to the time), else None."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "s0"
+        and call.func.attr == "append"
+        and len(call.args) == 1
+    ):
+        return call.args[0]
+    return None
+
+
+def _without_time(code: list[str]) -> list[str]:
+    """``code`` without the append to the first scan output, and without the time's
+    variable when nothing else reads it."""
+    statements = [ast.parse(line).body[0] for line in code]
+    kept = [(line, s) for line, s in zip(code, statements, strict=True) if _time_append(s) is None]
+    read = {
+        n.id
+        for _, s in kept
+        for n in ast.walk(s)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+    return [
+        line
+        for line, s in kept
+        if not (
+            isinstance(s, ast.Assign)
+            and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id.startswith("v_")
+            and s.targets[0].id not in read
+        )
+    ]
 
 
 def _bound(code: list[str], appends: dict[str, str]) -> list[str]:
