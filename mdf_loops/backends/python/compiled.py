@@ -14,7 +14,6 @@ again. Nothing of a model's values or results is kept.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,14 +40,15 @@ class LoopSource:
 
     source: str
     n_carried: int
-    #: per scan output: an ``array`` typecode, or None for a list
+    #: per scan output: an ``array`` typecode (``'d'`` float64, ``'q'`` int64 scalars), or
+    #: None (values of other types); :class:`~mdf_loops.backends.python.recording.Recording`
     scan_codes: tuple[str | None, ...]
     #: set when the function leaves the time (scan 0) out: step ``k`` is at ``k * time_step``
     time_step: float | None = None
 
     def new_scans(self) -> list[Any]:
-        """Empty scan outputs: an ``array`` (8 bytes a step) where the type allows."""
-        return [array(code) if code else [] for code in self.scan_codes]
+        """Empty scan outputs (lists) for one call of the function."""
+        return [[] for _ in self.scan_codes]
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,11 @@ class CompiledTimeLoop:
     def new_scans(self) -> list[Any]:
         return self.code.new_scans()
 
-    def time(self, done: int, scans: list[Any]) -> np.ndarray:
-        """The time of the ``done`` steps run: made here, or recorded in ``scans[0]``."""
+    def time(self, done: int, recorded: Any) -> np.ndarray:
+        """The time of the ``done`` steps run: made here, or the ``recorded`` first scan."""
         if self.code.time_step is not None:
             return np.arange(done, dtype=np.float64) * self.code.time_step
-        return np.asarray(scans[0], dtype=float) if not len(scans[0]) else np.asarray(scans[0])
+        return np.asarray(recorded, dtype=np.float64)
 
 
 def compile_time_loop(model: Model) -> CompiledTimeLoop:

@@ -9,9 +9,9 @@ from mdf_loops.backends.python.scalar_types import specialize
 __all__ = ["simplify"]
 
 
-def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
-    """Straight-line code without copies, constants held in variables, or unused values,
-    and the types of the carried values it returns.
+def simplify(lines: list[str], env: dict) -> tuple[list[ast.stmt], list[str | None]]:
+    """Straight-line code (its statements) without copies, constants held in variables, or
+    unused values, and the types of the carried values it returns.
 
     Every variable of a step is assigned once (the carried values and the condition
     together, last), so a copy or a literal can replace its variable everywhere after.
@@ -49,7 +49,7 @@ def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
             for n in ast.walk(statement)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         }
-        result.append(ast.unparse(statement))
+        result.append(statement)
     return result[::-1], [types[k] for k in carried]
 
 

@@ -13,6 +13,7 @@ from mdf_loops.backends.python.compiled import (
     compile_time_loop,
     time_loop_source,
 )
+from mdf_loops.backends.python.recording import Recording
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
@@ -66,19 +67,20 @@ def run_time_loop(
         outer.append(np.asarray(value))
         if len(outer[-1]) < steps:
             raise ModelError(f"input '{name}': {len(outer[-1])} steps, the loop runs {steps}")
-    scans = compiled.new_scans()
+    recording = Recording(compiled.code.scan_codes, steps, compiled.code.time_step is not None)
     refs = ["time", *spec.records]
     cond, done = bool(params["continue0"]), 0
     while cond and done < steps:
         watch.progress(done)
         stop = min(steps, done + CHUNK)
-        cond, initial, stop = compiled.run(done, stop, cond, *initial, *outer, *scans)
-        for ref, scan in zip(refs[1:], scans[1:], strict=True):
-            watch.check(ref, np.asarray(scan[done:]), done)
+        cond, initial, stop = compiled.run(done, stop, cond, *initial, *outer, *recording.scans)
+        chunk = recording.move(done, stop)
+        for ref, recorded in zip(refs[1:], chunk[1:], strict=True):
+            watch.check(ref, recorded, done)
         done = stop
-    arrays = [np.asarray(s, dtype=float) if not len(s) else np.asarray(s) for s in scans[1:]]
-    values = {ref: arrays[k] for k, ref in enumerate(spec.records)}
-    return Trajectories(compiled.time(done, scans), values, "python")
+    arrays = recording.arrays(done)
+    values = {ref: arrays[1 + k] for k, ref in enumerate(spec.records)}
+    return Trajectories(compiled.time(done, arrays[0]), values, "python")
 
 
 def _compiled(model: Model, trusted: bool, checked: bool) -> CompiledTimeLoop:

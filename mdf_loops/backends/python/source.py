@@ -105,35 +105,33 @@ def function_source(
         time_step = _time_step(first_code, steady)
         if time_step is not None:
             first_code, steady = _without_time(first_code), _without_time(steady)
-    appends = {f"s{k}.append(": f"_append{k}(" for k in range(n_scan)}
     # the scans' append methods bound once (an attribute lookup a step and value less)
     lines += [f"    _append{k} = s{k}.append" for k in range(time_step is not None, n_scan)]
-    first_code, rest_code = _bound(first_code, appends), _bound(rest_code, appends)
     lines.append("    if start == 0 and stop > 0 and cond:")
-    lines += ["        " + line for line in first_code]
+    lines += _indented(first_code, 8)
     lines.append("        start = 1")
     if steady is None:
         lines.append("    for iteration in range(max(start, 1), stop):")
         lines.append("        if not cond:")
         lines.append("            stop = iteration")
         lines.append("            break")
-        lines += ["        " + line for line in rest_code]
+        lines += _indented(rest_code, 8)
         done = "stop if start else 0"
     else:  # the condition is tested once: the first step may have ended the loop
         lines.append("    for iteration in range(max(start, 1), stop if cond else 0):")
-        lines += ["        " + line for line in _bound(steady, appends)]
+        lines += _indented(steady, 8)
         done = "stop if cond else start"
     lines.append(f"    return cond, [{', '.join(carried)}], {done}")
     return "\n".join(lines) + "\n", time_step
 
 
-def _without_steady_condition(code: list[str]) -> list[str] | None:
+def _without_steady_condition(code: list[ast.stmt]) -> list[ast.stmt] | None:
     """The steps after the first without their condition, when a step hands on the
     condition it was given (no termination, no ``until``): ``cond, c0 = (cond, x)``
     becomes ``c0 = x`` and the loop needs no test. None when the condition can change."""
-    out, found = [], False
-    for line in code:
-        tree = ast.parse(line).body[0]
+    out: list[ast.stmt] = []
+    found = False
+    for tree in code:
         if (
             isinstance(tree, ast.Assign)
             and isinstance(tree.targets[0], ast.Tuple)
@@ -147,35 +145,32 @@ def _without_steady_condition(code: list[str]) -> list[str] | None:
             targets, values = tree.targets[0].elts[1:], tree.value.elts[1:]
             if targets:
                 out.append(
-                    ast.unparse(
-                        ast.Assign(
-                            targets=[ast.Tuple(elts=targets, ctx=ast.Store())],
-                            value=ast.Tuple(elts=values, ctx=ast.Load()),
-                            lineno=0,
-                        )
+                    ast.Assign(
+                        targets=[ast.Tuple(elts=targets, ctx=ast.Store())],
+                        value=ast.Tuple(elts=values, ctx=ast.Load()),
+                        lineno=0,
                     )
                 )
             continue
-        out.append(line)
+        out.append(tree)
     return out if found else None
 
 
-def _time_step(first: list[str], rest: list[str]) -> float | None:
+def _time_step(first: list[ast.stmt], rest: list[ast.stmt]) -> float | None:
     """``dt`` when both steps append ``iteration * dt`` (``dt`` one float literal, the
     same in both) to the first scan output, else None."""
     found = {_appended_time(first), _appended_time(rest)}
     return found.pop() if len(found) == 1 else None
 
 
-def _appended_time(code: list[str]) -> float | None:
-    statements = [ast.parse(line).body[0] for line in code]
+def _appended_time(code: list[ast.stmt]) -> float | None:
     assigned = {
         s.targets[0].id: s.value
-        for s in statements
+        for s in code
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
     }
-    for statement in statements:
-        value = _time_append(statement)
+    for statement in code:
+        value = _append_of(statement, 0)
         if isinstance(value, ast.Name):
             value = assigned.get(value.id, value)
         if (
@@ -190,14 +185,17 @@ def _appended_time(code: list[str]) -> float | None:
     return None
 
 
-def _time_append(statement: ast.stmt) -> ast.expr | None:
-    """``x`` of the statement ``s0.append(x)`` (the tail's append to the time), else None."""
+def _append_of(statement: ast.stmt, scan: int | None) -> ast.expr | None:
+    """``x`` of the statement ``sK.append(x)`` (the tail's append to scan ``K``; any scan
+    when ``scan`` is None), else None."""
     call = statement.value if isinstance(statement, ast.Expr) else None
     if (
         isinstance(call, ast.Call)
         and isinstance(call.func, ast.Attribute)
         and isinstance(call.func.value, ast.Name)
-        and call.func.value.id == "s0"
+        and call.func.value.id[:1] == "s"
+        and call.func.value.id[1:].isdigit()
+        and (scan is None or int(call.func.value.id[1:]) == scan)
         and call.func.attr == "append"
         and len(call.args) == 1
     ):
@@ -205,20 +203,19 @@ def _time_append(statement: ast.stmt) -> ast.expr | None:
     return None
 
 
-def _without_time(code: list[str]) -> list[str]:
+def _without_time(code: list[ast.stmt]) -> list[ast.stmt]:
     """``code`` without the append to the first scan output, and without the time's
     variable when nothing else reads it."""
-    statements = [ast.parse(line).body[0] for line in code]
-    kept = [(line, s) for line, s in zip(code, statements, strict=True) if _time_append(s) is None]
+    kept = [s for s in code if _append_of(s, 0) is None]
     read = {
         n.id
-        for _, s in kept
+        for s in kept
         for n in ast.walk(s)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     }
     return [
-        line
-        for line, s in kept
+        s
+        for s in kept
         if not (
             isinstance(s, ast.Assign)
             and isinstance(s.targets[0], ast.Name)
@@ -228,13 +225,19 @@ def _without_time(code: list[str]) -> list[str]:
     ]
 
 
-def _bound(code: list[str], appends: dict[str, str]) -> list[str]:
-    """``sK.append(x)`` statements (the writer's tail) as calls of the bound method."""
-    out = []
-    for line in code:
-        head = line.split("(", 1)[0] + "("
-        out.append(appends[head] + line[len(head) :] if head in appends else line)
-    return out
+def _indented(code: list[ast.stmt], indent: int) -> list[str]:
+    """``code`` as lines, ``sK.append(x)`` statements (the writer's tail) as calls of the
+    bound method ``_appendK``."""
+    lines = []
+    for statement in code:
+        value = _append_of(statement, None)
+        if value is not None:
+            call = statement.value  # type: ignore[attr-defined]  # an append, above
+            text = f"_append{call.func.value.id[1:]}({ast.unparse(value)})"
+        else:
+            text = ast.unparse(statement)
+        lines.append(" " * indent + text)
+    return lines
 
 
 def _env(carried_types: Sequence[str | None]) -> dict[str, str | None]:
