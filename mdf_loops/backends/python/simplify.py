@@ -7,7 +7,7 @@ from typing import Any
 
 from mdf_loops.backends.python.scalar_types import specialize
 
-__all__ = ["simplify"]
+__all__ = ["simplify", "loaded_names"]
 
 
 def simplify(lines: list[str], env: dict) -> tuple[list[ast.stmt], list[str | None]]:
@@ -31,7 +31,9 @@ def simplify(lines: list[str], env: dict) -> tuple[list[ast.stmt], list[str | No
         else:
             _substituted(statement, replace, loaded)
         kept.append((statement, loaded))
-    types = specialize([statement for statement, _ in kept], env)
+    types = specialize(
+        [statement for statement, _ in kept], env, [_WHERE in loaded for _, loaded in kept]
+    )
     carried = sorted(
         (k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:])
     )
@@ -48,6 +50,27 @@ def simplify(lines: list[str], env: dict) -> tuple[list[ast.stmt], list[str | No
         used |= loaded
         result.append(statement)
     return result[::-1], [types[k] for k in carried]
+
+
+#: the writer's ``numpy.where``, a name a statement reads when it calls it
+_WHERE = "_where"
+
+
+def loaded_names(node: ast.AST, loaded: set[str]) -> set[str]:
+    """The names ``node`` reads, added to ``loaded`` (an ``ast.walk`` without its queue)."""
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            loaded.add(node.id)
+    elif not isinstance(node, ast.Constant):
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                loaded_names(value, loaded)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        loaded_names(item, loaded)
+    return loaded
 
 
 def _substituted(node: ast.AST, replace: dict[str, ast.expr], loaded: set[str]) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from modeci_mdf.mdf import Node
 
-from mdf_loops.backends.python.simplify import simplify
+from mdf_loops.backends.python.simplify import loaded_names, simplify
 from mdf_loops.backends.python.writer import variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
@@ -207,12 +207,9 @@ def _without_time(code: list[ast.stmt]) -> list[ast.stmt]:
     """``code`` without the append to the first scan output, and without the time's
     variable when nothing else reads it."""
     kept = [s for s in code if _append_of(s, 0) is None]
-    read = {
-        n.id
-        for s in kept
-        for n in ast.walk(s)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    }
+    read: set[str] = set()
+    for statement in kept:
+        loaded_names(statement, read)
     return [
         s
         for s in kept
