@@ -73,32 +73,8 @@ def function_source(
     ``numpy.arange(done) * dt`` (the same products, one per step).
     """
     carried = [f"c{k}" for k in range(n_carried)]
-    args = ", ".join(
-        [
-            "start",
-            "stop",
-            "cond",
-            *carried,
-            *[variable("outer", p) for p in outer],
-            *[f"s{k}" for k in range(n_scan)],
-            "_where=_where",
-            "_scalar=_scalar",
-        ]
-    )
-    lines = [f"def time_loop({args}):"]
-    lines.append("    iteration = 0")
-    first, rest, tail = list(first), list(rest), list(tail)
-    # the carried types: assumed from the initial values, kept where every step returns them
-    assumed = list(initial_types)
-    while True:
-        first_code, first_out = simplify(first + tail, _env(initial_types))
-        rest_code, rest_out = simplify(rest + tail, _env(assumed))
-        agreed = [
-            a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out, strict=True)
-        ]
-        if agreed == assumed:
-            break
-        assumed = agreed
+    lines = [_signature(carried, outer, n_scan), "    iteration = 0"]
+    first_code, rest_code = _lean_steps(list(first), list(rest), list(tail), initial_types)
     steady = _without_steady_condition(rest_code)
     time_step = None
     if steady is not None and n_scan:
@@ -123,6 +99,31 @@ def function_source(
         done = "stop if cond else start"
     lines.append(f"    return cond, [{', '.join(carried)}], {done}")
     return "\n".join(lines) + "\n", time_step
+
+
+def _signature(carried: list[str], outer: Sequence[str], n_scan: int) -> str:
+    """The ``def`` line: the steps, the condition, the carried values, series, scans."""
+    series = [variable("outer", p) for p in outer]
+    scans = [f"s{k}" for k in range(n_scan)]
+    args = ["start", "stop", "cond", *carried, *series, *scans, "_where=_where", "_scalar=_scalar"]
+    return f"def time_loop({', '.join(args)}):"
+
+
+def _lean_steps(
+    first: list[str], rest: list[str], tail: list[str], initial_types: Sequence[str | None]
+) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """The first and the later steps, each with ``tail``, simplified; the carried types
+    assumed from the initial values and kept where every step returns them."""
+    assumed = list(initial_types)
+    while True:
+        first_code, first_out = simplify(first + tail, _env(initial_types))
+        rest_code, rest_out = simplify(rest + tail, _env(assumed))
+        agreed = [
+            a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out, strict=True)
+        ]
+        if agreed == assumed:
+            return first_code, rest_code
+        assumed = agreed
 
 
 def _without_steady_condition(code: list[ast.stmt]) -> list[ast.stmt] | None:
