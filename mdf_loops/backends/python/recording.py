@@ -9,6 +9,7 @@ no declared type) stay in their list and are stacked at the end.
 
 from __future__ import annotations
 
+from array import array as typed
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ class Recording:
     def __init__(self, codes: tuple[str | None, ...], steps: int, time_made: bool = False):
         """``time_made``: the function leaves the first scan output (the time) empty."""
         self.scans: list[list[Any]] = [[] for _ in codes]
+        self._codes = codes
         self._arrays = [
             np.empty(steps, _DTYPES[c]) if c in _DTYPES and not (time_made and k == 0) else None
             for k, c in enumerate(codes)
@@ -36,9 +38,12 @@ class Recording:
         """After the steps ``start`` to ``stop``: their values moved out of the scans, and
         returned (one array per scan output, rows = those steps)."""
         chunk = []
-        for scan, array, kept in zip(self.scans, self._arrays, self._lists, strict=True):
+        parts = zip(self._codes, self.scans, self._arrays, self._lists, strict=True)
+        for code, scan, array, kept in parts:
             if array is not None:
-                array[start:stop] = scan
+                # through an ``array`` of its type: a float in an int64 output is a
+                # TypeError, as it was appended (numpy would cut it to an integer)
+                array[start:stop] = np.frombuffer(typed(code or "d", scan), array.dtype)
                 chunk.append(array[start:stop])
             else:
                 kept += scan

@@ -4,6 +4,7 @@ chunks of appended Python numbers moved into one numpy array per scan output."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mdf_loops.backends.python.recording import Recording
 
@@ -40,3 +41,11 @@ def test_a_time_made_after_the_run_is_not_moved_and_no_steps_give_empty_floats()
     np.testing.assert_array_equal(values, [1.0, 2.0, 3.0, 4.0])
     empty = Recording(("d", None), steps=0).arrays(0)
     assert [(a.shape, a.dtype) for a in empty] == [((0,), np.float64)] * 2
+
+
+def test_a_float_in_an_int64_output_is_refused_not_cut():
+    # the loop's values are converted as an array('q') would take them: 2.5 is no int64
+    recording = Recording(("q",), steps=2)
+    recording.scans[0] += [1, 2.5]
+    with pytest.raises(TypeError):
+        recording.move(0, 2)
