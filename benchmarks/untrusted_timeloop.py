@@ -30,7 +30,7 @@ def _seconds(compiled) -> float:
 def main() -> None:
     loop = mdf_loops.to_time_loop(mdf_loops.load_model(str(MODEL)), dt=0.05, duration=1.0)
     trusted = compile_time_loop(loop)
-    untrusted = guarded_time_loop(trusted)
+    untrusted = guarded_time_loop(trusted.code)
     plain, guarded, ratios = [], [], []
     for _ in range(REPEATS):
         plain.append(_seconds(trusted) / STEPS * 1e6)

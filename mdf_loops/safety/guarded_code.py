@@ -28,7 +28,7 @@ import ast
 import builtins
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -257,18 +257,30 @@ def guarded_function(
     places: dict[int, str] = {}
     with untrusted_expressions():
         rewrite = _Rewrite(known_calls, constants, kinds)
-        for statement in ast.walk(tree):
-            if isinstance(statement, ast.stmt):
-                expressions, where = model_parts(statement)
-                for expression in expressions:
-                    places[statement.lineno] = where
-                    _replace(statement, expression, rewrite.visit(expression))
-    ast.fix_missing_locations(tree)
+        for statement in _statements(tree.body):
+            expressions, where = model_parts(statement)
+            for expression in expressions:
+                places[statement.lineno] = where
+                new = rewrite.visit(expression)
+                ast.fix_missing_locations(new)  # the helpers' names (the rest is parsed)
+                _replace(statement, expression, new)
     scope = {**namespace, **GUARDED_HELPERS, **constants}
     scope["__builtins__"] = {"range": range, "max": builtins.max, "len": builtins.len}
     filename = f"<guarded {name}>"
     exec(compile(tree, filename, "exec"), scope)  # noqa: S102
     return functools.partial(_located, scope[name], filename, places)
+
+
+def _statements(nodes: list[Any]) -> Iterator[ast.stmt]:
+    """Every statement among ``nodes`` and in the blocks inside them (the bodies of
+    ``except`` handlers and ``case`` clauses too): an ``ast.walk`` that skips expressions."""
+    for node in nodes:
+        if isinstance(node, ast.stmt):
+            yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
 
 
 def _located(function: Callable[..., Any], filename: str, places: dict[int, str], *args: Any):

@@ -8,6 +8,7 @@ in-process caches keyed by that text, so each text is parsed once a process.
 from __future__ import annotations
 
 import ast
+import keyword
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +47,8 @@ def _names(expression: str, where: str) -> frozenset[str]:
 @by_text(maxsize=4096)
 def _names_in(text: str) -> frozenset[str]:
     """The bare names ``text`` reads (a SyntaxError, not kept, if it is no expression)."""
+    if _is_name(text):  # half of a step's expressions: no parse
+        return frozenset((text,))
     tree = ast.parse(text, mode="eval")
     return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
 
@@ -53,8 +56,11 @@ def _names_in(text: str) -> frozenset[str]:
 @by_text(maxsize=4096)
 def _renamed(text: str, mapping: tuple[tuple[str, str], ...]) -> str:
     """``text`` (an expression) with the names of ``mapping`` replaced."""
+    names = dict(mapping)
+    if _is_name(text) and _is_name(names.get(text, text)):
+        return names.get(text, text)  # what the parse and unparse below give
     tree = ast.parse(text, mode="eval")
-    renamed = ast.unparse(_Renamer(dict(mapping)).visit(tree))
+    renamed = ast.unparse(_Renamer(names).visit(tree))
     if isinstance(tree.body, ast.Tuple) and renamed.startswith("("):
         # "a[0], b" as written: modeci-mdf's variable search splits the text at each
         # subscript and cannot parse a piece that opens a bracket ("(a")
@@ -71,8 +77,16 @@ class _Renamer(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id in self.mapping:
-            return ast.copy_location(ast.parse(self.mapping[node.id], mode="eval").body, node)
+            text = self.mapping[node.id]
+            if _is_name(text):
+                return ast.copy_location(ast.Name(id=text, ctx=ast.Load()), node)
+            return ast.copy_location(ast.parse(text, mode="eval").body, node)
         return node
+
+
+def _is_name(text: str) -> bool:
+    """Whether ``text`` is one bare name (which parses to an ``ast.Name`` of itself)."""
+    return text.isidentifier() and not keyword.iskeyword(text)
 
 
 def literal(value: Any, where: str) -> str:

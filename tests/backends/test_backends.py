@@ -200,12 +200,15 @@ def test_clear_compiled_also_forgets_the_python_loops_kept_by_their_text():
 
     path = Path(__file__).parents[2] / "examples" / "timeloops" / "fitzhugh_nagumo.json"
     mdf_loops.clear_compiled()
-    assert compiled._function.cache_info().currsize == 0
+    assert compiled._source.cache_info().currsize == 0  # the loop's source, by the step's text
     first = mdf_loops.simulate(path, dt=0.05, steps=20)
-    assert compiled._function.cache_info().currsize == 1
+    assert compiled._source.cache_info().currsize == 1
     again = mdf_loops.simulate(path, dt=0.05, steps=20)
-    assert compiled._function.cache_info().hits >= 1
+    assert compiled._source.cache_info().hits >= 1
+    mdf_loops.simulate(path, dt=0.05, steps=20, trusted=True)  # compiled plain, by its source
+    assert compiled._function.cache_info().currsize == 1
     mdf_loops.clear_compiled()
+    assert compiled._source.cache_info().currsize == 0
     assert compiled._function.cache_info().currsize == 0
     np.testing.assert_array_equal(first.time, again.time)
     for name in first.values:

@@ -164,7 +164,7 @@ def _loop_source(step: str) -> str:
                 v_n__x = {step}
                 c0 = v_n__x
                 _append0(iteration * 0.5)
-            return cond, [c0]
+            return cond, [c0], stop if cond else start
         """)
 
 
@@ -185,12 +185,12 @@ def test_which_carried_values_the_float_proof_covers(step, proven):
 def test_a_carried_value_that_is_not_a_float_runs_with_every_operator_guarded():
     # the proof covers c0 * c0 for a float c0; given an integer, the step would square it
     # each time (2**22 powers of 3: millions of digits) unless the guard sees it
-    from mdf_loops.backends.python.compiled import CompiledTimeLoop
+    from mdf_loops.backends.python.compiled import LoopSource
     from mdf_loops.backends.python.untrusted import guarded_time_loop
 
     source = _loop_source("c0 * c0")
-    loop = guarded_time_loop(CompiledTimeLoop(source, None, 1, (None,)))
-    cond, carried = loop.run(0, 6, True, 1.5, [])
+    loop = guarded_time_loop(LoopSource(source, 1, (None,)))
+    cond, carried, _ = loop.run(0, 6, True, 1.5, [])
     assert carried == [1.5 ** 32]  # five steps (the first is the loop's own), in floats
     with pytest.raises(SizeLimitError, match="node .n. .x. \\(python backend\\), iteration 14: "):
         loop.run(0, 24, True, 3, [])

@@ -49,3 +49,14 @@ def test_text_that_is_not_an_expression_names_where_every_time():
             rename("x +", {"x": "c0"}, where)
     with pytest.raises(ModelError, match="is not a Python expression"):
         names_read("(a")
+
+
+def test_a_bare_name_is_renamed_as_its_parse_would_be():
+    # the text that is one name takes a path without the parser: it must give what the
+    # parser gives (a keyword is no name; a replacement that is an expression is parsed)
+    assert rename("V", {"V": "fn_V"}, "w") == "fn_V"
+    assert rename(" V ", {}, "w") == "V"
+    assert rename("V", {"V": "a+b"}, "w") == "a + b"
+    assert rename("V * 2", {"V": "a+b"}, "w") == "(a + b) * 2"
+    assert rename("True", {"True": "x"}, "w") == "True"
+    assert names_read("True") == set() and names_read("match") == {"match"}

@@ -14,7 +14,6 @@ again. Nothing of a model's values or results is kept.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,27 +30,56 @@ from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.model.signatures import mdf_signature
 from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE
 
-__all__ = ["CompiledTimeLoop", "compile_time_loop"]
+__all__ = ["CompiledTimeLoop", "LoopSource", "compile_time_loop", "time_loop_source"]
+
+
+@dataclass(frozen=True)
+class LoopSource:
+    """The text of a time-loop function (:func:`~mdf_loops.backends.python.source.function_source`)
+    and how to call it: ``n_carried`` carried values, one scan output per ``scan_codes``."""
+
+    source: str
+    n_carried: int
+    #: per scan output: an ``array`` typecode (``'d'`` float64, ``'q'`` int64 scalars), or
+    #: None (values of other types); :class:`~mdf_loops.backends.python.recording.Recording`
+    scan_codes: tuple[str | None, ...]
+    #: set when the function leaves the time (scan 0) out: step ``k`` is at ``k * time_step``
+    time_step: float | None = None
+
+    def new_scans(self) -> list[Any]:
+        """Empty scan outputs (lists) for one call of the function."""
+        return [[] for _ in self.scan_codes]
 
 
 @dataclass(frozen=True)
 class CompiledTimeLoop:
-    """``run(start, stop, cond, *carried, *series, *scans) -> (cond, carried)``: the steps
-    ``start`` to ``stop``, appended to ``scans`` (made by :meth:`new_scans`)."""
+    """``run(start, stop, cond, *carried, *series, *scans) -> (cond, carried, done)``: the
+    steps ``start`` to ``stop`` (``done``: the steps run in all), appended to ``scans``
+    (made by :meth:`new_scans`)."""
 
-    source: str
+    code: LoopSource
     run: Callable[..., Any]
-    n_carried: int
-    #: per scan output: an ``array`` typecode, or None for a list
-    scan_codes: tuple[str | None, ...]
 
     def new_scans(self) -> list[Any]:
-        """Empty scan outputs: an ``array`` (8 bytes a step) where the type allows."""
-        return [array(code) if code else [] for code in self.scan_codes]
+        return self.code.new_scans()
+
+    def time(self, done: int, recorded: Any) -> np.ndarray:
+        """The time of the ``done`` steps run: made here, or the ``recorded`` first scan."""
+        if self.code.time_step is not None:
+            return np.arange(done, dtype=np.float64) * self.code.time_step
+        return np.asarray(recorded, dtype=np.float64)
 
 
 def compile_time_loop(model: Model) -> CompiledTimeLoop:
     """Compile the ``onnx::Loop`` body of a time-loop model made by ``to_time_loop``."""
+    code = time_loop_source(model)
+    return CompiledTimeLoop(code, _function(code.source, model.graphs[0].id))
+
+
+def time_loop_source(model: Model) -> LoopSource:
+    """The text of the time-loop function of a time-loop model made by ``to_time_loop``
+    (what :func:`compile_time_loop` compiles; an untrusted model's is compiled by
+    :func:`~mdf_loops.backends.python.untrusted.guarded_time_loop` instead)."""
     graph = model.graphs[0]
     loop = next((n for n in graph.nodes if n.id == LOOP_NODE), None)
     if loop is None or len(graph.nodes) != 1:
@@ -70,7 +98,6 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
     names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
     initial = [python_type(params[n.strip()].value) for n in names if n.strip()]
     step = _StepText(
-        graph.id,
         tuple(signature.outer_scope_inputs),
         n_carried,
         n_scan,
@@ -79,15 +106,14 @@ def compile_time_loop(model: Model) -> CompiledTimeLoop:
         tuple(writer.tail(n_carried, n_scan)),
         tuple(initial),
     )
-    source, run = _function(step)
-    return CompiledTimeLoop(source, run, n_carried, tuple(kinds))
+    source, time_step = _source(step)
+    return LoopSource(source, n_carried, tuple(kinds), time_step)
 
 
 @dataclass(frozen=True)
 class _StepText:
     """Everything the loop function is made of: the written-out steps and their types."""
 
-    graph_id: str
     outer: tuple[str, ...]
     n_carried: int
     n_scan: int
@@ -98,10 +124,10 @@ class _StepText:
 
 
 @by_text(maxsize=64)
-def _function(step: _StepText) -> tuple[str, Callable[..., Any]]:
-    """The loop function's source and the function compiled from it (cached by ``step``:
-    the same text always makes the same function, which keeps no state)."""
-    source = function_source(
+def _source(step: _StepText) -> tuple[str, float | None]:
+    """The loop function's source and time step (cached by ``step``: the same text always
+    makes the same source)."""
+    return function_source(
         step.outer,
         step.n_carried,
         step.n_scan,
@@ -110,6 +136,12 @@ def _function(step: _StepText) -> tuple[str, Callable[..., Any]]:
         step.tail,
         step.initial_types,
     )
+
+
+@by_text(maxsize=64)
+def _function(source: str, graph_id: str) -> Callable[..., Any]:
+    """The function compiled from ``source`` (cached by the text: the same text always
+    makes the same function, which keeps no state)."""
     namespace: dict[str, Any] = {
         "numpy": np,
         "math": math,
@@ -118,8 +150,8 @@ def _function(step: _StepText) -> tuple[str, Callable[..., Any]]:
         "_where": _where,
         "_scalar": _scalar,
     }
-    exec(compile(source, f"<time loop {step.graph_id}>", "exec"), namespace)  # noqa: S102
-    return source, namespace["time_loop"]
+    exec(compile(source, f"<time loop {graph_id}>", "exec"), namespace)  # noqa: S102
+    return namespace["time_loop"]
 
 
 _SCALARS = (float, int, np.float64, np.int64)

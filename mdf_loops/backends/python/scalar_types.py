@@ -10,7 +10,7 @@ Unknown types keep the call.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 __all__ = ["specialize", "python_type"]
 
@@ -39,13 +39,21 @@ def python_type(value: object) -> str | None:
     return {float: "float", int: "int", bool: "bool"}.get(type(value))
 
 
-def specialize(statements: list[ast.stmt], env: Mapping[str, str | None]) -> dict[str, str | None]:
-    """Rewrite ``_where`` calls on known floats in place; return the types of all variables."""
+def specialize(
+    statements: list[ast.stmt],
+    env: Mapping[str, str | None],
+    calls_where: Sequence[bool] | None = None,
+) -> dict[str, str | None]:
+    """Rewrite ``_where`` calls on known floats in place; return the types of all variables.
+
+    ``calls_where[k]``: whether statement ``k`` may call ``_where`` (every one when None);
+    the others are only typed."""
     types = dict(env)
 
-    for statement in statements:
+    for k, statement in enumerate(statements):
         if isinstance(statement, ast.Assign):
-            statement.value = _Specialize(types).visit(statement.value)
+            if calls_where is None or calls_where[k]:
+                statement.value = _Specialize(types).visit(statement.value)
             target = statement.targets[0]
             if isinstance(target, ast.Name):
                 types[target.id] = _type(statement.value, types)

@@ -3,40 +3,43 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from mdf_loops.backends.python.scalar_types import specialize
 
-__all__ = ["simplify"]
+__all__ = ["simplify", "loaded_names"]
 
 
-def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
-    """Straight-line code without copies, constants held in variables, or unused values,
-    and the types of the carried values it returns.
+def simplify(lines: list[str], env: dict) -> tuple[list[ast.stmt], list[str | None]]:
+    """Straight-line code (its statements) without copies, constants held in variables, or
+    unused values, and the types of the carried values it returns.
 
     Every variable of a step is assigned once (the carried values and the condition
     together, last), so a copy or a literal can replace its variable everywhere after.
     """
     statements = ast.parse("\n".join(lines)).body
     replace: dict[str, ast.expr] = {}
-
-    kept = []
+    kept: list[tuple[ast.stmt, set[str]]] = []  # each statement and the names it reads
     for statement in statements:
+        loaded: set[str] = set()
         if isinstance(statement, ast.Assign):
-            statement.value = _Substitute(replace).visit(statement.value)
+            statement.value = _substituted(statement.value, replace, loaded)
             target = statement.targets[0]
             if isinstance(target, ast.Name) and _is_atom(statement.value):
                 replace[target.id] = statement.value
                 continue
         else:
-            statement = _Substitute(replace).visit(statement)
-        kept.append(statement)
-    types = specialize(kept, env)
+            _substituted(statement, replace, loaded)
+        kept.append((statement, loaded))
+    types = specialize(
+        [statement for statement, _ in kept], env, [_WHERE in loaded for _, loaded in kept]
+    )
     carried = sorted(
         (k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:])
     )
     used: set[str] = set()
     result = []
-    for statement in reversed(kept):
+    for statement, loaded in reversed(kept):
         assigned = statement.targets[0] if isinstance(statement, ast.Assign) else None
         if (
             isinstance(assigned, ast.Name)
@@ -44,25 +47,57 @@ def simplify(lines: list[str], env: dict) -> tuple[list[str], list[str | None]]:
             and assigned.id not in used
         ):
             continue
-        used |= {
-            n.id
-            for n in ast.walk(statement)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-        }
-        result.append(ast.unparse(statement))
+        used |= loaded
+        result.append(statement)
     return result[::-1], [types[k] for k in carried]
 
 
-class _Substitute(ast.NodeTransformer):
-    """Replaces each loaded name of ``replace`` by a copy of its atom."""
+#: the writer's ``numpy.where``, a name a statement reads when it calls it
+_WHERE = "_where"
 
-    def __init__(self, replace: dict[str, ast.expr]) -> None:
-        self.replace = replace
 
-    def visit_Name(self, n: ast.Name) -> ast.AST:
-        if isinstance(n.ctx, ast.Load) and n.id in self.replace:
-            return ast.copy_location(_copy_atom(self.replace[n.id]), n)
-        return n
+def loaded_names(node: ast.AST, loaded: set[str]) -> set[str]:
+    """The names ``node`` reads, added to ``loaded`` (an ``ast.walk`` without its queue)."""
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            loaded.add(node.id)
+    elif not isinstance(node, ast.Constant):
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                loaded_names(value, loaded)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        loaded_names(item, loaded)
+    return loaded
+
+
+def _substituted(node: ast.AST, replace: dict[str, ast.expr], loaded: set[str]) -> Any:
+    """``node`` with each name of ``replace`` that it reads replaced by a copy of its atom
+    (children replaced in place); the names it reads then are added to ``loaded``.
+
+    A walk of its own: an ``ast.NodeTransformer`` costs several calls a node, and a step
+    is rewritten on every call of ``simulate``."""
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            atom = replace.get(node.id)
+            if atom is not None:
+                node = ast.copy_location(_copy_atom(atom), node)
+            if isinstance(node, ast.Name):
+                loaded.add(node.id)
+        return node
+    if isinstance(node, ast.Constant):
+        return node
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            setattr(node, name, _substituted(value, replace, loaded))
+        elif isinstance(value, list):
+            for k, item in enumerate(value):
+                if isinstance(item, ast.AST):
+                    value[k] = _substituted(item, replace, loaded)
+    return node
 
 
 def _copy_atom(node: ast.expr) -> ast.expr:

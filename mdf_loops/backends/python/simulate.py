@@ -8,7 +8,12 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Model
 
-from mdf_loops.backends.python.compiled import CompiledTimeLoop, compile_time_loop
+from mdf_loops.backends.python.compiled import (
+    CompiledTimeLoop,
+    compile_time_loop,
+    time_loop_source,
+)
+from mdf_loops.backends.python.recording import Recording
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
@@ -62,20 +67,20 @@ def run_time_loop(
         outer.append(np.asarray(value))
         if len(outer[-1]) < steps:
             raise ModelError(f"input '{name}': {len(outer[-1])} steps, the loop runs {steps}")
-    scans = compiled.new_scans()
+    recording = Recording(compiled.code.scan_codes, steps, compiled.code.time_step is not None)
     refs = ["time", *spec.records]
     cond, done = bool(params["continue0"]), 0
     while cond and done < steps:
         watch.progress(done)
         stop = min(steps, done + CHUNK)
-        cond, initial = compiled.run(done, stop, cond, *initial, *outer, *scans)
-        for ref, scan in zip(refs[1:], scans[1:], strict=True):
-            watch.check(ref, np.asarray(scan[done:]), done)
+        cond, initial, stop = compiled.run(done, stop, cond, *initial, *outer, *recording.scans)
+        chunk = recording.move(done, stop)
+        for ref, recorded in zip(refs[1:], chunk[1:], strict=True):
+            watch.check(ref, recorded, done)
         done = stop
-    arrays = [np.asarray(s, dtype=float) if not len(s) else np.asarray(s) for s in scans]
-    time = arrays[0]
+    arrays = recording.arrays(done)
     values = {ref: arrays[1 + k] for k, ref in enumerate(spec.records)}
-    return Trajectories(time, values, "python")
+    return Trajectories(compiled.time(done, arrays[0]), values, "python")
 
 
 def _compiled(model: Model, trusted: bool, checked: bool) -> CompiledTimeLoop:
@@ -88,7 +93,7 @@ def _compiled(model: Model, trusted: bool, checked: bool) -> CompiledTimeLoop:
             from mdf_loops.safety.checks import check_model
 
             check_model(model)  # the allow-list, before anything is compiled
-        compiled = guarded_time_loop(compile_time_loop(model))
+        compiled = guarded_time_loop(time_loop_source(model))  # compiled once, guarded
     _COMPILED[model][trusted] = compiled
     return compiled
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from modeci_mdf.mdf import Node
 
-from mdf_loops.backends.python.simplify import simplify
+from mdf_loops.backends.python.simplify import loaded_names, simplify
 from mdf_loops.backends.python.writer import variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
@@ -57,33 +57,63 @@ def function_source(
     rest: Sequence[str],
     tail: Sequence[str],
     initial_types: Sequence[str | None],
-) -> str:
-    """Python source of ``time_loop(start, stop, cond, *carried, *series, *scans)``.
+) -> tuple[str, float | None]:
+    """Python source of ``time_loop(start, stop, cond, *carried, *series, *scans)``, and
+    the time step when the loop leaves the time out (below).
 
-    It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0),
-    appends to the scan outputs it is given, and returns ``(cond, carried)``: a long
-    simulation runs in chunks, each continuing from the last. ``first``, ``rest``: the
-    written-out steps; ``tail``: their ending (``StepWriter.tail``); ``outer``: series.
+    It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0;
+    called with ``cond`` true), appends to the scan outputs it is given, and returns
+    ``(cond, carried, done)``, ``done`` the number of steps run in all: a long simulation
+    runs in chunks, each continuing from the last. ``first``, ``rest``: the written-out
+    steps; ``tail``: their ending (``StepWriter.tail``); ``outer``: series.
+
+    When the first scan output (the time) is ``iteration * dt`` on every step and the
+    loop runs to ``stop`` (no condition can end it), its appends are left out and the
+    time step ``dt`` returned: the caller makes the time after the run, as
+    ``numpy.arange(done) * dt`` (the same products, one per step).
     """
     carried = [f"c{k}" for k in range(n_carried)]
-    args = ", ".join(
-        [
-            "start",
-            "stop",
-            "cond",
-            *carried,
-            *[variable("outer", p) for p in outer],
-            *[f"s{k}" for k in range(n_scan)],
-            "_where=_where",
-            "_scalar=_scalar",
-        ]
-    )
-    lines = [f"def time_loop({args}):"]
-    lines.append("    iteration = 0")
+    lines = [_signature(carried, outer, n_scan), "    iteration = 0"]
+    first_code, rest_code = _lean_steps(list(first), list(rest), list(tail), initial_types)
+    steady = _without_steady_condition(rest_code)
+    time_step = None
+    if steady is not None and n_scan:
+        time_step = _time_step(first_code, steady)
+        if time_step is not None:
+            first_code, steady = _without_time(first_code), _without_time(steady)
     # the scans' append methods bound once (an attribute lookup a step and value less)
-    lines += [f"    _append{k} = s{k}.append" for k in range(n_scan)]
-    first, rest, tail = list(first), list(rest), list(tail)
-    # the carried types: assumed from the initial values, kept where every step returns them
+    lines += [f"    _append{k} = s{k}.append" for k in range(time_step is not None, n_scan)]
+    lines.append("    if start == 0 and stop > 0 and cond:")
+    lines += _indented(first_code, 8)
+    lines.append("        start = 1")
+    if steady is None:
+        lines.append("    for iteration in range(max(start, 1), stop):")
+        lines.append("        if not cond:")
+        lines.append("            stop = iteration")
+        lines.append("            break")
+        lines += _indented(rest_code, 8)
+        done = "stop if start else 0"
+    else:  # the condition is tested once: the first step may have ended the loop
+        lines.append("    for iteration in range(max(start, 1), stop if cond else 0):")
+        lines += _indented(steady, 8)
+        done = "stop if cond else start"
+    lines.append(f"    return cond, [{', '.join(carried)}], {done}")
+    return "\n".join(lines) + "\n", time_step
+
+
+def _signature(carried: list[str], outer: Sequence[str], n_scan: int) -> str:
+    """The ``def`` line: the steps, the condition, the carried values, series, scans."""
+    series = [variable("outer", p) for p in outer]
+    scans = [f"s{k}" for k in range(n_scan)]
+    args = ["start", "stop", "cond", *carried, *series, *scans, "_where=_where", "_scalar=_scalar"]
+    return f"def time_loop({', '.join(args)}):"
+
+
+def _lean_steps(
+    first: list[str], rest: list[str], tail: list[str], initial_types: Sequence[str | None]
+) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """The first and the later steps, each with ``tail``, simplified; the carried types
+    assumed from the initial values and kept where every step returns them."""
     assumed = list(initial_types)
     while True:
         first_code, first_out = simplify(first + tail, _env(initial_types))
@@ -92,32 +122,17 @@ def function_source(
             a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out, strict=True)
         ]
         if agreed == assumed:
-            break
+            return first_code, rest_code
         assumed = agreed
-    appends = {f"s{k}.append(": f"_append{k}(" for k in range(n_scan)}
-    first_code, rest_code = _bound(first_code, appends), _bound(rest_code, appends)
-    lines.append("    if start == 0 and stop > 0 and cond:")
-    lines += ["        " + line for line in first_code]
-    lines.append("        start = 1")
-    steady = _without_steady_condition(rest_code)
-    if steady is None:
-        lines.append("    for iteration in range(max(start, 1), stop):")
-        lines.append("        if not cond:")
-        lines.append("            break")
-    else:  # the condition is tested once: the first step may have ended the loop
-        lines.append("    for iteration in range(max(start, 1), stop if cond else 0):")
-    lines += ["        " + line for line in (rest_code if steady is None else steady)]
-    lines.append(f"    return cond, [{', '.join(carried)}]")
-    return "\n".join(lines) + "\n"
 
 
-def _without_steady_condition(code: list[str]) -> list[str] | None:
+def _without_steady_condition(code: list[ast.stmt]) -> list[ast.stmt] | None:
     """The steps after the first without their condition, when a step hands on the
     condition it was given (no termination, no ``until``): ``cond, c0 = (cond, x)``
     becomes ``c0 = x`` and the loop needs no test. None when the condition can change."""
-    out, found = [], False
-    for line in code:
-        tree = ast.parse(line).body[0]
+    out: list[ast.stmt] = []
+    found = False
+    for tree in code:
         if (
             isinstance(tree, ast.Assign)
             and isinstance(tree.targets[0], ast.Tuple)
@@ -131,26 +146,96 @@ def _without_steady_condition(code: list[str]) -> list[str] | None:
             targets, values = tree.targets[0].elts[1:], tree.value.elts[1:]
             if targets:
                 out.append(
-                    ast.unparse(
-                        ast.Assign(
-                            targets=[ast.Tuple(elts=targets, ctx=ast.Store())],
-                            value=ast.Tuple(elts=values, ctx=ast.Load()),
-                            lineno=0,
-                        )
+                    ast.Assign(
+                        targets=[ast.Tuple(elts=targets, ctx=ast.Store())],
+                        value=ast.Tuple(elts=values, ctx=ast.Load()),
+                        lineno=0,
                     )
                 )
             continue
-        out.append(line)
+        out.append(tree)
     return out if found else None
 
 
-def _bound(code: list[str], appends: dict[str, str]) -> list[str]:
-    """``sK.append(x)`` statements (the writer's tail) as calls of the bound method."""
-    out = []
-    for line in code:
-        head = line.split("(", 1)[0] + "("
-        out.append(appends[head] + line[len(head) :] if head in appends else line)
-    return out
+def _time_step(first: list[ast.stmt], rest: list[ast.stmt]) -> float | None:
+    """``dt`` when both steps append ``iteration * dt`` (``dt`` one float literal, the
+    same in both) to the first scan output, else None."""
+    found = {_appended_time(first), _appended_time(rest)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _appended_time(code: list[ast.stmt]) -> float | None:
+    assigned = {
+        s.targets[0].id: s.value
+        for s in code
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+    }
+    for statement in code:
+        value = _append_of(statement, 0)
+        if isinstance(value, ast.Name):
+            value = assigned.get(value.id, value)
+        if (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Mult)
+            and isinstance(value.left, ast.Name)
+            and value.left.id == "iteration"
+            and isinstance(value.right, ast.Constant)
+            and type(value.right.value) is float
+        ):
+            return value.right.value
+    return None
+
+
+def _append_of(statement: ast.stmt, scan: int | None) -> ast.expr | None:
+    """``x`` of the statement ``sK.append(x)`` (the tail's append to scan ``K``; any scan
+    when ``scan`` is None), else None."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id[:1] == "s"
+        and call.func.value.id[1:].isdigit()
+        and (scan is None or int(call.func.value.id[1:]) == scan)
+        and call.func.attr == "append"
+        and len(call.args) == 1
+    ):
+        return call.args[0]
+    return None
+
+
+def _without_time(code: list[ast.stmt]) -> list[ast.stmt]:
+    """``code`` without the append to the first scan output, and without the time's
+    variable when nothing else reads it."""
+    kept = [s for s in code if _append_of(s, 0) is None]
+    read: set[str] = set()
+    for statement in kept:
+        loaded_names(statement, read)
+    return [
+        s
+        for s in kept
+        if not (
+            isinstance(s, ast.Assign)
+            and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id.startswith("v_")
+            and s.targets[0].id not in read
+        )
+    ]
+
+
+def _indented(code: list[ast.stmt], indent: int) -> list[str]:
+    """``code`` as lines, ``sK.append(x)`` statements (the writer's tail) as calls of the
+    bound method ``_appendK``."""
+    lines = []
+    for statement in code:
+        value = _append_of(statement, None)
+        if value is not None:
+            call = statement.value  # type: ignore[attr-defined]  # an append, above
+            text = f"_append{call.func.value.id[1:]}({ast.unparse(value)})"
+        else:
+            text = ast.unparse(statement)
+        lines.append(" " * indent + text)
+    return lines
 
 
 def _env(carried_types: Sequence[str | None]) -> dict[str, str | None]:

@@ -1,6 +1,7 @@
 """The python backend for a time loop that is not trusted: its steps with the interpreter's rules.
 
-:func:`guarded_time_loop` recompiles a :class:`CompiledTimeLoop` so that every expression
+:func:`guarded_time_loop` compiles the text of a time-loop function (a :class:`LoopSource`;
+the plain function is never compiled) so that every expression
 of the model in it (the body's parameters and ports, the initial values, the values
 appended to the outputs) runs through :func:`mdf_loops.safety.guarded_code.guarded_function`:
 numbers and numeric arrays only, every result sized before it is made, only the
@@ -19,11 +20,10 @@ every operator guarded where it does not hold.
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from mdf_loops.backends.python.compiled import CompiledTimeLoop, _scalar
+from mdf_loops.backends.python.compiled import CompiledTimeLoop, LoopSource, _scalar
 from mdf_loops.safety.guarded_code import guarded_function
 from mdf_loops.safety.untrusted_values import FLOATS
 
@@ -33,19 +33,19 @@ __all__ = ["guarded_time_loop"]
 _HELPERS = frozenset({"_where", "_scalar"})
 
 
-def guarded_time_loop(compiled: CompiledTimeLoop) -> CompiledTimeLoop:
-    """``compiled`` with its model's expressions evaluated as an untrusted model's are."""
+def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
+    """The loop of ``code`` with its model's expressions evaluated as an untrusted model's are."""
     namespace = {"_scalar": _scalar}
     proven: list[int] = []  # the carried values the float proof assumes are floats
 
     def kinds(tree: ast.Module) -> dict[int, str | None]:
-        found, floats = float_kinds(tree, compiled.n_carried)
+        found, floats = float_kinds(tree, code.n_carried)
         proven.extend(floats)
         return found
 
-    typed = guarded_function(compiled.source, "time_loop", namespace, _model_parts, _HELPERS, kinds)
+    typed = guarded_function(code.source, "time_loop", namespace, _model_parts, _HELPERS, kinds)
     if not proven:
-        return dataclasses.replace(compiled, run=typed)
+        return CompiledTimeLoop(code, typed)
     plain: list[Callable[..., Any]] = []  # every operator guarded: made when first needed
     positions = [3 + k for k in proven]  # after start, stop, cond
 
@@ -54,11 +54,11 @@ def guarded_time_loop(compiled: CompiledTimeLoop) -> CompiledTimeLoop:
             return typed(*args)
         if not plain:
             plain.append(
-                guarded_function(compiled.source, "time_loop", namespace, _model_parts, _HELPERS)
+                guarded_function(code.source, "time_loop", namespace, _model_parts, _HELPERS)
             )
         return plain[0](*args)
 
-    return dataclasses.replace(compiled, run=run)
+    return CompiledTimeLoop(code, run)
 
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)

@@ -37,6 +37,10 @@ class StepWriter:
     def __init__(self, body: Graph, signature):
         self.body, self.signature = body, signature
         self.incoming = {(e.receiver, e.receiver_port): e for e in body.edges}
+        #: the ports whose variables are read by name (the rest may stand for their value)
+        self.read_by_name = {(e.sender, e.sender_port) for e in body.edges} | set(
+            signature.formal_outputs
+        )
         self.order = _topological(body)
         self.reset()
 
@@ -61,27 +65,11 @@ class StepWriter:
         formal = {p: k for k, p in enumerate(self.signature.formal_inputs)}
         for port in node.input_ports:
             var = scope[port.id] = variable(node.id, port.id)
-            edge = self.incoming.get((node.id, port.id))
-            if edge is not None:
-                sender = variable(edge.sender, edge.sender_port)
-                weight = (edge.parameters or {}).get("weight", 1)
-                if sender in self.constants:
-                    self.constants[var] = self.constants[sender]
-                if type(weight) in (int, float) and weight == 1:
-                    lines.append(f"{var} = {sender}")
-                else:
-                    lines.append(f"{var} = {weight!r} * {sender}")
-            elif port.id in formal:
-                k = formal[port.id]
-                lines.append(
-                    f"{var} = " + ("iteration" if k == 0 else "cond" if k == 1 else f"c{k - 2}")
-                )
-            elif port.id in self.signature.outer_scope_inputs:
-                lines.append(f"{var} = {variable('outer', port.id)}")
-            elif input_default(port) is not None:
-                lines.append(f"{var} = {_literal(input_default(port), node.id, port.id)}")
+            value = self._input(node, port, var, formal)
+            if value.isidentifier() and (node.id, port.id) not in self.read_by_name:
+                scope[port.id] = value  # a copy: the node's expressions read the value's name
             else:
-                raise NotCompilable(f"node '{node.id}' port '{port.id}': no value")
+                lines.append(f"{var} = {value}")
         for param in node.parameters:
             var = variable(node.id, param.id)
             lines.append(f"{var} = {self._parameter(node, param, scope)}")
@@ -94,6 +82,26 @@ class StepWriter:
                 continue
             lines.append(f"{var} = {self._expression(port.value, scope, node.id)}")
         return lines
+
+    def _input(self, node: Node, port, var: str, formal: dict[str, int]) -> str:
+        """The value of input port ``port`` (whose variable is ``var``) as an expression."""
+        edge = self.incoming.get((node.id, port.id))
+        if edge is not None:
+            sender = variable(edge.sender, edge.sender_port)
+            weight = (edge.parameters or {}).get("weight", 1)
+            if sender in self.constants:
+                self.constants[var] = self.constants[sender]
+            if type(weight) in (int, float) and weight == 1:
+                return sender
+            return f"{weight!r} * {sender}"
+        if port.id in formal:
+            k = formal[port.id]
+            return "iteration" if k == 0 else "cond" if k == 1 else f"c{k - 2}"
+        if port.id in self.signature.outer_scope_inputs:
+            return variable("outer", port.id)
+        if input_default(port) is not None:
+            return _literal(input_default(port), node.id, port.id)
+        raise NotCompilable(f"node '{node.id}' port '{port.id}': no value")
 
     def _parameter(self, node: Node, param, scope: dict) -> str:
         if param.function:
