@@ -18,8 +18,9 @@ from onnx import numpy_helper
 from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
 from mdf_loops.backends.jax.registry import OPS, NodeCall
 from mdf_loops.backends.jax.values import NeedsStatic, Ragged, label
-from mdf_loops.errors import CompileError, IterationLimitError, MdfLoopsError
-from mdf_loops.ops.common import Limits
+from mdf_loops.errors import CompileError, IterationLimitError, MdfLoopsError, SizeLimitError
+from mdf_loops.ops.common import Limits, limits
+from mdf_loops.safety.operator_sizes import node_size_check
 
 __all__ = ["Evaluator"]
 
@@ -105,6 +106,21 @@ class Evaluator:
             flags = self._flags.pop()
         return outputs, _combine(flags)
 
+    def _check_size(self, call: NodeCall, args: list) -> None:
+        """The scheduler's size plan of the node (:mod:`mdf_loops.safety.operator_sizes`) on
+        the values it is about to get: shapes are static while tracing, and a value a plan
+        reads (a shape to expand to) is one the lowering needs at compile time too."""
+        node = call.proto
+        check = node_size_check(node.op_type, {k: call.attr(k) for k in call.attrs}, node.domain)
+        if check is None:
+            return
+        assert self.limits is not None
+        try:
+            with limits(max_elements=self.limits.max_elements):
+                check(args)
+        except SizeLimitError as exc:
+            raise SizeLimitError(exc.reason, location=f"{call.where} (jax backend)") from None
+
     def _node(self, node: onnx.NodeProto, scope: ChainMap) -> None:
         where = label(node)
         lower = OPS.lowering_of(node, where)
@@ -124,8 +140,11 @@ class Evaluator:
             value = lower(NodeCall(node, where, self, scope), ragged.buffer)
             scope.maps[0][node.output[0]] = Ragged(value, ragged.count, ragged.why)
             return
+        call = NodeCall(node, where, self, scope)
+        if self.limits is not None:  # a model that is not trusted: sized while tracing
+            self._check_size(call, args)
         try:
-            result = lower(NodeCall(node, where, self, scope), *args)
+            result = lower(call, *args)
         except (NeedsStatic, MdfLoopsError):
             raise
         except Exception as exc:  # numpy's or JAX's own errors name no node
