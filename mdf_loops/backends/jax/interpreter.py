@@ -7,8 +7,9 @@ Run under ``jax.jit``, the walk happens once, while tracing.
 
 from __future__ import annotations
 
+import contextlib
 from collections import ChainMap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from onnx import numpy_helper
 
 from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
 from mdf_loops.backends.jax.registry import OPS, NodeCall
+from mdf_loops.backends.jax.totals import Counter, loop_sites
 from mdf_loops.backends.jax.values import NeedsStatic, Ragged, label
 from mdf_loops.errors import CompileError, IterationLimitError, MdfLoopsError, SizeLimitError
 from mdf_loops.ops.common import Limits, limits
@@ -59,6 +61,8 @@ class Evaluator:
         self.mode = mode
         self.buffer_rows = buffer_rows
         self._flags: list[list] = [[]]
+        #: the run's iterations together, in a model that is not trusted (:mod:`.totals`)
+        self.counter: Counter | None = None
 
     # ------------------------------------------------------------ limits
     @property
@@ -84,6 +88,8 @@ class Evaluator:
         self, graph: onnx.GraphProto, inputs: Sequence[Any], outer: Mapping[str, Any]
     ) -> list:
         """The outputs of ``graph`` on ``inputs`` (formal inputs in order), reading ``outer``."""
+        if self.counter is None and self.limits is not None:  # the top graph: count in it
+            self.counter = Counter(self.limits.max_total_iterations, loop_sites(graph))
         local: dict[str, Any] = {}
         # typeshed asks every map of a ChainMap to be mutable; only the first is written
         scope = ChainMap(local, outer)  # type: ignore[arg-type]
@@ -96,15 +102,63 @@ class Evaluator:
         return [scope[o.name] for o in graph.output]
 
     def body(
-        self, graph: onnx.GraphProto, inputs: Sequence[Any], outer: Mapping[str, Any]
-    ) -> tuple[list, Any]:
-        """:meth:`graph` inside a JAX primitive: also the OR of the flags raised within."""
+        self,
+        graph: onnx.GraphProto,
+        inputs: Sequence[Any],
+        outer: Mapping[str, Any],
+        *,
+        total: Any = None,
+        count: tuple[str, Any] | None = None,
+    ) -> tuple[list, Any, Any]:
+        """:meth:`graph` inside a JAX primitive: also the OR of the flags raised within,
+        and the run's iteration count after it, from ``total`` (when counting), the
+        iteration ``count = (loop, iteration)`` counted first."""
+        counter = self.counter
         self._flags.append([])
+        saved = counter.total if counter is not None else None
         try:
+            if counter is not None and total is not None:
+                counter.total = total
+                if count is not None:
+                    counter.add(self.raise_flag, 1, *count)
             outputs = self.graph(graph, inputs, outer)
+            end = counter.total if counter is not None else None
         finally:
             flags = self._flags.pop()
-        return outputs, _combine(flags)
+            if counter is not None:
+                counter.total = saved
+        return outputs, _combine(flags), end
+
+    def count(self, n: Any, where: str, first: Any = 0) -> Any:
+        """Count ``n`` iterations of the loop at ``where`` (:meth:`.totals.Counter.add`);
+        False when not counting."""
+        if self.counter is None:
+            return False
+        return self.counter.add(self.raise_flag, n, where, first)
+
+    def mark(self) -> tuple:
+        """The count and the flags raised so far, to :meth:`rewind` to if a lowering fails."""
+        total = self.counter.total if self.counter is not None else None
+        return total, len(self._flags[-1])
+
+    def rewind(self, mark: tuple) -> None:
+        total, n_flags = mark
+        if self.counter is not None:
+            self.counter.total = total
+        del self._flags[-1][n_flags:]
+
+    @contextlib.contextmanager
+    def probing(self) -> Iterator[None]:
+        """A trace only for shapes: nothing counted, no limit raised."""
+        mark = self.mark()
+        if self.counter is not None:
+            self.counter.speculative += 1
+        try:
+            yield
+        finally:
+            if self.counter is not None:
+                self.counter.speculative -= 1
+            self.rewind(mark)
 
     def _check_size(self, call: NodeCall, args: list) -> None:
         """The scheduler's size plan of the node (:mod:`mdf_loops.safety.operator_sizes`) on

@@ -35,7 +35,6 @@ __all__ = ["loop_bounded"]
 
 
 def loop_bounded(call, trip, cond, carried: list) -> list:
-    import jax
     import jax.numpy as jnp
 
     ev, body, n = call.evaluator, call.attrs["body"], len(carried)
@@ -49,37 +48,46 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     )
     keep0 = jnp.asarray(True) if cond is None else jnp.reshape(cond, ()).astype(bool)
     values0 = tuple(jnp.asarray(v) for v in carried)
+    counter = ev.counter  # the run's iterations, carried (None: not counted; .totals)
+    total0 = None if counter is None else jnp.asarray(counter.total, jnp.int64)
 
-    def run_body(i, keep, values):
-        outputs, flag = ev.body(body, [i, keep] + list(values), call.scope)
+    def run_body(i, keep, values, total):
+        count = None if counter is None else (call.where, i)
+        outputs, flag, end = ev.body(
+            body, [i, keep] + list(values), call.scope, total=total, count=count
+        )
         outputs = structured(outputs, call.where)
         same_types(call.where, outputs[1 : 1 + n], values)
         keep_out = jnp.reshape(outputs[0], ()).astype(bool)  # decides also without cond
-        return keep_out, tuple(outputs[1 : 1 + n]), tuple(outputs[1 + n :]), flag
+        return keep_out, tuple(outputs[1 : 1 + n]), tuple(outputs[1 + n :]), flag, end
 
-    def active(i, keep):
+    def active(i, keep, total):
         go = keep & (i < rows)
+        if counter is not None:  # not past max_total_iterations
+            go = go & (total <= counter.limit)
         return go if dynamic_trips is None else go & (i < dynamic_trips)
 
     i0 = jnp.asarray(0, jnp.int64)
+    state0 = (i0, keep0, values0, total0)
     if rows == 0:  # a trip count of 0 (or max_iterations=0): no iteration can run
-        shapes = jax.eval_shape(lambda v: run_body(i0, keep0, v)[2], values0)
-        produced = tuple(jnp.zeros((0,) + s.shape, s.dtype) for s in shapes)
-        i, keep, values, flag = i0, keep0, values0, jnp.int32(0)
+        produced = tuple(jnp.zeros((0,) + s.shape, s.dtype) for s in _shapes(ev, run_body, state0))
+        (i, keep, values, total), flag = state0, jnp.int64(0)
     elif ev.mode == "grad":
-        i, keep, values, produced, flag = _masked_scan(run_body, active, i0, keep0, values0, rows)
+        (i, keep, values, total), produced, flag = _masked_scan(run_body, active, state0, rows)
     else:
-        shapes = jax.eval_shape(lambda v: run_body(i0, keep0, v)[2], values0)
+        shapes = _shapes(ev, run_body, state0)
         buffers = tuple(jnp.zeros((rows,) + s.shape, s.dtype) for s in shapes)
-        i, keep, values, produced, flag = _while(run_body, active, i0, keep0, values0, buffers)
+        (i, keep, values, total), produced, flag = _while(run_body, active, state0, buffers)
+    if counter is not None:
+        counter.total = total
     wants_more = keep if dynamic_trips is None else keep & (i < dynamic_trips)
     if trips is not None:
         wants_more = wants_more & (i < trips)
     stopped_at_rows = wants_more & (i >= rows)
     if rows < bound:
-        flag = flag | jnp.where(stopped_at_rows, BUFFER_FULL, 0).astype(jnp.int32)
+        flag = flag | jnp.where(stopped_at_rows, BUFFER_FULL, 0).astype(jnp.int64)
     elif trips is None or trips > ev.max_iterations:
-        flag = flag | jnp.where(stopped_at_rows, LIMIT_PASSED, 0).astype(jnp.int32)
+        flag = flag | jnp.where(stopped_at_rows, LIMIT_PASSED, 0).astype(jnp.int64)
     ev.raise_flag(flag)
     why = _why_run_time(trip, trips, call.where)
     return list(values) + [Ragged(y, i, why) for y in produced]
@@ -104,41 +112,51 @@ def _why_run_time(trip, trips: int | None, where: str) -> str:
     )
 
 
-def _while(run_body, active, i0, keep0, values0, buffers0):
+def _shapes(ev, run_body, state0) -> tuple:
+    """The shapes of one iteration's scan-output elements (a probe: nothing counted)."""
+    import jax
+
+    i0, keep0, values0, total0 = state0
+    with ev.probing():
+        return jax.eval_shape(lambda v: run_body(i0, keep0, v, total0)[2], values0)
+
+
+def _while(run_body, active, state0, buffers0):
     import jax
     import jax.numpy as jnp
 
     def go_on(state):
-        i, keep = state[0], state[1]
-        return active(i, keep)
+        i, keep, _, total, _, _ = state
+        return active(i, keep, total)
 
     def step(state):
-        i, keep, values, buffers, flag = state
-        keep, values, elements, inner = run_body(i, keep, values)
+        i, keep, values, total, buffers, flag = state
+        keep, values, elements, inner, total = run_body(i, keep, values, total)
         buffers = tuple(b.at[i].set(e) for b, e in zip(buffers, elements, strict=True))
-        return i + 1, keep, values, buffers, flag | inner
+        return i + 1, keep, values, total, buffers, flag | inner
 
-    return jax.lax.while_loop(go_on, step, (i0, keep0, values0, buffers0, jnp.int32(0)))
+    i, keep, values, total, buffers, flag = jax.lax.while_loop(
+        go_on, step, (*state0, buffers0, jnp.int64(0))
+    )
+    return (i, keep, values, total), buffers, flag
 
 
-def _masked_scan(run_body, active, i0, keep0, values0, rows):
+def _masked_scan(run_body, active, state0, rows):
     import jax
     import jax.numpy as jnp
 
     def step(state, _):
-        i, keep, values, flag = state
-        on = active(i, keep)
-        keep_out, new, elements, inner = run_body(i, keep, values)
+        (i, keep, values, total), flag = state
+        on = active(i, keep, total)
+        keep_out, new, elements, inner, end = run_body(i, keep, values, total)
         values = tuple(jnp.where(on, a, b) for a, b in zip(new, values, strict=True))
         state = (
             i + on.astype(i.dtype),
             jnp.where(on, keep_out, keep),
             values,
-            flag | jnp.where(on, inner, 0).astype(jnp.int32),
+            None if total is None else jnp.where(on, end, total),
         )
-        return state, elements
+        return (state, flag | jnp.where(on, inner, 0).astype(jnp.int64)), elements
 
-    (i, keep, values, flag), produced = jax.lax.scan(
-        step, (i0, keep0, values0, jnp.int32(0)), None, length=rows
-    )
-    return i, keep, values, produced, flag
+    (state, flag), produced = jax.lax.scan(step, (state0, jnp.int64(0)), None, length=rows)
+    return state, produced, flag

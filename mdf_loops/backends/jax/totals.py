@@ -1,0 +1,168 @@
+"""Iterations of all loops of a run together, counted inside the traced JAX program.
+
+The scheduler counts every iteration of every loop of a run against
+``max_total_iterations`` (:class:`~mdf_loops.ops.common.IterationGuard`); the JAX
+lowering threads one count through the trace, as
+:mod:`mdf_loops.backends.onnxruntime.totals` does through the ONNX graph:
+
+* the count is a Python integer while every loop so far ran a number of iterations
+  known while tracing, and a traced ``int64`` from the first loop that stops at run
+  time; a count known while tracing that passes the limit raises at once, naming the
+  loop node and the iteration;
+* a loop whose body holds no loop adds its iterations at once (a Scan its length, a
+  Loop of a fixed trip count its trips), and its work is skipped (``lax.cond``) when
+  that passes the limit, so no loop runs past it;
+* a loop whose body holds loops carries the count through ``lax.scan`` or
+  ``lax.while_loop``: each iteration adds one, then the loops in its body add theirs;
+  a while loop does not go on past the limit;
+* the iteration that passes the limit sets the flag the compiled function returns
+  (:data:`~mdf_loops.backends.jax.values.BUFFER_FULL` and ``LIMIT_PASSED`` in the low
+  bits) to a code above them, ``1 + site + SITES * iteration`` as in
+  :mod:`~mdf_loops.backends.onnxruntime.limit_codes` (the count only grows, so one
+  iteration passes it and the flags' OR is its code); :func:`total_error` turns it back
+  into the loop node and the iteration.
+
+The count is the scheduler's to the iteration: a run passes at ``max_total_iterations``
+equal to its iterations and fails one below. A trusted run counts nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx
+
+from mdf_loops.backends.jax.values import label
+from mdf_loops.backends.onnxruntime.limit_codes import SITES
+from mdf_loops.errors import IterationLimitError
+from mdf_loops.onnx.builder import all_nodes
+from mdf_loops.ops.common import how_to_raise
+
+__all__ = ["Counter", "loop_sites", "holds_loops", "run_counted", "total_error", "SHIFT"]
+
+#: flag bits below a total code (BUFFER_FULL and LIMIT_PASSED)
+SHIFT = 2
+
+_LOOPS = ("Loop", "Scan")
+
+
+def loop_sites(graph: onnx.GraphProto) -> dict[str, int]:
+    """Each loop node's label (as errors name it) -> its site in a total code."""
+    sites: dict[str, int] = {}
+    for node in all_nodes(graph):
+        if node.op_type in _LOOPS and node.domain in ("", "ai.onnx"):
+            sites.setdefault(label(node), len(sites))
+    return sites
+
+
+def holds_loops(*graphs: onnx.GraphProto) -> bool:
+    """Whether a Loop or Scan is among the nodes of ``graphs``, at any depth."""
+    return any(n.op_type in _LOOPS for g in graphs for n in all_nodes(g))
+
+
+def passed_error(where: str, iteration: int, limit: int) -> IterationLimitError:
+    """The scheduler's words for the loop at ``where`` whose ``iteration`` passed the limit."""
+    kind = where.rsplit("(", 1)[-1].rstrip(")") if where.endswith(")") else "loop"
+    return IterationLimitError(
+        f"{kind} stopped at iteration {iteration}: the loops of this run have run {limit} "
+        f"iterations together, the limit (max_total_iterations); "
+        f"{how_to_raise('max_total_iterations')}",
+        location=f"{where} (jax backend)",
+    )
+
+
+def total_error(flag: int, graph: onnx.GraphProto, limit: int) -> IterationLimitError | None:
+    """The error a returned flag holds (None when no loop passed the limit)."""
+    code = int(flag) >> SHIFT
+    if not code:
+        return None
+    iteration, site = divmod(code - 1, SITES)
+    names = list(loop_sites(graph))
+    where = names[site] if site < len(names) else "a loop"
+    return passed_error(where, iteration, limit)
+
+
+def _static(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) or (
+        isinstance(value, np.ndarray) and value.ndim == 0
+    )
+
+
+class Counter:
+    """The count of one trace: :attr:`total` at the point being traced."""
+
+    def __init__(self, limit: int, sites: dict[str, int]):
+        self.limit = limit
+        self.sites = sites
+        #: iterations so far (saturated at limit + 1): an int, or a traced int64
+        self.total: Any = 0
+        #: > 0 inside a branch that may not run, or a probe: a passed limit flags, never raises
+        self.speculative = 0
+
+    def add(self, raise_flag: Callable[[Any], None], n: Any, where: str, first: Any) -> Any:
+        """Count ``n`` iterations of the loop at ``where``, its iterations ``first``,
+        ``first + 1``, ...; True (or a traced boolean) when the run's loops have then
+        passed the limit: the caller may skip the work, the run fails."""
+        before, limit = self.total, self.limit
+        site = self.sites.get(where, 0)
+        if _static(before) and _static(n) and _static(first):
+            before, n, first = int(before), int(n), int(first)
+            self.total = min(before + n, limit + 1)
+            if before <= limit < before + n:
+                iteration = first + limit - before
+                if not self.speculative:
+                    raise passed_error(where, iteration, limit)
+                raise_flag(np.int64((1 + site + SITES * iteration) << SHIFT))
+            return before + n > limit
+        import jax.numpy as jnp
+
+        before = jnp.asarray(before, jnp.int64)
+        after = before + n
+        crossed = (before <= limit) & (after > limit)
+        code = (1 + site + SITES * (jnp.asarray(first, jnp.int64) + limit - before)) << SHIFT
+        raise_flag(jnp.where(crossed, code, 0).astype(jnp.int64))
+        self.total = jnp.minimum(after, limit + 1)
+        return after > limit
+
+    def past(self) -> Any:
+        """True (or a traced boolean) when the run's loops have passed the limit."""
+        if _static(self.total):
+            return int(self.total) > self.limit
+        return self.total > self.limit
+
+
+def run_or_skip(over: Any, run: Callable[[], Any]) -> Any:
+    """``run()``, or zeros of its shapes where ``over`` (the limit is passed: the run fails
+    and nothing it computes is read); ``lax.cond`` when ``over`` is traced."""
+    import jax
+    import jax.numpy as jnp
+
+    def zeros() -> Any:
+        shapes = jax.eval_shape(run)
+        return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+    if isinstance(over, (bool, np.bool_)):
+        return zeros() if over else run()
+    return jax.lax.cond(over, zeros, run)
+
+
+def run_counted(ev: Any, where: str, run: Callable[[], Any], iterations: int, carried: bool):
+    """``run()`` of the loop at ``where``, of ``iterations`` fixed iterations, returning
+    ``(final, (produced, flag))``. Unless its body ``carried`` the count, the iterations are
+    counted at once and the loop skipped if that passes the limit (its body holds no
+    loop, so it raises no flag)."""
+    if ev.counter is None or carried:
+        return run()
+    import jax
+
+    jax.eval_shape(run)  # traced first: a Loop whose condition decides raises here
+    over = ev.count(iterations, where)
+
+    def unflagged() -> Any:
+        final, (produced, _) = run()
+        return final, produced
+
+    final, produced = run_or_skip(over, unflagged)
+    return final, (produced, np.int32(0))
