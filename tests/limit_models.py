@@ -53,6 +53,31 @@ def loop_in_scan(stop: bool, constant_trips: bool = False) -> mdf_loops.Model:
     return mdf_loops.onnx_to_mdf(model)
 
 
+def loop_in_branch() -> mdf_loops.Model:
+    """A Scan over ``xs`` whose step runs a counting Loop of ``n`` trips where its element is
+    above 0 (an If decided at run time), and adds the counts."""
+    then_branch = body_graph(counting_loop("n", False), [], [value_info("count", DOUBLE, [])],
+                             name="then")
+    then_branch.initializer.extend([oh.make_tensor("zero", DOUBLE, [], [0.0]),
+                                    oh.make_tensor("go", TensorProto.BOOL, [], [True])])
+    else_branch = body_graph([oh.make_node("Identity", ["none"], ["count_else"])], [],
+                             [value_info("count_else", DOUBLE, [])], name="else")
+    else_branch.initializer.append(oh.make_tensor("none", DOUBLE, [], [0.0]))
+    scan_body = body_graph(
+        [oh.make_node("Greater", ["x", "none"], ["positive"]),
+         oh.make_node("If", ["positive"], ["k"], then_branch=then_branch,
+                      else_branch=else_branch),
+         oh.make_node("Add", ["s_in", "k"], ["s_out"])],
+        [value_info("s_in", DOUBLE, []), value_info("x", DOUBLE, [])],
+        [value_info("s_out", DOUBLE, [])], name="scan_body")
+    scan_body.initializer.append(oh.make_tensor("none", DOUBLE, [], [0.0]))
+    return mdf_loops.onnx_to_mdf(onnx_model(
+        [oh.make_node("Scan", ["s0", "xs"], ["s"], body=scan_body, num_scan_inputs=1)],
+        [value_info("s0", DOUBLE, []), value_info("xs", DOUBLE, [None]),
+         value_info("n", INT64, [])],
+        [value_info("s", DOUBLE, [])]))
+
+
 def totals_inputs(steps: int, trips: int, stop: float = 1e300) -> dict:
     return {"s0": np.float64(0), "xs": np.zeros(steps), "n": np.int64(trips),
             "stop": np.float64(stop)}

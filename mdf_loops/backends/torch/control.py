@@ -46,7 +46,7 @@ def _if(call, frame, cond):
         with loop_scope("If"):
             return tuple(call.bodies[taken].bind(frame)([]))
     except LimitError as exc:
-        raise located(exc, f"{call.where}, {taken}") from None
+        raise located(exc, call.where, taken) from None
 
 
 # ---------------------------------------------------------------- Scan
@@ -131,7 +131,7 @@ def _iterate(call, body, states: list, slices: list, guard) -> tuple[list, list]
             if stacked is not None:  # a model that is not trusted: its values held
                 check_loop_values(outs[:n], stacked, outs[n:], t)
         except LimitError as exc:
-            raise located(exc, call.where, t) from None
+            raise located(exc, call.where, f"iteration {t}") from None
         if len(outs) < n:
             raise LoopError(f"body returned {len(outs)} outputs but the scan carries {n} states")
         for i in range(n):
@@ -228,7 +228,7 @@ def _loop_iterations(call, body, guard, values, max_trips, keep_going, device, s
             if stacked is not None:  # a model that is not trusted: its values held
                 check_loop_values(outs[1 : 1 + n], stacked, outs[1 + n :], i)
         except LimitError as exc:
-            raise located(exc, call.where, i) from None
+            raise located(exc, call.where, f"iteration {i}") from None
         if len(outs) < 1 + n:
             raise LoopError(
                 f"body returned {len(outs)} outputs; a Loop body returns the condition, "

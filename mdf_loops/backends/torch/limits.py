@@ -41,13 +41,14 @@ def sized(fn: Callable[..., Any], check: Callable[[Sequence[Any]], None], where:
     return sized_fn
 
 
-def located(exc: LimitError, where: str, iteration: int | None = None) -> LimitError:
-    """``exc`` (raised by a loop at ``where``, or in its body at ``iteration``) naming them:
-    ``node 'outer' (Scan), iteration 3 > node 'inner' (Loop): ...``."""
-    here = where if iteration is None else f"{where}, iteration {iteration}"
+def located(exc: LimitError, where: str, at: str | None = None) -> LimitError:
+    """``exc``, raised by the loop or branch at ``where`` (or in its body ``at`` an
+    iteration or a branch), naming them: ``node 'outer' (Scan), iteration 3 > node
+    'inner' (Loop): ...``."""
     inner = exc.location
-    if iteration is None and inner:  # already located (by a step): keep its place
+    if at is None and inner:  # already located, in its body: keep its place
         return exc
+    here = where if at is None else f"{where}, {at}"
     if not inner:
         here = f"{here} ({BACKEND})"
     error = type(exc)(exc.reason, location=f"{here} > {inner}" if inner else here)

@@ -15,6 +15,7 @@ import mdf_loops  # noqa: E402
 from conftest import BOOL, INT64, body_graph, onnx_model, value_info  # noqa: E402
 from limit_models import (  # noqa: E402
     HOSTILE,
+    loop_in_branch,
     doubling_loop,
     loop_in_scan,
     one_operator,
@@ -47,6 +48,16 @@ def test_a_loop_past_max_iterations_names_itself():
                        match=r"^node 'Scan_0' \(Scan\), iteration 0 > node 'Loop_0' \(Loop\) "
                              r"\(torch backend\): Loop stopped at iteration 7"):
         mdf_loops.run(model, totals_inputs(2, 100), backend="torch", max_iterations=7)
+
+
+def test_loops_in_a_branch_decided_at_run_time_are_counted_when_it_runs():
+    model = loop_in_branch()
+    inputs = {"s0": np.float64(0), "xs": np.array([1.0, -1, 1, 1, -1, 1]), "n": np.int64(5)}
+    need = 6 + 4 * 5  # 6 steps, 4 of them running the Loop's 5 iterations
+    results = passes_at_the_count_and_fails_below(model, inputs, need, ("scheduler", "torch"))
+    assert float(results["torch"]["s"]) == float(results["scheduler"]["s"]) == 20.0
+    with pytest.raises(IterationLimitError, match="node 'Loop_0' .*Loop stopped at iteration 4"):
+        mdf_loops.run(model, inputs, backend="torch", max_total_iterations=need - 1)
 
 
 @pytest.mark.parametrize("op", sorted(HOSTILE))
