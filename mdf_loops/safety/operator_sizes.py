@@ -85,7 +85,22 @@ def node_size_check(
     def check(inputs: Sequence[Any]) -> None:
         check_planned_size(op_type, inputs, fixed, domain)
 
-    return check
+    if domain or op_type not in _SHAPE_PRODUCTS:
+        return check
+    prod = math.prod
+
+    def check_products(inputs: Sequence[Any]) -> None:  # called on every step of a loop
+        product = 1
+        try:
+            for value in inputs:
+                if value is not None:
+                    product *= prod(value.shape)
+        except AttributeError:  # not an array: the full plan
+            product = 0
+        if not 0 < product <= current_limits().max_elements:  # empty inputs: the full plan
+            check(inputs)
+
+    return check_products
 
 
 #: operators whose output has no more elements than the product of their inputs' sizes,

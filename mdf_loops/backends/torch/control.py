@@ -124,12 +124,14 @@ def _iterate(call, body, states: list, slices: list, guard) -> tuple[list, list]
     forms = [(s.shape, s.dtype) if isinstance(s, torch.Tensor) else None for s in states]
     step = guard.step
     stacked: list[int] | None = [] if call.sized else None
+    # a state keeps its shape (same_form below): only sequences can grow
+    grows = [i for i, form in enumerate(forms) if form is None]
     for t, elements in enumerate(zip(*slices, strict=True)):
         step(t)
         try:
             outs = body([*states, *elements])
             if stacked is not None:  # a model that is not trusted: its values held
-                check_loop_values(outs[:n], stacked, outs[n:], t)
+                check_loop_values([(i, outs[i]) for i in grows], stacked, outs[n:], t)
         except LimitError as exc:
             raise located(exc, call.where, f"iteration {t}") from None
         if len(outs) < n:
@@ -226,7 +228,7 @@ def _loop_iterations(call, body, guard, values, max_trips, keep_going, device, s
         try:
             outs = body([counter, torch.tensor(keep_going, device=device)] + values)
             if stacked is not None:  # a model that is not trusted: its values held
-                check_loop_values(outs[1 : 1 + n], stacked, outs[1 + n :], i)
+                check_loop_values(enumerate(outs[1 : 1 + n]), stacked, outs[1 + n :], i)
         except LimitError as exc:
             raise located(exc, call.where, f"iteration {i}") from None
         if len(outs) < 1 + n:

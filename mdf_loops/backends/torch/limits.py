@@ -16,8 +16,10 @@ A trusted model is planned without any of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+import torch
 
 from mdf_loops.errors import LimitError, SizeLimitError
 from mdf_loops.ops.common import check_elements, current_limits
@@ -56,12 +58,12 @@ def located(exc: LimitError, where: str, at: str | None = None) -> LimitError:
     return error
 
 
-def check_loop_values(carried: Sequence[Any], stacked: list[int], elements: Sequence[Any],
-                      iteration: int) -> None:  # fmt: skip
-    """Hold one iteration's carried values, and each scan output stacked so far (``stacked``,
-    updated here), to ``max_elements``."""
+def check_loop_values(carried: Iterable[tuple[int, Any]], stacked: list[int],
+                      elements: Sequence[Any], iteration: int) -> None:  # fmt: skip
+    """Hold one iteration's carried values (``(k, value)``: the k-th carried value), and
+    each scan output stacked so far (``stacked``, updated here), to ``max_elements``."""
     limit = current_limits().max_elements
-    for k, value in enumerate(carried):
+    for k, value in carried:
         count = _count(value)
         if count > limit:
             check_elements(count, f"loop-carried value {k}", iteration)
@@ -74,9 +76,8 @@ def check_loop_values(carried: Sequence[Any], stacked: list[int], elements: Sequ
 
 
 def _count(value: Any) -> int:
-    numel = getattr(value, "numel", None)
-    if numel is not None:
-        return int(numel())
+    if isinstance(value, torch.Tensor):
+        return value.numel()
     if isinstance(value, list):  # a sequence: its members together
         return max(len(value), sum(_count(item) for item in value))
     return 1
