@@ -143,3 +143,15 @@ def doubling_loop() -> mdf_loops.Model:
         [oh.make_node("Loop", ["n", "", "x0"], ["x"], body=body)],
         [value_info("n", INT64, []), value_info("x0", shape=[None])],
         [value_info("x", shape=[None])]))
+
+
+def growing_scan_output() -> mdf_loops.Model:
+    """A Loop whose scan output is a 100-element row each iteration (no operator grows)."""
+    body = body_graph([oh.make_node("Identity", ["c_in"], ["c_out"]),
+                       oh.make_node("Identity", ["row"], ["y"])],
+                      [value_info("i", INT64, []), value_info("c_in", BOOL, [])],
+                      [value_info("c_out", BOOL, []), value_info("y", shape=[100])])
+    return mdf_loops.onnx_to_mdf(onnx_model(
+        [oh.make_node("Loop", ["n", ""], ["ys"], body=body)],
+        [value_info("n", INT64, []), value_info("row", shape=[100])],
+        [value_info("ys", shape=[None, 100])]))

@@ -152,7 +152,7 @@ def _run_jax(model, first, batch, size, graph, trusted, max_iterations) -> dict:
             if not lowered.grew_buffer(flag):
                 break
     for row_flag in each:  # the first row whose loops passed max_total_iterations
-        lowered.check_total(int(row_flag))
+        lowered.check_limits(int(row_flag))
     if flag & LIMIT_PASSED:
         raise IterationLimitError(
             "a Loop passed max_iterations (jax backend, batch); raise it with max_iterations=N"

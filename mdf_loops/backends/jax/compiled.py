@@ -31,7 +31,7 @@ from mdf_loops.backends.jax.flat import feed_value, flatten, is_discrete, static
 from mdf_loops.backends.jax.jitted import JittedFunctions
 from mdf_loops.backends.jax.precision import uses_64_bits, x64
 from mdf_loops.backends.jax.replay import FormRunner, mdf_error
-from mdf_loops.backends.jax.totals import SHIFT, total_error
+from mdf_loops.backends.jax.totals import limits_error
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
@@ -93,7 +93,7 @@ class JaxModel:
                 flag = 0 if flag is None else int(flag)
                 if not self.grew_buffer(flag):
                     break
-        self.check_total(flag)
+        self.check_limits(flag)
         if flag & LIMIT_PASSED:
             limit = self.limits.max_iterations if self.limits else None
             raise IterationLimitError(
@@ -122,13 +122,11 @@ class JaxModel:
         """64-bit types on while running, where the traced program has them (:mod:`.precision`)."""
         return x64() if self.needs_x64 else contextlib.nullcontext()
 
-    def check_total(self, flag: int) -> None:
+    def check_limits(self, flag: int) -> None:
         """Raise the error of a returned ``flag`` whose loops passed ``max_total_iterations``
-        (:mod:`.totals`)."""
-        if flag >> SHIFT and self.limits is not None:
-            error = total_error(flag, self.onnx_model.graph, self.limits.max_total_iterations)
-            assert error is not None
-            raise error
+        (:mod:`.totals`) or whose scan outputs would pass ``max_elements``."""
+        if self.limits is not None and flag & ~(BUFFER_FULL | LIMIT_PASSED):
+            raise limits_error(flag, self.onnx_model.graph, self.limits)
 
     def grew_buffer(self, flag: int) -> bool:
         """Whether a loop filled its scan-output buffer and the buffer grew (8x, up to

@@ -207,6 +207,7 @@ def _scan_lax(call, states, sequences, length):
     if carries_count:
         final, counter.total = final
     ev.raise_flag(flags)
+    ev.check_stacked([int(np.prod(y.shape)) for y in produced], call.where)
     return list(final), list(produced)
 
 
@@ -255,6 +256,7 @@ def _scan_python(call, states, sequences, length):
                 body, values + [np.zeros(x.shape[1:], x.dtype) for x in sequences], call.scope
             )
         return values, [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[n:]]
+    ev.check_stacked([sum(int(np.size(y)) for y in c) for c in columns], call.where)
     return values, [_stack(c) for c in columns]
 
 
@@ -327,6 +329,7 @@ def _loop_python(call, trip, cond, carried) -> list:
         i += 1
     if columns is None:
         return values + _empty_scan_outputs(call, values)
+    ev.check_stacked([sum(int(np.size(y)) for y in c) for c in columns], call.where)
     return values + [_stack(c) for c in columns]
 
 
@@ -383,4 +386,5 @@ def _loop_counted(call, trips: int, carried) -> list:
     if carries_count:
         final, counter.total = final
     ev.raise_flag(flag)
+    ev.check_stacked([int(np.prod(y.shape)) for y in produced], call.where)
     return list(final) + list(produced)

@@ -21,7 +21,7 @@ from mdf_loops.backends.jax.registry import OPS, NodeCall
 from mdf_loops.backends.jax.totals import Counter, loop_sites
 from mdf_loops.backends.jax.values import NeedsStatic, Ragged, label
 from mdf_loops.errors import CompileError, IterationLimitError, MdfLoopsError, SizeLimitError
-from mdf_loops.ops.common import Limits, limits
+from mdf_loops.ops.common import Limits, how_to_raise, limits
 from mdf_loops.safety.operator_sizes import node_size_check
 
 __all__ = ["Evaluator"]
@@ -75,6 +75,19 @@ class Evaluator:
                 f"{where}: {trips} iterations, over max_iterations={self.max_iterations} "
                 "(jax backend); raise it with mdf_loops.run(..., max_iterations=N)"
             )
+
+    def check_stacked(self, sizes: Sequence[int], where: str) -> None:
+        """The scan outputs of the loop at ``where``, stacked (``sizes``: elements of each,
+        static while tracing), held to ``max_elements`` before they are made."""
+        limit = self.limits.max_elements if self.limits is not None else None
+        for k, elements in enumerate(sizes):
+            if limit is not None and elements > limit:
+                raise SizeLimitError(
+                    f"scan output {k} (stacked) has {elements} elements, over the limit of "
+                    f"{limit} (max_elements); if the model needs values this large, "
+                    f"{how_to_raise('max_elements')}",
+                    location=f"{where} (jax backend)",
+                )
 
     def raise_flag(self, flag: Any) -> None:
         self._flags[-1].append(flag)

@@ -16,10 +16,10 @@ lowering threads one count through the trace, as
   ``lax.while_loop``: each iteration adds one, then the loops in its body add theirs;
   a while loop does not go on past the limit;
 * the iteration that passes the limit sets the flag the compiled function returns
-  (:data:`~mdf_loops.backends.jax.values.BUFFER_FULL` and ``LIMIT_PASSED`` in the low
-  bits) to a code above them, ``1 + site + SITES * iteration`` as in
+  (:data:`~mdf_loops.backends.jax.values.BUFFER_FULL`, ``LIMIT_PASSED`` and
+  ``SIZE_PASSED`` in the low bits) to a code above them, ``1 + site + SITES * iteration`` as in
   :mod:`~mdf_loops.backends.onnxruntime.limit_codes` (the count only grows, so one
-  iteration passes it and the flags' OR is its code); :func:`total_error` turns it back
+  iteration passes it and the flags' OR is its code); :func:`limits_error` turns it back
   into the loop node and the iteration.
 
 The count is the scheduler's to the iteration: a run passes at ``max_total_iterations``
@@ -36,14 +36,14 @@ import onnx
 
 from mdf_loops.backends.jax.values import label
 from mdf_loops.backends.onnxruntime.limit_codes import SITES
-from mdf_loops.errors import IterationLimitError
+from mdf_loops.errors import IterationLimitError, LimitError, SizeLimitError
 from mdf_loops.onnx.builder import all_nodes
-from mdf_loops.ops.common import how_to_raise
+from mdf_loops.ops.common import Limits, how_to_raise
 
-__all__ = ["Counter", "loop_sites", "holds_loops", "run_counted", "total_error", "SHIFT"]
+__all__ = ["Counter", "loop_sites", "holds_loops", "run_counted", "limits_error", "SHIFT"]
 
-#: flag bits below a total code (BUFFER_FULL and LIMIT_PASSED)
-SHIFT = 2
+#: flag bits below a total code (BUFFER_FULL, LIMIT_PASSED, SIZE_PASSED)
+SHIFT = 3
 
 _LOOPS = ("Loop", "Scan")
 
@@ -73,15 +73,20 @@ def passed_error(where: str, iteration: int, limit: int) -> IterationLimitError:
     )
 
 
-def total_error(flag: int, graph: onnx.GraphProto, limit: int) -> IterationLimitError | None:
-    """The error a returned flag holds (None when no loop passed the limit)."""
+def limits_error(flag: int, graph: onnx.GraphProto, limits: Limits) -> LimitError:
+    """The error a returned flag holds: the loop whose iteration passed
+    ``max_total_iterations``, or a Loop whose scan outputs would pass ``max_elements``."""
     code = int(flag) >> SHIFT
-    if not code:
-        return None
+    if not code:  # SIZE_PASSED (a Loop stopped at run time: its node is not in the flag)
+        return SizeLimitError(
+            f"a Loop's scan outputs, stacked, would pass max_elements={limits.max_elements} "
+            "(jax backend); run it with backend='scheduler' to see the loop and the "
+            f"iteration; if the model needs values this large, {how_to_raise('max_elements')}"
+        )
     iteration, site = divmod(code - 1, SITES)
     names = list(loop_sites(graph))
     where = names[site] if site < len(names) else "a loop"
-    return passed_error(where, iteration, limit)
+    return passed_error(where, iteration, limits.max_total_iterations)
 
 
 def _static(value: Any) -> bool:

@@ -15,7 +15,9 @@ In evaluator mode ``"run"`` this is ``lax.while_loop``. In mode ``"grad"`` it is
 ``lax.scan`` over all ``rows`` whose steps after the loop stopped leave the values
 unchanged (``where``), so reverse-mode differentiation works; it costs ``rows``
 body evaluations. A loop that would go on past ``rows`` raises a flag:
-:data:`BUFFER_FULL` (compile again with more rows) or :data:`LIMIT_PASSED`.
+:data:`BUFFER_FULL` (compile again with more rows), :data:`LIMIT_PASSED`, or, in a model
+that is not trusted whose scan outputs would pass ``max_elements`` past ``rows``,
+:data:`SIZE_PASSED`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
+    SIZE_PASSED,
     Ragged,
     is_concrete,
     same_types,
@@ -69,13 +72,15 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
 
     i0 = jnp.asarray(0, jnp.int64)
     state0 = (i0, keep0, values0, total0)
+    shapes = _shapes(ev, run_body, state0) if n_scan else ()
+    fits = _rows_that_fit(ev, shapes)  # stacked outputs within max_elements (untrusted)
+    capped, rows = fits < rows, min(rows, fits)
     if rows == 0:  # a trip count of 0 (or max_iterations=0): no iteration can run
-        produced = tuple(jnp.zeros((0,) + s.shape, s.dtype) for s in _shapes(ev, run_body, state0))
+        produced = tuple(jnp.zeros((0,) + s.shape, s.dtype) for s in shapes)
         (i, keep, values, total), flag = state0, jnp.int64(0)
     elif ev.mode == "grad":
         (i, keep, values, total), produced, flag = _masked_scan(run_body, active, state0, rows)
     else:
-        shapes = _shapes(ev, run_body, state0)
         buffers = tuple(jnp.zeros((rows,) + s.shape, s.dtype) for s in shapes)
         (i, keep, values, total), produced, flag = _while(run_body, active, state0, buffers)
     if counter is not None:
@@ -84,8 +89,9 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     if trips is not None:
         wants_more = wants_more & (i < trips)
     stopped_at_rows = wants_more & (i >= rows)
-    if rows < bound:
-        flag = flag | jnp.where(stopped_at_rows, BUFFER_FULL, 0).astype(jnp.int64)
+    if rows < bound:  # a longer buffer, unless the outputs would pass max_elements
+        passed = SIZE_PASSED if capped else BUFFER_FULL
+        flag = flag | jnp.where(stopped_at_rows, passed, 0).astype(jnp.int64)
     elif trips is None or trips > ev.max_iterations:
         flag = flag | jnp.where(stopped_at_rows, LIMIT_PASSED, 0).astype(jnp.int64)
     ev.raise_flag(flag)
@@ -110,6 +116,15 @@ def _why_run_time(trip, trips: int | None, where: str) -> str:
         "or its cond input, is decided at run time); make the body's condition output "
         "always true and leave out the cond input, so that the trip count decides"
     )
+
+
+def _rows_that_fit(ev, shapes) -> int:
+    """Iterations whose scan outputs, stacked, stay within ``max_elements`` (any number
+    for a trusted model, or a loop without scan outputs)."""
+    if ev.limits is None or not shapes:
+        return 1 << 62
+    largest = max(max(int(np.prod(s.shape)), 1) for s in shapes)
+    return ev.limits.max_elements // largest
 
 
 def _shapes(ev, run_body, state0) -> tuple:

@@ -18,6 +18,7 @@ from limit_models import (  # noqa: E402
     HOSTILE,
     loop_in_branch,
     doubling_loop,
+    growing_scan_output,
     loop_in_scan,
     one_operator,
     passes_at_the_count_and_fails_below,
@@ -160,6 +161,39 @@ def test_a_carried_value_that_doubles_each_iteration_stops_at_the_limit():
     small = {"n": np.int64(5), "x0": np.ones(1, np.float32)}
     np.testing.assert_array_equal(mdf_loops.run(model, small, backend="jax")["x"],
                                   mdf_loops.run(model, small, backend="onnxruntime")["x"])
+
+
+def test_a_scan_s_stacked_outputs_are_sized_while_tracing():
+    body = body_graph([oh.make_node("Add", ["s_in", "x"], ["s_out"]),
+                       oh.make_node("Identity", ["row"], ["y"])],
+                      [value_info("s_in", DOUBLE, []), value_info("x", DOUBLE, [])],
+                      [value_info("s_out", DOUBLE, []), value_info("y", shape=[100])])
+    model = mdf_loops.onnx_to_mdf(onnx_model(
+        [oh.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1)],
+        [value_info("s0", DOUBLE, []), value_info("xs", DOUBLE, [None]),
+         value_info("row", shape=[100])],
+        [value_info("s", DOUBLE, []), value_info("ys", shape=[None, 100])]))
+    row = np.arange(100, dtype=np.float32)
+    inputs = {"s0": np.float64(0), "xs": np.ones(11), "row": row}
+    with pytest.raises(SizeLimitError, match=r"^node 'Scan_0' \(Scan\) \(jax backend\): scan "
+                                             r"output 0 \(stacked\) has 1100 elements"):
+        mdf_loops.run(model, inputs, backend="jax", max_elements=1000)
+    inputs["xs"] = np.ones(10)  # 1000 elements: within the limit, as on the scheduler
+    out = mdf_loops.run(model, inputs, backend="jax", max_elements=1000)
+    expected = mdf_loops.run(model, inputs, backend="scheduler", max_elements=1000)
+    np.testing.assert_array_equal(out["ys"], expected["ys"])
+
+
+def test_a_while_loop_s_buffer_holds_no_more_than_the_limit():
+    model = growing_scan_output()  # a 100-element row each iteration, n iterations
+    row = np.arange(100, dtype=np.float32)
+    for backend in ("scheduler", "jax"):
+        out = mdf_loops.run(model, {"n": np.int64(10), "row": row}, backend=backend,
+                            max_elements=1000)
+        np.testing.assert_array_equal(out["ys"], np.tile(row, (10, 1)))
+        with pytest.raises(SizeLimitError, match="max_elements"):
+            mdf_loops.run(model, {"n": np.int64(11), "row": row}, backend=backend,
+                          max_elements=1000)
 
 
 def test_a_hostile_operator_stops_with_a_small_peak_in_a_child():

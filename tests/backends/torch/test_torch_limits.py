@@ -17,6 +17,7 @@ from limit_models import (  # noqa: E402
     HOSTILE,
     loop_in_branch,
     doubling_loop,
+    growing_scan_output,
     loop_in_scan,
     one_operator,
     passes_at_the_count_and_fails_below,
@@ -92,20 +93,8 @@ def test_a_carried_value_that_doubles_stops_at_the_iteration_that_passes_the_lim
                                   mdf_loops.run(model, small, backend="onnxruntime")["x"])
 
 
-def _growing_scan_output() -> mdf_loops.Model:
-    """A Loop whose scan output is a 100-element row each iteration (no operator grows)."""
-    body = body_graph([oh.make_node("Identity", ["c_in"], ["c_out"]),
-                       oh.make_node("Identity", ["row"], ["y"])],
-                      [value_info("i", INT64, []), value_info("c_in", BOOL, [])],
-                      [value_info("c_out", BOOL, []), value_info("y", shape=[100])])
-    return mdf_loops.onnx_to_mdf(onnx_model(
-        [oh.make_node("Loop", ["n", ""], ["ys"], body=body)],
-        [value_info("n", INT64, []), value_info("row", shape=[100])],
-        [value_info("ys", shape=[None, 100])]))
-
-
 def test_stacked_scan_outputs_are_held_to_the_limit_each_iteration():
-    model = _growing_scan_output()
+    model = growing_scan_output()
     feeds = {"n": np.int64(10**6), "row": np.arange(100, dtype=np.float32)}
     with pytest.raises(SizeLimitError, match=r"^node 'Loop_0' \(Loop\), iteration 10 \(torch "
                                              r"backend\): scan output 0 \(stacked\) has 1100"):
