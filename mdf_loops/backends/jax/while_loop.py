@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdf_loops.backends.jax.totals import holds_loops
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
@@ -51,24 +52,36 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     )
     keep0 = jnp.asarray(True) if cond is None else jnp.reshape(cond, ()).astype(bool)
     values0 = tuple(jnp.asarray(v) for v in carried)
-    counter = ev.counter  # the run's iterations, carried (None: not counted; .totals)
-    total0 = None if counter is None else jnp.asarray(counter.total, jnp.int64)
+    # the run's iterations (.totals): carried through a body that holds loops, else the
+    # loop stops where its own iterations pass the limit and is counted after it
+    counter = ev.counter
+    carries = counter is not None and holds_loops(body)
+    total0 = jnp.asarray(counter.total, jnp.int64) if carries else None
+    room = None if counter is None or carries else counter.limit - counter.total
 
     def run_body(i, keep, values, total):
-        count = None if counter is None else (call.where, i)
+        count = (call.where, i) if carries else None
         outputs, flag, end = ev.body(
             body, [i, keep] + list(values), call.scope, total=total, count=count
         )
         outputs = structured(outputs, call.where)
         same_types(call.where, outputs[1 : 1 + n], values)
         keep_out = jnp.reshape(outputs[0], ()).astype(bool)  # decides also without cond
+        end = end if carries else None
         return keep_out, tuple(outputs[1 : 1 + n]), tuple(outputs[1 + n :]), flag, end
+
+    # the iterations it may start, known at run time: its trip count, and (when counted
+    # after it) up to the iteration that passes max_total_iterations; one bound, one test
+    starts = dynamic_trips
+    if room is not None:
+        allowed = jnp.asarray(room + 1, jnp.int64)
+        starts = allowed if starts is None else jnp.minimum(starts, allowed)
 
     def active(i, keep, total):
         go = keep & (i < rows)
-        if counter is not None:  # not past max_total_iterations
+        if carries:  # not past max_total_iterations
             go = go & (total <= counter.limit)
-        return go if dynamic_trips is None else go & (i < dynamic_trips)
+        return go if starts is None else go & (i < starts)
 
     i0 = jnp.asarray(0, jnp.int64)
     state0 = (i0, keep0, values0, total0)
@@ -83,8 +96,10 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     else:
         buffers = tuple(jnp.zeros((rows,) + s.shape, s.dtype) for s in shapes)
         (i, keep, values, total), produced, flag = _while(run_body, active, state0, buffers)
-    if counter is not None:
+    if carries:
         counter.total = total
+    elif counter is not None:
+        ev.count(i, call.where)
     wants_more = keep if dynamic_trips is None else keep & (i < dynamic_trips)
     if trips is not None:
         wants_more = wants_more & (i < trips)
