@@ -52,12 +52,8 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     )
     keep0 = jnp.asarray(True) if cond is None else jnp.reshape(cond, ()).astype(bool)
     values0 = tuple(jnp.asarray(v) for v in carried)
-    # the run's iterations (.totals): carried through a body that holds loops, else the
-    # loop stops where its own iterations pass the limit and is counted after it
     counter = ev.counter
-    carries = counter is not None and holds_loops(body)
-    total0 = jnp.asarray(counter.total, jnp.int64) if carries else None
-    room = None if counter is None or carries else counter.limit - counter.total
+    carries, total0, starts = _counting(counter, body, dynamic_trips)
 
     def run_body(i, keep, values, total):
         count = (call.where, i) if carries else None
@@ -70,13 +66,6 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
         end = end if carries else None
         return keep_out, tuple(outputs[1 : 1 + n]), tuple(outputs[1 + n :]), flag, end
 
-    # the iterations it may start, known at run time: its trip count, and (when counted
-    # after it) up to the iteration that passes max_total_iterations; one bound, one test
-    starts = dynamic_trips
-    if room is not None:
-        allowed = jnp.asarray(room + 1, jnp.int64)
-        starts = allowed if starts is None else jnp.minimum(starts, allowed)
-
     def active(i, keep, total):
         go = keep & (i < rows)
         if carries:  # not past max_total_iterations
@@ -88,14 +77,8 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
     shapes = _shapes(ev, run_body, state0) if n_scan else ()
     fits = _rows_that_fit(ev, shapes)  # stacked outputs within max_elements (untrusted)
     capped, rows = fits < rows, min(rows, fits)
-    if rows == 0:  # a trip count of 0 (or max_iterations=0): no iteration can run
-        produced = tuple(jnp.zeros((0,) + s.shape, s.dtype) for s in shapes)
-        (i, keep, values, total), flag = state0, jnp.int64(0)
-    elif ev.mode == "grad":
-        (i, keep, values, total), produced, flag = _masked_scan(run_body, active, state0, rows)
-    else:
-        buffers = tuple(jnp.zeros((rows,) + s.shape, s.dtype) for s in shapes)
-        (i, keep, values, total), produced, flag = _while(run_body, active, state0, buffers)
+    (i, keep, values, total), produced, flag = _iterate(ev.mode, run_body, active, state0,
+                                                         rows, shapes)  # fmt: skip
     if carries:
         counter.total = total
     elif counter is not None:
@@ -131,6 +114,36 @@ def _why_run_time(trip, trips: int | None, where: str) -> str:
         "or its cond input, is decided at run time); make the body's condition output "
         "always true and leave out the cond input, so that the trip count decides"
     )
+
+
+def _iterate(mode: str, run_body, active, state0, rows: int, shapes) -> tuple:
+    """``(final state, scan outputs, flag)`` of at most ``rows`` iterations."""
+    import jax.numpy as jnp
+
+    if rows == 0:  # a trip count of 0 (or max_iterations=0): no iteration can run
+        produced = tuple(jnp.zeros((0,) + s.shape, s.dtype) for s in shapes)
+        return state0, produced, jnp.int64(0)
+    if mode == "grad":
+        return _masked_scan(run_body, active, state0, rows)
+    buffers = tuple(jnp.zeros((rows,) + s.shape, s.dtype) for s in shapes)
+    return _while(run_body, active, state0, buffers)
+
+
+def _counting(counter, body, dynamic_trips) -> tuple:
+    """How the loop counts the run's iterations (:mod:`.totals`): ``(carries, total0,
+    starts)``. A body that holds loops carries the count from ``total0``; else the loop
+    starts no iteration past the one that passes the limit and is counted after it.
+    ``starts``: the iterations it may start, known at run time (with its trip count: one
+    bound, one test an iteration), or None."""
+    import jax.numpy as jnp
+
+    carries = counter is not None and holds_loops(body)
+    total0 = jnp.asarray(counter.total, jnp.int64) if carries else None
+    starts = dynamic_trips
+    if counter is not None and not carries:
+        allowed = jnp.asarray(counter.limit - counter.total + 1, jnp.int64)
+        starts = allowed if starts is None else jnp.minimum(starts, allowed)
+    return carries, total0, starts
 
 
 def _rows_that_fit(ev, shapes) -> int:
