@@ -20,7 +20,13 @@ from mdf_loops.backends.jax import control, elementwise, reductions, sequences, 
 from mdf_loops.backends.jax.registry import OPS, NodeCall
 from mdf_loops.backends.jax.totals import Counter, loop_sites
 from mdf_loops.backends.jax.values import NeedsStatic, Ragged, label
-from mdf_loops.errors import CompileError, IterationLimitError, MdfLoopsError, SizeLimitError
+from mdf_loops.errors import (
+    CompileError,
+    DepthLimitError,
+    IterationLimitError,
+    MdfLoopsError,
+    SizeLimitError,
+)
 from mdf_loops.ops.common import Limits, how_to_raise, limits
 from mdf_loops.safety.operator_sizes import node_size_check
 
@@ -63,6 +69,7 @@ class Evaluator:
         self._flags: list[list] = [[]]
         #: the run's iterations together, in a model that is not trusted (:mod:`.totals`)
         self.counter: Counter | None = None
+        self._depth = 0  # graphs being walked: the top graph, then bodies and branches
 
     # ------------------------------------------------------------ limits
     @property
@@ -103,6 +110,19 @@ class Evaluator:
         """The outputs of ``graph`` on ``inputs`` (formal inputs in order), reading ``outer``."""
         if self.counter is None and self.limits is not None:  # the top graph: count in it
             self.counter = Counter(self.limits.max_total_iterations, loop_sites(graph))
+        self._depth += 1
+        try:
+            return self._graph(graph, inputs, outer)
+        finally:
+            self._depth -= 1
+
+    def _graph(self, graph: onnx.GraphProto, inputs: Sequence[Any], outer: Mapping[str, Any]):
+        if self.limits is not None and self._depth - 1 > self.limits.max_depth:
+            raise DepthLimitError(
+                f"graph '{graph.name}' (jax backend): loop bodies and branches are nested "
+                f"{self._depth - 1} deep; the limit is {self.limits.max_depth} (max_depth); "
+                f"if the model is meant to nest this deep, {how_to_raise('max_depth')}"
+            )
         local: dict[str, Any] = {}
         # typeshed asks every map of a ChainMap to be mutable; only the first is written
         scope = ChainMap(local, outer)  # type: ignore[arg-type]

@@ -25,7 +25,7 @@ from limit_models import (  # noqa: E402
     scan_in_while,
     totals_inputs,
 )
-from mdf_loops.errors import IterationLimitError, SizeLimitError  # noqa: E402
+from mdf_loops.errors import DepthLimitError, IterationLimitError, SizeLimitError  # noqa: E402
 
 @pytest.mark.parametrize("stop", [False, True], ids=["trips", "condition"])
 @pytest.mark.parametrize("constant_trips", [False, True], ids=["input", "constant"])
@@ -87,6 +87,15 @@ def test_a_scan_of_a_length_known_while_tracing_is_counted_at_once():
         mdf_loops.run(model, inputs, backend="jax", max_total_iterations=17)
     results = passes_at_the_count_and_fails_below(model, inputs, 10**5, ("scheduler", "jax"))
     assert float(results["jax"]["a"]) == float(results["scheduler"]["a"]) == 1e5
+
+
+def test_nesting_deeper_than_max_depth_is_refused_while_tracing():
+    model = loop_in_scan(False)  # a Loop's body in a Scan's body: 2 deep
+    for backend in ("scheduler", "jax"):
+        assert float(mdf_loops.run(model, totals_inputs(3, 2), backend=backend,
+                                   max_depth=2)["s"]) == 6.0
+        with pytest.raises(DepthLimitError, match="nested 2 deep; the limit is 1"):
+            mdf_loops.run(model, totals_inputs(3, 2), backend=backend, max_depth=1)
 
 
 def test_trusted_runs_are_not_counted():
