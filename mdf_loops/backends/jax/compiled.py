@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from google.protobuf.message import Error as ProtobufError
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
@@ -244,7 +245,7 @@ def compile(
         exported = export_model(model, graph=graph, example_inputs=example_inputs).model
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
-    except (RecursionError, ValueError, TypeError) as exc:
+    except (RecursionError, ValueError, TypeError, ProtobufError) as exc:  # nesting limits
         raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
     opset = next((o.version for o in exported.opset_import if o.domain in ("", "ai.onnx")), 21)
     types = {i.name: i.type for i in exported.graph.input}

@@ -198,16 +198,16 @@ def _scan_batched(call, body, sequence_lens, inputs: list, attributes: ScanAttri
 @op("Loop", scoped=True)
 def _loop(call, frame, trip_count=None, condition=None, *initial):
     body = call.bodies["body"].bind(frame)
-    guard = IterationGuard(kind="Loop")
     max_trips = None if trip_count is None else int(trip_count.reshape(()))
     keep_going = True if condition is None else _truth(condition, "cond input", None)
-    if max_trips is not None:
-        guard.expect_at_most(max_trips)
     values = list(initial)
     device = values[0].device if values and isinstance(values[0], torch.Tensor) else None
     stacked: list[int] | None = [] if call.sized else None
     try:
-        with loop_scope("Loop"):
+        with loop_scope("Loop"):  # the run's iteration count starts here, if not before
+            guard = IterationGuard(kind="Loop")
+            if max_trips is not None:
+                guard.expect_at_most(max_trips)
             values, produced, i = _loop_iterations(
                 call, body, guard, values, max_trips, keep_going, device, stacked
             )

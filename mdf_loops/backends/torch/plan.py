@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import onnx
+from google.protobuf.message import Error as ProtobufError
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops.backends.torch.interpreter import ConstantTable, Program
@@ -59,7 +60,7 @@ def plan(
         ).model
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
-    except (RecursionError, ValueError, TypeError) as exc:
+    except (RecursionError, ValueError, TypeError, ProtobufError) as exc:  # nesting limits
         raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
     opset = next((o.version for o in exported.opset_import if o.domain in ("", "ai.onnx")), 21)
     table = ConstantTable()
