@@ -220,3 +220,23 @@ def test_a_hostile_operator_stops_with_a_small_peak_in_a_child():
         result, peak = child_peak(code, str(path), limit_mb=8000)
     assert result.startswith("SizeLimitError"), result
     assert peak < 1000, peak  # 10 GB asked for; JAX and the libraries alone
+
+
+@pytest.mark.parametrize("mode", ["run", "grad"])
+def test_counting_and_sizing_add_nothing_to_a_model_whose_loops_hold_no_loops(mode):
+    import jax
+
+    from mdf_loops.backends.jax.compiled import compile
+    from mdf_loops.backends.jax.precision import x64
+    from mdf_loops.workloads import elman_rnn
+
+    work = elman_rnn(50)
+    model = mdf_loops.onnx_to_mdf(work.model)
+    programs = []
+    for limits in (None, mdf_loops.safety.Limits()):  # trusted, then not trusted
+        lowered = compile(model, work.inputs, limits=limits)
+        static, dynamic = lowered.split(lowered.feed(work.inputs))
+        with x64():
+            traced = jax.make_jaxpr(lambda v: lowered.function(static, mode=mode)(v))(dynamic)
+        programs.append(str(traced))
+    assert programs[0] == programs[1]
