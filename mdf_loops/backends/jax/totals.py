@@ -29,6 +29,7 @@ equal to its iterations and fails one below. A trusted run counts nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,15 @@ from mdf_loops.errors import IterationLimitError, LimitError, SizeLimitError
 from mdf_loops.onnx.builder import all_nodes
 from mdf_loops.ops.common import Limits, how_to_raise
 
-__all__ = ["Counter", "loop_sites", "holds_loops", "run_counted", "limits_error", "SHIFT"]
+__all__ = [
+    "Counter",
+    "LoopSite",
+    "loop_sites",
+    "holds_loops",
+    "run_counted",
+    "limits_error",
+    "SHIFT",
+]
 
 #: flag bits below a total code (BUFFER_FULL, LIMIT_PASSED, SIZE_PASSED)
 SHIFT = 3
@@ -48,12 +57,22 @@ SHIFT = 3
 _LOOPS = ("Loop", "Scan")
 
 
-def loop_sites(graph: onnx.GraphProto) -> dict[str, int]:
-    """Each loop node's label (as errors name it) -> its site in a total code."""
-    sites: dict[str, int] = {}
+@dataclass(frozen=True)
+class LoopSite:
+    """A loop node as a total code names it: its index among the model's loops."""
+
+    index: int
+    where: str  # its label, as errors name it
+    kind: str  # "Loop" or "Scan"
+
+
+def loop_sites(graph: onnx.GraphProto) -> dict[str, LoopSite]:
+    """Each loop node's label -> its site in a total code (the same for every trace)."""
+    sites: dict[str, LoopSite] = {}
     for node in all_nodes(graph):
         if node.op_type in _LOOPS and node.domain in ("", "ai.onnx"):
-            sites.setdefault(label(node), len(sites))
+            where = label(node)
+            sites.setdefault(where, LoopSite(len(sites), where, node.op_type))
     return sites
 
 
@@ -62,14 +81,13 @@ def holds_loops(*graphs: onnx.GraphProto) -> bool:
     return any(n.op_type in _LOOPS for g in graphs for n in all_nodes(g))
 
 
-def passed_error(where: str, iteration: int, limit: int) -> IterationLimitError:
-    """The scheduler's words for the loop at ``where`` whose ``iteration`` passed the limit."""
-    kind = where.rsplit("(", 1)[-1].rstrip(")") if where.endswith(")") else "loop"
+def passed_error(site: LoopSite, iteration: int, limit: int) -> IterationLimitError:
+    """The scheduler's words for the loop whose ``iteration`` passed the limit."""
     return IterationLimitError(
-        f"{kind} stopped at iteration {iteration}: the loops of this run have run {limit} "
-        f"iterations together, the limit (max_total_iterations); "
+        f"{site.kind} stopped at iteration {iteration}: the loops of this run have run "
+        f"{limit} iterations together, the limit (max_total_iterations); "
         f"{how_to_raise('max_total_iterations')}",
-        location=f"{where} (jax backend)",
+        location=f"{site.where} (jax backend)",
     )
 
 
@@ -83,10 +101,10 @@ def limits_error(flag: int, graph: onnx.GraphProto, limits: Limits) -> LimitErro
             "(jax backend); run it with backend='scheduler' to see the loop and the "
             f"iteration; if the model needs values this large, {how_to_raise('max_elements')}"
         )
-    iteration, site = divmod(code - 1, SITES)
-    names = list(loop_sites(graph))
-    where = names[site] if site < len(names) else "a loop"
-    return passed_error(where, iteration, limits.max_total_iterations)
+    iteration, index = divmod(code - 1, SITES)
+    sites = list(loop_sites(graph).values())
+    site = sites[index] if index < len(sites) else LoopSite(index, "a loop", "loop")
+    return passed_error(site, iteration, limits.max_total_iterations)
 
 
 def _static(value: Any) -> bool:
@@ -98,7 +116,7 @@ def _static(value: Any) -> bool:
 class Counter:
     """The count of one trace: :attr:`total` at the point being traced."""
 
-    def __init__(self, limit: int, sites: dict[str, int]):
+    def __init__(self, limit: int, sites: dict[str, LoopSite]):
         self.limit = limit
         self.sites = sites
         #: iterations so far (saturated at limit + 1): an int, or a traced int64
@@ -111,22 +129,23 @@ class Counter:
         ``first + 1``, ...; True (or a traced boolean) when the run's loops have then
         passed the limit: the caller may skip the work, the run fails."""
         before, limit = self.total, self.limit
-        site = self.sites.get(where, 0)
+        site = self.sites.get(where) or LoopSite(0, where, "loop")
         if _static(before) and _static(n) and _static(first):
             before, n, first = int(before), int(n), int(first)
             self.total = min(before + n, limit + 1)
             if before <= limit < before + n:
                 iteration = first + limit - before
                 if not self.speculative:
-                    raise passed_error(where, iteration, limit)
-                raise_flag(np.int64((1 + site + SITES * iteration) << SHIFT))
+                    raise passed_error(site, iteration, limit)
+                raise_flag(np.int64((1 + site.index + SITES * iteration) << SHIFT))
             return before + n > limit
         import jax.numpy as jnp
 
         before = jnp.asarray(before, jnp.int64)
         after = before + n
         crossed = (before <= limit) & (after > limit)
-        code = (1 + site + SITES * (jnp.asarray(first, jnp.int64) + limit - before)) << SHIFT
+        iteration = jnp.asarray(first, jnp.int64) + limit - before
+        code = (1 + site.index + SITES * iteration) << SHIFT
         raise_flag(jnp.where(crossed, code, 0).astype(jnp.int64))
         self.total = jnp.minimum(after, limit + 1)
         return after > limit
