@@ -203,7 +203,7 @@ def _scan_lax(call, states, sequences, length):
         except TypeError as exc:  # a state changed shape
             raise CompileError(f"{call.where}: {exc}") from None
 
-    final, (produced, flags) = run_counted(call.evaluator, call.where, run, length, carries_count)
+    final, (produced, flags) = run_counted(ev, call.where, run, length, carries_count, loop=False)
     if carries_count:
         final, counter.total = final
     ev.raise_flag(flags)
@@ -382,7 +382,7 @@ def _loop_counted(call, trips: int, carried) -> list:
         numbers = jnp.arange(trips, dtype=jax.dtypes.canonicalize_dtype(np.int64))
         return with_flags(jax.lax.scan, step, init, numbers)
 
-    final, (produced, flag) = run_counted(call.evaluator, call.where, run, trips, carries_count)
+    final, (produced, flag) = run_counted(ev, call.where, run, trips, carries_count, loop=True)
     if carries_count:
         final, counter.total = final
     ev.raise_flag(flag)

@@ -172,16 +172,20 @@ def run_or_skip(over: Any, run: Callable[[], Any]) -> Any:
     return jax.lax.cond(over, zeros, run)
 
 
-def run_counted(ev: Any, where: str, run: Callable[[], Any], iterations: int, carried: bool):
+def run_counted(
+    ev: Any, where: str, run: Callable[[], Any], iterations: int, carried: bool, *, loop: bool
+):
     """``run()`` of the loop at ``where``, of ``iterations`` fixed iterations, returning
     ``(final, (produced, flag))``. Unless its body ``carried`` the count, the iterations are
     counted at once and the loop skipped if that passes the limit (its body holds no
-    loop, so it raises no flag)."""
+    loop, so it raises no flag). A ``loop`` (a Loop, not a Scan) is traced first: one whose
+    condition decides how long it runs raises there, before anything is counted."""
     if ev.counter is None or carried:
         return run()
     import jax
 
-    jax.eval_shape(run)  # traced first: a Loop whose condition decides raises here
+    if loop:
+        jax.eval_shape(run)
     over = ev.count(iterations, where)
 
     def unflagged() -> Any:
