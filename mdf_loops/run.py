@@ -61,8 +61,7 @@ def run(
         trusted: skip the expression allow-list and the limit guards. Only for models
             whose author you trust: their expressions run as Python (docs/safety.md).
         max_iterations, max_total_iterations, max_depth, max_elements: the work limits
-            of :class:`mdf_loops.safety.Limits` for this run (``max_total_iterations``: the
-            scheduler and onnxruntime).
+            of :class:`mdf_loops.safety.Limits` for this run, on every backend.
         backend: ``"scheduler"`` (node by node through modeci-mdf's ``EvaluableGraph``),
             ``"onnxruntime"`` (one ONNX model, compiled once and cached), ``"jax"`` (one
             ``jax.jit`` function, docs/jax.md), ``"torch"`` (torch operations, eagerly,
@@ -146,10 +145,6 @@ def _checked_arguments(backend: Backend, given_limits: tuple) -> tuple[Backend, 
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     limits = zip(_LIMIT_NAMES, given_limits, strict=True)
     changed = {name: value for name, value in limits if value is not None}
-    if "max_total_iterations" in changed and backend in ("jax", "torch"):
-        raise ValueError(
-            "max_total_iterations applies to the scheduler and onnxruntime backends only"
-        )
     return backend, changed
 
 

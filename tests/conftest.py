@@ -230,3 +230,32 @@ def assert_same(actual: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20240611)
+
+
+# ---------------------------------------------------------------- memory
+
+
+def child_peak(code: str, *args: str, limit_mb: int = 1500) -> tuple[str, int]:
+    """Run ``code`` in a fresh Python under an address-space cap; (its one-line result,
+    its peak resident memory in MB, measured by the child itself: VmHWM, Linux)."""
+    import subprocess
+    import sys
+
+    wrapper = (
+        "import resource, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_AS, ({limit_mb} * 2**20, resource.RLIM_INFINITY))\n"
+        "try:\n" + "".join(f"    {line}\n" for line in code.splitlines()) +
+        "    result = 'ok'\n"
+        "except Exception as exc:\n"
+        "    result = f'{type(exc).__name__}: {exc}'\n"
+        # the child's own high-water mark: ru_maxrss would include the peak of the
+        # process that started it (Linux keeps it across exec)
+        "import re\n"
+        "status = open('/proc/self/status').read()\n"
+        "peak = int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1)) // 1024\n"
+        "print(repr(result)); print(peak)\n")
+    done = subprocess.run([sys.executable, "-c", wrapper, *args], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result, peak = done.stdout.strip().splitlines()[-2:]
+    return eval(result), int(peak)  # noqa: S307 - our own child's repr of a string

@@ -30,7 +30,13 @@ import numpy as np
 from mdf_loops.ops.common import check_elements, current_limits
 from mdf_loops.safety.window_sizes import WINDOW_PLANS
 
-__all__ = ["planned_elements", "check_planned_size", "has_size_plan", "BROADCASTING"]
+__all__ = [
+    "planned_elements",
+    "check_planned_size",
+    "node_size_check",
+    "has_size_plan",
+    "BROADCASTING",
+]
 
 #: element-wise operators whose output has the broadcast shape of all inputs
 BROADCASTING = frozenset(
@@ -58,6 +64,45 @@ def check_planned_size(
         check_elements(count, f"the output of {prefix}::{op_type}")
 
 
+def node_size_check(
+    op_type: str, attributes: Mapping[str, Any] | None = None, domain: str = ""
+) -> Callable[[Sequence[Any]], None] | None:
+    """:func:`check_planned_size` bound to one node's operator and attributes (text as
+    ``str``), for a backend that plans a graph once and runs it many times: ``check(inputs)``,
+    or None when the operator has no size plan (it cannot be larger than its inputs,
+    :mod:`~mdf_loops.safety.bounded_operators`), so the backend calls nothing for it.
+
+    ``inputs`` may be numpy arrays, torch tensors or JAX values: a plan that reads only
+    shapes reads ``.shape``; one that reads a value (a shape to expand to, a pad width)
+    converts it with numpy, and a value numpy cannot read (a JAX tracer) leaves the
+    estimate to the backend (:func:`planned_elements` gives None).
+    """
+    domain = "" if domain == "ai.onnx" else domain
+    if not has_size_plan(op_type, domain):
+        return None
+    fixed = dict(attributes or {})
+
+    def check(inputs: Sequence[Any]) -> None:
+        check_planned_size(op_type, inputs, fixed, domain)
+
+    if domain or op_type not in _SHAPE_PRODUCTS:
+        return check
+    prod = math.prod
+
+    def check_products(inputs: Sequence[Any]) -> None:  # called on every step of a loop
+        product = 1
+        try:
+            for value in inputs:
+                if value is not None:
+                    product *= prod(value.shape)
+        except AttributeError:  # not an array: the full plan
+            product = 0
+        if not 0 < product <= current_limits().max_elements:  # empty inputs: the full plan
+            check(inputs)
+
+    return check_products
+
+
 #: operators whose output has no more elements than the product of their inputs' sizes,
 #: when no input is empty: each output dimension is one input's dimension (or a
 #: broadcast maximum), and every dimension counted is a factor of some input's size
@@ -70,9 +115,16 @@ def _product_of_sizes_within_limit(inputs: Sequence[Any]) -> bool:
     for value in inputs:
         if value is None:
             continue
-        if type(value) is not np.ndarray or value.size == 0:
+        if type(value) is np.ndarray:
+            size = value.size
+        else:  # a torch tensor or a JAX value: its shape
+            shape = getattr(value, "shape", None)
+            if shape is None:
+                return False
+            size = math.prod(shape)
+        if size == 0:
             return False  # an empty input's other dimensions still count: the full estimate
-        product *= value.size
+        product *= size
         if product > limit:
             return False
     return True
@@ -109,6 +161,11 @@ def _shape(value: Any) -> list[int]:
     return [] if value is None else list(np.shape(value))
 
 
+def _size(value: Any) -> int:
+    """Elements of a numpy array, a torch tensor or a JAX value (from its shape)."""
+    return math.prod(_shape(value))
+
+
 def _ints(value: Any) -> list[int]:
     return [int(d) for d in np.asarray(value).reshape(-1)]
 
@@ -135,7 +192,7 @@ def _expand(inputs: list, attributes: Mapping) -> int:
 
 
 def _tile(inputs: list, attributes: Mapping) -> int:
-    return int(np.size(inputs[0])) * math.prod(abs(d) for d in _ints(inputs[1]))
+    return _size(inputs[0]) * math.prod(abs(d) for d in _ints(inputs[1]))
 
 
 def _range(inputs: list, attributes: Mapping) -> int:
@@ -158,7 +215,7 @@ def _random(inputs: list, attributes: Mapping) -> int:
 
 
 def _like(inputs: list, attributes: Mapping) -> int:
-    return int(np.size(inputs[0]))
+    return _size(inputs[0])
 
 
 def _resize(inputs: list, attributes: Mapping) -> int:
@@ -173,17 +230,17 @@ def _resize(inputs: list, attributes: Mapping) -> int:
         scales = attributes["scales"]
     # strict=False: a malformed node still gets an estimate from what it gives, the
     # kernel reports the mismatch (an error here would skip the check: see planned_elements)
-    if sizes is not None and np.size(sizes):
+    if sizes is not None and _size(sizes):
         for axis, size in zip(axes, _ints(sizes), strict=False):
             shape[axis] = abs(size)
-    elif scales is not None and np.size(scales):
+    elif scales is not None and _size(scales):
         for axis, scale in zip(axes, np.asarray(scales, dtype=float).reshape(-1), strict=False):
             shape[axis] = math.floor(shape[axis] * abs(float(scale)))
     return math.prod(shape)
 
 
 def _one_hot(inputs: list, attributes: Mapping) -> int:
-    return int(np.size(inputs[0])) * abs(int(np.asarray(inputs[1]).reshape(-1)[0]))
+    return _size(inputs[0]) * abs(int(np.asarray(inputs[1]).reshape(-1)[0]))
 
 
 def _matmul(inputs: list, attributes: Mapping) -> int:
@@ -227,7 +284,7 @@ def _einsum(inputs: list, attributes: Mapping) -> int:
 
 
 def _concat(inputs: list, attributes: Mapping) -> int:
-    return sum(int(np.size(v)) for v in inputs if v is not None)
+    return sum(_size(v) for v in inputs if v is not None)
 
 
 def _window(inputs: list, attributes: Mapping) -> int:
@@ -291,12 +348,12 @@ def _feature_vectorizer(inputs: list, attributes: Mapping) -> int:
 
 def _array_feature_extractor(inputs: list, attributes: Mapping) -> int:
     shape = _shape(inputs[0])
-    return math.prod(shape[:-1]) * int(np.size(inputs[1]))
+    return math.prod(shape[:-1]) * _size(inputs[1])
 
 
 def _one_hot_encoder(inputs: list, attributes: Mapping) -> int:
     categories = attributes.get("cats_int64s") or attributes.get("cats_strings") or []
-    return int(np.size(inputs[0])) * max(len(categories), 1)
+    return _size(inputs[0]) * max(len(categories), 1)
 
 
 #: operators of the ai.onnx.ml domain whose output size comes from attributes or inputs

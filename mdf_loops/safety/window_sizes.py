@@ -29,6 +29,11 @@ def _shape(value: Any) -> list[int]:
     return [] if value is None else [int(d) for d in np.shape(value)]
 
 
+def _size(value: Any) -> int:
+    """Elements of a numpy array, a torch tensor or a JAX value (from its shape)."""
+    return math.prod(_shape(value))
+
+
 def _ints(value: Any) -> list[int]:
     return [abs(int(d)) for d in np.asarray(value).reshape(-1)]
 
@@ -46,7 +51,7 @@ def _stft(inputs: list, attributes: Mapping) -> int:
     if frame_length is not None:
         frame = _ints(frame_length)[0]
     else:
-        frame = np.size(window) if window is not None else length
+        frame = _size(window) if window is not None else length
     frames = max((length - frame) // step + 1, 0)
     bins = frame // 2 + 1 if int(attributes.get("onesided", 1)) else frame
     return batch * frames * bins * 2
@@ -55,7 +60,7 @@ def _stft(inputs: list, attributes: Mapping) -> int:
 def _gather(inputs: list, attributes: Mapping) -> int:
     data = _shape(inputs[0])
     axis = int(attributes.get("axis", 0)) % max(len(data), 1)
-    return math.prod(data[:axis]) * int(np.size(inputs[1])) * math.prod(data[axis + 1 :])
+    return math.prod(data[:axis]) * _size(inputs[1]) * math.prod(data[axis + 1 :])
 
 
 def _gather_nd(inputs: list, attributes: Mapping) -> int:
@@ -189,7 +194,7 @@ def _attention(inputs: list, attributes: Mapping) -> int:
         heads, keys = abs(int(attributes.get("q_num_heads", 1))), k[1]
     past = _shape(_given(inputs, 4))
     keys += past[2] if len(past) == 4 else 0
-    return batch * heads * queries * keys + math.prod(q) + int(np.size(inputs[2]))
+    return batch * heads * queries * keys + math.prod(q) + _size(inputs[2])
 
 
 def _linear_attention(inputs: list, attributes: Mapping) -> int:
@@ -201,7 +206,7 @@ def _linear_attention(inputs: list, attributes: Mapping) -> int:
 
 
 def _causal_conv(inputs: list, attributes: Mapping) -> int:
-    return int(np.size(inputs[0])) + _shape(inputs[0])[0] * int(np.size(inputs[1]))
+    return _size(inputs[0]) + _shape(inputs[0])[0] * _size(inputs[1])
 
 
 def _image_decoder(inputs: list, attributes: Mapping) -> int:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_untrusted import _child_peak, _document
+from conftest import child_peak
+from test_untrusted import _document
 
 import mdf_loops
 from mdf_loops.errors import EvaluationError, MdfLoopsError, SizeLimitError
@@ -165,7 +166,7 @@ def test_the_issue_s_expressions_through_run_stay_small_in_memory(tmp_path):
             "    except mdf_loops.MdfLoopsError as exc:\n"
             "        errors.append(type(exc).__name__)\n"
             "raise ValueError(','.join(errors))\n")
-    result, peak = _child_peak(code, *paths)
+    result, peak = child_peak(code, *paths)
     assert result.split(": ")[1].split(",") == [
         "UnsafeExpressionError", "UnsafeExpressionError", "SizeLimitError", "SizeLimitError",
         "SizeLimitError", "UnsafeExpressionError"], result

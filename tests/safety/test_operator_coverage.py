@@ -9,7 +9,7 @@ import onnx.defs
 import pytest
 from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
-from test_untrusted import _child_peak
+from conftest import child_peak
 
 import mdf_loops
 from mdf_loops.errors import SizeLimitError
@@ -101,7 +101,7 @@ model = mdf_loops.onnx_to_mdf(oh.make_model(graph, opset_imports=[oh.make_opseti
 x = np.zeros((1, 200_000, 1), np.float32)  # 800 kB: frames of 100,000 every step, 20 GB
 mdf_loops.run(model, {"x": x, "step": np.array(1, np.int64), "n": np.array(100_000, np.int64)},
               backend="scheduler")"""
-    result, peak = _child_peak(code, limit_mb=4000)
+    result, peak = child_peak(code, limit_mb=4000)
     assert result.startswith("SizeLimitError") and "onnx::STFT" in result, result
     assert peak < 1000
 

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto
 from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
-from test_untrusted import _child_peak
+from conftest import child_peak
 
 import mdf_loops
 from mdf_loops.errors import SizeLimitError
@@ -72,7 +72,7 @@ graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("n", T.INT64, [])]
                       [oh.make_tensor_value_info("y", T.FLOAT, None)])
 model = mdf_loops.onnx_to_mdf(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)]))
 mdf_loops.run(model, {"n": np.array(10**10, np.int64)}, backend="scheduler")"""
-    result, peak = _child_peak(code, limit_mb=4000)
+    result, peak = child_peak(code, limit_mb=4000)
     assert result.startswith("SizeLimitError") and "onnx::HannWindow" in result, result
     assert peak < 1000
 

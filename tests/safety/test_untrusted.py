@@ -20,7 +20,7 @@ from modeci_mdf.functions.standard import mdf_functions
 from modeci_mdf.mdf import Function, Graph, InputPort, Model, Node, OutputPort, Parameter
 from onnx import helper as oh
 
-from conftest import needs_input_port_fields
+from conftest import child_peak, needs_input_port_fields
 import mdf_loops
 import mdf_loops.files
 from mdf_loops.errors import MdfLoopsError, ModelError, SizeLimitError
@@ -197,32 +197,6 @@ def test_standard_functions_with_nested_payloads_run_nothing(marker, data):
 SECRET = b"SECRET-KEY-BYTES-0123456789abcdef"
 
 
-def _child_peak(code: str, *args: str, limit_mb: int = 1500) -> tuple[str, int]:
-    """Run ``code`` in a fresh Python under an address-space cap; (its one-line result,
-    its peak resident memory in MB, measured by the child itself: VmHWM, Linux)."""
-    import subprocess
-    import sys
-
-    wrapper = (
-        "import resource, sys\n"
-        f"resource.setrlimit(resource.RLIMIT_AS, ({limit_mb} * 2**20, resource.RLIM_INFINITY))\n"
-        "try:\n" + "".join(f"    {line}\n" for line in code.splitlines()) +
-        "    result = 'ok'\n"
-        "except Exception as exc:\n"
-        "    result = f'{type(exc).__name__}: {exc}'\n"
-        # the child's own high-water mark: ru_maxrss would include the peak of the
-        # process that started it (Linux keeps it across exec)
-        "import re\n"
-        "status = open('/proc/self/status').read()\n"
-        "peak = int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1)) // 1024\n"
-        "print(repr(result)); print(peak)\n")
-    done = subprocess.run([sys.executable, "-c", wrapper, *args], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    result, peak = done.stdout.strip().splitlines()[-2:]
-    return eval(result), int(peak)  # noqa: S307 - our own child's repr of a string
-
-
 def _external_data_model(folder: Path, location: str) -> Path:
     tensor = onnx.TensorProto(name="w", data_type=onnx.TensorProto.UINT8, dims=[len(SECRET)])
     tensor.data_location = onnx.TensorProto.EXTERNAL
@@ -298,7 +272,7 @@ def test_a_tiny_file_with_a_huge_sparse_initializer_allocates_nothing(tmp_path):
     path = tmp_path / "sparse.onnx"
     path.write_bytes(oh.make_model(graph).SerializeToString())
     assert path.stat().st_size < 200
-    result, peak = _child_peak("import mdf_loops\nmdf_loops.onnx_to_mdf(sys.argv[1])", str(path))
+    result, peak = child_peak("import mdf_loops\nmdf_loops.onnx_to_mdf(sys.argv[1])", str(path))
     assert result.startswith("SizeLimitError") and "[20000, 20000]" in result, result
     assert "\n" not in result and peak < 1000
 
@@ -394,7 +368,7 @@ else:
 graph = oh.make_graph([node], "g", inputs, [F("y", None)], inits)
 model = mdf_loops.onnx_to_mdf(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)]))
 mdf_loops.run(model, feeds, backend={backend!r})"""
-    result, peak = _child_peak(code, limit_mb=4000)
+    result, peak = child_peak(code, limit_mb=4000)
     assert result.startswith("SizeLimitError") and "max_elements" in result, result
     assert "\n" not in result and peak < 1000
 
@@ -412,7 +386,7 @@ def test_a_yaml_file_copying_a_system_file_through_actr_is_refused(tmp_path, mar
         "          functions:\n            f:\n              function: pattern_to_string\n"
         f"              args:\n                chunk:\n                  a: {json.dumps(copy)}\n"
         "          output_ports:\n            out:\n              value: f\n")
-    result, peak = _child_peak("import mdf_loops\nmdf_loops.run(sys.argv[1])", str(path))
+    result, peak = child_peak("import mdf_loops\nmdf_loops.run(sys.argv[1])", str(path))
     assert result.startswith("UnsafeExpressionError") and "nodes.n.functions.f" in result
     assert "\n" not in result and peak < 1000
     assert not marker.exists()
@@ -428,14 +402,14 @@ def test_a_dtype_whose_elements_are_huge_is_refused(tmp_path, dtype):
             "output_ports": {"literal": {"value": f"numpy.ones(1, dtype={dtype})"}}}
     path = tmp_path / "model.json"
     path.write_text(json.dumps(_document(node)))
-    result, peak = _child_peak("import mdf_loops\nmdf_loops.run(sys.argv[1], backend='scheduler')",
+    result, peak = child_peak("import mdf_loops\nmdf_loops.run(sys.argv[1], backend='scheduler')",
                                str(path))
     assert result.startswith(("UnsafeExpressionError", "SizeLimitError")) and "dtype" in result
     assert peak < 1000
     if dtype.startswith("'"):  # the same dtype as a value read at run time
         node["output_ports"] = {"computed": {"value": "numpy.zeros(1, d)"}}
         path.write_text(json.dumps(_document(node)))
-        result, peak = _child_peak(
+        result, peak = child_peak(
             "import mdf_loops\nmdf_loops.run(sys.argv[1], backend='scheduler')", str(path))
         assert result.startswith("SizeLimitError") and "dtype" in result and peak < 1000
 

@@ -15,7 +15,7 @@ from modeci_mdf.mdf import Model
 from mdf_loops.backends import Backend
 from mdf_loops.backends.jax.compiled import jax_errors
 from mdf_loops.backends.jax.grad import lift, prepare
-from mdf_loops.backends.jax.values import LIMIT_PASSED
+from mdf_loops.backends.jax.values import BUFFER_FULL, LIMIT_PASSED
 from mdf_loops.errors import InputError, IterationLimitError, ModelError
 from mdf_loops.model.inputs import DeclaredInput, fit_input
 
@@ -147,9 +147,12 @@ def _run_jax(model, first, batch, size, graph, trusted, max_iterations) -> dict:
             fn, layout = _batched_function(lowered, static, rows, shared)
             with jax_errors(f"graph '{lowered.onnx_model.graph.name}' (jax backend, batch)"):
                 flat, flags = fn(rows, shared)
-            flag = int(np.bitwise_or.reduce(np.asarray(flags).reshape(-1)))
+            each = np.asarray(flags).reshape(-1)
+            flag = int(np.bitwise_or.reduce(each & (BUFFER_FULL | LIMIT_PASSED)))
             if not lowered.grew_buffer(flag):
                 break
+    for row_flag in each:  # the first row whose loops passed max_total_iterations
+        lowered.check_limits(int(row_flag))
     if flag & LIMIT_PASSED:
         raise IterationLimitError(
             "a Loop passed max_iterations (jax backend, batch); raise it with max_iterations=N"

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from google.protobuf.message import Error as ProtobufError
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
@@ -31,6 +32,7 @@ from mdf_loops.backends.jax.flat import feed_value, flatten, is_discrete, static
 from mdf_loops.backends.jax.jitted import JittedFunctions
 from mdf_loops.backends.jax.precision import uses_64_bits, x64
 from mdf_loops.backends.jax.replay import FormRunner, mdf_error
+from mdf_loops.backends.jax.totals import limits_error
 from mdf_loops.backends.jax.values import (
     BUFFER_FULL,
     LIMIT_PASSED,
@@ -92,6 +94,7 @@ class JaxModel:
                 flag = 0 if flag is None else int(flag)
                 if not self.grew_buffer(flag):
                     break
+        self.check_limits(flag)
         if flag & LIMIT_PASSED:
             limit = self.limits.max_iterations if self.limits else None
             raise IterationLimitError(
@@ -119,6 +122,12 @@ class JaxModel:
     def _precision(self) -> contextlib.AbstractContextManager:
         """64-bit types on while running, where the traced program has them (:mod:`.precision`)."""
         return x64() if self.needs_x64 else contextlib.nullcontext()
+
+    def check_limits(self, flag: int) -> None:
+        """Raise the error of a returned ``flag`` whose loops passed ``max_total_iterations``
+        (:mod:`.totals`) or whose scan outputs would pass ``max_elements``."""
+        if self.limits is not None and flag & ~(BUFFER_FULL | LIMIT_PASSED):
+            raise limits_error(flag, self.onnx_model.graph, self.limits)
 
     def grew_buffer(self, flag: int) -> bool:
         """Whether a loop filled its scan-output buffer and the buffer grew (8x, up to
@@ -236,7 +245,7 @@ def compile(
         exported = export_model(model, graph=graph, example_inputs=example_inputs).model
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
-    except (RecursionError, ValueError, TypeError) as exc:
+    except (RecursionError, ValueError, TypeError, ProtobufError) as exc:  # nesting limits
         raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
     opset = next((o.version for o in exported.opset_import if o.domain in ("", "ai.onnx")), 21)
     types = {i.name: i.type for i in exported.graph.input}

@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 
 from mdf_loops.backends.jax.registry import op
+from mdf_loops.backends.jax.totals import holds_loops, run_counted
 from mdf_loops.backends.jax.values import (
     NeedsStatic,
     Opt,
@@ -74,15 +75,25 @@ def _if(call, cond):
     import jax
     import jax.numpy as jnp
 
+    counter = ev.counter if holds_loops(then_branch, else_branch) else None
+
     def branch(graph):
         def run():
-            outputs, flag = ev.body(graph, [], call.scope)
-            return structured(outputs, call.where), jnp.asarray(flag, jnp.int32)
+            if counter is None:
+                outputs, flag, _ = ev.body(graph, [], call.scope)
+                return structured(outputs, call.where), jnp.asarray(flag, jnp.int32), None
+            counter.speculative += 1  # the branch may not run: a passed limit only flags
+            try:
+                outputs, flag, end = ev.body(graph, [], call.scope, total=counter.total)
+            finally:
+                counter.speculative -= 1
+            typed = jnp.asarray(flag, jnp.int64), jnp.asarray(end, jnp.int64)
+            return (structured(outputs, call.where), *typed)
 
         return run
 
     try:
-        outputs, flag = jax.lax.cond(
+        outputs, flag, total = jax.lax.cond(
             jnp.reshape(cond, ()).astype(bool), branch(then_branch), branch(else_branch)
         )
     except TypeError as exc:  # the branches give different shapes or dtypes
@@ -92,6 +103,8 @@ def _if(call, cond):
             "unless the condition is known at compile time",
         ) from None
     ev.raise_flag(flag)
+    if counter is not None:
+        counter.total = total
     return tuple(outputs)
 
 
@@ -131,9 +144,11 @@ def _scan9(call, inputs: list) -> list:
     if python:
         final, produced = _scan_python(call, states, sequences, length)
     else:
+        mark = ev.mark()
         try:
             final, produced = _scan_lax(call, states, sequences, length)
         except NeedsStatic:
+            ev.rewind(mark)  # what it counted is counted again, step by step
             final, produced = _scan_python(call, states, sequences, length)
     outputs = []
     for y, axis, backward in zip(produced, out_axes, out_back, strict=True):
@@ -164,21 +179,35 @@ def _scan_lax(call, states, sequences, length):
     import jax.numpy as jnp
 
     ev, body, n = call.evaluator, call.attrs["body"], len(states)
+    counter = ev.counter
+    carries_count = counter is not None and holds_loops(body)  # else counted at once
 
-    def step(values, elements):
-        outputs, inner = ev.body(body, list(values) + list(elements), call.scope)
+    def step(carry, xs):
+        (values, total), (elements, t) = carry if carries_count else (carry, None), xs
+        count = (call.where, t) if carries_count else None
+        outputs, inner, end = ev.body(
+            body, list(values) + list(elements), call.scope, total=total, count=count
+        )
         outputs = structured(outputs, call.where)
         new = tuple(o.astype(v.dtype) for o, v in zip(outputs[:n], values, strict=True))
-        return new, (tuple(outputs[n:]), inner)
+        return ((new, end) if carries_count else new), (tuple(outputs[n:]), inner)
 
-    init = tuple(jnp.asarray(s) for s in states)
-    try:
-        final, (produced, flags) = with_flags(
-            jax.lax.scan, step, init, tuple(sequences), length=length
-        )
-    except TypeError as exc:  # a state changed shape
-        raise CompileError(f"{call.where}: {exc}") from None
+    init: Any = tuple(jnp.asarray(s) for s in states)
+    steps = jnp.arange(length, dtype=jnp.int64) if carries_count else None
+    if carries_count:
+        init = (init, jnp.asarray(counter.total, jnp.int64))
+
+    def run():
+        try:
+            return with_flags(jax.lax.scan, step, init, (tuple(sequences), steps), length=length)
+        except TypeError as exc:  # a state changed shape
+            raise CompileError(f"{call.where}: {exc}") from None
+
+    final, (produced, flags) = run_counted(ev, call.where, run, length, carries_count, loop=False)
+    if carries_count:
+        final, counter.total = final
     ev.raise_flag(flags)
+    ev.check_stacked([int(np.prod(y.shape)) for y in produced], call.where)
     return list(final), list(produced)
 
 
@@ -195,7 +224,7 @@ def with_flags(primitive, step, init, xs, **kwargs):
     def probe(carry, x):
         carry, (ys, flag) = step(carry, x)
         if not is_concrete(flag):
-            raised.append(True)
+            raised.append(flag.dtype)
         return carry, ys
 
     def flagged(state, x):
@@ -206,7 +235,7 @@ def with_flags(primitive, step, init, xs, **kwargs):
     final, ys = primitive(probe, init, xs, **kwargs)
     if not raised:
         return final, (ys, np.int32(0))
-    (final, flag), ys = primitive(flagged, (init, jnp.int32(0)), xs, **kwargs)
+    (final, flag), ys = primitive(flagged, (init, jnp.zeros((), raised[0])), xs, **kwargs)
     return final, (ys, flag)
 
 
@@ -215,16 +244,19 @@ def _scan_python(call, states, sequences, length):
     values = list(states)
     columns: list[list[Any]] | None = None
     for t in range(length):
+        ev.count(1, call.where, t)
         outputs = ev.graph(body, values + [x[t] for x in sequences], call.scope)
         values = outputs[:n]
         columns = columns or [[] for _ in outputs[n:]]
         for column, y in zip(columns, outputs[n:], strict=True):
             column.append(y)
     if columns is None:  # zero steps: the element shapes from one probe of the body
-        probe = ev.graph(
-            body, values + [np.zeros(x.shape[1:], x.dtype) for x in sequences], call.scope
-        )
+        with ev.probing():
+            probe = ev.graph(
+                body, values + [np.zeros(x.shape[1:], x.dtype) for x in sequences], call.scope
+            )
         return values, [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[n:]]
+    ev.check_stacked([sum(int(np.size(y)) for y in c) for c in columns], call.where)
     return values, [_stack(c) for c in columns]
 
 
@@ -261,15 +293,17 @@ def _loop(call, trip=None, cond=None, *initial):
             "it carries a sequence or an optional, so its trip count "
             "and condition must be known at compile time",
         )
+    ev, mark = call.evaluator, call.evaluator.mark()
     try:
         starts = cond is None or (is_concrete(cond) and bool(np.asarray(cond).reshape(())))
         if trip is not None and is_concrete(trip) and starts:
             try:
                 return tuple(_loop_counted(call, int(np.asarray(trip).reshape(())), carried))
             except _ConditionDecides:
-                pass
+                ev.rewind(mark)
         return tuple(loop_bounded(call, trip, cond, carried))
     except NeedsStatic:
+        ev.rewind(mark)
         if control_known:
             return tuple(_loop_python(call, trip, cond, carried))
         raise
@@ -284,6 +318,7 @@ def _loop_python(call, trip, cond, carried) -> list:
     while (trips is None or i < trips) and keep:
         if i >= ev.max_iterations:
             ev.check_trips(i + 1, call.where)
+        ev.count(1, call.where, i)
         outputs = ev.graph(body, [np.asarray(i, np.int64), np.asarray(keep)] + values, call.scope)
         # the body's condition decides, also without a cond input (mdf_loops.ops.loop)
         keep = bool(concrete(outputs[0], call.where, "the loop condition").reshape(()))
@@ -294,15 +329,17 @@ def _loop_python(call, trip, cond, carried) -> list:
         i += 1
     if columns is None:
         return values + _empty_scan_outputs(call, values)
+    ev.check_stacked([sum(int(np.size(y)) for y in c) for c in columns], call.where)
     return values + [_stack(c) for c in columns]
 
 
 def _empty_scan_outputs(call, values) -> list:
     n = len(values)
     try:
-        probe = call.evaluator.graph(
-            call.attrs["body"], [np.asarray(0, np.int64), np.asarray(True)] + values, call.scope
-        )
+        with call.evaluator.probing():
+            probe = call.evaluator.graph(
+                call.attrs["body"], [np.asarray(0, np.int64), np.asarray(True)] + values, call.scope
+            )
     except Exception:  # noqa: BLE001 - the body cannot run on the initial values
         return []
     return [np.zeros((0,) + np.shape(y), np.asarray(y).dtype) for y in probe[1 + n :]]
@@ -320,18 +357,34 @@ def _loop_counted(call, trips: int, carried) -> list:
 
     ev, body, n = call.evaluator, call.attrs["body"], len(carried)
     ev.check_trips(trips, call.where)
+    counter = ev.counter
+    carries_count = counter is not None and holds_loops(body)  # else counted at once
 
-    def step(values, i):
-        outputs, inner = ev.body(body, [i, np.asarray(True)] + list(values), call.scope)
+    def step(carry, i):
+        values, total = carry if carries_count else (carry, None)
+        count = (call.where, i) if carries_count else None
+        outputs, inner, end = ev.body(
+            body, [i, np.asarray(True)] + list(values), call.scope, total=total, count=count
+        )
         if not (is_concrete(outputs[0]) and bool(np.asarray(outputs[0]).reshape(()))):
             raise _ConditionDecides()
         outputs = structured(outputs, call.where)
         same_types(call.where, outputs[1 : 1 + n], values)
-        return tuple(outputs[1 : 1 + n]), (tuple(outputs[1 + n :]), inner)
+        new = tuple(outputs[1 : 1 + n])
+        return ((new, end) if carries_count else new), (tuple(outputs[1 + n :]), inner)
 
-    init = tuple(jnp.asarray(v) for v in carried)
-    final, (produced, flag) = with_flags(
-        jax.lax.scan, step, init, jnp.arange(trips, dtype=jnp.int64)
-    )
+    init: Any = tuple(jnp.asarray(v) for v in carried)
+    if carries_count:
+        init = (init, jnp.asarray(counter.total, jnp.int64))
+
+    def run():
+        # int64 where 64-bit types are on (a trace that finds the condition deciding may not)
+        numbers = jnp.arange(trips, dtype=jax.dtypes.canonicalize_dtype(np.int64))
+        return with_flags(jax.lax.scan, step, init, numbers)
+
+    final, (produced, flag) = run_counted(ev, call.where, run, trips, carries_count, loop=True)
+    if carries_count:
+        final, counter.total = final
     ev.raise_flag(flag)
+    ev.check_stacked([int(np.prod(y.shape)) for y in produced], call.where)
     return list(final) + list(produced)

@@ -185,6 +185,7 @@ class _Gradients:
         wrt = [self.renamed[n] for n in self.names]
         with x64():
             value, flag, grads = _evaluate(self.lowered, self.static, dynamic, self.of, wrt)
+        self.lowered.check_limits(flag)
         if flag & LIMIT_PASSED:
             raise IterationLimitError(
                 f"a Loop passed max_iterations={self.limits and self.limits.max_iterations}"

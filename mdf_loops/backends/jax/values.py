@@ -33,11 +33,14 @@ __all__ = [
     "same_types",
     "BUFFER_FULL",
     "LIMIT_PASSED",
+    "SIZE_PASSED",
 ]
 
 #: bits of the flag a compiled function returns: a Loop's scan-output buffer was too
-#: short (compile again with a longer one), or a Loop passed ``max_iterations``
-BUFFER_FULL, LIMIT_PASSED = 1, 2
+#: short (compile again with a longer one), a Loop passed ``max_iterations``, or a Loop's
+#: scan outputs would pass ``max_elements`` (its buffer holds no more); a code of
+#: :mod:`.totals` above them
+BUFFER_FULL, LIMIT_PASSED, SIZE_PASSED = 1, 2, 4
 
 
 class NeedsStatic(Exception):

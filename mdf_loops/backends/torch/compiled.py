@@ -49,7 +49,8 @@ def compile(
     target = next((g for g in model.graphs if graph in (None, g.id)), None)
     if target is None:
         raise CompileError(f"model '{model.id}' has no graph '{graph}'")
-    module = MdfModule(model, target.id, plan(model, target, example_inputs, trainable=False))
+    planned = plan(model, target, example_inputs, trainable=False, sized=limits is not None)
+    module = MdfModule(model, target.id, planned)
     return module.eval()
 
 
@@ -62,8 +63,9 @@ def cached_compile(
     graph: str | None = None,
     limits: ops.Limits | None = None,
 ):
-    """:func:`compile`, cached per ``Model`` object and input dtypes and ranks."""
-    key = (graph, input_signature(inputs))
+    """:func:`compile`, cached per ``Model`` object, input dtypes and ranks, and trust
+    (``limits`` None: trusted, planned without sizes)."""
+    key = (graph, limits is None, input_signature(inputs))
     return _CACHE.get(model, key, lambda: compile(model, inputs, graph=graph, limits=limits))
 
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
+from mdf_loops.backends.torch.limits import check_loop_values, located
 from mdf_loops.backends.torch.registry import op
 from mdf_loops.backends.torch.values import same_form
-from mdf_loops.errors import LoopError
+from mdf_loops.errors import LimitError, LoopError
 from mdf_loops.ops.common import IterationGuard, loop_scope, normalize_axis
 from mdf_loops.ops.scan import ScanAttributes
 
@@ -41,8 +42,11 @@ def _stack(elements: list, axis: int, backward: bool, j: int) -> torch.Tensor:
 @op("If", scoped=True)
 def _if(call, frame, cond):
     taken = "then_branch" if _truth(cond, "If condition", None) else "else_branch"
-    with loop_scope("If"):
-        return tuple(call.bodies[taken].bind(frame)([]))
+    try:
+        with loop_scope("If"):
+            return tuple(call.bodies[taken].bind(frame)([]))
+    except LimitError as exc:
+        raise located(exc, call.where, taken) from None
 
 
 # ---------------------------------------------------------------- Scan
@@ -66,13 +70,16 @@ def _attributes(call) -> ScanAttributes:
 def _scan(call, frame, *inputs):
     attributes = _attributes(call)
     body = call.bodies["body"].bind(frame)
-    with loop_scope("Scan"):
-        if call.opset < 9:
-            return tuple(_scan_batched(body, inputs[0], list(inputs[1:]), attributes))
-        return tuple(_scan_one(body, list(inputs), attributes))
+    try:
+        with loop_scope("Scan"):
+            if call.opset < 9:
+                return tuple(_scan_batched(call, body, inputs[0], list(inputs[1:]), attributes))
+            return tuple(_scan_one(call, body, list(inputs), attributes))
+    except LimitError as exc:
+        raise located(exc, call.where) from None
 
 
-def _scan_one(body, inputs: list, attributes: ScanAttributes) -> list:
+def _scan_one(call, body, inputs: list, attributes: ScanAttributes) -> list:
     m = attributes.num_scan_inputs
     if m < 1 or m > len(inputs):
         raise LoopError(
@@ -100,7 +107,7 @@ def _scan_one(body, inputs: list, attributes: ScanAttributes) -> list:
         (x.flip(a) if attributes.input_backward(k) else x).unbind(a)
         for k, (x, a) in enumerate(zip(xs, axes, strict=True))
     ]
-    states, produced = _iterate(body, states, slices, length, guard)
+    states, produced = _iterate(call, body, states, slices, guard)
     if length == 0:  # zero iterations: the element shapes from one probe run
         return states + _empty_scan_outputs(body, states, xs, axes, attributes)
     return states + [
@@ -109,16 +116,24 @@ def _scan_one(body, inputs: list, attributes: ScanAttributes) -> list:
     ]
 
 
-def _iterate(body, states: list, slices: list, length: int, guard) -> tuple[list, list]:
+def _iterate(call, body, states: list, slices: list, guard) -> tuple[list, list]:
     """The Scan's iterations: the final states and each scan output's elements."""
     n = len(states)
     produced: list[list] = []
     appends: list[Callable[[Any], None]] = []
     forms = [(s.shape, s.dtype) if isinstance(s, torch.Tensor) else None for s in states]
     step = guard.step
+    stacked: list[int] | None = [] if call.sized else None
+    # a state keeps its shape (same_form below): only sequences can grow
+    grows = [i for i, form in enumerate(forms) if form is None]
     for t, elements in enumerate(zip(*slices, strict=True)):
         step(t)
-        outs = body([*states, *elements])
+        try:
+            outs = body([*states, *elements])
+            if stacked is not None:  # a model that is not trusted: its values held
+                check_loop_values([(i, outs[i]) for i in grows], stacked, outs[n:], t)
+        except LimitError as exc:
+            raise located(exc, call.where, f"iteration {t}") from None
         if len(outs) < n:
             raise LoopError(f"body returned {len(outs)} outputs but the scan carries {n} states")
         for i in range(n):
@@ -147,7 +162,7 @@ def _empty_scan_outputs(body, states: list, xs: list, axes: list, attributes) ->
     return results
 
 
-def _scan_batched(body, sequence_lens, inputs: list, attributes: ScanAttributes) -> list:
+def _scan_batched(call, body, sequence_lens, inputs: list, attributes: ScanAttributes) -> list:
     """Opset 8: every input has a leading batch axis; each entry is its own scan."""
     n = len(inputs) - attributes.num_scan_inputs
     shifted = ScanAttributes(
@@ -163,7 +178,7 @@ def _scan_batched(body, sequence_lens, inputs: list, attributes: ScanAttributes)
         if sequence_lens is not None:
             steps = int(sequence_lens.reshape(-1)[b])
             items = items[:n] + [x[:steps] for x in items[n:]]
-        per_batch.append(_scan_one(body, items, shifted))
+        per_batch.append(_scan_one(call, body, items, shifted))
     results = []
     for j in range(len(per_batch[0])):
         parts = [r[j] for r in per_batch]
@@ -183,36 +198,52 @@ def _scan_batched(body, sequence_lens, inputs: list, attributes: ScanAttributes)
 @op("Loop", scoped=True)
 def _loop(call, frame, trip_count=None, condition=None, *initial):
     body = call.bodies["body"].bind(frame)
-    guard = IterationGuard(kind="Loop")
     max_trips = None if trip_count is None else int(trip_count.reshape(()))
     keep_going = True if condition is None else _truth(condition, "cond input", None)
-    if max_trips is not None:
-        guard.expect_at_most(max_trips)
     values = list(initial)
-    n = len(values)
-    produced: list[list] = []
     device = values[0].device if values and isinstance(values[0], torch.Tensor) else None
-    i = 0
-    with loop_scope("Loop"):
-        while (max_trips is None or i < max_trips) and keep_going:
-            guard.step(i)
-            counter = torch.tensor(i, dtype=torch.int64, device=device)
-            outs = body([counter, torch.tensor(keep_going, device=device)] + values)
-            if len(outs) < 1 + n:
-                raise LoopError(
-                    f"body returned {len(outs)} outputs; a Loop body returns the condition, "
-                    f"then the {n} loop-carried values, then scan outputs"
-                )
-            keep_going = _truth(outs[0], "body condition output", i)
-            values = list(outs[1 : 1 + n])
-            if not produced:
-                produced = [[] for _ in outs[1 + n :]]
-            for column, y in zip(produced, outs[1 + n :], strict=True):
-                column.append(y)
-            i += 1
-        if i == 0:
-            return tuple(values + _zero_trips(body, values, device))
+    stacked: list[int] | None = [] if call.sized else None
+    try:
+        with loop_scope("Loop"):  # the run's iteration count starts here, if not before
+            guard = IterationGuard(kind="Loop")
+            if max_trips is not None:
+                guard.expect_at_most(max_trips)
+            values, produced, i = _loop_iterations(
+                call, body, guard, values, max_trips, keep_going, device, stacked
+            )
+    except LimitError as exc:
+        raise located(exc, call.where) from None
+    if i == 0:
+        return tuple(values + _zero_trips(body, values, device))
     return tuple(values + [torch.stack(column) for column in produced])
+
+
+def _loop_iterations(call, body, guard, values, max_trips, keep_going, device, stacked):
+    """The Loop's iterations: its final values, each scan output's elements, the count."""
+    n, i = len(values), 0
+    produced: list[list] = []
+    while (max_trips is None or i < max_trips) and keep_going:
+        guard.step(i)
+        counter = torch.tensor(i, dtype=torch.int64, device=device)
+        try:
+            outs = body([counter, torch.tensor(keep_going, device=device)] + values)
+            if stacked is not None:  # a model that is not trusted: its values held
+                check_loop_values(enumerate(outs[1 : 1 + n]), stacked, outs[1 + n :], i)
+        except LimitError as exc:
+            raise located(exc, call.where, f"iteration {i}") from None
+        if len(outs) < 1 + n:
+            raise LoopError(
+                f"body returned {len(outs)} outputs; a Loop body returns the condition, "
+                f"then the {n} loop-carried values, then scan outputs"
+            )
+        keep_going = _truth(outs[0], "body condition output", i)
+        values = list(outs[1 : 1 + n])
+        if not produced:
+            produced = [[] for _ in outs[1 + n :]]
+        for column, y in zip(produced, outs[1 + n :], strict=True):
+            column.append(y)
+        i += 1
+    return values, produced, i
 
 
 def _zero_trips(body, values: list, device) -> list:

@@ -29,10 +29,12 @@ from mdf_loops.backends.torch import (  # noqa: F401  (fill the table)
     sequences,
     shapes,
 )
+from mdf_loops.backends.torch.limits import sized
 from mdf_loops.backends.torch.registry import OPS, NodeCall
 from mdf_loops.backends.torch.straight import write_out
 from mdf_loops.backends.torch.values import label
 from mdf_loops.errors import CompileError, EvaluationError, MdfLoopsError
+from mdf_loops.safety.operator_sizes import node_size_check
 
 __all__ = ["Program", "ConstantTable", "ConstantSite", "Frame"]
 
@@ -83,7 +85,11 @@ class Program:
         opset: int,
         table: ConstantTable,
         path: tuple[str, ...] = (),
+        *,
+        sized: bool = False,
     ):
+        #: a model that is not trusted: operators sized, loops' values held (:mod:`.limits`)
+        self.sized = sized
         self.name = graph.name
         self.input_names = tuple(i.name for i in graph.input)
         self.output_names = tuple(o.name for o in graph.output)
@@ -117,15 +123,22 @@ class Program:
             self._alias[node.output[0]] = inputs[0]
             return
         lowering = OPS.lowering_of(node, where)
-        call = NodeCall(node, where, opset)
+        call = NodeCall(node, where, opset, sized=self.sized)
         owner = (node.doc_string or "").removeprefix("MDF node ") or node.name
         for attribute in node.attribute:
             if attribute.type == onnx.AttributeProto.GRAPH:
                 sub = path + (owner, attribute.name)
-                call.bodies[attribute.name] = Program(attribute.g, opset, table, sub)
+                call.bodies[attribute.name] = Program(
+                    attribute.g, opset, table, sub, sized=self.sized
+                )
         while inputs and not inputs[-1]:
             inputs.pop()
-        self.steps.append(_Step.of(lowering, call, tuple(inputs), tuple(node.output)))
+        check = None
+        if self.sized:
+            check = node_size_check(
+                node.op_type, {k: call.attr(k) for k in call.attrs}, node.domain
+            )
+        self.steps.append(_Step.of(lowering, call, tuple(inputs), tuple(node.output), check))
 
     def bind(self, frame: Frame) -> Callable[[Sequence[Any]], Sequence]:
         """``run(formal inputs) -> outputs``, reading ``frame`` for the names from outside."""
@@ -188,8 +201,11 @@ class _Step:
     inputs: tuple[str, ...]
 
     @classmethod
-    def of(cls, lowering, call: NodeCall, inputs: tuple[str, ...], outputs: tuple[str, ...]):
+    def of(cls, lowering, call: NodeCall, inputs: tuple[str, ...], outputs: tuple[str, ...],
+           check: Callable[[Sequence[Any]], None] | None = None):  # fmt: skip
         fn = lowering.fn if lowering.plain else functools.partial(lowering.fn, call)
+        if check is not None:  # sized before it runs (a model that is not trusted)
+            fn = sized(fn, check, call.where)
         if lowering.scoped or len(outputs) != 1:
             kind = _SCOPED if lowering.scoped else _OUTPUTS
             return cls(kind, fn, _tuple_reader(inputs), "", outputs, call, inputs)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import onnx
+from google.protobuf.message import Error as ProtobufError
 from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops.backends.torch.interpreter import ConstantTable, Program
@@ -42,8 +43,12 @@ def plan(
     example_inputs: Mapping[str, Any] | None,
     *,
     trainable: bool,
+    sized: bool = False,
 ) -> TorchPlan:
     """Export ``target`` (its floating-point constants made trainable when asked) and plan it.
+
+    ``sized``: a model that is not trusted; its operators are sized and its loops' values
+    held to the limits as it runs (:mod:`.limits`).
 
     Raises :class:`~mdf_loops.errors.CompileError` naming the node when a node has no torch
     lowering, or the model cannot be exported to ONNX.
@@ -55,11 +60,11 @@ def plan(
         ).model
     except ModelError as exc:
         raise CompileError(f"cannot export to ONNX: {exc}") from exc
-    except (RecursionError, ValueError, TypeError) as exc:
+    except (RecursionError, ValueError, TypeError, ProtobufError) as exc:  # nesting limits
         raise CompileError(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from exc
     opset = next((o.version for o in exported.opset_import if o.domain in ("", "ai.onnx")), 21)
     table = ConstantTable()
-    program = Program(exported.graph, opset, table)
+    program = Program(exported.graph, opset, table, sized=sized)
     constants = constant_sites(target, table.sites) if trainable else {}
     return TorchPlan(
         target.id,

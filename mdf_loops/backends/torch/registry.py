@@ -45,3 +45,5 @@ class NodeCall(optable.NodeCall):
     opset: int
     #: subgraph attribute name -> its planned program (:class:`.interpreter.Program`)
     bodies: dict[str, Any] = field(default_factory=dict)
+    #: a model that is not trusted: loops hold their values to the limits (:mod:`.limits`)
+    sized: bool = False

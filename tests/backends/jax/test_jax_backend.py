@@ -160,13 +160,6 @@ def test_compilations_are_cached_per_model_and_input_types():
     assert _CACHE.count(model) == 1
 
 
-def test_max_total_iterations_is_refused_on_jax():
-    work = running_sum(3)
-    with pytest.raises(ValueError, match="scheduler"):
-        mdf_loops.run(mdf_loops.onnx_to_mdf(work.model), work.inputs, backend="jax",
-                      max_total_iterations=10)
-
-
 def test_float_inputs_that_set_a_shape_are_constants_too():
     model = onnx_model([oh.make_node("Range", ["start", "limit", "delta"], ["r"])],
                        [value_info(n, FLOAT, []) for n in ("start", "limit", "delta")],
