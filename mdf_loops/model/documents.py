@@ -96,33 +96,58 @@ MAX_INTEGER_BITS = 14_000
 
 def _plain_data_problem(document: Any) -> str | None:
     """Where ``document`` holds something JSON cannot (a non-text key, a set, bytes, an
-    integer too long to write as text), or None."""
+    integer too long to write as text), or None. (A path is written out only for a
+    problem: a model's weights are thousands of numbers.)"""
+    problem = _scalar_problem(document)
+    if problem is not _CONTAINER:
+        return problem and f"top level: {problem}"
     stack: list[tuple[Any, tuple]] = [(document, ())]
     seen: set[int] = set()
     while stack:
         item, where = stack.pop()
-        here = format_path(where) or "top level"
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
         if isinstance(item, dict):
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
             for key, value in item.items():
                 if not isinstance(key, str):
-                    return f"{here}: key {key!r:.60} is not text (MDF keys are names)"
-                stack.append((value, where + (key,)))
-        elif isinstance(item, list):
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-            stack.extend((value, where + (i,)) for i, value in enumerate(item))
-        elif isinstance(item, bool) or item is None or isinstance(item, (str, float)):
-            continue
-        elif isinstance(item, int):
-            if item.bit_length() > MAX_INTEGER_BITS:
-                return f"{here}: an integer of {item.bit_length()} bits is too long to use"
+                    return f"{_place(where)}: key {key!r:.60} is not text (MDF keys are names)"
+                problem = _scalar_problem(value)
+                if problem is _CONTAINER:
+                    stack.append((value, where + (key,)))
+                elif problem:
+                    return f"{_place(where + (key,))}: {problem}"
         else:
-            return f"{here}: a {type(item).__name__} value is not MDF data"
+            for i, value in enumerate(item):
+                problem = _scalar_problem(value)
+                if problem is _CONTAINER:
+                    stack.append((value, where + (i,)))
+                elif problem:
+                    return f"{_place(where + (i,))}: {problem}"
     return None
+
+
+_CONTAINER = "a dict or a list"
+
+
+def _scalar_problem(item: Any) -> str | None:
+    """Why ``item`` is not MDF data, :data:`_CONTAINER` for a dict or a list, else None."""
+    kind = type(item)
+    if kind is float or kind is str or kind is bool or item is None:
+        return None
+    if isinstance(item, (dict, list)):
+        return _CONTAINER
+    if isinstance(item, bool) or isinstance(item, (str, float)):
+        return None
+    if isinstance(item, int):
+        if item.bit_length() > MAX_INTEGER_BITS:
+            return f"an integer of {item.bit_length()} bits is too long to use"
+        return None
+    return f"a {type(item).__name__} value is not MDF data"
+
+
+def _place(where: tuple) -> str:
+    return format_path(where) or "top level"
 
 
 def read_document(path: str | os.PathLike) -> Any:
