@@ -2,9 +2,11 @@
 
 :meth:`JaxModel.runner <mdf_loops.backends.jax.compiled.JaxModel.runner>` gives a
 :class:`FormRunner`: the compiled function and how to rebuild its outputs, found on its
-first call and held. A replayed ``run`` spends most of its own time here and in the
-model's comparison with its snapshot (docs/performance.md), each Python call costing
-microseconds when the compiled loop has just left the CPU caches cold: hence few calls.
+first call and held, and split in two so that a replayed ``run`` compares the model
+with its snapshot while the compiled loop runs (:class:`mdf_loops.run_plans.Dispatching`).
+A replayed ``run`` spends most of its own time here and in that comparison
+(docs/performance.md), each Python call costing microseconds when the compiled loop has
+just left the CPU caches cold: hence few calls.
 """
 
 from __future__ import annotations
