@@ -13,10 +13,17 @@ Each row also checks that the two give the same values ("same").
 
 Each row's runners run once per round in a shuffled order (so load on the machine
 hits all alike); times are medians in milliseconds, ratios are to the hand-written
-peer of the row. ``--repeat N`` runs the whole measurement N times and prints the
-spread of the ratios. The last lines print the rows that decide the targets: ``run``
-within 1.1x of the hand-written ``lax.scan``, the RNN gradients within 1.2x. JAX runs
-with synchronous CPU dispatch, as in loops.py.
+peer of the row; "cpu" is the CPU time of the calling thread (JAX runs the compiled
+loop on a thread of its own, so this is what the call costs beside the loop).
+``--repeat N`` runs the whole measurement N times and prints the spread of the ratios.
+The last lines print the rows that decide the targets: ``run`` within 1.1x of the
+hand-written ``lax.scan``, the RNN gradients within 1.2x.
+
+JAX dispatches asynchronously, as it does for users: a replayed ``run`` compares the
+model with its snapshot while the compiled loop runs (mdf_loops/run_plans.py), which
+needs the loop on JAX's thread. ``--jax-sync`` runs JAX's CPU work on the calling
+thread instead, for both rows alike, as loops.py does (there the comparison cannot
+overlap the loop: the row then shows its whole cost).
 """
 
 from __future__ import annotations
@@ -142,22 +149,30 @@ def _agree(ours: list, hand: list) -> bool:
         for a, b in zip(ours, hand))
 
 
-def _time(pairs: dict[str, Pair], runs: int) -> tuple[dict[tuple[str, str], list[float]], dict]:
-    """Times per (row, "ours" or "hand"), and per row whether the two results agree."""
+Times = dict[tuple[str, str], list[tuple[float, float]]]
+
+
+def _time(pairs: dict[str, Pair], runs: int) -> tuple[Times, dict]:
+    """(wall, calling thread's CPU) times per (row, "ours" or "hand"), and per row whether
+    the two results agree."""
     runners = {(row, who): fn for row, pair in pairs.items() for who, fn in zip(("ours", "hand"), pair)}
     agree = {row: _agree(ours(), hand()) for row, (ours, hand) in pairs.items()}  # compiles too
-    times: dict[tuple[str, str], list[float]] = {key: [] for key in runners}
+    times: Times = {key: [] for key in runners}
     order = random.Random(0)
     for _ in range(runs):
         for key in order.sample(list(runners), len(runners)):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             runners[key]()
-            times[key].append(time.perf_counter() - start)
+            times[key].append((time.perf_counter() - start, time.thread_time() - cpu))
     return times, agree
 
 
-def measure(steps: int, runs: int) -> list[tuple[str, str, float, float, float, bool]]:
-    """``(workload, row, ours ms, hand-written ms, ratio, results agree)`` per row (medians)."""
+Row = tuple[str, str, float, float, float, float, float, bool]
+
+
+def measure(steps: int, runs: int) -> list[Row]:
+    """``(workload, row, ours ms, hand-written ms, ratio, ours CPU ms, hand-written CPU ms,
+    results agree)`` per row (medians; CPU: the calling thread's)."""
     results = []
     for name, work, rows in (
         (f"Elman RNN, T={steps}", elman_rnn(steps), _rnn_rows),
@@ -165,10 +180,14 @@ def measure(steps: int, runs: int) -> list[tuple[str, str, float, float, float, 
     ):
         times, agree = _time(rows(work), runs)
         for row in agree:
-            ours = statistics.median(times[(row, "ours")]) * 1e3
-            hand = statistics.median(times[(row, "hand")]) * 1e3
-            results.append((name, row, ours, hand, ours / hand, agree[row]))
+            ours, hand = (_median_ms(times[(row, who)], 0) for who in ("ours", "hand"))
+            cpu = [_median_ms(times[(row, who)], 1) for who in ("ours", "hand")]
+            results.append((name, row, ours, hand, ours / hand, *cpu, agree[row]))
     return results
+
+
+def _median_ms(times: list[tuple[float, float]], which: int) -> float:
+    return statistics.median(t[which] for t in times) * 1e3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,17 +196,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=1000, help="RNN length (the sum: 20x)")
     parser.add_argument("--runs", type=int, default=21, help="timed runs per runner (median)")
     parser.add_argument("--repeat", type=int, default=1, help="whole measurements, for the spread")
+    parser.add_argument("--jax-sync", action="store_true",
+                        help="run JAX's CPU work on the calling thread (both rows alike)")
     args = parser.parse_args(argv)
-    import jax
+    if args.jax_sync:
+        import jax
 
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
+    print(f"JAX CPU dispatch: {'synchronous' if args.jax_sync else 'asynchronous'}")
     ratios: dict[tuple[str, str], list[float]] = {}
     for k in range(args.repeat):
         print(f"measurement {k + 1} of {args.repeat}")
-        print(f"{'workload':<26}{'row':<24}{'ours ms':>9}{'hand ms':>9}{'ratio':>7}  same")
-        for workload, row, ours, hand, ratio, same in measure(args.steps, args.runs):
+        print(f"{'workload':<26}{'row':<24}{'ours ms':>9}{'hand ms':>9}{'ratio':>7}  same"
+              f"{'ours cpu':>10}{'hand cpu':>10}")
+        for workload, row, ours, hand, ratio, ours_cpu, hand_cpu, same in measure(
+                args.steps, args.runs):
             print(f"{workload:<26}{row:<24}{ours:>9.2f}{hand:>9.2f}{ratio:>7.2f}  "
-                  f"{'yes' if same else 'NO'}")
+                  f"{'yes' if same else 'NO ':<4}{ours_cpu:>10.3f}{hand_cpu:>10.3f}")
             ratios.setdefault((workload, row), []).append(ratio)
     if args.repeat > 1:
         print("\nratio to the hand-written peer: median (min to max) over the measurements")

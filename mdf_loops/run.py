@@ -78,9 +78,9 @@ def run(
     given_limits = (max_iterations, max_total_iterations, max_depth, max_elements)
     plan_key = _plan_key(graph, backend, trusted, threads, given_limits)
     if external_data_dir is None and isinstance(model, Model):
-        plan = run_plans.find(model, inputs, plan_key)
-        if plan is not None:  # a call repeated: run as the last one ran (run_plans)
-            return plan.run({} if inputs is None else inputs)
+        outputs = run_plans.replay(model, inputs, plan_key)
+        if outputs is not None:  # a call repeated: run as the last one ran (run_plans)
+            return outputs
     backend, changed = _checked_arguments(backend, given_limits)
     with ExitStack() as stack:
         if changed:

@@ -23,7 +23,22 @@ model's content and the limits, both part of the plan's key.
 
 A replay is what a repeated call costs beside its compiled loop, so finding a plan is one
 dict lookup by the model's id, one by the key, and the snapshot comparison: no content
-version and no weak dictionary on the way (about 20 µs for an imported RNN).
+version and no weak dictionary on the way (about 20 µs for an imported RNN, 35 to 55 µs
+when the compiled loop has just pushed the model out of the CPU caches).
+
+A runner may be split in two (:class:`Dispatching`: JAX's, whose compiled call returns
+before its loop has run); :func:`replay` then hides the comparison behind the loop:
+
+1. find the plan by the model's id, the key and the input forms;
+2. *start* the runner: the compiled loop is set going, nothing is waited for;
+3. compare the model with its snapshot, while the loop runs;
+4. if the model was edited, drop what was started (its outputs, and any error it raised
+   or would raise) and take the full path; else *finish*: wait for the outputs.
+
+The answer is always that of the model as it is when the call returns, as when the
+comparison came first (a synchronous runner, onnxruntime's, keeps that order). A second
+thread editing the model while a call runs is the same race either way: the call answers
+for the model as it was at the comparison, or for the model as edited.
 """
 
 from __future__ import annotations
@@ -31,16 +46,33 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from mdf_loops.backends.cache import CompileCache
 from mdf_loops.model.content import edit_test
 
-__all__ = ["Plan", "find", "keep"]
+__all__ = ["Dispatching", "Plan", "find", "keep", "replay"]
 
 Runner = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@runtime_checkable
+class Dispatching(Protocol):
+    """A runner split in two, so that :func:`replay` compares the model while it runs.
+
+    ``runner(inputs)`` is ``finish(start(inputs))``. ``start`` sets the work going and
+    returns what ``finish`` needs, without waiting for it and without changing anything a
+    later call reads; ``finish`` waits and returns the outputs (errors as the runner
+    raises them). What was started and not finished is dropped, with its errors.
+    """
+
+    def __call__(self, inputs: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def start(self, inputs: Mapping[str, Any]) -> Any: ...
+
+    def finish(self, started: Any) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -53,10 +85,19 @@ class Plan:
     defaults: dict[str, Any]  # the others: their defaults, typed
     #: the runner's outputs for inputs the plan :meth:`takes`, defaults added
     run: Runner = field(init=False, repr=False, compare=False)
+    #: a :class:`Dispatching` runner's start (defaults added) and finish; else None
+    start: Callable[[Mapping[str, Any]], Any] | None = field(init=False, repr=False, compare=False)
+    finish: Callable[[Any], dict[str, Any]] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # without defaults, the runner itself (one Python call less on each replay)
-        object.__setattr__(self, "run", self._with_defaults if self.defaults else self.runner)
+        runner, defaults = self.runner, self.defaults
+        object.__setattr__(self, "run", self._with_defaults if defaults else runner)
+        start = finish = None
+        if isinstance(runner, Dispatching):
+            start, finish = (self._start_with_defaults if defaults else runner.start), runner.finish
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "finish", finish)
 
     def takes(self, inputs: Mapping[str, Any]) -> bool:
         """Whether ``inputs`` are given as the plan's inputs were (no fitting needed)."""
@@ -72,6 +113,9 @@ class Plan:
 
     def _with_defaults(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         return self.runner({**inputs, **self.defaults})
+
+    def _start_with_defaults(self, inputs: Mapping[str, Any]) -> Any:
+        return self.runner.start({**inputs, **self.defaults})  # type: ignore[attr-defined]
 
 
 class _Kept:
@@ -109,9 +153,42 @@ class _Plans(CompileCache[Plan]):
 _PLANS = _Plans()
 
 
+def replay(model: Any, inputs: Mapping[str, Any] | None, key: Hashable) -> dict[str, Any] | None:
+    """The outputs of ``run(model, inputs, ...)`` with the arguments and limits of ``key``,
+    by its plan; None when no plan holds (take the full path). In the order of the
+    module's docstring: a :class:`Dispatching` runner is started before the comparison
+    with the snapshot and finished after it, any other runs after it."""
+    found = _candidate(model, inputs, key)
+    if found is None:
+        return None
+    plan, still = found
+    given = {} if inputs is None else inputs
+    start = plan.start
+    if start is None:  # synchronous: compare, then run
+        return plan.run(given) if still(model) else None
+    try:
+        started = start(given)
+    except Exception:
+        if still(model):
+            raise
+        return None  # the model was edited: its error is not the answer
+    if not still(model):
+        return None  # edited while the loop ran: what was started is dropped
+    return plan.finish(started)  # type: ignore[misc]
+
+
 def find(model: Any, inputs: Mapping[str, Any] | None, key: Hashable) -> Plan | None:
     """The plan for calling ``run(model, inputs, ...)`` with the arguments and limits
-    of ``key``, if one holds."""
+    of ``key``, if one holds (the model compared with its snapshot now)."""
+    found = _candidate(model, inputs, key)
+    return None if found is None or not found[1](model) else found[0]
+
+
+def _candidate(
+    model: Any, inputs: Mapping[str, Any] | None, key: Hashable
+) -> tuple[Plan, Callable[[Any], bool]] | None:
+    """The plan kept for the call and the test of whether the model still holds what it
+    held then (not made here), if the arguments and input forms are the plan's."""
     kept = _PLANS.kept.get(id(model))
     if kept is None or kept.model() is not model:
         return None
@@ -126,9 +203,9 @@ def find(model: Any, inputs: Mapping[str, Any] | None, key: Hashable) -> Plan | 
         plan = found
     if type(inputs) is not dict and not isinstance(inputs, (Mapping, type(None))):
         return None  # (inputs of the wrong type: the full path says what is wrong)
-    if not plan.takes({} if inputs is None else inputs) or not kept.still(model):
+    if not plan.takes({} if inputs is None else inputs):
         return None
-    return plan
+    return plan, kept.still
 
 
 def keep(

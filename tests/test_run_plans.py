@@ -12,7 +12,8 @@ import pytest
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 
 import mdf_loops
-from mdf_loops.errors import IterationLimitError, ModelError
+from mdf_loops import run_plans
+from mdf_loops.errors import EvaluationError, IterationLimitError, ModelError
 from mdf_loops.model.compat import input_default
 from mdf_loops.workloads import elman_rnn, while_loop
 from tests.conftest import input_port
@@ -207,3 +208,141 @@ def test_a_model_read_from_a_file_is_read_each_time(tmp_path, full_calls):
         outputs = mdf_loops.run(path, x, backend="onnxruntime")
         np.testing.assert_allclose(outputs["n.out"], 4 * x["x"])
     assert len(full_calls) == 2
+
+
+# ---------------------------------------------------------------- a split runner's replay
+
+
+class _Split:
+    """A :class:`run_plans.Dispatching` runner recording its calls: ``during`` runs
+    between starting and returning what was started (an edit, an error)."""
+
+    def __init__(self, during=lambda: None):
+        self.during, self.calls = during, []
+
+    def __call__(self, inputs):
+        return self.finish(self.start(inputs))
+
+    def start(self, inputs):
+        self.calls.append("start")
+        self.during()
+        return 2 * inputs["x"]
+
+    def finish(self, started):
+        self.calls.append("finish")
+        return {"n.out": started}
+
+
+def _planned(runner):
+    model, x = _scaled(), np.array([1.0, 2.0, 3.0])
+    run_plans.keep(model, "key", runner, {"x": x}, {"x": x})
+    return model, {"x": x}
+
+
+def _edit(model):
+    model.graphs[0].nodes[0].parameters[0].value = 5.0
+
+
+def test_a_split_runner_is_finished_when_the_model_held_during_its_start():
+    runner = _Split()
+    model, x = _planned(runner)
+    np.testing.assert_array_equal(run_plans.replay(model, x, "key")["n.out"], 2 * x["x"])
+    assert runner.calls == ["start", "finish"]
+
+
+def test_what_a_split_runner_started_is_dropped_when_the_model_was_edited_meanwhile():
+    runner = _Split()
+    model, x = _planned(runner)
+    runner.during = lambda: _edit(model)
+    assert run_plans.replay(model, x, "key") is None  # the full path's turn
+    assert runner.calls == ["start"]
+
+
+def test_an_error_of_a_start_reaches_the_caller_only_when_the_model_held():
+    def failing():
+        raise RuntimeError("the loop failed")
+
+    runner = _Split(failing)
+    model, x = _planned(runner)
+    with pytest.raises(RuntimeError, match="the loop failed"):
+        run_plans.replay(model, x, "key")
+
+    def edit_and_fail():
+        _edit(model)
+        failing()
+
+    runner.during = edit_and_fail
+    assert run_plans.replay(model, x, "key") is None
+
+
+def test_a_runner_that_is_not_split_runs_only_after_the_comparison():
+    calls = []
+    model, x = _planned(lambda inputs: calls.append(inputs) or {"n.out": 2 * inputs["x"]})
+    np.testing.assert_array_equal(run_plans.replay(model, x, "key")["n.out"], 2 * x["x"])
+    _edit(model)
+    assert run_plans.replay(model, x, "key") is None
+    assert len(calls) == 1
+
+
+@pytest.fixture
+def edit_during_start(monkeypatch):
+    """JAX's runner made to call ``during[0]`` (when set) after its start dispatched."""
+    pytest.importorskip("jax")
+    from mdf_loops.backends.jax.replay import FormRunner
+
+    during, finished = [None], []
+    start, finish = FormRunner.start, FormRunner.finish
+
+    def starting(self, inputs):
+        try:
+            return start(self, inputs)
+        finally:
+            if during[0] is not None:
+                during.pop()()
+                during.append(None)
+
+    def finishing(self, started):
+        finished.append(started)
+        return finish(self, started)
+
+    monkeypatch.setattr(FormRunner, "start", starting)
+    monkeypatch.setattr(FormRunner, "finish", finishing)
+    return during, finished
+
+
+def test_an_edit_while_the_jax_loop_runs_gives_the_edited_models_answer(
+    edit_during_start, full_calls
+):
+    during, finished = edit_during_start
+    model, x = _scaled(2.0), np.array([1.0, 2.0, 3.0])
+    for _ in range(2):
+        np.testing.assert_allclose(mdf_loops.run(model, {"x": x}, backend="jax")["n.out"], 2 * x)
+    started = len(finished)
+    during[0] = lambda: _edit(model)
+    np.testing.assert_allclose(mdf_loops.run(model, {"x": x}, backend="jax")["n.out"], 5 * x)
+    assert len(full_calls) == 2  # the replay was dropped for the full path
+    assert len(finished) == started + 1  # the full path's run; not the dropped one
+    np.testing.assert_allclose(mdf_loops.run(model, {"x": x}, backend="jax")["n.out"], 5 * x)
+    assert len(full_calls) == 2  # planned again, replayed
+
+
+def test_an_error_of_a_jax_dispatch_dropped_for_an_edit_does_not_reach_the_caller(
+    edit_during_start, full_calls
+):
+    during, _ = edit_during_start
+    model, x = _scaled(2.0), np.array([1.0, 2.0, 3.0])
+    for _ in range(2):
+        mdf_loops.run(model, {"x": x}, backend="jax")
+    key = run_module._plan_key(None, "jax", False, 1, (None,) * 4)  # run's, as called here
+    runner = run_plans.find(model, {"x": x}, key).runner
+    assert runner.held is not None
+    runner.held = (_raising, *runner.held[1:])  # the compiled call fails
+    with pytest.raises(EvaluationError, match=r"graph 'main' \(jax backend\): RuntimeError: XLA"):
+        mdf_loops.run(model, {"x": x}, backend="jax")  # the model held: its error is the answer
+    during[0] = lambda: _edit(model)
+    np.testing.assert_allclose(mdf_loops.run(model, {"x": x}, backend="jax")["n.out"], 5 * x)
+    assert len(full_calls) == 2
+
+
+def _raising(inputs):
+    raise RuntimeError("XLA ran out of memory")
