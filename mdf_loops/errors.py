@@ -54,6 +54,7 @@ __all__ = [
     "DepthLimitError",
     "SizeLimitError",
     "CompileError",
+    "NotBatchable",
     "UnsafeExpressionError",
     "ResourceLimitError",
     "SweepError",
@@ -149,6 +150,13 @@ class SizeLimitError(LimitError):
 
 class CompileError(MdfLoopsError):
     """The model cannot run in the compiled mode (export or onnxruntime refused it)."""
+
+
+class NotBatchable(CompileError):
+    """A sweep cannot run many settings in one onnxruntime call: the model holds a node the
+    batching transform has no rule for, with values that differ between settings flowing
+    into it (the node is named). The sweep then runs one call per setting; users meet this
+    only in the log."""
 
 
 class UnsafeExpressionError(MdfLoopsError):

@@ -15,18 +15,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from mdf_loops.errors import CompileError
+from mdf_loops.errors import NotBatchable
 from mdf_loops.onnx.builder import NameAllocator
 
 __all__ = ["NotBatchable", "Scope", "Shape", "known_shapes"]
 
 #: a value's per-setting dimensions (a number, a symbol, or None where unknown)
 Shape = tuple[int | str | None, ...]
-
-
-class NotBatchable(CompileError):
-    """The model holds a node the batching transform has no rule for (with batched values
-    flowing into it); its settings run one session call each."""
 
 
 def known_shapes(graph: onnx.GraphProto) -> dict[str, Shape]:
