@@ -16,7 +16,6 @@ from conftest import body_graph, child_peak, onnx_model, value_info  # noqa: E40
 from limit_models import (  # noqa: E402
     DOUBLE,
     HOSTILE,
-    loop_in_branch,
     doubling_loop,
     growing_scan_output,
     loop_in_scan,
@@ -122,25 +121,6 @@ def test_gradients_and_batches_count_the_same_total():
 
 
 # ---------------------------------------------------------------- operator sizes
-
-
-def test_loops_in_a_branch_decided_at_run_time_are_counted_when_it_runs():
-    model = loop_in_branch()
-    inputs = {"s0": np.float64(0), "xs": np.array([1.0, -1, 1, 1, -1, 1]), "n": np.int64(5)}
-    need = 6 + 4 * 5  # 6 steps, 4 of them running the Loop's 5 iterations
-    results = passes_at_the_count_and_fails_below(model, inputs, need, ("scheduler", "jax"))
-    assert float(results["jax"]["s"]) == float(results["scheduler"]["s"]) == 20.0
-    with pytest.raises(IterationLimitError, match="node 'Loop_0' .*Loop stopped at iteration 4"):
-        mdf_loops.run(model, inputs, backend="jax", max_total_iterations=need - 1)
-
-
-@pytest.mark.parametrize("op", sorted(HOSTILE))
-def test_an_operator_asking_for_gigabytes_is_refused_before_it_allocates(op):
-    node, types, feeds = HOSTILE[op]
-    model = one_operator(node, types)
-    with pytest.raises(SizeLimitError, match=rf"node '{op}_0_node' \({op}\) \(jax backend\): "
-                                             rf"the output of onnx::{op} has 2500000000 elements"):
-        mdf_loops.run(model, feeds, backend="jax")
 
 
 @pytest.mark.parametrize("op", sorted(HOSTILE))
