@@ -81,9 +81,10 @@ def _workloads(backend: str, runs_ddm: int, runs_rnn: int, steps: int, runs_copi
 
 
 def _forget() -> None:
-    from mdf_loops.sweep import worker
+    import importlib
 
-    worker._MODELS.clear()
+    importlib.import_module("mdf_loops.sweep.worker")._MODELS.clear()
+    importlib.import_module("mdf_loops.sweep.one_call")._CHECKED.clear()
     clear_compiled()
 
 

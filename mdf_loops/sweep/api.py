@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import Backend
@@ -156,7 +157,10 @@ def _check_swept_inputs(target, interface, space: SweepSpace) -> None:
     declared = graph_input_types(target, {name: interface.inputs[name] for name in names})
     for name in names:
         seen = set()
-        for k, value in enumerate(space.values[name]):
+        values = space.values[name]
+        if isinstance(values, np.ndarray):  # one shape and dtype: its first value stands for all
+            values = values[:1]
+        for k, value in enumerate(values):
             if (value.shape, value.dtype) in seen:
                 continue
             seen.add((value.shape, value.dtype))
@@ -227,7 +231,7 @@ def _execute(
     batches = []
     for k in range(0, len(pending), size):
         indices = pending[k : k + size]
-        columns = plan.space.columns(indices)
+        columns = plan.space.columns(indices)  # one array per name where it can be
         named = {plan.input_of[name]: column for name, column in columns.items()}
         batches.append(SettingsBatch.of_columns(indices, named, size))
 

@@ -46,6 +46,8 @@ class PackedResults:
     stacked: dict[str, np.ndarray] = field(default_factory=dict)
     #: the others: the values of every setting that has it, flat, and each one's shape or None
     ragged: dict[str, tuple[np.ndarray, tuple[Shape | None, ...]]] = field(default_factory=dict)
+    #: outputs of one batched call whose lengths differ: padded, as the call gave them
+    steps: dict[str, Steps] = field(default_factory=dict)
 
     @classmethod
     def of(cls, results: Sequence[SettingResult]) -> PackedResults:
@@ -66,6 +68,9 @@ class PackedResults:
             for result, value in zip(results, self.ragged_values(name), strict=True):
                 if value is not None:
                     result.outputs[name] = value
+        for name, steps in self.steps.items():
+            for result, own, length in zip(results, steps.block, steps.lengths, strict=True):
+                result.outputs[name] = own[:length]
         return results
 
     def ragged_values(self, name: str) -> list[np.ndarray | None]:
@@ -121,11 +126,18 @@ class Steps:
         nan = np.isnan(self.block.reshape(*self.block.shape[:2], -1)).any(axis=2)
         return np.flatnonzero((nan & self._mask()).any(axis=1)).tolist()
 
-    def flat(self) -> tuple[np.ndarray, tuple[Shape, ...]]:
-        """Every setting's own values, one after the other, and each one's shape."""
-        rest = self.block.shape[2:]
-        shapes = tuple((int(n), *rest) for n in self.lengths)
-        return self.block[self._mask()].reshape(-1), shapes
+    def padded(self) -> np.ndarray:
+        """The block with NaN after each setting's own values, as the dataset pads them
+        (integers and booleans become float where the lengths differ)."""
+        after = ~self._mask()
+        if not after.any():
+            return self.block
+        dtype = self.block.dtype
+        if dtype.kind not in "fc":
+            dtype = np.result_type(dtype, np.float64)
+        block = self.block.astype(dtype)  # a copy: the block may be a view of the call's output
+        block[after] = np.nan
+        return block
 
 
 def pack(
@@ -203,15 +215,16 @@ def _packed(
     columns: Mapping[str, np.ndarray | Steps | Sequence[np.ndarray | None]],
 ) -> PackedResults:
     """``columns`` as :class:`PackedResults`: stacked where every setting has the output in
-    one shape, else flat."""
+    one shape, as :class:`Steps` where a batched call padded it, else flat."""
     stacked: dict[str, np.ndarray] = {}
     ragged: dict[str, tuple[np.ndarray, tuple[Shape | None, ...]]] = {}
+    steps: dict[str, Steps] = {}
     for name, column in columns.items():
         if isinstance(column, np.ndarray):
             stacked[name] = column
             continue
         if isinstance(column, Steps):
-            ragged[name] = column.flat()
+            steps[name] = column
             continue
         arrays = [None if a is None else np.asarray(a) for a in column]
         shapes = {a.shape for a in arrays if a is not None}
@@ -221,4 +234,5 @@ def _packed(
         present = [np.ravel(a) for a in arrays if a is not None]
         flat = np.concatenate(present) if present else np.zeros(0)
         ragged[name] = (flat, tuple(None if a is None else a.shape for a in arrays))
-    return PackedResults(np.asarray(indices, dtype=np.int64), tuple(errors), stacked, ragged)
+    numbers = np.asarray(indices, dtype=np.int64)
+    return PackedResults(numbers, tuple(errors), stacked, ragged, steps)

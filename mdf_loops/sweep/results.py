@@ -64,27 +64,40 @@ class ResultTable:
         new &= _first_occurrences(packed.indices)
         errors = np.array(packed.errors, dtype=object)
         kept = packed.indices[new]
+        every = np.arange(len(new))
         for name, column in packed.stacked.items():
-            problem = self._rank_problem(name, column.ndim - 1)
-            if problem:
-                errors[new] = [_joined(e, problem) for e in errors[new]]
-            elif len(kept):
-                self.blocks[name].append((kept, column[new]))
+            self._record_block(name, packed.indices, every, column, new, errors)
+        for name, steps in packed.steps.items():  # padded with NaN, whole arrays
+            self._record_block(name, packed.indices, every, steps.padded(), new, errors)
         for name in packed.ragged:
             padded = packed.padded(name)
             if padded is None:  # values of rank other than 1: one setting at a time
                 self._record_each(name, packed, new, errors)
                 continue
             positions, block = padded
-            fresh = new[positions]
-            problem = self._rank_problem(name, 1)
-            if problem:
-                errors[positions[fresh]] = [_joined(e, problem) for e in errors[positions[fresh]]]
-            elif fresh.any():
-                self.blocks[name].append((packed.indices[positions][fresh], block[fresh]))
+            self._record_block(name, packed.indices, positions, block, new, errors)
         self.errors[kept] = errors[new]
         self.completed[kept] = True
         return int(len(new) - new.sum())
+
+    def _record_block(
+        self,
+        name: str,
+        indices: np.ndarray,
+        positions: np.ndarray,
+        block: np.ndarray,
+        new: np.ndarray,
+        errors: np.ndarray,
+    ) -> None:
+        """Keep the values ``block`` of output ``name`` of the settings at ``positions`` of
+        a batch (setting numbers ``indices``), those that are ``new``; a rank other
+        settings do not have goes into their ``errors`` instead."""
+        fresh = new[positions]
+        problem = self._rank_problem(name, block.ndim - 1)
+        if problem:
+            errors[positions[fresh]] = [_joined(e, problem) for e in errors[positions[fresh]]]
+        elif fresh.any():
+            self.blocks[name].append((indices[positions][fresh], block[fresh]))
 
     def _record_each(
         self, name: str, packed: PackedResults, new: np.ndarray, errors: np.ndarray
