@@ -83,7 +83,8 @@ def sweep(
         client: a ``dask.distributed.Client`` or a scheduler address such as
             ``"tcp://host:8786"``; default: a local cluster on 127.0.0.1 of one
             single-threaded worker process per core, closed at the end.
-        batch_size: settings per task, one call on jax/onnxruntime (default: about four a worker).
+        batch_size: settings per task, one call on jax/onnxruntime (default: about four a
+            worker, at most 2,000 there and 500 on other backends).
         output: a ``.nc`` (netCDF) or ``.zarr`` file. The results are written there
             (also every ``checkpoint_seconds`` while the sweep runs); a sweep whose
             file exists resumes: the settings already in it are skipped.
@@ -227,7 +228,7 @@ def _execute(
 ) -> None:
     pending = table.pending
     threads = wait_for_workers(client, timeout)
-    size = batch_size_for(len(pending), threads, batch_size)
+    size = batch_size_for(len(pending), threads, batch_size, plan.task.backend)
     batches = []
     for k in range(0, len(pending), size):
         indices = pending[k : k + size]

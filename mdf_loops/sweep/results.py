@@ -183,10 +183,16 @@ def _stacked(name: str, blocks: list[tuple[np.ndarray, np.ndarray]], count: int,
     ragged = any(values.shape[1:] != largest for _, values in blocks)
     if ragged or sum(len(indices) for indices, _ in blocks) < count:
         dtype = np.result_type(dtype, np.float64) if dtype.kind not in "fc" else dtype
-    stacked = np.full((count, *largest), np.nan if dtype.kind in "fc" else 0, dtype=dtype)
+    stacked = np.empty((count, *largest), dtype=dtype)  # each value written once
+    covered = np.zeros(count, dtype=bool)
     for indices, values in blocks:
+        covered[indices] = True
+        if values.shape[1:] != largest:
+            stacked[indices] = np.nan  # what the block does not reach
         region: tuple[np.ndarray | slice, ...] = (indices, *(slice(0, n) for n in values.shape[1:]))
         stacked[region] = values
+    if not covered.all():
+        stacked[~covered] = np.nan if dtype.kind in "fc" else 0
     own_dims = tuple(f"{name}_dim{k}" for k in range(ndim))
     return dims + own_dims, stacked.reshape(*shape, *largest)
 

@@ -44,6 +44,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: the backends on which a batch runs as one call where the model allows
+#: (:func:`run_settings_packed`: jax's ``run_batch``, onnxruntime's batched model)
+ONE_CALL_BACKENDS = ("jax", "onnxruntime", "auto")
+
 
 @dataclass(frozen=True)
 class SweepTask:

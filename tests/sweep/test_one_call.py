@@ -165,6 +165,49 @@ def test_settings_of_several_shapes_are_not_batched(batched_calls):
     assert_equal_to_run(results, DDM, lambda k: {"noise": values[k]})
 
 
+def test_a_form_s_later_batches_skip_the_first_run_and_keep_run_s_errors(batched_calls,
+                                                                        monkeypatch):
+    """The first setting of a form runs through ``run`` once per worker process; a later
+    batch of that form whose middle setting passes a limit still gets ``run``'s error for
+    it, and the others ``run``'s outputs."""
+    import importlib
+
+    module = importlib.import_module("mdf_loops.run")
+    firsts: list[int] = []
+    real = module.run
+
+    def counted(model, inputs, **options):
+        firsts.append(1)
+        return real(model, inputs, **options)
+
+    monkeypatch.setattr(module, "run", counted)
+    fast, slow = np.full(200, 3.0), np.full(200, -0.1)  # a few steps; all 200 (over 60)
+    task = ddm_task(max_iterations=60, trusted=False)
+    settings = [fast, fast * 0.8, fast * 0.9, slow, fast * 1.1, fast * 1.2]
+    batch = SettingsBatch.of([(k, {"noise": v}) for k, v in enumerate(settings[:3])], 3)
+    first = run_settings_packed(task, batch).unpack()
+    assert batched_calls == [3] and len(firsts) == 1  # the form's first setting, once
+    batch = SettingsBatch.of([(k + 3, {"noise": v}) for k, v in enumerate(settings[3:])], 3)
+    batch = batch.subset([1, 0, 2])  # the setting over the limit in the middle
+    later = run_settings_packed(task, batch).unpack()
+    assert batched_calls == [3]  # the batched call passed the limit: setting by setting
+    ran = len(firsts)
+    again = SettingsBatch.of([(k, {"noise": settings[k]}) for k in (2, 0, 1)], 3)
+    first += run_settings_packed(task, again).unpack()
+    assert batched_calls == [3, 3] and len(firsts) == ran  # a checked form: no run first
+    monkeypatch.setattr(module, "run", real)
+    for result in first + later:
+        try:
+            expected = mdf_loops.run(DDM, {"noise": settings[result.index]}, max_iterations=60)
+        except mdf_loops.MdfLoopsError as exc:
+            assert result.index == 3 and result.error == f"{type(exc).__name__}: {exc}"
+            continue
+        assert result.error == ""
+        for name in OUTPUTS:
+            np.testing.assert_array_equal(result.outputs[name], expected[name])
+    assert [r.index for r in later] == [4, 3, 5] and later[1].error.startswith("Iteration")
+
+
 def ddm_with(drift: float):
     """The drift-diffusion example with its drift rate set in its JSON document."""
     from modeci_mdf.mdf import Model
