@@ -116,6 +116,22 @@ class Steps:
     block: np.ndarray
     lengths: np.ndarray
 
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> Steps | None:
+        """``values`` (arrays of one dtype whose shapes differ in their first axis only) as
+        one block, in a few whole-array operations; None for any other list."""
+        first = values[0] if len(values) else None
+        if not isinstance(first, np.ndarray) or first.ndim == 0:
+            return None
+        rest, dtype = first.shape[1:], first.dtype
+        for value in values:
+            if type(value) is not np.ndarray or value.shape[1:] != rest or value.dtype != dtype:
+                return None
+        lengths = np.array([len(value) for value in values], dtype=np.int64)
+        block = np.zeros((len(values), int(lengths.max()), *rest), dtype)
+        block[np.arange(block.shape[1]) < lengths[:, None]] = np.concatenate(values)
+        return cls(block, lengths)
+
     def _mask(self) -> np.ndarray:
         return np.arange(self.block.shape[1]) < self.lengths[:, None]
 
@@ -158,13 +174,13 @@ def pack(
     problems: list[list[str]] = [[] for _ in errors]
     kept: dict[str, np.ndarray | Steps | list[np.ndarray | None]] = {}
     for name, column in columns.items():
+        if not isinstance(column, (np.ndarray, Steps)) and not any(errors):
+            column = _uniform(column)
         if isinstance(column, Steps):
             kept[name] = column
             for k in column.rows_with_nan():
                 problems[k].append(f"output '{name}' has NaN values")
             continue
-        if not isinstance(column, np.ndarray) and not any(errors):
-            column = _stacked_if_uniform(column)
         if isinstance(column, np.ndarray):
             kept[name] = column
             for k in _rows_with_nan(column):
@@ -188,6 +204,15 @@ def pack(
         if found:
             errors[k] = "; ".join(found)
     return _packed(indices, errors, kept)
+
+
+def _uniform(column: Sequence[Any]) -> np.ndarray | Steps | Sequence[Any]:
+    """``column`` stacked, or as :class:`Steps` where the values' lengths differ (a loop
+    that stops), when it holds numpy arrays of one dtype; else as it is."""
+    stacked = _stacked_if_uniform(column)
+    if isinstance(stacked, np.ndarray):
+        return stacked
+    return Steps.of(column) or column
 
 
 def _stacked_if_uniform(column: Sequence[Any]) -> np.ndarray | Sequence[Any]:

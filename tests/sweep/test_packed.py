@@ -103,3 +103,18 @@ def test_steps_are_padded_with_nan_as_the_dataset_pads_them():
     values = [r.outputs["m"] for r in pack([5, 6], {"m": matrices}, ["", ""]).unpack()]
     np.testing.assert_array_equal(values[0], np.arange(4.0).reshape(1, 2, 2))
     np.testing.assert_array_equal(values[1], np.arange(12.0, 24.0).reshape(3, 2, 2))
+
+
+def test_listed_values_whose_lengths_differ_travel_as_one_padded_block():
+    values = [np.array([1.0, 2.0]), np.array([3.0, np.nan, 5.0]), np.array([], dtype=float)]
+    packed = pack([4, 5, 6], {"t": values}, ["", "", ""])
+    assert set(packed.steps) == {"t"} and not packed.ragged
+    assert packed.errors == ("", "output 't' has NaN values", "")  # its own NaN, not padding
+    for got, want in zip((r.outputs["t"] for r in packed.unpack()), values):
+        np.testing.assert_array_equal(got, want)
+    matrices = [np.ones((2, 3), dtype=np.int32), np.zeros((1, 3), dtype=np.int32)]
+    block = pack([0, 1], {"m": matrices}, ["", ""]).steps["m"].padded()
+    expected = np.stack([np.ones((2, 3)), np.vstack([np.zeros((1, 3)), np.full((1, 3), np.nan)])])
+    np.testing.assert_array_equal(block, expected)  # numpy, by hand: NaN after the end
+    mixed = [np.ones(2), np.ones(3, dtype=np.float32)]  # two dtypes: listed, as before
+    assert "x" in pack([0, 1], {"x": mixed}, ["", ""]).ragged
