@@ -270,3 +270,42 @@ def test_the_command_line_sweep_equals_a_loop_of_run(client, tmp_path, capsys, b
         np.testing.assert_allclose(result["ddm.trace"].values[k, : len(trace)], trace, rtol=1e-12)
         assert float(result["ddm.decision_time"][k]) == pytest.approx(time, rel=1e-12)
         assert int(result["decide.choice"][k]) == choice
+
+
+def test_an_interrupted_sweep_of_batched_calls_resumes_equal_to_a_loop_of_run(client,
+                                                                              tmp_path):
+    """Batches of one call, a setting over a limit in the middle of one, the sweep stopped
+    after its first batch and resumed from the file: every setting as ``run`` gives it."""
+    import xarray as xr
+
+    values = noises(9, seed=7)
+    values[4] = -0.1  # all 200 steps: over max_iterations=60, in the middle of batch 2
+    values[[0, 1, 2, 3, 5, 6, 7, 8]] = 1.5 + 0.2 * np.arange(8)[:, None]  # within 60 steps
+    path = tmp_path / "batched.nc"
+    samples = [{"noise": v} for v in values]
+
+    def interrupt(done, total):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        mdf_loops.sweep(DDM, samples=samples, client=client, backend="onnxruntime",
+                        batch_size=3, max_iterations=60, output=path, progress=interrupt,
+                        checkpoint_seconds=0)
+    assert 3 <= int(xr.load_dataset(path)["completed"].sum()) < 9
+    result = mdf_loops.sweep(DDM, samples=samples, client=client, backend="onnxruntime",
+                             batch_size=3, max_iterations=60, output=path)
+    assert result["completed"].all()
+    for k, noise in enumerate(values):
+        got = result.isel(sample=k)
+        try:
+            expected = mdf_loops.run(DDM, {"noise": noise}, max_iterations=60)
+        except mdf_loops.MdfLoopsError as exc:
+            assert k == 4 and str(got["error"].values) == f"{type(exc).__name__}: {exc}"
+            assert np.isnan(got["ddm.trace"].values).all()
+            continue
+        steps = len(expected["ddm.trace"])
+        assert str(got["error"].values) == ""
+        np.testing.assert_array_equal(got["ddm.trace"].values[:steps], expected["ddm.trace"])
+        assert np.isnan(got["ddm.trace"].values[steps:]).all()
+        assert float(got["ddm.decision_time"]) == float(expected["ddm.decision_time"])
+        assert int(got["decide.choice"]) == int(expected["decide.choice"])
