@@ -96,6 +96,8 @@ class ResultTable:
         problem = self._rank_problem(name, block.ndim - 1)
         if problem:
             errors[positions[fresh]] = [_joined(e, problem) for e in errors[positions[fresh]]]
+        elif fresh.all():  # the common case: the block as it came, not a copy
+            self.blocks[name].append((indices[positions], block))
         elif fresh.any():
             self.blocks[name].append((indices[positions][fresh], block[fresh]))
 
