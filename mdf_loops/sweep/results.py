@@ -126,7 +126,7 @@ class ResultTable:
     @property
     def pending(self) -> list[int]:
         """The settings not recorded yet, in order."""
-        return [int(i) for i in np.flatnonzero(~self.completed)]
+        return np.flatnonzero(~self.completed).tolist()
 
     def to_dataset(self):
         """The results as an ``xarray.Dataset`` (settings not run yet are NaN)."""
@@ -136,7 +136,7 @@ class ResultTable:
         data_vars: dict[str, Any] = {}
         for name in self.outputs:
             data_vars[name] = _stacked(name, self.blocks[name], len(self.space), shape, dims)
-        errors = np.array([str(e) for e in self.errors], dtype=object)  # variable-length text
+        errors = self.errors.copy()  # variable-length text: every entry is a str
         data_vars["error"] = (dims, errors.reshape(shape))
         data_vars["completed"] = (dims, self.completed.reshape(shape))
         return xr.Dataset(data_vars, coords=self.space.coords(), attrs=dict(self.attrs))

@@ -65,7 +65,7 @@ class SweepSpace:
         for name, position in zip(self.names, positions, strict=True):
             values = self.values[name]
             if isinstance(values, np.ndarray):
-                columns[name] = values[position]
+                columns[name] = values[_as_slice(position)]
             else:
                 columns[name] = [values[k] for k in position.tolist()]
         return columns
@@ -97,6 +97,15 @@ class SweepSpace:
                 digest.update(f"{value.dtype.str}{value.shape}".encode())
                 digest.update(np.ascontiguousarray(value).tobytes())
         return digest.hexdigest()
+
+
+def _as_slice(positions: np.ndarray) -> slice | np.ndarray:
+    """``positions`` as a slice where they are consecutive (a view, not a copy), else as
+    they are."""
+    if len(positions) and positions[-1] - positions[0] == len(positions) - 1:
+        if len(positions) == 1 or (np.diff(positions) == 1).all():
+            return slice(int(positions[0]), int(positions[-1]) + 1)
+    return positions
 
 
 def _row(values: Column, k: int) -> np.ndarray:

@@ -119,3 +119,11 @@ def test_the_fingerprint_hashes_each_value_s_type_shape_and_bytes_in_order():
     for k in range(3):
         digest.update(f"<f8({k + 1},)".encode() + np.arange(k + 1.0).tobytes())
     assert ragged.fingerprint() == digest.hexdigest()
+
+
+@pytest.mark.parametrize("indices", [[2, 3, 4], [4], [5, 1, 7], [3, 4, 6], list(range(10))])
+def test_columns_of_stacked_values_are_the_settings_asked(indices):
+    values = [np.arange(3.0) + 10 * k for k in range(10)]
+    columns = sample_space([{"x": v, "y": k} for k, v in enumerate(values)]).columns(indices)
+    np.testing.assert_array_equal(columns["x"], np.stack([values[k] for k in indices]))
+    assert columns["y"].tolist() == indices
