@@ -83,8 +83,7 @@ def sweep(
         client: a ``dask.distributed.Client`` or a scheduler address such as
             ``"tcp://host:8786"``; default: a local cluster on 127.0.0.1 of one
             single-threaded worker process per core, closed at the end.
-        batch_size: settings per task, one call on jax/onnxruntime (default: about four a
-            worker, at most 2,000 there and 500 on other backends).
+        batch_size: settings per task, one call on jax/onnxruntime (default: docs/sweeps.md).
         output: a ``.nc`` (netCDF) or ``.zarr`` file. The results are written there
             (also every ``checkpoint_seconds`` while the sweep runs); a sweep whose
             file exists resumes: the settings already in it are skipped.
