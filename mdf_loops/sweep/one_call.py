@@ -104,7 +104,7 @@ def run_in_one_call(model: Model, task: SweepTask, batch: SettingsBatch) -> Pack
 
 def _form(task: SweepTask, typed: dict[str, Any]) -> tuple | None:
     """What ``run``'s checks of a batch's first setting depend on besides the swept values:
-    the model, the graph, backend and run options, every input's dtype and shape, and
+    the model, the graph, backend, run options and limits, every input's dtype and shape, and
     the shared inputs' values (the swept values are checked for each batch); None where
     an input is not one array (each batch's first setting then runs through ``run``)."""
     if not set(task.inputs) <= set(typed) or not all(
@@ -117,7 +117,8 @@ def _form(task: SweepTask, typed: dict[str, Any]) -> tuple | None:
         shared.update(np.ascontiguousarray(typed[name]).tobytes())
     shapes = tuple((name, typed[name].dtype.str, typed[name].shape) for name in sorted(typed))
     options = repr(sorted(task.run_options.items()))
-    return (task.model_key, task.graph, task.backend, options, shapes, shared.hexdigest())
+    limits = ops.current_limits()  # those in force in this process, and the options above
+    return (task.model_key, task.graph, task.backend, options, limits, shapes, shared.hexdigest())
 
 
 def _remember(form: tuple | None) -> None:
