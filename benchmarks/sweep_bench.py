@@ -25,7 +25,9 @@ rounds, the two sides interleaved: each row gives the median runs/s of each side
 the median and spread of the rounds' ratios. CPU time per run of the loop, of this
 process during the sweep (the client and the local scheduler) and of the workers
 shows the sweep's overhead even on a loaded machine, where wall-clock ratios say
-little. The last lines print the rows that decide issue 28's target (``ddm
+little. The last lines print how each workload scales with workers (``SCALING ROW``:
+runs/s at 2 workers over runs/s at 1 worker, and the same of the sweep/loop ratios, which
+the load of the moment cancels in) and the rows that decide issue 28's target (``ddm
 subjects`` on 2 workers: the sweep at least twice the loop's runs/s).
 """
 
@@ -81,9 +83,10 @@ def _workloads(backend: str, runs_ddm: int, runs_rnn: int, steps: int, runs_copi
 
 
 def _forget() -> None:
-    from mdf_loops.sweep import worker
+    import importlib
 
-    worker._MODELS.clear()
+    importlib.import_module("mdf_loops.sweep.worker")._MODELS.clear()
+    importlib.import_module("mdf_loops.sweep.one_call")._CHECKED.clear()
     clear_compiled()
 
 
@@ -152,6 +155,22 @@ def _deciding(rows: list[dict]) -> None:
               f"(spread {row['ratio_min']}-{row['ratio_max']}); target x2: {verdict}")
 
 
+def _scaling(rows: list[dict]) -> None:
+    """Print how each workload scales: runs/s at 2 workers over runs/s at 1 worker (and
+    at 4), the sweep's own and divided by the loop's in the same rounds (the load of the
+    moment cancels in the second)."""
+    by_key = {(r["workload"], r["warm"], r["workers"]): r for r in rows}
+    for (workload, warm, workers), row in sorted(by_key.items()):
+        one = by_key.get((workload, warm, 1))
+        if workers == 1 or one is None:
+            continue
+        plain = row["sweep_runs_per_s"] / one["sweep_runs_per_s"]
+        relative = row["ratio_median"] / one["ratio_median"]
+        print(f"SCALING ROW: {workload}, {'warm' if warm else 'cold'}: runs/s at {workers} "
+              f"workers / runs/s at 1 worker = x{plain:.2f} (sweep/loop ratios: "
+              f"x{row['ratio_median']} / x{one['ratio_median']} = x{relative:.2f})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,2,4",
@@ -181,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for workers in [int(n) for n in args.workers.split(",")]:
         rows += _on_cluster(workers, args)
+    _scaling(rows)
     _deciding(rows)
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if args.json:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends import Backend
@@ -82,7 +83,7 @@ def sweep(
         client: a ``dask.distributed.Client`` or a scheduler address such as
             ``"tcp://host:8786"``; default: a local cluster on 127.0.0.1 of one
             single-threaded worker process per core, closed at the end.
-        batch_size: settings per task, one call on jax/onnxruntime (default: about four a worker).
+        batch_size: settings per task, one call on jax/onnxruntime (default: docs/sweeps.md).
         output: a ``.nc`` (netCDF) or ``.zarr`` file. The results are written there
             (also every ``checkpoint_seconds`` while the sweep runs); a sweep whose
             file exists resumes: the settings already in it are skipped.
@@ -156,7 +157,10 @@ def _check_swept_inputs(target, interface, space: SweepSpace) -> None:
     declared = graph_input_types(target, {name: interface.inputs[name] for name in names})
     for name in names:
         seen = set()
-        for k, value in enumerate(space.values[name]):
+        values = space.values[name]
+        if isinstance(values, np.ndarray):  # one shape and dtype: its first value stands for all
+            values = values[:1]
+        for k, value in enumerate(values):
             if (value.shape, value.dtype) in seen:
                 continue
             seen.add((value.shape, value.dtype))
@@ -223,11 +227,11 @@ def _execute(
 ) -> None:
     pending = table.pending
     threads = wait_for_workers(client, timeout)
-    size = batch_size_for(len(pending), threads, batch_size)
+    size = batch_size_for(len(pending), threads, batch_size, plan.task.backend)
     batches = []
     for k in range(0, len(pending), size):
         indices = pending[k : k + size]
-        columns = plan.space.columns(indices)
+        columns = plan.space.columns(indices)  # one array per name where it can be
         named = {plan.input_of[name]: column for name, column in columns.items()}
         batches.append(SettingsBatch.of_columns(indices, named, size))
 

@@ -25,7 +25,12 @@ from mdf_loops.sweep.cluster import (
 )
 from mdf_loops.sweep.errors import SweepError
 from mdf_loops.sweep.packed import PackedResults
-from mdf_loops.sweep.worker import SettingsBatch, SweepTask, run_settings_packed
+from mdf_loops.sweep.worker import (
+    ONE_CALL_BACKENDS,
+    SettingsBatch,
+    SweepTask,
+    run_settings_packed,
+)
 
 __all__ = ["batch_size_for", "run_batches"]
 
@@ -37,15 +42,23 @@ _POLL = 1.0
 _NAP = 0.02
 
 
-def batch_size_for(settings: int, threads: int, asked: int | None) -> int:
-    """Settings per task: ``asked``, or about four tasks per worker thread (at most 500
-    settings a task), so that Dask's cost per task is paid a few times per worker, not
-    once per setting."""
+#: most settings a task by default: where a batch is one call (:data:`ONE_CALL_BACKENDS`),
+#: a few thousand, since each task costs the workers and the calling process a round
+#: trip through the scheduler; where each setting is a run of its own, 500
+_MOST_ONE_CALL, _MOST = 2000, 500
+
+
+def batch_size_for(settings: int, threads: int, asked: int | None, backend: str = "") -> int:
+    """Settings per task: ``asked``, or about four tasks per worker thread (at most 2,000
+    settings a task on a backend that runs a batch as one call, 500 on the others), so
+    that each worker has a few tasks to balance the load and Dask's cost per task is paid
+    a few times per worker, not once per setting."""
     if asked is not None:
         if isinstance(asked, bool) or not isinstance(asked, int) or asked < 1:
             raise SweepError(f"batch_size must be a whole number of at least 1, not {asked!r}")
         return asked
-    return max(1, min(500, math.ceil(settings / (4 * max(threads, 1)))))
+    most = _MOST_ONE_CALL if backend in ONE_CALL_BACKENDS else _MOST
+    return max(1, min(most, math.ceil(settings / (4 * max(threads, 1)))))
 
 
 def run_batches(

@@ -46,6 +46,8 @@ class PackedResults:
     stacked: dict[str, np.ndarray] = field(default_factory=dict)
     #: the others: the values of every setting that has it, flat, and each one's shape or None
     ragged: dict[str, tuple[np.ndarray, tuple[Shape | None, ...]]] = field(default_factory=dict)
+    #: outputs of one batched call whose lengths differ: padded, as the call gave them
+    steps: dict[str, Steps] = field(default_factory=dict)
 
     @classmethod
     def of(cls, results: Sequence[SettingResult]) -> PackedResults:
@@ -66,6 +68,9 @@ class PackedResults:
             for result, value in zip(results, self.ragged_values(name), strict=True):
                 if value is not None:
                     result.outputs[name] = value
+        for name, steps in self.steps.items():
+            for result, own, length in zip(results, steps.block, steps.lengths, strict=True):
+                result.outputs[name] = own[:length]
         return results
 
     def ragged_values(self, name: str) -> list[np.ndarray | None]:
@@ -111,6 +116,22 @@ class Steps:
     block: np.ndarray
     lengths: np.ndarray
 
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> Steps | None:
+        """``values`` (arrays of one dtype whose shapes differ in their first axis only) as
+        one block, in a few whole-array operations; None for any other list."""
+        first = values[0] if len(values) else None
+        if not isinstance(first, np.ndarray) or first.ndim == 0:
+            return None
+        rest, dtype = first.shape[1:], first.dtype
+        for value in values:
+            if type(value) is not np.ndarray or value.shape[1:] != rest or value.dtype != dtype:
+                return None
+        lengths = np.array([len(value) for value in values], dtype=np.int64)
+        block = np.zeros((len(values), int(lengths.max()), *rest), dtype)
+        block[np.arange(block.shape[1]) < lengths[:, None]] = np.concatenate(values)
+        return cls(block, lengths)
+
     def _mask(self) -> np.ndarray:
         return np.arange(self.block.shape[1]) < self.lengths[:, None]
 
@@ -121,11 +142,18 @@ class Steps:
         nan = np.isnan(self.block.reshape(*self.block.shape[:2], -1)).any(axis=2)
         return np.flatnonzero((nan & self._mask()).any(axis=1)).tolist()
 
-    def flat(self) -> tuple[np.ndarray, tuple[Shape, ...]]:
-        """Every setting's own values, one after the other, and each one's shape."""
-        rest = self.block.shape[2:]
-        shapes = tuple((int(n), *rest) for n in self.lengths)
-        return self.block[self._mask()].reshape(-1), shapes
+    def padded(self) -> np.ndarray:
+        """The block with NaN after each setting's own values, as the dataset pads them
+        (integers and booleans become float where the lengths differ)."""
+        after = ~self._mask()
+        if not after.any():
+            return self.block
+        dtype = self.block.dtype
+        if dtype.kind not in "fc":
+            dtype = np.result_type(dtype, np.float64)
+        block = self.block.astype(dtype)  # a copy: the block may be a view of the call's output
+        block[after] = np.nan
+        return block
 
 
 def pack(
@@ -146,13 +174,13 @@ def pack(
     problems: list[list[str]] = [[] for _ in errors]
     kept: dict[str, np.ndarray | Steps | list[np.ndarray | None]] = {}
     for name, column in columns.items():
+        if not isinstance(column, (np.ndarray, Steps)) and not any(errors):
+            column = _uniform(column)
         if isinstance(column, Steps):
             kept[name] = column
             for k in column.rows_with_nan():
                 problems[k].append(f"output '{name}' has NaN values")
             continue
-        if not isinstance(column, np.ndarray) and not any(errors):
-            column = _stacked_if_uniform(column)
         if isinstance(column, np.ndarray):
             kept[name] = column
             for k in _rows_with_nan(column):
@@ -176,6 +204,15 @@ def pack(
         if found:
             errors[k] = "; ".join(found)
     return _packed(indices, errors, kept)
+
+
+def _uniform(column: Sequence[Any]) -> np.ndarray | Steps | Sequence[Any]:
+    """``column`` stacked, or as :class:`Steps` where the values' lengths differ (a loop
+    that stops), when it holds numpy arrays of one dtype; else as it is."""
+    stacked = _stacked_if_uniform(column)
+    if isinstance(stacked, np.ndarray):
+        return stacked
+    return Steps.of(column) or column
 
 
 def _stacked_if_uniform(column: Sequence[Any]) -> np.ndarray | Sequence[Any]:
@@ -203,15 +240,16 @@ def _packed(
     columns: Mapping[str, np.ndarray | Steps | Sequence[np.ndarray | None]],
 ) -> PackedResults:
     """``columns`` as :class:`PackedResults`: stacked where every setting has the output in
-    one shape, else flat."""
+    one shape, as :class:`Steps` where a batched call padded it, else flat."""
     stacked: dict[str, np.ndarray] = {}
     ragged: dict[str, tuple[np.ndarray, tuple[Shape | None, ...]]] = {}
+    steps: dict[str, Steps] = {}
     for name, column in columns.items():
         if isinstance(column, np.ndarray):
             stacked[name] = column
             continue
         if isinstance(column, Steps):
-            ragged[name] = column.flat()
+            steps[name] = column
             continue
         arrays = [None if a is None else np.asarray(a) for a in column]
         shapes = {a.shape for a in arrays if a is not None}
@@ -221,4 +259,5 @@ def _packed(
         present = [np.ravel(a) for a in arrays if a is not None]
         flat = np.concatenate(present) if present else np.zeros(0)
         ragged[name] = (flat, tuple(None if a is None else a.shape for a in arrays))
-    return PackedResults(np.asarray(indices, dtype=np.int64), tuple(errors), stacked, ragged)
+    numbers = np.asarray(indices, dtype=np.int64)
+    return PackedResults(numbers, tuple(errors), stacked, ragged, steps)

@@ -64,27 +64,42 @@ class ResultTable:
         new &= _first_occurrences(packed.indices)
         errors = np.array(packed.errors, dtype=object)
         kept = packed.indices[new]
+        every = np.arange(len(new))
         for name, column in packed.stacked.items():
-            problem = self._rank_problem(name, column.ndim - 1)
-            if problem:
-                errors[new] = [_joined(e, problem) for e in errors[new]]
-            elif len(kept):
-                self.blocks[name].append((kept, column[new]))
+            self._record_block(name, packed.indices, every, column, new, errors)
+        for name, steps in packed.steps.items():  # padded with NaN, whole arrays
+            self._record_block(name, packed.indices, every, steps.padded(), new, errors)
         for name in packed.ragged:
             padded = packed.padded(name)
             if padded is None:  # values of rank other than 1: one setting at a time
                 self._record_each(name, packed, new, errors)
                 continue
             positions, block = padded
-            fresh = new[positions]
-            problem = self._rank_problem(name, 1)
-            if problem:
-                errors[positions[fresh]] = [_joined(e, problem) for e in errors[positions[fresh]]]
-            elif fresh.any():
-                self.blocks[name].append((packed.indices[positions][fresh], block[fresh]))
+            self._record_block(name, packed.indices, positions, block, new, errors)
         self.errors[kept] = errors[new]
         self.completed[kept] = True
         return int(len(new) - new.sum())
+
+    def _record_block(
+        self,
+        name: str,
+        indices: np.ndarray,
+        positions: np.ndarray,
+        block: np.ndarray,
+        new: np.ndarray,
+        errors: np.ndarray,
+    ) -> None:
+        """Keep the values ``block`` of output ``name`` of the settings at ``positions`` of
+        a batch (setting numbers ``indices``), those that are ``new``; a rank other
+        settings do not have goes into their ``errors`` instead."""
+        fresh = new[positions]
+        problem = self._rank_problem(name, block.ndim - 1)
+        if problem:
+            errors[positions[fresh]] = [_joined(e, problem) for e in errors[positions[fresh]]]
+        elif fresh.all():  # the common case: the block as it came, not a copy
+            self.blocks[name].append((indices[positions], block))
+        elif fresh.any():
+            self.blocks[name].append((indices[positions][fresh], block[fresh]))
 
     def _record_each(
         self, name: str, packed: PackedResults, new: np.ndarray, errors: np.ndarray
@@ -111,7 +126,7 @@ class ResultTable:
     @property
     def pending(self) -> list[int]:
         """The settings not recorded yet, in order."""
-        return [int(i) for i in np.flatnonzero(~self.completed)]
+        return np.flatnonzero(~self.completed).tolist()
 
     def to_dataset(self):
         """The results as an ``xarray.Dataset`` (settings not run yet are NaN)."""
@@ -121,7 +136,7 @@ class ResultTable:
         data_vars: dict[str, Any] = {}
         for name in self.outputs:
             data_vars[name] = _stacked(name, self.blocks[name], len(self.space), shape, dims)
-        errors = np.array([str(e) for e in self.errors], dtype=object)  # variable-length text
+        errors = self.errors.copy()  # variable-length text: every entry is a str
         data_vars["error"] = (dims, errors.reshape(shape))
         data_vars["completed"] = (dims, self.completed.reshape(shape))
         return xr.Dataset(data_vars, coords=self.space.coords(), attrs=dict(self.attrs))
@@ -170,10 +185,16 @@ def _stacked(name: str, blocks: list[tuple[np.ndarray, np.ndarray]], count: int,
     ragged = any(values.shape[1:] != largest for _, values in blocks)
     if ragged or sum(len(indices) for indices, _ in blocks) < count:
         dtype = np.result_type(dtype, np.float64) if dtype.kind not in "fc" else dtype
-    stacked = np.full((count, *largest), np.nan if dtype.kind in "fc" else 0, dtype=dtype)
+    stacked = np.empty((count, *largest), dtype=dtype)  # each value written once
+    covered = np.zeros(count, dtype=bool)
     for indices, values in blocks:
+        covered[indices] = True
+        if values.shape[1:] != largest:
+            stacked[indices] = np.nan  # what the block does not reach
         region: tuple[np.ndarray | slice, ...] = (indices, *(slice(0, n) for n in values.shape[1:]))
         stacked[region] = values
+    if not covered.all():
+        stacked[~covered] = np.nan if dtype.kind in "fc" else 0
     own_dims = tuple(f"{name}_dim{k}" for k in range(ndim))
     return dims + own_dims, stacked.reshape(*shape, *largest)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: the backends on which a batch runs as one call where the model allows
+#: (:func:`run_settings_packed`: jax's ``run_batch``, onnxruntime's batched model)
+ONE_CALL_BACKENDS = ("jax", "onnxruntime", "auto")
 
 
 @dataclass(frozen=True)
@@ -100,14 +104,18 @@ class SettingsBatch:
 
     @classmethod
     def of_columns(
-        cls, indices: Sequence[int], columns: dict[str, list[np.ndarray]], size: int
+        cls,
+        indices: Sequence[int] | np.ndarray,
+        columns: Mapping[str, np.ndarray | list[np.ndarray]],
+        size: int,
     ) -> SettingsBatch:
-        """The batch of the settings ``indices``, given each input's values in their order."""
+        """The batch of the settings ``indices``, given each input's values in their order
+        (an array, the values along its first axis, is taken as it is)."""
         stacked = {
-            name: np.stack(column) if len({v.shape for v in column}) == 1 else column
+            name: column if isinstance(column, np.ndarray) else _stacked_if_one_shape(column)
             for name, column in columns.items()
         }
-        return cls(tuple(int(i) for i in indices), stacked, size)
+        return cls(tuple(np.asarray(indices, dtype=np.int64).tolist()), stacked, size)
 
     def subset(self, positions: Sequence[int]) -> SettingsBatch:
         """The settings at ``positions`` of this batch, as a batch of the same ``size``."""
@@ -232,6 +240,11 @@ def _run_group(run_batch, model: Model, task: SweepTask, group: SettingsBatch, s
     # an output is stacked along its first axis, or a list where the runs' shapes differ
     columns = {name: _first_rows(outputs[name], count) for name in task.outputs}
     return pack(group.indices, columns, [""] * count)
+
+
+def _stacked_if_one_shape(column: list[np.ndarray]) -> np.ndarray | list[np.ndarray]:
+    """``column`` stacked along a new first axis when its values share one shape."""
+    return np.stack(column) if len({np.shape(v) for v in column}) == 1 else column
 
 
 def _padded(column: Any, size: int) -> np.ndarray:

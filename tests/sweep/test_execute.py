@@ -135,10 +135,13 @@ def test_command_line_on_a_local_cluster_prints_nothing_from_dask(tmp_path):
             ddm_numpy(noise(14), drift)[1])
 
 
-@pytest.mark.parametrize("settings, threads, asked, expected", [
-    (1000, 2, None, 125), (10, 4, None, 1), (10**6, 2, None, 500), (7, 2, 3, 3)])
-def test_batch_sizes(settings, threads, asked, expected):
-    assert batch_size_for(settings, threads, asked) == expected
+@pytest.mark.parametrize("settings, threads, asked, backend, expected", [
+    (1000, 2, None, "scheduler", 125), (10, 4, None, "scheduler", 1),
+    (10**6, 2, None, "scheduler", 500), (7, 2, 3, "scheduler", 3),
+    (20000, 2, None, "onnxruntime", 2000), (20000, 4, None, "jax", 1250),
+    (4000, 2, None, "auto", 500), (10**6, 2, 7, "jax", 7)])
+def test_batch_sizes(settings, threads, asked, backend, expected):
+    assert batch_size_for(settings, threads, asked, backend) == expected
 
 
 @pytest.mark.parametrize("asked", [0, -2, 1.5, True])

@@ -165,6 +165,49 @@ def test_settings_of_several_shapes_are_not_batched(batched_calls):
     assert_equal_to_run(results, DDM, lambda k: {"noise": values[k]})
 
 
+def test_a_form_s_later_batches_skip_the_first_run_and_keep_run_s_errors(batched_calls,
+                                                                        monkeypatch):
+    """The first setting of a form runs through ``run`` once per worker process; a later
+    batch of that form whose middle setting passes a limit still gets ``run``'s error for
+    it, and the others ``run``'s outputs."""
+    import importlib
+
+    module = importlib.import_module("mdf_loops.run")
+    firsts: list[int] = []
+    real = module.run
+
+    def counted(model, inputs, **options):
+        firsts.append(1)
+        return real(model, inputs, **options)
+
+    monkeypatch.setattr(module, "run", counted)
+    fast, slow = np.full(200, 3.0), np.full(200, -0.1)  # a few steps; all 200 (over 60)
+    task = ddm_task(max_iterations=60, trusted=False)
+    settings = [fast, fast * 0.8, fast * 0.9, slow, fast * 1.1, fast * 1.2]
+    batch = SettingsBatch.of([(k, {"noise": v}) for k, v in enumerate(settings[:3])], 3)
+    first = run_settings_packed(task, batch).unpack()
+    assert batched_calls == [3] and len(firsts) == 1  # the form's first setting, once
+    batch = SettingsBatch.of([(k + 3, {"noise": v}) for k, v in enumerate(settings[3:])], 3)
+    batch = batch.subset([1, 0, 2])  # the setting over the limit in the middle
+    later = run_settings_packed(task, batch).unpack()
+    assert batched_calls == [3]  # the batched call passed the limit: setting by setting
+    ran = len(firsts)
+    again = SettingsBatch.of([(k, {"noise": settings[k]}) for k in (2, 0, 1)], 3)
+    first += run_settings_packed(task, again).unpack()
+    assert batched_calls == [3, 3] and len(firsts) == ran  # a checked form: no run first
+    monkeypatch.setattr(module, "run", real)
+    for result in first + later:
+        try:
+            expected = mdf_loops.run(DDM, {"noise": settings[result.index]}, max_iterations=60)
+        except mdf_loops.MdfLoopsError as exc:
+            assert result.index == 3 and result.error == f"{type(exc).__name__}: {exc}"
+            continue
+        assert result.error == ""
+        for name in OUTPUTS:
+            np.testing.assert_array_equal(result.outputs[name], expected[name])
+    assert [r.index for r in later] == [4, 3, 5] and later[1].error.startswith("Iteration")
+
+
 def ddm_with(drift: float):
     """The drift-diffusion example with its drift rate set in its JSON document."""
     from modeci_mdf.mdf import Model
@@ -227,3 +270,42 @@ def test_the_command_line_sweep_equals_a_loop_of_run(client, tmp_path, capsys, b
         np.testing.assert_allclose(result["ddm.trace"].values[k, : len(trace)], trace, rtol=1e-12)
         assert float(result["ddm.decision_time"][k]) == pytest.approx(time, rel=1e-12)
         assert int(result["decide.choice"][k]) == choice
+
+
+def test_an_interrupted_sweep_of_batched_calls_resumes_equal_to_a_loop_of_run(client,
+                                                                              tmp_path):
+    """Batches of one call, a setting over a limit in the middle of one, the sweep stopped
+    after its first batch and resumed from the file: every setting as ``run`` gives it."""
+    import xarray as xr
+
+    values = noises(9, seed=7)
+    values[4] = -0.1  # all 200 steps: over max_iterations=60, in the middle of batch 2
+    values[[0, 1, 2, 3, 5, 6, 7, 8]] = 1.5 + 0.2 * np.arange(8)[:, None]  # within 60 steps
+    path = tmp_path / "batched.nc"
+    samples = [{"noise": v} for v in values]
+
+    def interrupt(done, total):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        mdf_loops.sweep(DDM, samples=samples, client=client, backend="onnxruntime",
+                        batch_size=3, max_iterations=60, output=path, progress=interrupt,
+                        checkpoint_seconds=0)
+    assert 3 <= int(xr.load_dataset(path)["completed"].sum()) < 9
+    result = mdf_loops.sweep(DDM, samples=samples, client=client, backend="onnxruntime",
+                             batch_size=3, max_iterations=60, output=path)
+    assert result["completed"].all()
+    for k, noise in enumerate(values):
+        got = result.isel(sample=k)
+        try:
+            expected = mdf_loops.run(DDM, {"noise": noise}, max_iterations=60)
+        except mdf_loops.MdfLoopsError as exc:
+            assert k == 4 and str(got["error"].values) == f"{type(exc).__name__}: {exc}"
+            assert np.isnan(got["ddm.trace"].values).all()
+            continue
+        steps = len(expected["ddm.trace"])
+        assert str(got["error"].values) == ""
+        np.testing.assert_array_equal(got["ddm.trace"].values[:steps], expected["ddm.trace"])
+        assert np.isnan(got["ddm.trace"].values[steps:]).all()
+        assert float(got["ddm.decision_time"]) == float(expected["ddm.decision_time"])
+        assert int(got["decide.choice"]) == int(expected["decide.choice"])

@@ -82,8 +82,39 @@ def test_steps_of_a_batched_call_fail_only_settings_with_nan_in_their_own_steps(
     expected = [[1.0, 2.0], [3.0, np.nan, 9.0], [4.0]]
     for got, want in zip(values, expected):
         np.testing.assert_array_equal(got, want)
-    matrices = Steps(np.arange(24.0).reshape(2, 3, 2, 2), np.array([1, 3]))
-    flat, shapes = matrices.flat()
-    assert shapes == ((1, 2, 2), (3, 2, 2))
-    np.testing.assert_array_equal(flat, np.concatenate([np.arange(4.0), np.arange(12.0, 24.0)]))
+    assert set(packed.steps) == {"trace"} and not packed.ragged  # sent as the call gave it
     assert Steps(np.zeros((2, 0)), np.array([0, 0])).rows_with_nan() == []
+
+
+def test_steps_are_padded_with_nan_as_the_dataset_pads_them():
+    from mdf_loops.sweep.packed import Steps
+
+    matrices = Steps(np.arange(24.0).reshape(2, 3, 2, 2), np.array([1, 3]))
+    padded = matrices.padded()
+    expected = np.arange(24.0).reshape(2, 3, 2, 2)
+    expected[0, 1:] = np.nan
+    np.testing.assert_array_equal(padded, expected)
+    assert not np.isnan(matrices.block).any()  # the call's block is left as it was
+    counts = Steps(np.array([[1, 2, 0], [3, 4, 5]], dtype=np.int32), np.array([2, 3]))
+    np.testing.assert_array_equal(counts.padded(), [[1, 2, np.nan], [3, 4, 5]])
+    assert counts.padded().dtype == np.float64  # integers padded with NaN become float
+    full = Steps(np.ones((2, 3), dtype=np.float32), np.array([3, 3]))
+    assert full.padded().dtype == np.float32  # nothing to pad: as computed
+    values = [r.outputs["m"] for r in pack([5, 6], {"m": matrices}, ["", ""]).unpack()]
+    np.testing.assert_array_equal(values[0], np.arange(4.0).reshape(1, 2, 2))
+    np.testing.assert_array_equal(values[1], np.arange(12.0, 24.0).reshape(3, 2, 2))
+
+
+def test_listed_values_whose_lengths_differ_travel_as_one_padded_block():
+    values = [np.array([1.0, 2.0]), np.array([3.0, np.nan, 5.0]), np.array([], dtype=float)]
+    packed = pack([4, 5, 6], {"t": values}, ["", "", ""])
+    assert set(packed.steps) == {"t"} and not packed.ragged
+    assert packed.errors == ("", "output 't' has NaN values", "")  # its own NaN, not padding
+    for got, want in zip((r.outputs["t"] for r in packed.unpack()), values):
+        np.testing.assert_array_equal(got, want)
+    matrices = [np.ones((2, 3), dtype=np.int32), np.zeros((1, 3), dtype=np.int32)]
+    block = pack([0, 1], {"m": matrices}, ["", ""]).steps["m"].padded()
+    expected = np.stack([np.ones((2, 3)), np.vstack([np.zeros((1, 3)), np.full((1, 3), np.nan)])])
+    np.testing.assert_array_equal(block, expected)  # numpy, by hand: NaN after the end
+    mixed = [np.ones(2), np.ones(3, dtype=np.float32)]  # two dtypes: listed, as before
+    assert "x" in pack([0, 1], {"x": mixed}, ["", ""]).ragged

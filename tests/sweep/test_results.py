@@ -161,3 +161,21 @@ def test_the_table_takes_whole_batches_keeps_the_first_of_a_duplicate_and_pads()
     ranked = pack([2], {"y": [np.ones((1, 1))], "z": [np.int64(1)]}, [""])
     table.record_packed(ranked)
     assert table.errors[2] == "output 'y' has 2 dimensions, other settings 1"
+
+
+def test_the_table_takes_a_batched_calls_steps_whole_and_pads_them_as_settings_one_by_one():
+    from mdf_loops.sweep.packed import Steps, pack
+    from mdf_loops.sweep.results import ResultTable
+    from mdf_loops.sweep.space import sample_space
+
+    space = sample_space([{"x": np.float64(k)} for k in range(4)])
+    table = ResultTable(space, ("t",), {})
+    block = np.arange(12.0).reshape(2, 3, 2)  # two settings of 1 and 3 steps of pairs
+    table.record_packed(pack([2, 0], {"t": Steps(block, np.array([1, 3]))}, ["", ""]))
+    table.record_packed(pack([3], {"t": [np.full((4, 2), 7.0)]}, [""]))  # a longer one
+    t = table.to_dataset()["t"].values
+    assert t.shape == (4, 4, 2)
+    expected = np.full((4, 4, 2), np.nan)  # numpy: each setting's own steps, NaN after
+    expected[2, :1], expected[0, :3], expected[3] = block[0, :1], block[1], 7.0
+    np.testing.assert_array_equal(t, expected)
+    assert table.pending == [1]

@@ -82,3 +82,48 @@ def test_columns_give_the_values_of_the_settings_asked_in_their_order():
     assert [int(v) for v in columns["b"]] == [30, 10, 20]
     samples = sample_space([{"x": np.full(2, k)} for k in range(4)])
     assert [v.tolist() for v in samples.columns([3, 1])["x"]] == [[3, 3], [1, 1]]
+
+
+@pytest.mark.parametrize("values", [
+    [1, 2.5, np.float32(3)],  # Python and numpy numbers
+    [np.int8(1), 300, True],  # numpy's promotion of each value as an array
+    [[1, 2], np.array([3, 4], dtype=np.int16), (5.0, 6)],
+])
+def test_values_of_one_shape_are_one_array_typed_as_value_by_value(values):
+    arrays = [np.asarray(v) for v in values]  # the oracle: numpy, value by value
+    dtype = np.result_type(*arrays)
+    column = sample_space([{"x": v} for v in values]).values["x"]
+    assert isinstance(column, np.ndarray) and column.dtype == dtype
+    np.testing.assert_array_equal(column, np.stack([a.astype(dtype) for a in arrays]))
+    grid = grid_space({"x": values, "y": [0]})
+    assert grid.values["x"].dtype == dtype
+    assert isinstance(grid.setting(1)["x"], np.ndarray)  # a 0-d array, as given before
+
+
+def test_a_value_that_is_not_a_number_in_a_column_of_one_shape_is_named():
+    with pytest.raises(SweepError, match=r"'x': a swept value must be numeric; value 2 is <U"):
+        sample_space([{"x": 1.0}, {"x": 2.0}, {"x": "3"}, {"x": 4.0}])
+
+
+def test_the_fingerprint_hashes_each_value_s_type_shape_and_bytes_in_order():
+    import hashlib
+
+    values = [np.arange(3.0) + k for k in range(4)]
+    space = sample_space([{"x": v} for v in values])
+    digest = hashlib.sha256(repr((False, ("x",), (4,))).encode())  # the oracle: by hand
+    for value in values:
+        digest.update(f"{value.dtype.str}{value.shape}".encode() + value.tobytes())
+    assert space.fingerprint() == digest.hexdigest()
+    ragged = sample_space([{"x": np.arange(k + 1.0)} for k in range(3)])
+    digest = hashlib.sha256(repr((False, ("x",), (3,))).encode())
+    for k in range(3):
+        digest.update(f"<f8({k + 1},)".encode() + np.arange(k + 1.0).tobytes())
+    assert ragged.fingerprint() == digest.hexdigest()
+
+
+@pytest.mark.parametrize("indices", [[2, 3, 4], [4], [5, 1, 7], [3, 4, 6], list(range(10))])
+def test_columns_of_stacked_values_are_the_settings_asked(indices):
+    values = [np.arange(3.0) + 10 * k for k in range(10)]
+    columns = sample_space([{"x": v, "y": k} for k, v in enumerate(values)]).columns(indices)
+    np.testing.assert_array_equal(columns["x"], np.stack([values[k] for k in indices]))
+    assert columns["y"].tolist() == indices
