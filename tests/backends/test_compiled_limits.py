@@ -1,7 +1,8 @@
 """What the jax and torch backends hold an untrusted model to, in the same words: the
-loops of a branch counted when it runs (the scheduler's count as the oracle), and an
-operator asking for gigabytes refused before it allocates. Each backend's own cases are
-in tests/backends/jax/test_jax_limits.py and tests/backends/torch/test_torch_limits.py."""
+loops of a branch counted when it runs (the scheduler's count as the oracle), an
+operator asking for gigabytes refused before it allocates, and a trusted model not
+sized. Each backend's own cases are in tests/backends/jax/test_jax_limits.py and
+tests/backends/torch/test_torch_limits.py."""
 
 from __future__ import annotations
 
@@ -39,3 +40,16 @@ def test_an_operator_asking_for_gigabytes_is_refused_before_it_allocates(op, bac
     with pytest.raises(SizeLimitError, match=rf"^node '{op}_0_node' \({op}\) \({backend} backend\): "
                                              rf"the output of onnx::{op} has 2500000000 elements"):
         mdf_loops.run(one_operator(node, types), feeds, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_trusted_models_are_not_sized(backend):
+    node, types, feeds = HOSTILE["Expand"]
+    model = one_operator(node, types)
+    feeds = {"a": feeds["a"], "s": np.array([3, 4])}
+    with mdf_loops.safety.limits(max_elements=5):
+        with pytest.raises(SizeLimitError):
+            mdf_loops.run(model, feeds, backend=backend)
+        assert mdf_loops.run(model, feeds, backend=backend, trusted=True)["y"].shape == (3, 4)
+    expected = mdf_loops.run(model, feeds, backend="onnxruntime")["y"]
+    np.testing.assert_array_equal(mdf_loops.run(model, feeds, backend=backend)["y"], expected)

@@ -12,11 +12,9 @@ pytest.importorskip("torch")
 
 import mdf_loops  # noqa: E402
 from limit_models import (  # noqa: E402
-    HOSTILE,
     doubling_loop,
     growing_scan_output,
     loop_in_scan,
-    one_operator,
     passes_at_the_count_and_fails_below,
     totals_inputs,
 )
@@ -46,18 +44,6 @@ def test_a_loop_past_max_iterations_names_itself():
                        match=r"^node 'Scan_0' \(Scan\), iteration 0 > node 'Loop_0' \(Loop\) "
                              r"\(torch backend\): Loop stopped at iteration 7"):
         mdf_loops.run(model, totals_inputs(2, 100), backend="torch", max_iterations=7)
-
-
-def test_trusted_models_are_planned_without_sizes():
-    node, types, feeds = HOSTILE["Expand"]
-    model = one_operator(node, types)
-    feeds = {"a": feeds["a"], "s": np.array([3, 4])}
-    with mdf_loops.safety.limits(max_elements=5):
-        with pytest.raises(SizeLimitError):
-            mdf_loops.run(model, feeds, backend="torch")
-        assert mdf_loops.run(model, feeds, backend="torch", trusted=True)["y"].shape == (3, 4)
-    expected = mdf_loops.run(model, feeds, backend="onnxruntime")["y"]
-    np.testing.assert_array_equal(mdf_loops.run(model, feeds, backend="torch")["y"], expected)
 
 
 def test_a_carried_value_that_doubles_stops_at_the_iteration_that_passes_the_limit():
