@@ -28,7 +28,7 @@ import ast
 import builtins
 import functools
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -136,13 +136,26 @@ class _Rewrite(ast.NodeTransformer):
         return all(self.kinds.get(id(n)) == "float" for n in nodes)
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
+        """``node`` with its children visited: a copy when one changed (the tree
+        visited stays as it was), else ``node``."""
         if not isinstance(node, _KNOWN):
             raise EvaluationError(f"`{ast.unparse(node):.60}` is not part of MDF expressions")
-        return super().generic_visit(node)
+        changed: dict[str, Any] = {}
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, ast.AST):
+                new = self.visit(value)
+                if new is not value:
+                    changed[field] = new
+            elif isinstance(value, list):
+                items = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
+                if any(a is not b for a, b in zip(items, value, strict=True)):
+                    changed[field] = items
+        return _copy(node, changed) if changed else node
 
     def helper(self, name: str, args: list, node: ast.AST, keywords=()) -> ast.Call:
-        call = ast.Call(ast.Name(name, ast.Load()), args, list(keywords))
-        return ast.copy_location(call, node)
+        function = ast.copy_location(ast.Name(name, ast.Load()), node)
+        return ast.copy_location(ast.Call(function, args, list(keywords)), node)
 
     def resolved(self, value: Any, node: ast.AST) -> ast.Name:
         name = f"_mdf_f{len(self.constants)}"
@@ -192,7 +205,8 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Slice(self, node: ast.Slice) -> ast.AST:
         bounds = (node.lower, node.upper, node.step)
-        parts = [ast.Constant(None) if p is None else self.visit(p) for p in bounds]
+        none = ast.copy_location(ast.Constant(None), node)
+        parts = [none if p is None else self.visit(p) for p in bounds]
         return self.helper("_mdf_slice", parts, node)
 
     def visit_Starred(self, node: ast.Starred) -> ast.AST:
@@ -206,7 +220,9 @@ class _Rewrite(ast.NodeTransformer):
         if any(k.arg is None for k in node.keywords):
             raise EvaluationError("`**` in a call is not part of MDF expressions")
         args = [self.visit(a) for a in node.args]
-        keywords = [ast.keyword(k.arg, self.visit(k.value)) for k in node.keywords]
+        keywords = [
+            ast.copy_location(ast.keyword(k.arg, self.visit(k.value)), k) for k in node.keywords
+        ]
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.known_calls:
             return ast.copy_location(ast.Call(func, args, keywords), node)
@@ -227,14 +243,15 @@ _KNOWN = (
 
 
 def guarded_function(
-    source: str,
+    source: str | ast.Module,
     name: str,
     namespace: Mapping[str, Any],
     model_parts: Callable[[ast.stmt], tuple[list[ast.expr], str]],
     known_calls: frozenset[str] = frozenset(),
     kinds_of: Callable[[ast.Module], Mapping[int, str | None]] | None = None,
 ) -> Callable[..., Any]:
-    """The function ``name`` defined by ``source``, its model statements guarded.
+    """The function ``name`` defined by ``source`` (its text, or the module parsed), its
+    model statements guarded.
 
     ``model_parts(statement)`` gives the expressions of a statement that come from
     the model (rewritten; ``[]`` for the caller's own statements, kept) and the model
@@ -246,41 +263,62 @@ def guarded_function(
     functions resolved here. Raises :class:`EvaluationError` for a piece the
     interpreter does not know.
 
+    A parsed ``source`` is not changed (the guarded function is compiled from a copy of
+    what it rewrites) and must be located with one line per statement, as ``ast.parse``
+    locates a text: the line of an error names the statement.
+
     ``kinds_of(tree)`` may prove expressions of the parsed ``source`` to be floats
     (``{id(expression): "float"}``; ``"int"``, ``"bool"`` likewise): an operator on a
     proven float and a proven float or Python integer runs inline, as its guard would run
     it (a float with a number makes a number of fixed size). The caller answers for the proof.
     """
-    tree = ast.parse(source)
+    tree = ast.parse(source) if isinstance(source, str) else source
     kinds = kinds_of(tree) if kinds_of is not None else {}
     constants: dict[str, Any] = {}
     places: dict[int, str] = {}
     with untrusted_expressions():
         rewrite = _Rewrite(known_calls, constants, kinds)
-        for statement in _statements(tree.body):
+
+        def guarded(statement: ast.stmt) -> ast.stmt:
             expressions, where = model_parts(statement)
             for expression in expressions:
                 places[statement.lineno] = where
-                new = rewrite.visit(expression)
-                ast.fix_missing_locations(new)  # the helpers' names (the rest is parsed)
-                _replace(statement, expression, new)
+                statement = _replaced(statement, expression, rewrite.visit(expression))
+            return statement
+
+        module = ast.Module(body=_blocks(tree.body, guarded), type_ignores=[])
     scope = {**namespace, **GUARDED_HELPERS, **constants}
     scope["__builtins__"] = {"range": range, "max": builtins.max, "len": builtins.len}
     filename = f"<guarded {name}>"
-    exec(compile(tree, filename, "exec"), scope)  # noqa: S102
+    exec(compile(module, filename, "exec"), scope)  # noqa: S102
     return functools.partial(_located, scope[name], filename, places)
 
 
-def _statements(nodes: list[Any]) -> Iterator[ast.stmt]:
-    """Every statement among ``nodes`` and in the blocks inside them (the bodies of
-    ``except`` handlers and ``case`` clauses too): an ``ast.walk`` that skips expressions."""
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _blocks(nodes: list[Any], guarded: Callable[[ast.stmt], ast.stmt]) -> list[Any]:
+    """``nodes`` with every statement among them and in the blocks inside them (the
+    bodies of ``except`` handlers and ``case`` clauses too) passed through ``guarded``;
+    a node whose block changed is copied, the nodes given stay as they were."""
+    out = []
     for node in nodes:
-        if isinstance(node, ast.stmt):
-            yield node
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        new = guarded(node) if isinstance(node, ast.stmt) else node
+        changed = {}
+        for name in _BLOCKS:
             inner = getattr(node, name, None)
-            if isinstance(inner, list):
-                yield from _statements(inner)
+            if isinstance(inner, list) and inner:
+                changed[name] = _blocks(inner, guarded)
+        out.append(_copy(new, changed) if changed else new)
+    return out
+
+
+def _copy(node: Any, fields: dict[str, Any]) -> Any:
+    """A shallow copy of the syntax-tree node ``node`` with ``fields`` set."""
+    copy = node.__class__.__new__(node.__class__)
+    copy.__dict__.update(node.__dict__)
+    copy.__dict__.update(fields)
+    return copy
 
 
 def _located(function: Callable[..., Any], filename: str, places: dict[int, str], *args: Any):
@@ -299,11 +337,13 @@ def _located(function: Callable[..., Any], filename: str, places: dict[int, str]
         raise
 
 
-def _replace(statement: ast.stmt, old: ast.expr, new: ast.AST) -> None:
+def _replaced(statement: ast.stmt, old: ast.expr, new: ast.AST) -> ast.stmt:
+    """``statement`` with its field (or item of a field) ``old`` replaced by ``new``: a copy,
+    or ``statement`` where ``old`` is none of its fields."""
     for field, value in ast.iter_fields(statement):
         if value is old:
-            setattr(statement, field, new)
-        elif isinstance(value, list):
-            for k, item in enumerate(value):
-                if item is old:
-                    value[k] = new
+            return _copy(statement, {field: new})  # type: ignore[no-any-return]
+        if isinstance(value, list) and any(item is old for item in value):
+            items = [new if item is old else item for item in value]
+            return _copy(statement, {field: items})  # type: ignore[no-any-return]
+    return statement

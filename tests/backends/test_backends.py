@@ -193,23 +193,24 @@ def test_workloads_on_torch_agree_with_their_numpy_loop(work):
 
 
 @needs_input_port_fields  # time loops need InputPort.default_value
-def test_clear_compiled_also_forgets_the_python_loops_kept_by_their_text():
-    """After clear_compiled a simulate call compiles its loop again, as a first call in a
-    new process does (the benchmark's 'first call' rows rely on it)."""
-    from mdf_loops.backends.python import compiled
+def test_a_python_loop_is_compiled_on_each_call_from_a_file(monkeypatch):
+    """Nothing of a python loop is kept between models: each call on a model file compiles
+    its loop again, as a first call in a new process does (the benchmark's 'first call'
+    rows rely on it), and gives the same values."""
+    from mdf_loops.backends.python import untrusted
 
+    compiled = []
+
+    def counted(*args, **kwargs):
+        compiled.append(args[1])
+        return guarded(*args, **kwargs)
+
+    guarded = untrusted.guarded_function
+    monkeypatch.setattr(untrusted, "guarded_function", counted)
     path = Path(__file__).parents[2] / "examples" / "timeloops" / "fitzhugh_nagumo.json"
-    mdf_loops.clear_compiled()
-    assert compiled._source.cache_info().currsize == 0  # the loop's source, by the step's text
     first = mdf_loops.simulate(path, dt=0.05, steps=20)
-    assert compiled._source.cache_info().currsize == 1
     again = mdf_loops.simulate(path, dt=0.05, steps=20)
-    assert compiled._source.cache_info().hits >= 1
-    mdf_loops.simulate(path, dt=0.05, steps=20, trusted=True)  # compiled plain, by its source
-    assert compiled._function.cache_info().currsize == 1
-    mdf_loops.clear_compiled()
-    assert compiled._source.cache_info().currsize == 0
-    assert compiled._function.cache_info().currsize == 0
+    assert compiled == ["time_loop", "time_loop"]
     np.testing.assert_array_equal(first.time, again.time)
     for name in first.values:
         np.testing.assert_array_equal(first[name], again[name])

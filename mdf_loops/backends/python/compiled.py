@@ -5,23 +5,24 @@ The body graph of the model's ``onnx::Loop`` is written out as straight-line Pyt
 (:mod:`~mdf_loops.backends.python.source`), compiled, and run in a namespace of
 numpy, ``math`` and a few builtins.
 
-The step is written out from the model on every call; what is made of that text (the
-lean loop around it and its compiled code, a pure function of the text) is kept in a
-small in-process cache keyed by the text, so a model converted again is not compiled
-again. Nothing of a model's values or results is kept.
+The function is made from the model on every call, as a syntax tree from the body's
+expressions (each parsed once) to the code compiled; its text is made only when asked
+for (:attr:`LoopSource.source`). Nothing of it is kept between models: a model is
+compiled once (:mod:`~mdf_loops.backends.python.simulate` keeps its loop with it).
 """
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from modeci_mdf.mdf import Model
 
-from mdf_loops.backends.cache import by_text
 from mdf_loops.backends.python.errors import NotCompilable
 from mdf_loops.backends.python.scalar_types import python_type
 from mdf_loops.backends.python.source import function_source, scan_kinds
@@ -35,10 +36,12 @@ __all__ = ["CompiledTimeLoop", "LoopSource", "compile_time_loop", "time_loop_sou
 
 @dataclass(frozen=True)
 class LoopSource:
-    """The text of a time-loop function (:func:`~mdf_loops.backends.python.source.function_source`)
+    """A time-loop function (:func:`~mdf_loops.backends.python.source.function_source`)
     and how to call it: ``n_carried`` carried values, one scan output per ``scan_codes``."""
 
-    source: str
+    #: the module defining ``time_loop``, parsed (its text parsed when given as text);
+    #: whoever compiles it leaves it as it is
+    definition: ast.Module | str
     n_carried: int
     #: per scan output: an ``array`` typecode (``'d'`` float64, ``'q'`` int64 scalars), or
     #: None (values of other types); :class:`~mdf_loops.backends.python.recording.Recording`
@@ -49,6 +52,20 @@ class LoopSource:
     def new_scans(self) -> list[Any]:
         """Empty scan outputs (lists) for one call of the function."""
         return [[] for _ in self.scan_codes]
+
+    @property
+    def tree(self) -> ast.Module:
+        """The definition parsed (a new tree each time when it was given as text)."""
+        if isinstance(self.definition, str):
+            return ast.parse(self.definition)
+        return self.definition
+
+    @cached_property
+    def source(self) -> str:
+        """The definition's text (made when first asked for: for reading, not running)."""
+        if isinstance(self.definition, str):
+            return self.definition
+        return ast.unparse(self.definition) + "\n"
 
 
 @dataclass(frozen=True)
@@ -73,11 +90,11 @@ class CompiledTimeLoop:
 def compile_time_loop(model: Model) -> CompiledTimeLoop:
     """Compile the ``onnx::Loop`` body of a time-loop model made by ``to_time_loop``."""
     code = time_loop_source(model)
-    return CompiledTimeLoop(code, _function(code.source, model.graphs[0].id))
+    return CompiledTimeLoop(code, _function(code.tree, model.graphs[0].id))
 
 
 def time_loop_source(model: Model) -> LoopSource:
-    """The text of the time-loop function of a time-loop model made by ``to_time_loop``
+    """The time-loop function of a time-loop model made by ``to_time_loop``
     (what :func:`compile_time_loop` compiles; an untrusted model's is compiled by
     :func:`~mdf_loops.backends.python.untrusted.guarded_time_loop` instead)."""
     graph = model.graphs[0]
@@ -97,51 +114,20 @@ def time_loop_source(model: Model) -> LoopSource:
     kinds = scan_kinds(loop, n_scan)
     names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
     initial = [python_type(params[n.strip()].value) for n in names if n.strip()]
-    step = _StepText(
+    tree, time_step = function_source(
         tuple(signature.outer_scope_inputs),
         n_carried,
         n_scan,
-        tuple(first),
-        tuple(rest),
-        tuple(writer.tail(n_carried, n_scan)),
-        tuple(initial),
+        first,
+        rest,
+        writer.tail(n_carried, n_scan),
+        initial,
     )
-    source, time_step = _source(step)
-    return LoopSource(source, n_carried, tuple(kinds), time_step)
+    return LoopSource(tree, n_carried, tuple(kinds), time_step)
 
 
-@dataclass(frozen=True)
-class _StepText:
-    """Everything the loop function is made of: the written-out steps and their types."""
-
-    outer: tuple[str, ...]
-    n_carried: int
-    n_scan: int
-    first: tuple[str, ...]
-    rest: tuple[str, ...]
-    tail: tuple[str, ...]
-    initial_types: tuple[str | None, ...]
-
-
-@by_text(maxsize=64)
-def _source(step: _StepText) -> tuple[str, float | None]:
-    """The loop function's source and time step (cached by ``step``: the same text always
-    makes the same source)."""
-    return function_source(
-        step.outer,
-        step.n_carried,
-        step.n_scan,
-        step.first,
-        step.rest,
-        step.tail,
-        step.initial_types,
-    )
-
-
-@by_text(maxsize=64)
-def _function(source: str, graph_id: str) -> Callable[..., Any]:
-    """The function compiled from ``source`` (cached by the text: the same text always
-    makes the same function, which keeps no state)."""
+def _function(tree: ast.Module, graph_id: str) -> Callable[..., Any]:
+    """The function ``time_loop`` compiled from ``tree`` (located by ``function_source``)."""
     namespace: dict[str, Any] = {
         "numpy": np,
         "math": math,
@@ -150,7 +136,7 @@ def _function(source: str, graph_id: str) -> Callable[..., Any]:
         "_where": _where,
         "_scalar": _scalar,
     }
-    exec(compile(source, f"<time loop {graph_id}>", "exec"), namespace)  # noqa: S102
+    exec(compile(tree, f"<time loop {graph_id}>", "exec"), namespace)  # noqa: S102
     return namespace["time_loop"]
 
 

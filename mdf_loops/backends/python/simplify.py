@@ -10,26 +10,25 @@ from mdf_loops.backends.python.scalar_types import specialize
 __all__ = ["simplify", "loaded_names"]
 
 
-def simplify(lines: list[str], env: dict) -> tuple[list[ast.stmt], list[str | None]]:
-    """Straight-line code (its statements) without copies, constants held in variables, or
-    unused values, and the types of the carried values it returns.
+def simplify(statements: list[ast.stmt], env: dict) -> tuple[list[ast.stmt], list[str | None]]:
+    """Straight-line code (a copy of ``statements``) without copies, constants held in
+    variables, or unused values, and the types of the carried values it returns.
 
     Every variable of a step is assigned once (the carried values and the condition
     together, last), so a copy or a literal can replace its variable everywhere after.
+    ``statements`` are not changed (they may share parts: the copy shares none), and the
+    copy has no source locations (whoever compiles it gives them).
     """
-    statements = ast.parse("\n".join(lines)).body
     replace: dict[str, ast.expr] = {}
     kept: list[tuple[ast.stmt, set[str]]] = []  # each statement and the names it reads
-    for statement in statements:
+    for written in statements:
         loaded: set[str] = set()
+        statement = _substituted(written, replace, loaded)
         if isinstance(statement, ast.Assign):
-            statement.value = _substituted(statement.value, replace, loaded)
             target = statement.targets[0]
             if isinstance(target, ast.Name) and _is_atom(statement.value):
                 replace[target.id] = statement.value
                 continue
-        else:
-            _substituted(statement, replace, loaded)
         kept.append((statement, loaded))
     types = specialize(
         [statement for statement, _ in kept], env, [_WHERE in loaded for _, loaded in kept]
@@ -74,8 +73,8 @@ def loaded_names(node: ast.AST, loaded: set[str]) -> set[str]:
 
 
 def _substituted(node: ast.AST, replace: dict[str, ast.expr], loaded: set[str]) -> Any:
-    """``node`` with each name of ``replace`` that it reads replaced by a copy of its atom
-    (children replaced in place); the names it reads then are added to ``loaded``.
+    """A copy of ``node`` (without source locations) with each name of ``replace`` that it
+    reads replaced by a copy of its atom; the names the copy reads are added to ``loaded``.
 
     A walk of its own: an ``ast.NodeTransformer`` costs several calls a node, and a step
     is rewritten on every call of ``simulate``."""
@@ -83,21 +82,29 @@ def _substituted(node: ast.AST, replace: dict[str, ast.expr], loaded: set[str]) 
         if isinstance(node.ctx, ast.Load):
             atom = replace.get(node.id)
             if atom is not None:
-                node = ast.copy_location(_copy_atom(atom), node)
-            if isinstance(node, ast.Name):
-                loaded.add(node.id)
-        return node
+                new = _copy_atom(atom)
+                if isinstance(new, ast.Name):
+                    loaded.add(new.id)
+                return new
+            loaded.add(node.id)
+        return ast.Name(id=node.id, ctx=node.ctx)
     if isinstance(node, ast.Constant):
-        return node
+        return ast.Constant(value=node.value)
+    if not node._fields:
+        return node  # an operator or a context: no state, shared
+    copy = node.__class__.__new__(node.__class__)
+    fields = copy.__dict__
     for name in node._fields:
         value = getattr(node, name, None)
         if isinstance(value, ast.AST):
-            setattr(node, name, _substituted(value, replace, loaded))
+            value = _substituted(value, replace, loaded)
         elif isinstance(value, list):
-            for k, item in enumerate(value):
-                if isinstance(item, ast.AST):
-                    value[k] = _substituted(item, replace, loaded)
-    return node
+            value = [
+                _substituted(item, replace, loaded) if isinstance(item, ast.AST) else item
+                for item in value
+            ]
+        fields[name] = value
+    return copy
 
 
 def _copy_atom(node: ast.expr) -> ast.expr:

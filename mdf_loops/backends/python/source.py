@@ -1,4 +1,4 @@
-"""The text of the ``time_loop`` function: the first step, a loop over the rest, the scans.
+"""The ``time_loop`` function: the first step, a loop over the rest, the scans.
 
 The first step is written out separately, so that the selections of the initial values
 fold away; the types of the carried values are assumed from the initial values and
@@ -53,19 +53,21 @@ def function_source(
     outer: Sequence[str],
     n_carried: int,
     n_scan: int,
-    first: Sequence[str],
-    rest: Sequence[str],
-    tail: Sequence[str],
+    first: Sequence[ast.stmt],
+    rest: Sequence[ast.stmt],
+    tail: Sequence[ast.stmt],
     initial_types: Sequence[str | None],
-) -> tuple[str, float | None]:
-    """Python source of ``time_loop(start, stop, cond, *carried, *series, *scans)``, and
-    the time step when the loop leaves the time out (below).
+) -> tuple[ast.Module, float | None]:
+    """The ``time_loop(start, stop, cond, *carried, *series, *scans)`` function (its
+    parsed definition, located: statement ``k`` on line ``k`` of its ``ast.unparse``),
+    and the time step when the loop leaves the time out (below).
 
     It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0;
     called with ``cond`` true), appends to the scan outputs it is given, and returns
     ``(cond, carried, done)``, ``done`` the number of steps run in all: a long simulation
     runs in chunks, each continuing from the last. ``first``, ``rest``: the written-out
-    steps; ``tail``: their ending (``StepWriter.tail``); ``outer``: series.
+    steps (``StepWriter.step``, not changed here); ``tail``: their ending
+    (``StepWriter.tail``); ``outer``: series.
 
     When the first scan output (the time) is ``iteration * dt`` on every step and the
     loop runs to ``stop`` (no condition can end it), its appends are left out and the
@@ -73,7 +75,6 @@ def function_source(
     ``numpy.arange(done) * dt`` (the same products, one per step).
     """
     carried = [f"c{k}" for k in range(n_carried)]
-    lines = [_signature(carried, outer, n_scan), "    iteration = 0"]
     first_code, rest_code = _lean_steps(list(first), list(rest), list(tail), initial_types)
     steady = _without_steady_condition(rest_code)
     time_step = None
@@ -82,23 +83,32 @@ def function_source(
         if time_step is not None:
             first_code, steady = _without_time(first_code), _without_time(steady)
     # the scans' append methods bound once (an attribute lookup a step and value less)
+    lines = [_signature(carried, outer, n_scan), "    iteration = 0"]
     lines += [f"    _append{k} = s{k}.append" for k in range(time_step is not None, n_scan)]
     lines.append("    if start == 0 and stop > 0 and cond:")
-    lines += _indented(first_code, 8)
-    lines.append("        start = 1")
+    lines.append("        start = 1")  # the first step goes before this line
     if steady is None:
         lines.append("    for iteration in range(max(start, 1), stop):")
         lines.append("        if not cond:")
         lines.append("            stop = iteration")
-        lines.append("            break")
-        lines += _indented(rest_code, 8)
+        lines.append("            break")  # the step goes after the test
         done = "stop if start else 0"
     else:  # the condition is tested once: the first step may have ended the loop
         lines.append("    for iteration in range(max(start, 1), stop if cond else 0):")
-        lines += _indented(steady, 8)
+        lines.append("        pass")  # the step goes in its place
         done = "stop if cond else start"
     lines.append(f"    return cond, [{', '.join(carried)}], {done}")
-    return "\n".join(lines) + "\n", time_step
+    # the loop around the steps is parsed (a few lines); the steps are spliced in
+    module = ast.parse("\n".join(lines))
+    function = module.body[0]
+    first_step, loop = function.body[-3], function.body[-2]  # type: ignore[attr-defined]
+    first_step.body[:0] = _bound_appends(first_code)
+    if steady is None:
+        loop.body += _bound_appends(rest_code)
+    else:
+        loop.body = _bound_appends(steady)
+    _locate(module)
+    return module, time_step
 
 
 def _signature(carried: list[str], outer: Sequence[str], n_scan: int) -> str:
@@ -110,7 +120,10 @@ def _signature(carried: list[str], outer: Sequence[str], n_scan: int) -> str:
 
 
 def _lean_steps(
-    first: list[str], rest: list[str], tail: list[str], initial_types: Sequence[str | None]
+    first: list[ast.stmt],
+    rest: list[ast.stmt],
+    tail: list[ast.stmt],
+    initial_types: Sequence[str | None],
 ) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """The first and the later steps, each with ``tail``, simplified; the carried types
     assumed from the initial values and kept where every step returns them."""
@@ -223,19 +236,62 @@ def _without_time(code: list[ast.stmt]) -> list[ast.stmt]:
     ]
 
 
-def _indented(code: list[ast.stmt], indent: int) -> list[str]:
-    """``code`` as lines, ``sK.append(x)`` statements (the writer's tail) as calls of the
+def _bound_appends(code: list[ast.stmt]) -> list[ast.stmt]:
+    """``code`` with its ``sK.append(x)`` statements (the writer's tail) as calls of the
     bound method ``_appendK``."""
-    lines = []
+    out = []
     for statement in code:
         value = _append_of(statement, None)
         if value is not None:
             call = statement.value  # type: ignore[attr-defined]  # an append, above
-            text = f"_append{call.func.value.id[1:]}({ast.unparse(value)})"
-        else:
-            text = ast.unparse(statement)
-        lines.append(" " * indent + text)
-    return lines
+            bound = ast.Name(id=f"_append{call.func.value.id[1:]}", ctx=ast.Load())
+            statement = ast.Expr(value=ast.Call(func=bound, args=[value], keywords=[]))
+        out.append(statement)
+    return out
+
+
+def _locate(module: ast.Module) -> None:
+    """Give every statement of ``module`` its own line, in order (the line it has in the
+    text ``ast.unparse`` makes of it), and every node in it that line: an error's line
+    then names its statement (:func:`~mdf_loops.safety.guarded_code.guarded_function`)."""
+    line = 0
+
+    def statements(body: list[ast.stmt]) -> None:
+        nonlocal line
+        for statement in body:
+            line += 1
+            inner = [getattr(statement, f, None) for f in ("body", "orelse")]
+            blocks = [b for b in inner if isinstance(b, list) and b]
+            if not blocks:
+                _at_line(statement, line)
+                continue
+            statement.lineno = statement.end_lineno = line
+            statement.col_offset = statement.end_col_offset = 0
+            for name in statement._fields:  # the header: a test, a target, an iterable
+                value = getattr(statement, name)
+                if isinstance(value, ast.expr):
+                    _at_line(value, line)
+            for block in blocks:
+                if block is inner[1]:
+                    line += 1  # the ``else:`` line
+                statements(block)
+
+    statements(module.body)
+
+
+def _at_line(node: ast.AST, line: int) -> None:
+    """``node`` and everything in it located on ``line``."""
+    if node._attributes:
+        node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+        node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            _at_line(value, line)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    _at_line(item, line)
 
 
 def _env(carried_types: Sequence[str | None]) -> dict[str, str | None]:

@@ -1,6 +1,6 @@
 """The python backend for a time loop that is not trusted: its steps with the interpreter's rules.
 
-:func:`guarded_time_loop` compiles the text of a time-loop function (a :class:`LoopSource`;
+:func:`guarded_time_loop` compiles a time-loop function (a :class:`LoopSource`;
 the plain function is never compiled) so that every expression
 of the model in it (the body's parameters and ports, the initial values, the values
 appended to the outputs) runs through :func:`mdf_loops.safety.guarded_code.guarded_function`:
@@ -43,7 +43,8 @@ def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
         proven.extend(floats)
         return found
 
-    typed = guarded_function(code.source, "time_loop", namespace, _model_parts, _HELPERS, kinds)
+    tree = code.tree  # guarded twice where the proof's assumption can fail: not changed
+    typed = guarded_function(tree, "time_loop", namespace, _model_parts, _HELPERS, kinds)
     if not proven:
         return CompiledTimeLoop(code, typed)
     plain: list[Callable[..., Any]] = []  # every operator guarded: made when first needed
@@ -53,9 +54,7 @@ def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
         if all(type(args[p]) in FLOATS for p in positions):
             return typed(*args)
         if not plain:
-            plain.append(
-                guarded_function(code.source, "time_loop", namespace, _model_parts, _HELPERS)
-            )
+            plain.append(guarded_function(tree, "time_loop", namespace, _model_parts, _HELPERS))
         return plain[0](*args)
 
     return CompiledTimeLoop(code, run)

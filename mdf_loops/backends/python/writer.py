@@ -5,12 +5,19 @@ expression (so numpy runs the same operations, in the same order, on the same sc
 types as modeci-mdf's engine). On the first step the ``numpy.where(first__step, ...)``
 selections of the initial values fold away. Only expressions and ``onnx::Gather``
 (input time series) are written out; :class:`NotCompilable` says why another is not.
+
+The statements are syntax trees, not text: each expression's text is parsed once per
+writer (both steps share it) and its names replaced on a copy of the path to them, so
+the tree parsed stays as it was and the statements written may share its unchanged
+parts. Whoever changes the statements works on a copy
+(:func:`~mdf_loops.backends.python.simplify.simplify` makes one).
 """
 
 from __future__ import annotations
 
 import ast
 import keyword
+import math
 from typing import Any, TypeGuard
 
 from modeci_mdf.mdf import Graph, Node
@@ -42,48 +49,58 @@ class StepWriter:
             signature.formal_outputs
         )
         self.order = _topological(body)
+        self.parsed: dict[str, ast.expr] = {}  # each expression's text, parsed once
         self.reset()
 
     def reset(self) -> None:
         self.constants: dict[str, bool] = {}  # variable -> known boolean this step
 
-    def step(self, first: bool) -> list[str]:
-        lines: list[str] = []
+    def step(self, first: bool) -> list[ast.stmt]:
+        statements: list[ast.stmt] = []
         for node in self.order:
-            lines += self._node(node, first)
-        return lines
+            statements += self._node(node, first)
+        return statements
 
-    def tail(self, n_carried: int, n_scan: int) -> list[str]:
-        outputs = [variable(n, p) for n, p in self.signature.formal_outputs]
-        targets = ["cond", *[f"c{k}" for k in range(n_carried)]]
-        lines = [f"{', '.join(targets)} = {', '.join(outputs[: 1 + n_carried])}"]
-        lines += [f"s{k}.append({outputs[1 + n_carried + k]})" for k in range(n_scan)]
-        return lines
+    def tail(self, n_carried: int, n_scan: int) -> list[ast.stmt]:
+        """``cond, c0, ... = (out0, out1, ...)`` and ``sK.append(outK)`` per scan output."""
+        outputs: list[ast.expr] = [_load(variable(n, p)) for n, p in self.signature.formal_outputs]
+        targets: list[ast.expr] = [_store("cond"), *[_store(f"c{k}") for k in range(n_carried)]]
+        values = ast.Tuple(elts=outputs[: 1 + n_carried], ctx=ast.Load())
+        statements: list[ast.stmt] = [
+            ast.Assign(targets=[ast.Tuple(elts=targets, ctx=ast.Store())], value=values)
+        ]
+        for k in range(n_scan):
+            append = ast.Attribute(value=_load(f"s{k}"), attr="append", ctx=ast.Load())
+            call = ast.Call(func=append, args=[outputs[1 + n_carried + k]], keywords=[])
+            statements.append(ast.Expr(value=call))
+        return statements
 
-    def _node(self, node: Node, first: bool) -> list[str]:
-        lines, scope = [], {}
+    def _node(self, node: Node, first: bool) -> list[ast.stmt]:
+        statements: list[ast.stmt] = []
+        scope: dict[str, ast.expr] = {}
         formal = {p: k for k, p in enumerate(self.signature.formal_inputs)}
         for port in node.input_ports:
-            var = scope[port.id] = variable(node.id, port.id)
+            var = variable(node.id, port.id)
+            scope[port.id] = _load(var)
             value = self._input(node, port, var, formal)
-            if value.isidentifier() and (node.id, port.id) not in self.read_by_name:
+            if isinstance(value, ast.Name) and (node.id, port.id) not in self.read_by_name:
                 scope[port.id] = value  # a copy: the node's expressions read the value's name
             else:
-                lines.append(f"{var} = {value}")
+                statements.append(_assign(var, value))
         for param in node.parameters:
             var = variable(node.id, param.id)
-            lines.append(f"{var} = {self._parameter(node, param, scope)}")
-            scope[param.id] = var
+            statements.append(_assign(var, self._parameter(node, param, scope)))
+            scope[param.id] = _load(var)
         for port in node.output_ports:
             var = variable(node.id, port.id)
             if isinstance(port.value, str) and port.value.strip() == _FIRST_FLAG:
                 self.constants[var] = first
-                lines.append(f"{var} = {first!r}")
+                statements.append(_assign(var, ast.Constant(value=first)))
                 continue
-            lines.append(f"{var} = {self._expression(port.value, scope, node.id)}")
-        return lines
+            statements.append(_assign(var, self._expression(port.value, scope, node.id)))
+        return statements
 
-    def _input(self, node: Node, port, var: str, formal: dict[str, int]) -> str:
+    def _input(self, node: Node, port, var: str, formal: dict[str, int]) -> ast.expr:
         """The value of input port ``port`` (whose variable is ``var``) as an expression."""
         edge = self.incoming.get((node.id, port.id))
         if edge is not None:
@@ -92,23 +109,27 @@ class StepWriter:
             if sender in self.constants:
                 self.constants[var] = self.constants[sender]
             if type(weight) in (int, float) and weight == 1:
-                return sender
-            return f"{weight!r} * {sender}"
+                return _load(sender)
+            return ast.BinOp(
+                left=_literal(weight, node.id, port.id, weight=True),
+                op=ast.Mult(),
+                right=_load(sender),
+            )
         if port.id in formal:
             k = formal[port.id]
-            return "iteration" if k == 0 else "cond" if k == 1 else f"c{k - 2}"
+            return _load("iteration" if k == 0 else "cond" if k == 1 else f"c{k - 2}")
         if port.id in self.signature.outer_scope_inputs:
-            return variable("outer", port.id)
+            return _load(variable("outer", port.id))
         if input_default(port) is not None:
             return _literal(input_default(port), node.id, port.id)
         raise NotCompilable(f"node '{node.id}' port '{port.id}': no value")
 
-    def _parameter(self, node: Node, param, scope: dict) -> str:
+    def _parameter(self, node: Node, param, scope: dict) -> ast.expr:
         if param.function:
             if param.function == "onnx::Gather" and set(param.args or {}) == {"data", "indices"}:
                 data = self._expression(param.args["data"], scope, node.id)
                 index = self._expression(param.args["indices"], scope, node.id)
-                return f"({data})[{index}]"
+                return ast.Subscript(value=data, slice=index, ctx=ast.Load())
             expression = _standard_expression(param.function)
             if expression is not None:
                 return self._standard_call(node, param, expression, scope)
@@ -123,64 +144,88 @@ class StepWriter:
             raise NotCompilable(f"node '{node.id}' parameter '{param.id}': stateful in a body")
         return self._expression(param.value, scope, node.id)
 
-    def _standard_call(self, node: Node, param, expression: str, scope: dict) -> str:
+    def _standard_call(self, node: Node, param, expression: str, scope: dict) -> ast.expr:
         """A call of an MDF standard function, its args inlined in order (as stock
         evaluates them, each seeing the ones before it)."""
         local = dict(scope)
         for key, value in (param.args or {}).items():
-            local[key] = f"({self._expression(value, local, node.id)})"
+            local[key] = self._expression(value, local, node.id)
         return self._expression(expression, local, node.id)
 
-    def _expression(self, value: Any, scope: dict, node_id: str) -> str:
+    def _expression(self, value: Any, scope: dict, node_id: str) -> ast.expr:
         if not isinstance(value, str):
             return _literal(value, node_id, "value")
         text = value.strip()
         if text.isidentifier() and not keyword.iskeyword(text):
-            return self._name(text, scope)  # a bare name (half of a body's values)
-        tree = ast.parse(text, mode="eval")
-        return ast.unparse(_Rewrite(scope, self.constants).visit(tree))
-
-    @staticmethod
-    def _name(name: str, scope: dict) -> str:
-        """What :class:`_Rewrite` makes of the expression ``name``, without parsing it."""
-        return scope.get(name, name)
+            return scope.get(text) or _load(text)  # a bare name (half of a body's values)
+        tree = self.parsed.get(text)
+        if tree is None:
+            tree = self.parsed[text] = ast.parse(text, mode="eval").body
+        return _Rewrite(scope, self.constants).visit(tree)
 
 
-class _Rewrite(ast.NodeTransformer):
+class _Rewrite:
     """An expression over the step's variables: names from ``scope``, selections on flags
-    known this step folded, ``numpy.where`` as ``_where``, ``x[()]`` as ``_scalar(x)``."""
+    known this step folded, ``numpy.where`` as ``_where``, ``x[()]`` as ``_scalar(x)``.
 
-    def __init__(self, scope: dict, constants: dict) -> None:
+    The tree visited is not changed: a node whose children change is copied (with them),
+    the others are returned as they are."""
+
+    def __init__(self, scope: dict[str, ast.expr], constants: dict[str, bool]) -> None:
         self.scope, self.constants = scope, constants
 
-    def visit_Name(self, n: ast.Name) -> ast.AST:
-        if n.id in self.scope:
-            return ast.copy_location(ast.Name(id=self.scope[n.id], ctx=n.ctx), n)
-        return n
+    def visit(self, n: ast.AST) -> Any:
+        if isinstance(n, ast.Name):
+            return self.scope.get(n.id, n) if isinstance(n.ctx, ast.Load) else n
+        if isinstance(n, ast.Constant):
+            return n
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple) and not n.slice.elts:
+            folded = _fold_where(n.value, self.scope, self.constants)
+            if folded is not None:
+                return self.visit(folded)
+            return _call("_scalar", [self.visit(n.value)])
+        if isinstance(n, ast.Call):
+            folded = _fold_where(n, self.scope, self.constants)
+            if folded is not None:
+                return self.visit(folded)
+            if _is_where(n):
+                return _call("_where", [self.visit(a) for a in n.args])
+        return self._children(n)
 
-    def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
-        if not (isinstance(n.slice, ast.Tuple) and not n.slice.elts):
-            return self.generic_visit(n)
-        folded = _fold_where(n.value, self.scope, self.constants)
-        if folded is not None:
-            return self.visit(folded)
-        call = ast.Call(
-            func=ast.Name(id="_scalar", ctx=ast.Load()), args=[self.visit(n.value)], keywords=[]
-        )
-        return ast.copy_location(call, n)
+    def _children(self, n: ast.AST) -> ast.AST:
+        changed: dict[str, Any] = {}
+        for name in n._fields:
+            value = getattr(n, name, None)
+            if isinstance(value, ast.AST):
+                new = self.visit(value)
+                if new is not value:
+                    changed[name] = new
+            elif isinstance(value, list):
+                items = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
+                if any(a is not b for a, b in zip(items, value, strict=True)):
+                    changed[name] = items
+        if not changed:
+            return n
+        copy = n.__class__.__new__(n.__class__)
+        copy.__dict__.update(n.__dict__)
+        copy.__dict__.update(changed)
+        return copy
 
-    def visit_Call(self, n: ast.Call) -> ast.AST:
-        folded = _fold_where(n, self.scope, self.constants)
-        if folded is not None:
-            return self.visit(folded)
-        if _is_where(n):
-            call = ast.Call(
-                func=ast.Name(id="_where", ctx=ast.Load()),
-                args=[self.visit(a) for a in n.args],
-                keywords=[],
-            )
-            return ast.copy_location(call, n)
-        return self.generic_visit(n)
+
+def _load(name: str) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Load())
+
+
+def _store(name: str) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Store())
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[_store(name)], value=value)
+
+
+def _call(function: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=_load(function), args=args, keywords=[])
 
 
 def _standard_expression(function: str) -> str | None:
@@ -213,21 +258,24 @@ def _is_where(node: ast.AST) -> TypeGuard[ast.Call]:
 
 def _fold_where(node: ast.AST, scope: dict, constants: dict) -> ast.AST | None:
     """``numpy.where(flag, a, b)`` with a flag known this step -> ``a`` or ``b``."""
-    if (
-        _is_where(node)
-        and isinstance(node.args[0], ast.Name)
-        and node.args[0].id in scope
-        and scope[node.args[0].id] in constants
-    ):
-        return node.args[1] if constants[scope[node.args[0].id]] else node.args[2]
+    if _is_where(node) and isinstance(node.args[0], ast.Name):
+        flag = scope.get(node.args[0].id)
+        if isinstance(flag, ast.Name) and flag.id in constants:
+            return node.args[1] if constants[flag.id] else node.args[2]
     return None
 
 
-def _literal(value: Any, node_id: str, name: str) -> str:
-    if isinstance(value, (bool, int, float)):
-        return repr(value)
+def _literal(value: Any, node_id: str, name: str, weight: bool = False) -> ast.expr:
+    """``value`` as the expression its ``repr`` parses to (a list as ``numpy.array``);
+    an edge's ``weight`` may be any value whose ``repr`` is an expression."""
+    if type(value) in (int, float) and math.isfinite(value):
+        if math.copysign(1, value) > 0:
+            return ast.Constant(value=value)
+        return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-value))
+    if isinstance(value, (bool, int, float)) or weight:
+        return ast.parse(repr(value), mode="eval").body
     if isinstance(value, list):
-        return f"numpy.array({value!r})"
+        return ast.parse(f"numpy.array({value!r})", mode="eval").body
     raise NotCompilable(f"node '{node_id}' '{name}': value {value!r:.40} is not a number")
 
 
