@@ -24,6 +24,7 @@ import numpy as np
 from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.python.errors import NotCompilable
+from mdf_loops.backends.python.frame import number_lines
 from mdf_loops.backends.python.scalar_types import python_type
 from mdf_loops.backends.python.source import function_source, scan_kinds
 from mdf_loops.backends.python.writer import StepWriter
@@ -127,7 +128,9 @@ def time_loop_source(model: Model) -> LoopSource:
 
 
 def _function(tree: ast.Module, graph_id: str) -> Callable[..., Any]:
-    """The function ``time_loop`` compiled from ``tree`` (located by ``function_source``)."""
+    """The function ``time_loop`` compiled from ``tree`` (its lines renumbered as its text
+    reads, for a traceback)."""
+    number_lines(tree)
     namespace: dict[str, Any] = {
         "numpy": np,
         "math": math,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import Any
 
 from mdf_loops.backends.python.scalar_types import specialize
@@ -10,26 +11,34 @@ from mdf_loops.backends.python.scalar_types import specialize
 __all__ = ["simplify", "loaded_names"]
 
 
-def simplify(statements: list[ast.stmt], env: dict) -> tuple[list[ast.stmt], list[str | None]]:
+def simplify(
+    statements: list[ast.stmt], env: dict, lines: Iterator[int]
+) -> tuple[list[ast.stmt], list[str | None]]:
     """Straight-line code (a copy of ``statements``) without copies, constants held in
     variables, or unused values, and the types of the carried values it returns.
 
     Every variable of a step is assigned once (the carried values and the condition
     together, last), so a copy or a literal can replace its variable everywhere after.
-    ``statements`` are not changed (they may share parts: the copy shares none), and the
-    copy has no source locations (whoever compiles it gives them).
+    ``statements`` are not changed (they may share parts: the copy shares none). Each
+    statement of the copy, and everything in it, is located on a line of its own, the
+    next of ``lines``: an error's line then names its statement.
     """
     replace: dict[str, ast.expr] = {}
     kept: list[tuple[ast.stmt, set[str]]] = []  # each statement and the names it reads
     for written in statements:
+        if (
+            isinstance(written, ast.Assign)
+            and isinstance(written.targets[0], ast.Name)
+            and _is_atom(written.value)
+        ):  # a copy or a literal: its variable replaced, nothing written
+            value = written.value
+            atom = replace.get(value.id) if isinstance(value, ast.Name) else None
+            replace[written.targets[0].id] = value if atom is None else atom
+            continue
         loaded: set[str] = set()
-        statement = _substituted(written, replace, loaded)
-        if isinstance(statement, ast.Assign):
-            target = statement.targets[0]
-            if isinstance(target, ast.Name) and _is_atom(statement.value):
-                replace[target.id] = statement.value
-                continue
-        kept.append((statement, loaded))
+        line = next(lines)
+        at = {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
+        kept.append((_substituted(written, replace, loaded, at), loaded))
     types = specialize(
         [statement for statement, _ in kept], env, [_WHERE in loaded for _, loaded in kept]
     )
@@ -72,48 +81,65 @@ def loaded_names(node: ast.AST, loaded: set[str]) -> set[str]:
     return loaded
 
 
-def _substituted(node: ast.AST, replace: dict[str, ast.expr], loaded: set[str]) -> Any:
-    """A copy of ``node`` (without source locations) with each name of ``replace`` that it
-    reads replaced by a copy of its atom; the names the copy reads are added to ``loaded``.
+def _substituted(
+    node: ast.AST, replace: dict[str, ast.expr], loaded: set[str], at: dict[str, int]
+) -> Any:
+    """A copy of ``node`` located ``at`` with each name of ``replace`` that it reads
+    replaced by a copy of its atom; the names the copy reads are added to ``loaded``.
 
     A walk of its own: an ``ast.NodeTransformer`` costs several calls a node, and a step
     is rewritten on every call of ``simulate``."""
-    if isinstance(node, ast.Name):
-        if isinstance(node.ctx, ast.Load):
-            atom = replace.get(node.id)
+    cls = node.__class__
+    copy: ast.AST
+    if cls is ast.Name:
+        name = node.id  # type: ignore[attr-defined]
+        if node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+            atom = replace.get(name)
             if atom is not None:
-                new = _copy_atom(atom)
-                if isinstance(new, ast.Name):
-                    loaded.add(new.id)
-                return new
-            loaded.add(node.id)
-        return ast.Name(id=node.id, ctx=node.ctx)
-    if isinstance(node, ast.Constant):
-        return ast.Constant(value=node.value)
-    if not node._fields:
+                return _copy_atom(atom, at, loaded)
+            loaded.add(name)
+        copy = ast.Name(id=name, ctx=node.ctx)  # type: ignore[attr-defined]
+    elif cls is ast.Constant:
+        copy = ast.Constant(value=node.value)  # type: ignore[attr-defined]
+    elif cls is ast.BinOp:
+        copy = ast.BinOp(
+            left=_substituted(node.left, replace, loaded, at),  # type: ignore[attr-defined]
+            op=node.op,  # type: ignore[attr-defined]
+            right=_substituted(node.right, replace, loaded, at),  # type: ignore[attr-defined]
+        )
+    elif not node._fields:
         return node  # an operator or a context: no state, shared
-    copy = node.__class__.__new__(node.__class__)
-    fields = copy.__dict__
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            value = _substituted(value, replace, loaded)
-        elif isinstance(value, list):
-            value = [
-                _substituted(item, replace, loaded) if isinstance(item, ast.AST) else item
-                for item in value
-            ]
-        fields[name] = value
+    else:
+        copy = cls.__new__(cls)
+        fields = copy.__dict__
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                value = _substituted(value, replace, loaded, at)
+            elif isinstance(value, list):
+                value = [
+                    _substituted(item, replace, loaded, at) if isinstance(item, ast.AST) else item
+                    for item in value
+                ]
+            fields[name] = value
+    if node._attributes:
+        copy.__dict__.update(at)
     return copy
 
 
-def _copy_atom(node: ast.expr) -> ast.expr:
-    """A fresh copy of an atom (cheaper than ``copy.deepcopy``)."""
+def _copy_atom(node: ast.expr, at: dict[str, int], loaded: set[str]) -> ast.expr:
+    """A fresh copy of an atom located ``at`` (cheaper than ``copy.deepcopy``); a name it
+    reads is added to ``loaded``."""
+    copy: ast.expr
     if isinstance(node, ast.UnaryOp):
-        return ast.UnaryOp(op=ast.USub(), operand=_copy_atom(node.operand))
-    if isinstance(node, ast.Name):
-        return ast.Name(id=node.id, ctx=ast.Load())
-    return ast.Constant(value=node.value)  # type: ignore[attr-defined]  # an atom
+        copy = ast.UnaryOp(op=ast.USub(), operand=_copy_atom(node.operand, at, loaded))
+    elif isinstance(node, ast.Name):
+        loaded.add(node.id)
+        copy = ast.Name(id=node.id, ctx=ast.Load())
+    else:
+        copy = ast.Constant(value=node.value)  # type: ignore[attr-defined]  # an atom
+    copy.__dict__.update(at)
+    return copy
 
 
 def _is_atom(node: ast.AST) -> bool:

@@ -8,11 +8,13 @@ kept where every step returns them (:mod:`~mdf_loops.backends.python.scalar_type
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from modeci_mdf.mdf import Node
 
+from mdf_loops.backends.python.frame import LoopFrame, loop_function
 from mdf_loops.backends.python.simplify import loaded_names, simplify
 from mdf_loops.backends.python.writer import variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
@@ -58,9 +60,10 @@ def function_source(
     tail: Sequence[ast.stmt],
     initial_types: Sequence[str | None],
 ) -> tuple[ast.Module, float | None]:
-    """The ``time_loop(start, stop, cond, *carried, *series, *scans)`` function (its
-    parsed definition, located: statement ``k`` on line ``k`` of its ``ast.unparse``),
-    and the time step when the loop leaves the time out (below).
+    """The ``time_loop(start, stop, cond, *carried, *series, *scans)`` function (the
+    module defining it; each statement located on a line of its own,
+    :mod:`~mdf_loops.backends.python.frame`), and the time step when the loop leaves
+    the time out (below).
 
     It runs the steps ``start`` to ``stop`` (the first written out when ``start`` is 0;
     called with ``cond`` true), appends to the scan outputs it is given, and returns
@@ -74,49 +77,26 @@ def function_source(
     time step ``dt`` returned: the caller makes the time after the run, as
     ``numpy.arange(done) * dt`` (the same products, one per step).
     """
-    carried = [f"c{k}" for k in range(n_carried)]
-    first_code, rest_code = _lean_steps(list(first), list(rest), list(tail), initial_types)
+    lines = itertools.count(1)  # each statement on a line of its own
+    first_code, rest_code = _lean_steps(list(first), list(rest), list(tail), initial_types, lines)
     steady = _without_steady_condition(rest_code)
     time_step = None
     if steady is not None and n_scan:
         time_step = _time_step(first_code, steady)
         if time_step is not None:
             first_code, steady = _without_time(first_code), _without_time(steady)
+    carried = tuple(f"c{k}" for k in range(n_carried))
+    series = tuple(variable("outer", p) for p in outer)
+    scans = tuple(f"s{k}" for k in range(n_scan))
     # the scans' append methods bound once (an attribute lookup a step and value less)
-    lines = [_signature(carried, outer, n_scan), "    iteration = 0"]
-    lines += [f"    _append{k} = s{k}.append" for k in range(time_step is not None, n_scan)]
-    lines.append("    if start == 0 and stop > 0 and cond:")
-    lines.append("        start = 1")  # the first step goes before this line
-    if steady is None:
-        lines.append("    for iteration in range(max(start, 1), stop):")
-        lines.append("        if not cond:")
-        lines.append("            stop = iteration")
-        lines.append("            break")  # the step goes after the test
-        done = "stop if start else 0"
-    else:  # the condition is tested once: the first step may have ended the loop
-        lines.append("    for iteration in range(max(start, 1), stop if cond else 0):")
-        lines.append("        pass")  # the step goes in its place
-        done = "stop if cond else start"
-    lines.append(f"    return cond, [{', '.join(carried)}], {done}")
-    # the loop around the steps is parsed (a few lines); the steps are spliced in
-    module = ast.parse("\n".join(lines))
-    function = module.body[0]
-    first_step, loop = function.body[-3], function.body[-2]  # type: ignore[attr-defined]
-    first_step.body[:0] = _bound_appends(first_code)
-    if steady is None:
-        loop.body += _bound_appends(rest_code)
-    else:
-        loop.body = _bound_appends(steady)
-    _locate(module)
+    frame = LoopFrame(
+        (*carried, *series, *scans), carried, tuple(range(time_step is not None, n_scan))
+    )
+    steps = rest_code if steady is None else steady
+    module = loop_function(
+        frame, _bound_appends(first_code), _bound_appends(steps), steady is not None, lines
+    )
     return module, time_step
-
-
-def _signature(carried: list[str], outer: Sequence[str], n_scan: int) -> str:
-    """The ``def`` line: the steps, the condition, the carried values, series, scans."""
-    series = [variable("outer", p) for p in outer]
-    scans = [f"s{k}" for k in range(n_scan)]
-    args = ["start", "stop", "cond", *carried, *series, *scans, "_where=_where", "_scalar=_scalar"]
-    return f"def time_loop({', '.join(args)}):"
 
 
 def _lean_steps(
@@ -124,13 +104,14 @@ def _lean_steps(
     rest: list[ast.stmt],
     tail: list[ast.stmt],
     initial_types: Sequence[str | None],
+    lines: Iterator[int],
 ) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """The first and the later steps, each with ``tail``, simplified; the carried types
     assumed from the initial values and kept where every step returns them."""
     assumed = list(initial_types)
     while True:
-        first_code, first_out = simplify(first + tail, _env(initial_types))
-        rest_code, rest_out = simplify(rest + tail, _env(assumed))
+        first_code, first_out = simplify(first + tail, _env(initial_types), lines)
+        rest_code, rest_out = simplify(rest + tail, _env(assumed), lines)
         agreed = [
             a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out, strict=True)
         ]
@@ -158,13 +139,13 @@ def _without_steady_condition(code: list[ast.stmt]) -> list[ast.stmt] | None:
             found = True
             targets, values = tree.targets[0].elts[1:], tree.value.elts[1:]
             if targets:
-                out.append(
-                    ast.Assign(
-                        targets=[ast.Tuple(elts=targets, ctx=ast.Store())],
-                        value=ast.Tuple(elts=values, ctx=ast.Load()),
-                        lineno=0,
-                    )
+                target = ast.Tuple(elts=targets, ctx=ast.Store())
+                value = ast.Tuple(elts=values, ctx=ast.Load())
+                assign = ast.Assign(
+                    targets=[ast.copy_location(target, tree.targets[0])],
+                    value=ast.copy_location(value, tree.value),
                 )
+                out.append(ast.copy_location(assign, tree))
             continue
         out.append(tree)
     return out if found else None
@@ -245,53 +226,11 @@ def _bound_appends(code: list[ast.stmt]) -> list[ast.stmt]:
         if value is not None:
             call = statement.value  # type: ignore[attr-defined]  # an append, above
             bound = ast.Name(id=f"_append{call.func.value.id[1:]}", ctx=ast.Load())
-            statement = ast.Expr(value=ast.Call(func=bound, args=[value], keywords=[]))
+            bound_call = ast.Call(func=ast.copy_location(bound, call), args=[value], keywords=[])
+            new = ast.Expr(value=ast.copy_location(bound_call, call))
+            statement = ast.copy_location(new, statement)
         out.append(statement)
     return out
-
-
-def _locate(module: ast.Module) -> None:
-    """Give every statement of ``module`` its own line, in order (the line it has in the
-    text ``ast.unparse`` makes of it), and every node in it that line: an error's line
-    then names its statement (:func:`~mdf_loops.safety.guarded_code.guarded_function`)."""
-    line = 0
-
-    def statements(body: list[ast.stmt]) -> None:
-        nonlocal line
-        for statement in body:
-            line += 1
-            inner = [getattr(statement, f, None) for f in ("body", "orelse")]
-            blocks = [b for b in inner if isinstance(b, list) and b]
-            if not blocks:
-                _at_line(statement, line)
-                continue
-            statement.lineno = statement.end_lineno = line
-            statement.col_offset = statement.end_col_offset = 0
-            for name in statement._fields:  # the header: a test, a target, an iterable
-                value = getattr(statement, name)
-                if isinstance(value, ast.expr):
-                    _at_line(value, line)
-            for block in blocks:
-                if block is inner[1]:
-                    line += 1  # the ``else:`` line
-                statements(block)
-
-    statements(module.body)
-
-
-def _at_line(node: ast.AST, line: int) -> None:
-    """``node`` and everything in it located on ``line``."""
-    if node._attributes:
-        node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
-        node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            _at_line(value, line)
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, ast.AST):
-                    _at_line(item, line)
 
 
 def _env(carried_types: Sequence[str | None]) -> dict[str, str | None]:
