@@ -131,9 +131,19 @@ class _Rewrite(ast.NodeTransformer):
         self.known_calls = known_calls  # the caller's own helpers a statement may call
         self.constants = constants  # resolved functions and their names
         self.kinds = kinds  # id(expression) -> "float"/"int"/"bool" where proven
+        self._methods: dict[type, Callable[[Any], Any] | None] = {}  # visit_<class>
 
     def _float(self, *nodes: ast.AST) -> bool:
         return all(self.kinds.get(id(n)) == "float" for n in nodes)
+
+    def visit(self, node: ast.AST) -> Any:
+        cls = node.__class__
+        if cls is ast.Name and node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+            return node  # the most common node: nothing to rewrite
+        method = self._methods.get(cls)
+        if method is None:
+            method = self._methods[cls] = getattr(self, f"visit_{cls.__name__}", None)
+        return self.generic_visit(node) if method is None else method(node)
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         """``node`` with its children visited: a copy when one changed (the tree
@@ -154,13 +164,13 @@ class _Rewrite(ast.NodeTransformer):
         return _copy(node, changed) if changed else node
 
     def helper(self, name: str, args: list, node: ast.AST, keywords=()) -> ast.Call:
-        function = ast.copy_location(ast.Name(name, ast.Load()), node)
-        return ast.copy_location(ast.Call(function, args, list(keywords)), node)
+        function = _like(ast.Name(name, ast.Load()), node)
+        return _like(ast.Call(function, args, list(keywords)), node)
 
     def resolved(self, value: Any, node: ast.AST) -> ast.Name:
         name = f"_mdf_f{len(self.constants)}"
         self.constants[name] = value
-        return ast.copy_location(ast.Name(name, ast.Load()), node)
+        return _like(ast.Name(name, ast.Load()), node)
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
         checked_integer(node.value)
@@ -170,7 +180,7 @@ class _Rewrite(ast.NodeTransformer):
         pair = {self.kinds.get(id(node.left)), self.kinds.get(id(node.right))}
         if "float" in pair and pair <= {"float", "int"}:  # binary()'s first case, inline
             inline = ast.BinOp(self.visit(node.left), node.op, self.visit(node.right))
-            return ast.copy_location(inline, node)
+            return _like(inline, node)
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _binary(type(node.op)))
         return self.helper(op, [self.visit(node.left), self.visit(node.right)], node)
@@ -180,7 +190,7 @@ class _Rewrite(ast.NodeTransformer):
             return self.generic_visit(node)
         if isinstance(node.op, (ast.USub, ast.UAdd)) and self._float(node.operand):
             inline = ast.UnaryOp(node.op, self.visit(node.operand))
-            return ast.copy_location(inline, node)
+            return _like(inline, node)
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _unary(type(node.op)))
         return self.helper(op, [self.visit(node.operand)], node)
@@ -193,7 +203,7 @@ class _Rewrite(ast.NodeTransformer):
             inline = ast.Compare(
                 self.visit(node.left), node.ops, [self.visit(c) for c in node.comparators]
             )
-            return ast.copy_location(inline, node)
+            return _like(inline, node)
         ops = self.resolved(tuple(type(op) for op in node.ops), node)
         values = [self.visit(node.left), *(self.visit(c) for c in node.comparators)]
         return self.helper("_mdf_compare", [ops, *values], node)
@@ -205,13 +215,13 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Slice(self, node: ast.Slice) -> ast.AST:
         bounds = (node.lower, node.upper, node.step)
-        none = ast.copy_location(ast.Constant(None), node)
+        none = _like(ast.Constant(None), node)
         parts = [none if p is None else self.visit(p) for p in bounds]
         return self.helper("_mdf_slice", parts, node)
 
     def visit_Starred(self, node: ast.Starred) -> ast.AST:
         inner = self.helper("_mdf_unpacked", [self.visit(node.value)], node)
-        return ast.copy_location(ast.Starred(inner, ast.Load()), node)
+        return _like(ast.Starred(inner, ast.Load()), node)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         return self.resolved(resolve_function(node), node)
@@ -220,12 +230,10 @@ class _Rewrite(ast.NodeTransformer):
         if any(k.arg is None for k in node.keywords):
             raise EvaluationError("`**` in a call is not part of MDF expressions")
         args = [self.visit(a) for a in node.args]
-        keywords = [
-            ast.copy_location(ast.keyword(k.arg, self.visit(k.value)), k) for k in node.keywords
-        ]
+        keywords = [_like(ast.keyword(k.arg, self.visit(k.value)), k) for k in node.keywords]
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.known_calls:
-            return ast.copy_location(ast.Call(func, args, keywords), node)
+            return _like(ast.Call(func, args, keywords), node)
         if isinstance(func, ast.Name) and func.id in SAFE_BUILTINS:
             target: ast.AST = self.resolved(BUILTINS[func.id], func)
         elif isinstance(func, ast.Attribute):
@@ -311,6 +319,14 @@ def _blocks(nodes: list[Any], guarded: Callable[[ast.stmt], ast.stmt]) -> list[A
                 changed[name] = _blocks(inner, guarded)
         out.append(_copy(new, changed) if changed else new)
     return out
+
+
+def _like(new: Any, old: ast.AST) -> Any:
+    """``new`` located where ``old`` is (``ast.copy_location``, without its checks)."""
+    where = old.__dict__
+    new.lineno, new.col_offset = where.get("lineno"), where.get("col_offset")
+    new.end_lineno, new.end_col_offset = where.get("end_lineno"), where.get("end_col_offset")
+    return new
 
 
 def _copy(node: Any, fields: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 from mdf_loops.backends.python.scalar_types import specialize
 
-__all__ = ["simplify", "loaded_names"]
+__all__ = ["simplify", "loaded_names", "is_atom"]
 
 
 def simplify(
@@ -29,7 +29,7 @@ def simplify(
         if (
             isinstance(written, ast.Assign)
             and isinstance(written.targets[0], ast.Name)
-            and _is_atom(written.value)
+            and is_atom(written.value)
         ):  # a copy or a literal: its variable replaced, nothing written
             value = written.value
             atom = replace.get(value.id) if isinstance(value, ast.Name) else None
@@ -107,6 +107,18 @@ def _substituted(
             op=node.op,  # type: ignore[attr-defined]
             right=_substituted(node.right, replace, loaded, at),  # type: ignore[attr-defined]
         )
+    elif cls is ast.Call:
+        copy = ast.Call(
+            func=_substituted(node.func, replace, loaded, at),  # type: ignore[attr-defined]
+            args=[_substituted(a, replace, loaded, at) for a in node.args],  # type: ignore[attr-defined]
+            keywords=[_substituted(k, replace, loaded, at) for k in node.keywords],  # type: ignore[attr-defined]
+        )
+    elif cls is ast.Compare:
+        copy = ast.Compare(
+            left=_substituted(node.left, replace, loaded, at),  # type: ignore[attr-defined]
+            ops=node.ops,  # type: ignore[attr-defined]
+            comparators=[_substituted(c, replace, loaded, at) for c in node.comparators],  # type: ignore[attr-defined]
+        )
     elif not node._fields:
         return node  # an operator or a context: no state, shared
     else:
@@ -142,7 +154,7 @@ def _copy_atom(node: ast.expr, at: dict[str, int], loaded: set[str]) -> ast.expr
     return copy
 
 
-def _is_atom(node: ast.AST) -> bool:
+def is_atom(node: ast.AST) -> bool:
     """A name, a literal, or a negated literal number."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         node = node.operand

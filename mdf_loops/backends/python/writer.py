@@ -23,6 +23,7 @@ from typing import Any, TypeGuard
 from modeci_mdf.mdf import Graph, Node
 
 from mdf_loops.backends.python.errors import NotCompilable
+from mdf_loops.backends.python.simplify import is_atom
 from mdf_loops.model.compat import input_default
 
 __all__ = ["StepWriter", "variable"]
@@ -83,13 +84,17 @@ class StepWriter:
             var = variable(node.id, port.id)
             scope[port.id] = _load(var)
             value = self._input(node, port, var, formal)
-            if isinstance(value, ast.Name) and (node.id, port.id) not in self.read_by_name:
-                scope[port.id] = value  # a copy: the node's expressions read the value's name
+            if is_atom(value) and (node.id, port.id) not in self.read_by_name:
+                scope[port.id] = value  # a copy: the node's expressions read the value
             else:
                 statements.append(_assign(var, value))
         for param in node.parameters:
+            value = self._parameter(node, param, scope)
+            if self._atom(value):  # a parameter is read by its node's expressions only
+                scope[param.id] = value
+                continue
             var = variable(node.id, param.id)
-            statements.append(_assign(var, self._parameter(node, param, scope)))
+            statements.append(_assign(var, value))
             scope[param.id] = _load(var)
         for port in node.output_ports:
             var = variable(node.id, port.id)
@@ -99,6 +104,13 @@ class StepWriter:
                 continue
             statements.append(_assign(var, self._expression(port.value, scope, node.id)))
         return statements
+
+    def _atom(self, value: ast.expr) -> bool:
+        """Whether ``value`` may stand for its variable: a copy or a literal (as
+        :func:`~mdf_loops.backends.python.simplify.simplify` replaces them), but not a
+        flag known this step (a selection on the flag's variable folds; one on a copy
+        of it does not)."""
+        return is_atom(value) and not (isinstance(value, ast.Name) and value.id in self.constants)
 
     def _input(self, node: Node, port, var: str, formal: dict[str, int]) -> ast.expr:
         """The value of input port ``port`` (whose variable is ``var``) as an expression."""
@@ -175,10 +187,16 @@ class _Rewrite:
         self.scope, self.constants = scope, constants
 
     def visit(self, n: ast.AST) -> Any:
-        if isinstance(n, ast.Name):
-            return self.scope.get(n.id, n) if isinstance(n.ctx, ast.Load) else n
-        if isinstance(n, ast.Constant):
+        cls = n.__class__
+        if cls is ast.Name:
+            return self.scope.get(n.id, n) if n.ctx.__class__ is ast.Load else n  # type: ignore[attr-defined]
+        if cls is ast.Constant:
             return n
+        if cls is ast.BinOp:  # the most common operation: its two operands
+            left, right = self.visit(n.left), self.visit(n.right)  # type: ignore[attr-defined]
+            if left is n.left and right is n.right:  # type: ignore[attr-defined]
+                return n
+            return ast.BinOp(left=left, op=n.op, right=right)  # type: ignore[attr-defined]
         if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple) and not n.slice.elts:
             folded = _fold_where(n.value, self.scope, self.constants)
             if folded is not None:
