@@ -28,6 +28,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from mdf_loops.backends.python.writer import APPEND
+
 __all__ = ["LoopFrame", "loop_function", "number_lines"]
 
 
@@ -66,7 +68,7 @@ def loop_function(
     body: list[ast.stmt] = [at.assign("iteration", ast.Constant(0))]
     for k in frame.bound_scans:
         append = ast.Attribute(value=at.load(f"s{k}"), attr="append", ctx=ast.Load())
-        body.append(at.assign(f"_append{k}", append))
+        body.append(at.assign(f"{APPEND}{k}", append))
     test = ast.BoolOp(
         op=ast.And(),
         values=[

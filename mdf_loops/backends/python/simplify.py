@@ -8,14 +8,15 @@ from typing import Any
 
 from mdf_loops.backends.python.scalar_types import specialize
 
-__all__ = ["simplify", "loaded_names", "is_atom"]
+__all__ = ["simplify", "is_atom"]
 
 
 def simplify(
     statements: list[ast.stmt], env: dict, lines: Iterator[int]
-) -> tuple[list[ast.stmt], list[str | None]]:
+) -> tuple[list[ast.stmt], list[str | None], dict[str, int]]:
     """Straight-line code (a copy of ``statements``) without copies, constants held in
-    variables, or unused values, and the types of the carried values it returns.
+    variables, or unused values, the types of the carried values it returns, and how
+    many of its statements read each name.
 
     Every variable of a step is assigned once (the carried values and the condition
     together, last), so a copy or a literal can replace its variable everywhere after.
@@ -45,40 +46,24 @@ def simplify(
     carried = sorted(
         (k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:])
     )
-    used: set[str] = set()
+    reads: dict[str, int] = {}
     result = []
     for statement, loaded in reversed(kept):
         assigned = statement.targets[0] if isinstance(statement, ast.Assign) else None
         if (
             isinstance(assigned, ast.Name)
             and assigned.id.startswith("v_")
-            and assigned.id not in used
+            and assigned.id not in reads
         ):
             continue
-        used |= loaded
+        for name in loaded:
+            reads[name] = reads.get(name, 0) + 1
         result.append(statement)
-    return result[::-1], [types[k] for k in carried]
+    return result[::-1], [types[k] for k in carried], reads
 
 
 #: the writer's ``numpy.where``, a name a statement reads when it calls it
 _WHERE = "_where"
-
-
-def loaded_names(node: ast.AST, loaded: set[str]) -> set[str]:
-    """The names ``node`` reads, added to ``loaded`` (an ``ast.walk`` without its queue)."""
-    if isinstance(node, ast.Name):
-        if isinstance(node.ctx, ast.Load):
-            loaded.add(node.id)
-    elif not isinstance(node, ast.Constant):
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, ast.AST):
-                loaded_names(value, loaded)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        loaded_names(item, loaded)
-    return loaded
 
 
 def _substituted(

@@ -15,8 +15,8 @@ from typing import Any
 from modeci_mdf.mdf import Node
 
 from mdf_loops.backends.python.frame import LoopFrame, loop_function
-from mdf_loops.backends.python.simplify import loaded_names, simplify
-from mdf_loops.backends.python.writer import variable
+from mdf_loops.backends.python.simplify import simplify
+from mdf_loops.backends.python.writer import APPEND, variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
 __all__ = ["function_source", "scan_kinds"]
@@ -78,13 +78,16 @@ def function_source(
     ``numpy.arange(done) * dt`` (the same products, one per step).
     """
     lines = itertools.count(1)  # each statement on a line of its own
-    first_code, rest_code = _lean_steps(list(first), list(rest), list(tail), initial_types, lines)
-    steady = _without_steady_condition(rest_code)
+    (first_code, first_reads), (rest_code, rest_reads) = _lean_steps(
+        list(first), list(rest), list(tail), initial_types, lines
+    )
+    steady = _without_steady_condition(rest_code)  # the same names read, but ``cond``
     time_step = None
     if steady is not None and n_scan:
         time_step = _time_step(first_code, steady)
         if time_step is not None:
-            first_code, steady = _without_time(first_code), _without_time(steady)
+            first_code = _without_time(first_code, first_reads)
+            steady = _without_time(steady, rest_reads)
     carried = tuple(f"c{k}" for k in range(n_carried))
     series = tuple(variable("outer", p) for p in outer)
     scans = tuple(f"s{k}" for k in range(n_scan))
@@ -93,9 +96,7 @@ def function_source(
         (*carried, *series, *scans), carried, tuple(range(time_step is not None, n_scan))
     )
     steps = rest_code if steady is None else steady
-    module = loop_function(
-        frame, _bound_appends(first_code), _bound_appends(steps), steady is not None, lines
-    )
+    module = loop_function(frame, first_code, steps, steady is not None, lines)
     return module, time_step
 
 
@@ -105,18 +106,19 @@ def _lean_steps(
     tail: list[ast.stmt],
     initial_types: Sequence[str | None],
     lines: Iterator[int],
-) -> tuple[list[ast.stmt], list[ast.stmt]]:
-    """The first and the later steps, each with ``tail``, simplified; the carried types
-    assumed from the initial values and kept where every step returns them."""
+) -> tuple[tuple[list[ast.stmt], dict[str, int]], tuple[list[ast.stmt], dict[str, int]]]:
+    """The first and the later steps, each with ``tail``, simplified, and how many of
+    their statements read each name; the carried types assumed from the initial values
+    and kept where every step returns them."""
     assumed = list(initial_types)
+    first_code, first_out, first_reads = simplify(first + tail, _env(initial_types), lines)
     while True:
-        first_code, first_out = simplify(first + tail, _env(initial_types), lines)
-        rest_code, rest_out = simplify(rest + tail, _env(assumed), lines)
+        rest_code, rest_out, rest_reads = simplify(rest + tail, _env(assumed), lines)
         agreed = [
             a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out, strict=True)
         ]
         if agreed == assumed:
-            return first_code, rest_code
+            return (first_code, first_reads), (rest_code, rest_reads)
         assumed = agreed
 
 
@@ -181,56 +183,42 @@ def _appended_time(code: list[ast.stmt]) -> float | None:
 
 
 def _append_of(statement: ast.stmt, scan: int | None) -> ast.expr | None:
-    """``x`` of the statement ``sK.append(x)`` (the tail's append to scan ``K``; any scan
+    """``x`` of the statement ``_appendK(x)`` (the tail's append to scan ``K``; any scan
     when ``scan`` is None), else None."""
     call = statement.value if isinstance(statement, ast.Expr) else None
     if (
         isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id[:1] == "s"
-        and call.func.value.id[1:].isdigit()
-        and (scan is None or int(call.func.value.id[1:]) == scan)
-        and call.func.attr == "append"
+        and isinstance(call.func, ast.Name)
+        and call.func.id.startswith(APPEND)
+        and call.func.id[len(APPEND) :].isdigit()
+        and (scan is None or int(call.func.id[len(APPEND) :]) == scan)
         and len(call.args) == 1
     ):
         return call.args[0]
     return None
 
 
-def _without_time(code: list[ast.stmt]) -> list[ast.stmt]:
+def _without_time(code: list[ast.stmt], reads: dict[str, int]) -> list[ast.stmt]:
     """``code`` without the append to the first scan output, and without the time's
-    variable when nothing else reads it."""
-    kept = [s for s in code if _append_of(s, 0) is None]
-    read: set[str] = set()
-    for statement in kept:
-        loaded_names(statement, read)
+    variable when nothing else reads it (``reads``: how many statements of ``code``
+    read each name)."""
+    kept, time = [], None
+    for statement in code:
+        value = _append_of(statement, 0)
+        if value is None:
+            kept.append(statement)
+        elif isinstance(value, ast.Name) and reads.get(value.id) == 1:
+            time = value.id  # read by the append alone
     return [
         s
         for s in kept
         if not (
             isinstance(s, ast.Assign)
             and isinstance(s.targets[0], ast.Name)
-            and s.targets[0].id.startswith("v_")
-            and s.targets[0].id not in read
+            and s.targets[0].id == time
+            and time.startswith("v_")
         )
     ]
-
-
-def _bound_appends(code: list[ast.stmt]) -> list[ast.stmt]:
-    """``code`` with its ``sK.append(x)`` statements (the writer's tail) as calls of the
-    bound method ``_appendK``."""
-    out = []
-    for statement in code:
-        value = _append_of(statement, None)
-        if value is not None:
-            call = statement.value  # type: ignore[attr-defined]  # an append, above
-            bound = ast.Name(id=f"_append{call.func.value.id[1:]}", ctx=ast.Load())
-            bound_call = ast.Call(func=ast.copy_location(bound, call), args=[value], keywords=[])
-            new = ast.Expr(value=ast.copy_location(bound_call, call))
-            statement = ast.copy_location(new, statement)
-        out.append(statement)
-    return out
 
 
 def _env(carried_types: Sequence[str | None]) -> dict[str, str | None]:

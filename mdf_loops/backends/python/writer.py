@@ -26,9 +26,12 @@ from mdf_loops.backends.python.errors import NotCompilable
 from mdf_loops.backends.python.simplify import is_atom
 from mdf_loops.model.compat import input_default
 
-__all__ = ["StepWriter", "variable"]
+__all__ = ["APPEND", "StepWriter", "variable"]
 
 _FIRST_FLAG = "iteration == 0"
+
+#: ``_appendK``: the ``append`` method of scan output ``K``, bound once by the loop
+APPEND = "_append"
 
 
 def variable(node: str, name: str) -> str:
@@ -50,6 +53,7 @@ class StepWriter:
             signature.formal_outputs
         )
         self.order = _topological(body)
+        self.formal = {p: k for k, p in enumerate(signature.formal_inputs)}
         self.parsed: dict[str, ast.expr] = {}  # each expression's text, parsed once
         self.reset()
 
@@ -63,7 +67,8 @@ class StepWriter:
         return statements
 
     def tail(self, n_carried: int, n_scan: int) -> list[ast.stmt]:
-        """``cond, c0, ... = (out0, out1, ...)`` and ``sK.append(outK)`` per scan output."""
+        """``cond, c0, ... = (out0, out1, ...)`` and ``_appendK(outK)`` per scan output
+        (``_appendK``: the bound ``append`` of scan output ``sK``, the loop's)."""
         outputs: list[ast.expr] = [_load(variable(n, p)) for n, p in self.signature.formal_outputs]
         targets: list[ast.expr] = [_store("cond"), *[_store(f"c{k}") for k in range(n_carried)]]
         values = ast.Tuple(elts=outputs[: 1 + n_carried], ctx=ast.Load())
@@ -71,23 +76,21 @@ class StepWriter:
             ast.Assign(targets=[ast.Tuple(elts=targets, ctx=ast.Store())], value=values)
         ]
         for k in range(n_scan):
-            append = ast.Attribute(value=_load(f"s{k}"), attr="append", ctx=ast.Load())
-            call = ast.Call(func=append, args=[outputs[1 + n_carried + k]], keywords=[])
+            call = _call(f"{APPEND}{k}", [outputs[1 + n_carried + k]])
             statements.append(ast.Expr(value=call))
         return statements
 
     def _node(self, node: Node, first: bool) -> list[ast.stmt]:
         statements: list[ast.stmt] = []
         scope: dict[str, ast.expr] = {}
-        formal = {p: k for k, p in enumerate(self.signature.formal_inputs)}
         for port in node.input_ports:
             var = variable(node.id, port.id)
-            scope[port.id] = _load(var)
-            value = self._input(node, port, var, formal)
+            value = self._input(node, port, var, self.formal)
             if is_atom(value) and (node.id, port.id) not in self.read_by_name:
                 scope[port.id] = value  # a copy: the node's expressions read the value
             else:
                 statements.append(_assign(var, value))
+                scope[port.id] = _load(var)
         for param in node.parameters:
             value = self._parameter(node, param, scope)
             if self._atom(value):  # a parameter is read by its node's expressions only
