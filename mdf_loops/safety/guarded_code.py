@@ -303,6 +303,7 @@ def guarded_function(
 
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+_SIMPLE = (ast.Assign, ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue)  # no blocks
 
 
 def _blocks(nodes: list[Any], guarded: Callable[[ast.stmt], ast.stmt]) -> list[Any]:
@@ -312,6 +313,9 @@ def _blocks(nodes: list[Any], guarded: Callable[[ast.stmt], ast.stmt]) -> list[A
     out = []
     for node in nodes:
         new = guarded(node) if isinstance(node, ast.stmt) else node
+        if isinstance(node, _SIMPLE):
+            out.append(new)
+            continue
         changed = {}
         for name in _BLOCKS:
             inner = getattr(node, name, None)
@@ -356,6 +360,8 @@ def _located(function: Callable[..., Any], filename: str, places: dict[int, str]
 def _replaced(statement: ast.stmt, old: ast.expr, new: ast.AST) -> ast.stmt:
     """``statement`` with its field (or item of a field) ``old`` replaced by ``new``: a copy,
     or ``statement`` where ``old`` is none of its fields."""
+    if getattr(statement, "value", None) is old:  # an assignment's value: the common case
+        return _copy(statement, {"value": new})  # type: ignore[no-any-return]
     for field, value in ast.iter_fields(statement):
         if value is old:
             return _copy(statement, {field: new})  # type: ignore[no-any-return]
