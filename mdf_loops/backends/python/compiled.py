@@ -40,8 +40,8 @@ class LoopSource:
     """A time-loop function (:func:`~mdf_loops.backends.python.source.function_source`)
     and how to call it: ``n_carried`` carried values, one scan output per ``scan_codes``."""
 
-    #: the module defining ``time_loop``, parsed (its text parsed when given as text);
-    #: whoever compiles it leaves it as it is
+    #: the module defining ``time_loop``, parsed (or its text); whoever compiles it
+    #: leaves its statements as they are (the trusted compile renumbers their lines)
     definition: ast.Module | str
     n_carried: int
     #: per scan output: an ``array`` typecode (``'d'`` float64, ``'q'`` int64 scalars), or
