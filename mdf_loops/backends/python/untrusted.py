@@ -62,6 +62,7 @@ def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 _NUMBERS = frozenset({"float", "int"})
+_CONSTANT_KINDS = {float: "float", int: "int", bool: "bool"}
 
 
 def float_kinds(tree: ast.Module, n_carried: int) -> tuple[dict[int, str | None], list[int]]:
@@ -131,7 +132,7 @@ def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | Non
     (recorded in ``kinds`` for ``node`` and every expression inside it)."""
     kind: str | None = None
     if isinstance(node, ast.Constant):
-        kind = {float: "float", int: "int", bool: "bool"}.get(type(node.value))
+        kind = _CONSTANT_KINDS.get(type(node.value))
     elif isinstance(node, ast.Name):
         kind = env.get(node.id)
     elif isinstance(node, ast.BinOp):
