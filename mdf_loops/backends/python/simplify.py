@@ -8,7 +8,7 @@ from typing import Any
 
 from mdf_loops.backends.python.scalar_types import specialize
 
-__all__ = ["simplify", "is_atom"]
+__all__ = ["simplify", "is_atom", "new_node"]
 
 
 def simplify(
@@ -73,70 +73,57 @@ def _substituted(
     replaced by a copy of its atom; the names the copy reads are added to ``loaded``.
 
     A walk of its own: an ``ast.NodeTransformer`` costs several calls a node, and a step
-    is rewritten on every call of ``simulate``."""
+    is rewritten on every call of ``simulate`` (each node made by :func:`_new`)."""
     cls = node.__class__
-    copy: ast.AST
+    fields = node.__dict__
     if cls is ast.Name:
-        name = node.id  # type: ignore[attr-defined]
-        if node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+        name = fields["id"]
+        if fields["ctx"].__class__ is ast.Load:
             atom = replace.get(name)
             if atom is not None:
                 return _copy_atom(atom, at, loaded)
             loaded.add(name)
-        copy = ast.Name(id=name, ctx=node.ctx)  # type: ignore[attr-defined]
-    elif cls is ast.Constant:
-        copy = ast.Constant(value=node.value)  # type: ignore[attr-defined]
-    elif cls is ast.BinOp:
-        copy = ast.BinOp(
-            left=_substituted(node.left, replace, loaded, at),  # type: ignore[attr-defined]
-            op=node.op,  # type: ignore[attr-defined]
-            right=_substituted(node.right, replace, loaded, at),  # type: ignore[attr-defined]
-        )
-    elif cls is ast.Call:
-        copy = ast.Call(
-            func=_substituted(node.func, replace, loaded, at),  # type: ignore[attr-defined]
-            args=[_substituted(a, replace, loaded, at) for a in node.args],  # type: ignore[attr-defined]
-            keywords=[_substituted(k, replace, loaded, at) for k in node.keywords],  # type: ignore[attr-defined]
-        )
-    elif cls is ast.Compare:
-        copy = ast.Compare(
-            left=_substituted(node.left, replace, loaded, at),  # type: ignore[attr-defined]
-            ops=node.ops,  # type: ignore[attr-defined]
-            comparators=[_substituted(c, replace, loaded, at) for c in node.comparators],  # type: ignore[attr-defined]
-        )
-    elif not node._fields:
+        return new_node(ast.Name, {"id": name, "ctx": fields["ctx"], **at})
+    if cls is ast.Constant:
+        return new_node(ast.Constant, {"value": fields["value"], **at})
+    if cls is ast.BinOp:
+        left = _substituted(fields["left"], replace, loaded, at)
+        right = _substituted(fields["right"], replace, loaded, at)
+        return new_node(ast.BinOp, {"left": left, "op": fields["op"], "right": right, **at})
+    if not node._fields:
         return node  # an operator or a context: no state, shared
-    else:
-        copy = cls.__new__(cls)
-        fields = copy.__dict__
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, ast.AST):
-                value = _substituted(value, replace, loaded, at)
-            elif isinstance(value, list):
-                value = [
-                    _substituted(item, replace, loaded, at) if isinstance(item, ast.AST) else item
-                    for item in value
-                ]
-            fields[name] = value
-    if node._attributes:
-        copy.__dict__.update(at)
-    return copy
+    copied: dict[str, Any] = dict(at) if node._attributes else {}
+    for name in node._fields:
+        value = fields.get(name)
+        if isinstance(value, ast.AST):
+            value = _substituted(value, replace, loaded, at)
+        elif isinstance(value, list):
+            value = [
+                _substituted(item, replace, loaded, at) if isinstance(item, ast.AST) else item
+                for item in value
+            ]
+        copied[name] = value
+    return new_node(cls, copied)
+
+
+def new_node(cls: type[ast.AST], fields: dict[str, Any]) -> Any:
+    """A node of class ``cls`` holding ``fields`` (its fields and location): what
+    ``cls(**fields)`` makes, without the constructor's look at each keyword."""
+    node = cls.__new__(cls)
+    node.__dict__ = fields
+    return node
 
 
 def _copy_atom(node: ast.expr, at: dict[str, int], loaded: set[str]) -> ast.expr:
     """A fresh copy of an atom located ``at`` (cheaper than ``copy.deepcopy``); a name it
     reads is added to ``loaded``."""
-    copy: ast.expr
     if isinstance(node, ast.UnaryOp):
-        copy = ast.UnaryOp(op=ast.USub(), operand=_copy_atom(node.operand, at, loaded))
-    elif isinstance(node, ast.Name):
+        operand = _copy_atom(node.operand, at, loaded)
+        return new_node(ast.UnaryOp, {"op": node.op, "operand": operand, **at})  # type: ignore[no-any-return]
+    if isinstance(node, ast.Name):
         loaded.add(node.id)
-        copy = ast.Name(id=node.id, ctx=ast.Load())
-    else:
-        copy = ast.Constant(value=node.value)  # type: ignore[attr-defined]  # an atom
-    copy.__dict__.update(at)
-    return copy
+        return new_node(ast.Name, {"id": node.id, "ctx": node.ctx, **at})  # type: ignore[no-any-return]
+    return new_node(ast.Constant, {"value": node.value, **at})  # type: ignore[attr-defined,no-any-return]
 
 
 def is_atom(node: ast.AST) -> bool:

@@ -23,7 +23,7 @@ from typing import Any, TypeGuard
 from modeci_mdf.mdf import Graph, Node
 
 from mdf_loops.backends.python.errors import NotCompilable
-from mdf_loops.backends.python.simplify import is_atom
+from mdf_loops.backends.python.simplify import is_atom, new_node
 from mdf_loops.model.compat import input_default
 
 __all__ = ["APPEND", "StepWriter", "variable"]
@@ -199,7 +199,7 @@ class _Rewrite:
             left, right = self.visit(n.left), self.visit(n.right)  # type: ignore[attr-defined]
             if left is n.left and right is n.right:  # type: ignore[attr-defined]
                 return n
-            return ast.BinOp(left=left, op=n.op, right=right)  # type: ignore[attr-defined]
+            return new_node(ast.BinOp, {"left": left, "op": n.op, "right": right})  # type: ignore[attr-defined]
         if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple) and not n.slice.elts:
             folded = _fold_where(n.value, self.scope, self.constants)
             if folded is not None:
@@ -233,20 +233,25 @@ class _Rewrite:
         return copy
 
 
+_LOAD, _STORE = ast.Load(), ast.Store()  # contexts hold nothing: one of each
+
+
 def _load(name: str) -> ast.Name:
-    return ast.Name(id=name, ctx=ast.Load())
+    return new_node(ast.Name, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
 
 
 def _store(name: str) -> ast.Name:
-    return ast.Name(id=name, ctx=ast.Store())
+    return new_node(ast.Name, {"id": name, "ctx": _STORE})  # type: ignore[no-any-return]
 
 
 def _assign(name: str, value: ast.expr) -> ast.Assign:
-    return ast.Assign(targets=[_store(name)], value=value)
+    fields = {"targets": [_store(name)], "value": value, "type_comment": None}
+    return new_node(ast.Assign, fields)  # type: ignore[no-any-return]
 
 
 def _call(function: str, args: list[ast.expr]) -> ast.Call:
-    return ast.Call(func=_load(function), args=args, keywords=[])
+    fields = {"func": _load(function), "args": args, "keywords": []}
+    return new_node(ast.Call, fields)  # type: ignore[no-any-return]
 
 
 def _standard_expression(function: str) -> str | None:
