@@ -164,13 +164,13 @@ class _Rewrite(ast.NodeTransformer):
         return _copy(node, changed) if changed else node
 
     def helper(self, name: str, args: list, node: ast.AST, keywords=()) -> ast.Call:
-        function = _like(ast.Name(name, ast.Load()), node)
-        return _like(ast.Call(function, args, list(keywords)), node)
+        function = _made(ast.Name, node, {"id": name, "ctx": _LOAD})
+        return _made(ast.Call, node, {"func": function, "args": args, "keywords": list(keywords)})
 
     def resolved(self, value: Any, node: ast.AST) -> ast.Name:
         name = f"_mdf_f{len(self.constants)}"
         self.constants[name] = value
-        return _like(ast.Name(name, ast.Load()), node)
+        return _made(ast.Name, node, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
         checked_integer(node.value)
@@ -179,8 +179,8 @@ class _Rewrite(ast.NodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         pair = {self.kinds.get(id(node.left)), self.kinds.get(id(node.right))}
         if "float" in pair and pair <= {"float", "int"}:  # binary()'s first case, inline
-            inline = ast.BinOp(self.visit(node.left), node.op, self.visit(node.right))
-            return _like(inline, node)
+            left, right = self.visit(node.left), self.visit(node.right)
+            return _made(ast.BinOp, node, {"left": left, "op": node.op, "right": right})
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _binary(type(node.op)))
         return self.helper(op, [self.visit(node.left), self.visit(node.right)], node)
@@ -323,6 +323,21 @@ def _blocks(nodes: list[Any], guarded: Callable[[ast.stmt], ast.stmt]) -> list[A
                 changed[name] = _blocks(inner, guarded)
         out.append(_copy(new, changed) if changed else new)
     return out
+
+
+_LOAD = ast.Load()  # a context holds nothing: one for every node made here
+
+
+def _made(cls: type[ast.AST], old: ast.AST, fields: dict[str, Any]) -> Any:
+    """A node of class ``cls`` holding ``fields``, located where ``old`` is (what
+    ``_like(cls(**fields), old)`` makes, without the constructor's look at each keyword)."""
+    where = old.__dict__
+    fields["lineno"], fields["col_offset"] = where.get("lineno"), where.get("col_offset")
+    fields["end_lineno"] = where.get("end_lineno")
+    fields["end_col_offset"] = where.get("end_col_offset")
+    node = cls.__new__(cls)
+    node.__dict__ = fields
+    return node
 
 
 def _like(new: Any, old: ast.AST) -> Any:

@@ -27,7 +27,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
+from mdf_loops.backends.python.simplify import new_node
 from mdf_loops.backends.python.writer import APPEND
 
 __all__ = ["LoopFrame", "loop_function", "number_lines"]
@@ -132,17 +134,24 @@ class _Lines:
         self.line = next(self.lines)
         return statement
 
+    def at(self, line: int | None = None) -> dict[str, Any]:
+        line = self.line if line is None else line
+        return {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
+
     def load(self, name: str, line: int | None = None) -> ast.Name:
-        return self.node(ast.Name(id=name, ctx=ast.Load()), line)  # type: ignore[no-any-return]
+        return new_node(ast.Name, {"id": name, "ctx": _LOAD, **self.at(line)})  # type: ignore[no-any-return]
 
     def store(self, name: str) -> ast.Name:
-        return self.node(ast.Name(id=name, ctx=ast.Store()))  # type: ignore[no-any-return]
+        return new_node(ast.Name, {"id": name, "ctx": _STORE, **self.at()})  # type: ignore[no-any-return]
 
     def const(self, value: int) -> ast.Constant:
-        return self.node(ast.Constant(value))  # type: ignore[no-any-return]
+        return new_node(ast.Constant, {"value": value, **self.at()})  # type: ignore[no-any-return]
 
     def assign(self, name: str, value: ast.expr) -> ast.stmt:
         return self.statement(ast.Assign(targets=[self.store(name)], value=self.node(value)))
+
+
+_LOAD, _STORE = ast.Load(), ast.Store()  # contexts hold nothing: one of each
 
 
 def _compare(at: _Lines, name: str, op: ast.cmpop) -> ast.Compare:
