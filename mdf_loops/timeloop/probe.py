@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
@@ -13,6 +13,9 @@ from modeci_mdf.mdf import Graph
 
 from mdf_loops.backends.scheduler.semantics import prints_logged
 from mdf_loops.errors import ModelError
+
+if TYPE_CHECKING:
+    from mdf_loops.timeloop.lean_engine import LeanEngine
 
 __all__ = ["Probe", "probe", "build_engine"]
 
@@ -42,10 +45,11 @@ def probe(
     graph: Graph,
     dt: float,
     inputs: Mapping[str, np.ndarray | None],
-    engine: EvaluableGraph | None = None,
+    engine: EvaluableGraph | LeanEngine | None = None,
 ) -> Probe:
     """Run two steps of modeci-mdf's engine on the graph (more until every node has run);
-    ``engine``: one :func:`build_engine` made for it and not yet evaluated."""
+    ``engine``: one :func:`build_engine` (or :func:`~mdf_loops.timeloop.lean_engine.lean_engine`)
+    made for it and not yet evaluated."""
     engine = build_engine(graph) if engine is None else engine
     values: dict[tuple[str, str], list] = {}
     for k in range(_MAX_PROBE_STEPS):

@@ -1,0 +1,171 @@
+"""A graph without scheduling conditions stepped by modeci-mdf's own nodes, without its scheduler.
+
+``EvaluableGraph`` builds a graph-scheduler ``Scheduler`` (a toposort, default
+conditions, clocks) to run one pass over the graph per step. A graph with no
+conditions needs none of it: each step runs every node once, consideration set by
+consideration set, in the toposort of modeci-mdf's ``Graph.dependency_dict`` (the
+queue graph-scheduler makes of it). So
+:func:`lean_engine` plans that pass itself and steps the nodes with modeci-mdf's own
+``EvaluableNode.evaluate`` (its inputs, parameters, conditions and outputs, evaluated
+by the engine's own expression evaluator), and the edges with
+``EvaluableGraph.evaluate_edge``: the values, types and errors are stock's.
+
+It answers only where the pass is certain to be stock's; otherwise it returns None
+and the caller builds the stock engine:
+
+* the graph is not marked for ONNX semantics, and has no node-specific or termination conditions;
+* every edge's sender is in an earlier consideration set than its receiver (an edge
+  into a port with a ``default_value`` is no dependency for modeci-mdf, so its sender
+  may run later, or in the same set, in an order the scheduler leaves open), and no
+  input port receives more than one edge (their order is a set's);
+* no node has ``functions`` and no parameter has a ``function`` or ``args``, and every
+  name a parameter's value reads is known to the node (else modeci-mdf refuses the
+  node when it is built, in its own words).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from modeci_mdf import execution_engine as engine_module
+from modeci_mdf.execution_engine import (
+    EvaluableGraph,
+    EvaluableInput,
+    EvaluableNode,
+    EvaluableOutput,
+    EvaluableParameter,
+)
+from modeci_mdf.mdf import Graph, Node
+
+from mdf_loops.model.semantics import onnx_semantics_of
+from mdf_loops.timeloop.conditions import SchedulePlan
+
+__all__ = ["LeanEngine", "lean_engine"]
+
+
+class LeanEngine:
+    """What :func:`~mdf_loops.timeloop.probe.probe` asks of an ``EvaluableGraph``:
+    ``enodes`` and ``evaluate``, for a graph :func:`lean_engine` accepts."""
+
+    verbose = False
+    evaluate_edge = EvaluableGraph.evaluate_edge  # reads ``enodes`` and ``verbose`` only
+
+    def __init__(self, graph: Graph, sets: list[list[str]], enodes: dict[str, Any]) -> None:
+        self.graph = graph
+        self.sets = sets
+        self.enodes = enodes
+        incoming: dict[str, list[Any]] = {node: [] for node in enodes}
+        for edge in graph.edges:
+            incoming[edge.receiver].append(edge)
+        self._incoming = incoming
+
+    @property
+    def plan(self) -> SchedulePlan:
+        """What :func:`~mdf_loops.timeloop.conditions.plan_schedule` plans for the graph."""
+        return SchedulePlan([list(s) for s in self.sets], {}, None)
+
+    def evaluate(
+        self,
+        time_increment: float | None = None,
+        initializer: Mapping[str, Any] | None = None,
+    ) -> None:
+        """One ``EvaluableGraph.evaluate``: one pass over every node, edges first."""
+        if initializer:  # as the stock engine gives them: every input port of that id
+            for enode in self.enodes.values():
+                for name, port in enode.evaluable_inputs.items():
+                    if name in initializer:
+                        port.set_input_value(initializer[name])
+        for consideration_set in self.sets:
+            for node_id in consideration_set:
+                for edge in self._incoming[node_id]:
+                    self.evaluate_edge(edge, time_increment=time_increment)
+                self.enodes[node_id].evaluate(time_increment=time_increment)
+
+
+def lean_engine(graph: Graph) -> LeanEngine | None:
+    """modeci-mdf's nodes of ``graph`` ready to step without a scheduler, or None where
+    the graph needs the stock engine (see the module docstring)."""
+    if onnx_semantics_of(graph) is not None:
+        return None  # the stock engine evaluates a marked graph under ONNX semantics
+    conditions = graph.conditions
+    if conditions is not None and (conditions.node_specific or conditions.termination):
+        return None
+    sets = _consideration_sets(graph)
+    if sets is None:
+        return None
+    enodes = {}
+    for node in graph.nodes:
+        enode = _evaluable_node(node)
+        if enode is None:
+            return None
+        enodes[node.id] = enode
+    return LeanEngine(graph, sets, enodes)
+
+
+def _consideration_sets(graph: Graph) -> list[list[str]] | None:
+    """graph-scheduler's consideration queue of the graph (sorted ids), where every edge
+    runs from an earlier set to a later one and no port has two edges; else None."""
+    try:
+        dependencies = {
+            node.id: {sender.id for sender in senders}
+            for node, senders in graph.dependency_dict.items()
+        }
+    except AttributeError:
+        return None  # an edge to a missing node or port: the stock engine says which
+    sets = _toposort(dependencies)
+    if sets is None:
+        return None
+    set_of = {node_id: k for k, s in enumerate(sets) for node_id in s}
+    receivers = set()
+    for edge in graph.edges:
+        port = (edge.receiver, edge.receiver_port)
+        sender, receiver = set_of.get(edge.sender), set_of.get(edge.receiver)
+        if sender is None or receiver is None or not sender < receiver or port in receivers:
+            return None
+        receivers.add(port)
+    return sets
+
+
+def _toposort(dependencies: dict[str, set[str]]) -> list[list[str]] | None:
+    """The sets ``toposort.toposort`` yields (graph-scheduler's consideration queue), as
+    sorted ids: each node in the first set after all it depends on; None for a cycle."""
+    remaining = {node: senders - {node} for node, senders in dependencies.items()}
+    sets = []
+    while remaining:
+        ready = {node for node, senders in remaining.items() if not senders}
+        if not ready:
+            return None
+        sets.append(sorted(ready))
+        remaining = {n: senders - ready for n, senders in remaining.items() if n not in ready}
+    return sets
+
+
+def _evaluable_node(node: Node) -> EvaluableNode | None:
+    """The ``EvaluableNode`` modeci-mdf builds for ``node`` (its parameters in the order
+    it settles on when every name resolves: the model's), or None where its build would
+    order, refuse or handle functions."""
+    if node.functions:
+        return None
+    known = set(engine_module.KNOWN_PARAMETERS)
+    known.update(port.id for port in node.input_ports)
+    known.update(p.id for p in node.parameters)
+    for parameter in node.parameters:
+        if parameter.function is not None or parameter.args:
+            return None
+        value = parameter.value
+        if type(value) is str and not known.issuperset(
+            engine_module.get_required_variables_from_expression(value)
+        ):
+            return None
+    enode = EvaluableNode.__new__(EvaluableNode)
+    enode.verbose = False
+    enode.node = node
+    enode.evaluable_inputs = {p.id: EvaluableInput(p, False) for p in node.input_ports}
+    enode.evaluable_parameters = OrderedDict(
+        (p.id, EvaluableParameter(p, False)) for p in node.parameters
+    )
+    enode.evaluable_functions = OrderedDict()
+    enode.evaluable_outputs = {p.id: EvaluableOutput(p, False) for p in node.output_ports}
+    return enode
