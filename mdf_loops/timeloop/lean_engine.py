@@ -25,6 +25,7 @@ and the caller builds the stock engine:
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -39,10 +40,11 @@ from modeci_mdf.execution_engine import (
 )
 from modeci_mdf.mdf import Graph, Node
 
+from mdf_loops.backends.cache import by_text
 from mdf_loops.model.semantics import onnx_semantics_of
 from mdf_loops.timeloop.conditions import SchedulePlan
 
-__all__ = ["LeanEngine", "lean_engine"]
+__all__ = ["LeanEngine", "lean_engine", "required_names"]
 
 
 class LeanEngine:
@@ -52,14 +54,18 @@ class LeanEngine:
     verbose = False
     evaluate_edge = EvaluableGraph.evaluate_edge  # reads ``enodes`` and ``verbose`` only
 
-    def __init__(self, graph: Graph, sets: list[list[str]], enodes: dict[str, Any]) -> None:
+    def __init__(self, graph: Graph, sets: list[list[str]]) -> None:
         self.graph = graph
         self.sets = sets
-        self.enodes = enodes
-        incoming: dict[str, list[Any]] = {node: [] for node in enodes}
+        incoming: dict[str, list[Any]] = {node.id: [] for node in graph.nodes}
         for edge in graph.edges:
             incoming[edge.receiver].append(edge)
         self._incoming = incoming
+
+    @functools.cached_property
+    def enodes(self) -> dict[str, EvaluableNode]:
+        """modeci-mdf's ``EvaluableNode`` of each node, made when first stepped."""
+        return {node.id: _evaluable_node(node) for node in self.graph.nodes}
 
     @property
     def plan(self) -> SchedulePlan:
@@ -93,15 +99,9 @@ def lean_engine(graph: Graph) -> LeanEngine | None:
     if conditions is not None and (conditions.node_specific or conditions.termination):
         return None
     sets = _consideration_sets(graph)
-    if sets is None:
+    if sets is None or not all(_stock_builds(node) for node in graph.nodes):
         return None
-    enodes = {}
-    for node in graph.nodes:
-        enode = _evaluable_node(node)
-        if enode is None:
-            return None
-        enodes[node.id] = enode
-    return LeanEngine(graph, sets, enodes)
+    return LeanEngine(graph, sets)
 
 
 def _consideration_sets(graph: Graph) -> list[list[str]] | None:
@@ -142,30 +142,53 @@ def _toposort(dependencies: dict[str, set[str]]) -> list[list[str]] | None:
     return sets
 
 
-def _evaluable_node(node: Node) -> EvaluableNode | None:
-    """The ``EvaluableNode`` modeci-mdf builds for ``node`` (its parameters in the order
-    it settles on when every name resolves: the model's), or None where its build would
-    order, refuse or handle functions."""
+def _stock_builds(node: Node) -> bool:
+    """Whether modeci-mdf builds ``node`` with its parameters in the model's order (every
+    name a value reads is known to the node) and without functions to order."""
     if node.functions:
-        return None
+        return False
     known = set(engine_module.KNOWN_PARAMETERS)
     known.update(port.id for port in node.input_ports)
     known.update(p.id for p in node.parameters)
     for parameter in node.parameters:
         if parameter.function is not None or parameter.args:
-            return None
+            return False
         value = parameter.value
-        if type(value) is str and not known.issuperset(
-            engine_module.get_required_variables_from_expression(value)
-        ):
-            return None
+        if type(value) is str and not known.issuperset(required_names(value)):
+            return False
+    return True
+
+
+def _evaluable_node(node: Node) -> EvaluableNode:
+    """The ``EvaluableNode`` modeci-mdf builds for a node :func:`_stock_builds` accepts."""
     enode = EvaluableNode.__new__(EvaluableNode)
     enode.verbose = False
     enode.node = node
-    enode.evaluable_inputs = {p.id: EvaluableInput(p, False) for p in node.input_ports}
+    enode.evaluable_inputs = {p.id: _QuietInput(p, False) for p in node.input_ports}
     enode.evaluable_parameters = OrderedDict(
         (p.id, EvaluableParameter(p, False)) for p in node.parameters
     )
     enode.evaluable_functions = OrderedDict()
     enode.evaluable_outputs = {p.id: EvaluableOutput(p, False) for p in node.output_ports}
     return enode
+
+
+@by_text(maxsize=4096)
+def required_names(expression: str) -> frozenset[str]:
+    """The names modeci-mdf requires a node to know for a parameter's value (a pure
+    function of the text, asked of the same few expressions on every conversion)."""
+    return frozenset(engine_module.get_required_variables_from_expression(expression))
+
+
+class _QuietInput(EvaluableInput):
+    """modeci-mdf's input port, less the print of each value it is set to (the engine's
+    prints are DEBUG log lines; formatting a numpy value for one costs more than the
+    step): a first or overwriting value is kept as it comes, the rest is stock's."""
+
+    curr_value: Any
+
+    def set_input_value(self, value: Any) -> None:
+        if self.curr_value is None or self.input_port.reduce == "overwrite":
+            self.curr_value = value
+        else:
+            super().set_input_value(value)

@@ -17,7 +17,7 @@ from mdf_loops.errors import ModelError
 if TYPE_CHECKING:
     from mdf_loops.timeloop.lean_engine import LeanEngine
 
-__all__ = ["Probe", "probe", "build_engine"]
+__all__ = ["Probe", "probe", "build_engine", "common_value"]
 
 #: steps tried before a node that has never run is declared unreachable
 _MAX_PROBE_STEPS = 64
@@ -77,7 +77,7 @@ def probe(
                     values.setdefault((node_id, name), []).append(np.asarray(item.curr_value))
         if k >= 1 and all(enode_values_known(values, e) for e in engine.enodes.values()):
             break
-    return Probe({key: _common(seen, key) for key, seen in values.items()})
+    return Probe({key: common_value(seen, key) for key, seen in values.items()})
 
 
 def enode_values_known(values: dict, enode: Any) -> bool:
@@ -85,7 +85,8 @@ def enode_values_known(values: dict, enode: Any) -> bool:
     return all((enode.node.id, n) in values for n in names)
 
 
-def _common(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
+def common_value(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
+    """Zeros of the shape and dtype a value keeps over the steps ``seen``."""
     shapes = {v.shape for v in seen}
     first_later = next((k for k, v in enumerate(seen) if v.shape != ()), 0)
     if shapes - {()} and all(v.shape == seen[-1].shape for v in seen[first_later:]):

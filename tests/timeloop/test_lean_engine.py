@@ -121,7 +121,9 @@ def _random_model(rng: random.Random, k: int) -> Model:
         parameters = []
         for j in range(rng.randint(1, 4)):
             pid = f"p{j}"
-            kind = rng.choice(["literal", "text", "counter", "derivative", "expression", "when"])
+            kind = rng.choice(
+                ["literal", "text", "counter", "derivative", "expression", "other forms", "when"]
+            )
             other = rng.choice(names) if names else repr(rng.choice(numbers))
             if kind == "literal":
                 parameter = Parameter(id=pid, value=rng.choice(numbers))
@@ -140,8 +142,13 @@ def _random_model(rng: random.Random, k: int) -> Model:
                     time_derivative=f"{other} * {rng.choice(numbers)!r} - {pid}",
                 )
             elif kind == "expression":
-                op = rng.choice(["+", "-", "*", "/"])
+                op = rng.choice(["+", "-", "*", "/", "**"])
                 parameter = Parameter(id=pid, value=f"{other} {op} {rng.choice([2, 0.5, 4.0])!r}")
+            elif kind == "other forms":
+                form = rng.choice(
+                    ["-{x}", "{x} > 0.5", "numpy.where({x} >= 1, 1, 0.5)", "({x})", "{x} * 0"]
+                )
+                parameter = Parameter(id=pid, value=form.format(x=other))
             else:
                 parameter = Parameter(
                     id=pid,
@@ -177,7 +184,7 @@ def _random_model(rng: random.Random, k: int) -> Model:
 def test_lean_probe_equals_stock_on_random_scalar_models(trusted):
     rng = random.Random(20261126)
     answered = 0
-    for k in range(40):
+    for k in range(50):
         graph = _random_model(rng, k).graphs[0]
         ours, stock = _both(graph, trusted)
         if ours is not None:
