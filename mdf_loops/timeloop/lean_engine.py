@@ -26,6 +26,7 @@ and the caller builds the stock engine:
 from __future__ import annotations
 
 import functools
+import keyword
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -177,6 +178,8 @@ def _evaluable_node(node: Node) -> EvaluableNode:
 def required_names(expression: str) -> frozenset[str]:
     """The names modeci-mdf requires a node to know for a parameter's value (a pure
     function of the text, asked of the same few expressions on every conversion)."""
+    if expression.isascii() and expression.isidentifier() and not keyword.iskeyword(expression):
+        return frozenset((expression,))  # what its parse gives a bare name
     return frozenset(engine_module.get_required_variables_from_expression(expression))
 
 

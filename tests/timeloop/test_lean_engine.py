@@ -30,7 +30,7 @@ from mdf_loops.model import mark_onnx_semantics
 from mdf_loops.model.interface import load_model
 from mdf_loops.safety.allowlist import untrusted_expressions
 from mdf_loops.timeloop.conditions import plan_schedule
-from mdf_loops.timeloop.lean_engine import lean_engine
+from mdf_loops.timeloop.lean_engine import lean_engine, required_names
 from mdf_loops.timeloop.probe import build_engine, probe
 from conftest import needs_input_port_fields
 
@@ -253,3 +253,12 @@ def test_a_node_reading_an_unknown_name_keeps_stocks_refusal():
     model = Model(id="m", graphs=[Graph(id="g", nodes=[node])])
     with pytest.raises(ModelError, match=r"modeci-mdf cannot build it: (.|\n)*p: q"):
         mdf_loops.to_time_loop(model, dt=DT, steps=3, trusted=True)
+
+
+@pytest.mark.parametrize(
+    "text", ["level", "v_th", "_x1", "True", "None", "numpy", "a + b", "numpy.where(v >= t, 1, 0)"]
+)
+def test_required_names_are_modeci_mdfs(text):
+    from modeci_mdf.execution_engine import get_required_variables_from_expression
+
+    assert required_names(text) == set(get_required_variables_from_expression(text))
