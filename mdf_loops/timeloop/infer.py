@@ -19,6 +19,10 @@ other than numbers, names, ``+ - * / **``, unary ``-``/``+``, one order comparis
 ``numpy.where``, a Python operation that raises or gives a complex or huge number, a
 whole-number check of a non-finite float, input ports without a value, reductions,
 input time series.
+
+It runs after the allow-list, on the model's own text, and its work is bounded: Python
+arithmetic on numbers, each int result under 2**62 and each int power's exponent at most
+64, and numpy on 0-d values.
 """
 
 from __future__ import annotations
