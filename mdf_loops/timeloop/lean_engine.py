@@ -3,17 +3,17 @@
 ``EvaluableGraph`` builds a graph-scheduler ``Scheduler`` (a toposort, default
 conditions, clocks) to run one pass over the graph per step. A graph with no
 conditions needs none of it: each step runs every node once, consideration set by
-consideration set, in the toposort of modeci-mdf's ``Graph.dependency_dict`` (the
-queue graph-scheduler makes of it). So
-:func:`lean_engine` plans that pass itself and steps the nodes with modeci-mdf's own
-``EvaluableNode.evaluate`` (its inputs, parameters, conditions and outputs, evaluated
-by the engine's own expression evaluator), and the edges with
-``EvaluableGraph.evaluate_edge``: the values, types and errors are stock's.
+consideration set, in the toposort of modeci-mdf's ``Graph.dependency_dict`` (the queue
+graph-scheduler makes of it). So :func:`lean_engine` plans that pass itself and steps
+the nodes with modeci-mdf's own ``EvaluableNode.evaluate`` (its inputs, parameters,
+conditions and outputs, evaluated by the engine's own expression evaluator), and the
+edges with ``EvaluableGraph.evaluate_edge``: the values, types and errors are stock's.
 
 It answers only where the pass is certain to be stock's; otherwise it returns None
 and the caller builds the stock engine:
 
-* the graph is not marked for ONNX semantics, and has no node-specific or termination conditions;
+* the graph is not marked for ONNX semantics, has no node-specific or termination
+  conditions, and no two nodes share an id;
 * every edge's sender is in an earlier consideration set than its receiver (an edge
   into a port with a ``default_value`` is no dependency for modeci-mdf, so its sender
   may run later, or in the same set, in an order the scheduler leaves open), and no
@@ -99,6 +99,8 @@ def lean_engine(graph: Graph) -> LeanEngine | None:
     conditions = graph.conditions
     if conditions is not None and (conditions.node_specific or conditions.termination):
         return None
+    if len({node.id for node in graph.nodes}) != len(graph.nodes):
+        return None  # the engine keeps one node per id: stock decides which
     sets = _consideration_sets(graph)
     if sets is None or not all(_stock_builds(node) for node in graph.nodes):
         return None

@@ -229,6 +229,9 @@ def test_lean_engine_plans_a_chain_and_declines_what_the_scheduler_decides():
     assert lean_engine(missing) is None  # modeci-mdf refuses the node, in its words
     marked = mark_onnx_semantics(_chain())
     assert lean_engine(marked) is None
+    twins = _chain()
+    twins.nodes.append(Node(id="a", parameters=[Parameter(id="x", value=2)]))
+    assert lean_engine(twins) is None  # the engine keeps one node per id
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
