@@ -68,6 +68,7 @@ def test_inferred_types_equal_stock_on_examples_and_constructs(trusted):
     assert {"fitzhugh_nagumo.json", "iaf_network.json"} <= set(answered)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # stock's, on a negative ** 0.5
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
 def test_inferred_types_equal_stock_on_random_scalar_models(trusted):
     rng = random.Random(1126)

@@ -180,6 +180,7 @@ def _random_model(rng: random.Random, k: int) -> Model:
     return Model(id=f"random{k}", graphs=[Graph(id=f"random{k}", nodes=nodes, edges=edges)])
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # stock's, on a negative ** 0.5
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
 def test_lean_probe_equals_stock_on_random_scalar_models(trusted):
     rng = random.Random(20261126)
