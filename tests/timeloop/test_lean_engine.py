@@ -266,3 +266,15 @@ def test_required_names_are_modeci_mdfs(text):
     from modeci_mdf.execution_engine import get_required_variables_from_expression
 
     assert required_names(text) == set(get_required_variables_from_expression(text))
+
+
+@pytest.mark.parametrize("name", ["fitzhugh_nagumo", "iaf_network", "hodgkin_huxley"])
+def test_the_time_loop_model_is_the_one_the_stock_engine_plans(name, monkeypatch):
+    """The whole conversion with the plan and types inferred (or probed without the
+    scheduler) writes the model the stock engine's plan and probe make."""
+    from mdf_loops.timeloop import convert
+
+    path = ROOT / "examples" / "timeloops" / f"{name}.json"
+    ours = mdf_loops.to_time_loop(path, dt=DT, steps=5).to_json()
+    monkeypatch.setattr(convert, "lean_engine", lambda graph: None)
+    assert mdf_loops.to_time_loop(path, dt=DT, steps=5).to_json() == ours
