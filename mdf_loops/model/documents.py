@@ -30,7 +30,11 @@ __all__ = [
     "graphs_as_nodes",
     "check_document_nodes",
     "refuse",
+    "PLAIN_SCALARS",
 ]
+
+#: the types of a document's entries that hold no list or mapping (the walks skip them)
+PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def format_path(parts: Iterable[Any]) -> str:
@@ -58,13 +62,15 @@ class _KeyedDict(dict):
 
 
 def _from_pairs(pairs: list[tuple[Any, Any]]) -> dict:
-    result = _KeyedDict()
-    repeated = []
-    for key, value in pairs:
-        if key in result:
-            repeated.append(key)
-        result[key] = value
-    result.repeated = tuple(dict.fromkeys(repeated))
+    result = _KeyedDict(pairs)
+    if len(result) < len(pairs):  # a key given more than once (the last value kept)
+        seen: set = set()
+        repeated = []
+        for key, _ in pairs:
+            if key in seen:
+                repeated.append(key)
+            seen.add(key)
+        result.repeated = tuple(dict.fromkeys(repeated))
     return result
 
 
@@ -224,9 +230,17 @@ def graphs_as_nodes(document: Any, path: tuple = ()) -> list[Problem]:
                     if isinstance(node, Mapping) and "nodes" in node:
                         at = format_path(where + ("nodes", node_id))
                         problems.append(Problem(at, graph_as_node(node_id)))
-            stack.extend((v, where + (k,) if not top else where, False) for k, v in value.items())
+            stack.extend(
+                (v, where + (k,) if not top else where, False)
+                for k, v in value.items()
+                if type(v) not in PLAIN_SCALARS
+            )
         elif isinstance(value, list):
-            stack.extend((v, where + (i,), False) for i, v in enumerate(value))
+            stack.extend(
+                (v, where + (i,), False)
+                for i, v in enumerate(value)
+                if type(v) not in PLAIN_SCALARS
+            )
     return sorted(problems, key=lambda p: p.path)
 
 

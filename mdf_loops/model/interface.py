@@ -117,7 +117,7 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
         raise ModelError(f"{exc}{_format_hint(path)}") from None
     except RecursionError:
         raise ModelError(f"{path}: nested too deeply to read") from None
-    check_document(document, path)
+    check_document(document, path, aliases=not path.endswith(".json"))  # JSON has none
     check_document_nodes(document, path)  # loading would drop a graph put among nodes
     if not (
         isinstance(document, dict)
