@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+from keyword import iskeyword
 from typing import Any
 
 import numpy as np
@@ -154,6 +155,10 @@ class _ExpressionCheck:
         self.text_is_data = text_is_data
 
     def refusal(self, text: str) -> str | None:
+        if text.isascii() and text.isidentifier() and not iskeyword(text):
+            # a bare name, as the parser reads it (it normalizes only non-ASCII names)
+            if text not in UNSAFE_BUILTINS and not _is_dunder(text):
+                return None  # as for its parse below: a value, or its own text at worst
         if _is_number(text):  # modelspec reads numbers before it tries eval
             return None
         source = text.lstrip(" \t")  # what eval() strips
