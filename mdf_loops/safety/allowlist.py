@@ -176,7 +176,7 @@ class _ExpressionCheck:
             and not _is_dunder(tree.body.id)
         ):
             return None  # a bare name: a value, or its own text ('constant') at worst
-        nodes = list(ast.walk(tree))
+        nodes = _pieces(tree)
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         refused = [
@@ -281,6 +281,27 @@ def _call(node: ast.Call) -> str | None:
     if _dotted(func.value) == ("numpy",):
         return allocation_refusal(func.attr, node)
     return None
+
+
+#: pieces every expression may hold, which need no check (a walk leaves them out)
+_UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _pieces(tree: ast.AST) -> list[ast.AST]:
+    """The pieces of ``tree`` in the order of ``ast.walk`` (breadth first), without
+    contexts and operators (allowed everywhere: half of an expression's nodes)."""
+    nodes = [tree]
+    for node in nodes:  # grows as it goes
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, ast.AST):
+                if not isinstance(value, _UNCHECKED):
+                    nodes.append(value)
+            elif isinstance(value, list):
+                nodes += [
+                    v for v in value if isinstance(v, ast.AST) and not isinstance(v, _UNCHECKED)
+                ]
+    return nodes
 
 
 def _position(node: ast.AST) -> tuple:

@@ -30,3 +30,18 @@ def test_a_bare_name_that_is_a_builtin_or_dunder_is_refused(text, reason):
 def test_a_keyword_is_no_name():
     assert expression_refusal("True", NAMES) is None  # a constant
     assert "not a valid expression" in expression_refusal("import", NAMES)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["V - V**3 / 3 - W", "numpy.where(a > b, [1, 2], {'k': c}[d])", "not a or -b < c <= d",
+     "f(*x, k=1)[1:2, ::3]", "(lambda q: q)(1)", "[i for i in x if i]"],
+)
+def test_the_pieces_checked_are_those_of_ast_walk_but_contexts_and_operators(text):
+    import ast
+
+    from mdf_loops.safety.allowlist import _pieces
+
+    tree = ast.parse(text, mode="eval")
+    leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+    assert _pieces(tree) == [n for n in ast.walk(tree) if not isinstance(n, leaves)]
