@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import yaml
@@ -167,10 +167,13 @@ def read_document(path: str | os.PathLike) -> Any:
     if not path.endswith((".json", ".yaml", ".yml")):
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
     data = read_file(path)  # a regular file, of bounded size (mdf_loops.files)
+    long_integers: list[int] = []  # JSON's only content that is not MDF data
     try:
         text = data.decode("utf-8")
         if path.endswith(".json"):
-            document = json.loads(text, object_pairs_hook=_from_pairs)
+            document = json.loads(
+                text, object_pairs_hook=_from_pairs, parse_int=_integer_noting(long_integers)
+            )
         else:
             document = yaml.load(text, Loader=_YamlLoader)
     except UnicodeDecodeError as exc:
@@ -189,10 +192,24 @@ def read_document(path: str | os.PathLike) -> Any:
         raise ModelError(
             f"{path}: not a readable model file ({' '.join(str(exc).split())})"
         ) from None
-    problem = _plain_data_problem(document)
+    # JSON has text keys and plain scalars only: its content is walked for the place of a
+    # long integer, YAML's always
+    problem = _plain_data_problem(document) if long_integers or not path.endswith(".json") else None
     if problem:
         raise ModelError(f"{path}: {problem}")
     return document
+
+
+def _integer_noting(long_integers: list[int]) -> Callable[[str], int]:
+    """JSON's reading of an integer, noting in ``long_integers`` one that is too long to use."""
+
+    def integer(digits: str) -> int:
+        value = int(digits)
+        if value.bit_length() > MAX_INTEGER_BITS:
+            long_integers.append(value)
+        return value
+
+    return integer
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:

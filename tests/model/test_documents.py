@@ -35,3 +35,25 @@ def test_json_content_is_never_larger_than_written(tmp_path):
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"m": {"metadata": {"a": ["x"] * 50_000, "b": [""] * 50_000}}}))
     check_aliases(read_document(path), str(path))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("[1, %s]" % ("9" * 4250), r"p\.value\[1\]: an integer of 14119 bits is too long to use"),
+        ("-%s" % ("9" * 4250), r"p\.value: an integer of 14119 bits is too long to use"),
+        ("9" * 5000, r"not a readable model file \(Exceeds the limit \(4300 digits\)"),
+    ],
+)
+def test_a_json_integer_too_long_to_use_is_refused_where_it_is(tmp_path, value, message):
+    path = tmp_path / "m.json"
+    path.write_text(MODEL.replace('{"value": 1}', '{"value": %s}' % value))
+    with pytest.raises(mdf_loops.errors.ModelError, match=message):
+        read_document(path)
+
+
+def test_json_numbers_and_constants_are_read_as_json_reads_them(tmp_path):
+    path = tmp_path / "m.json"
+    text = '{"a": [1, -2, 3.5, 1e400, NaN, -Infinity, true, null, "x"], "b": {"c": 0}}'
+    path.write_text(text)
+    assert json.dumps(read_document(path)) == json.dumps(json.loads(text))
