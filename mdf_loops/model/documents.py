@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -24,6 +25,8 @@ from mdf_loops.files import read_file
 
 __all__ = [
     "read_document",
+    "read_noted_document",
+    "DocumentNotes",
     "format_path",
     "MAX_INTEGER_BITS",
     "graph_as_node",
@@ -61,7 +64,7 @@ class _KeyedDict(dict):
     repeated: tuple = ()
 
 
-def _from_pairs(pairs: list[tuple[Any, Any]]) -> dict:
+def _from_pairs(pairs: list[tuple[Any, Any]]) -> _KeyedDict:
     result = _KeyedDict(pairs)
     if len(result) < len(pairs):  # a key given more than once (the last value kept)
         seen: set = set()
@@ -163,16 +166,36 @@ def read_document(path: str | os.PathLike) -> Any:
         ModelError: the file is missing, unreadable, or not valid JSON/YAML,
             with the line and column of a syntax error.
     """
+    return read_noted_document(path)[0]
+
+
+@dataclass
+class DocumentNotes:
+    """What the parser met while reading a file, so that the walks of its content after
+    it run only where they can find something (each True where not known: YAML)."""
+
+    #: a mapping gave a key more than once
+    repeated_keys: bool = True
+    #: a mapping's ``nodes`` holds a mapping with ``nodes`` (a graph where a node belongs)
+    graphs_as_nodes: bool = True
+    #: an integer too long to use (JSON's only content that is not MDF data)
+    long_integers: bool = True
+
+
+def read_noted_document(path: str | os.PathLike) -> tuple[Any, DocumentNotes]:
+    """:func:`read_document`, and what its parser met on the way."""
     path = os.fspath(path)
     if not path.endswith((".json", ".yaml", ".yml")):
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
     data = read_file(path)  # a regular file, of bounded size (mdf_loops.files)
-    long_integers: list[int] = []  # JSON's only content that is not MDF data
+    notes = DocumentNotes()
     try:
         text = data.decode("utf-8")
         if path.endswith(".json"):
+            notes = DocumentNotes(False, False, False)
+            reading = _JsonReading(notes)
             document = json.loads(
-                text, object_pairs_hook=_from_pairs, parse_int=_integer_noting(long_integers)
+                text, object_pairs_hook=reading.mapping, parse_int=reading.integer
             )
         else:
             document = yaml.load(text, Loader=_YamlLoader)
@@ -194,22 +217,35 @@ def read_document(path: str | os.PathLike) -> Any:
         ) from None
     # JSON has text keys and plain scalars only: its content is walked for the place of a
     # long integer, YAML's always
-    problem = _plain_data_problem(document) if long_integers or not path.endswith(".json") else None
+    problem = _plain_data_problem(document) if notes.long_integers else None
     if problem:
         raise ModelError(f"{path}: {problem}")
-    return document
+    return document, notes
 
 
-def _integer_noting(long_integers: list[int]) -> Callable[[str], int]:
-    """JSON's reading of an integer, noting in ``long_integers`` one that is too long to use."""
+class _JsonReading:
+    """The JSON parser's hooks for one file: mappings and integers, noting what the walks
+    after it look for."""
 
-    def integer(digits: str) -> int:
+    def __init__(self, notes: DocumentNotes) -> None:
+        self.notes = notes
+
+    def mapping(self, pairs: list[tuple[Any, Any]]) -> dict:
+        result = _from_pairs(pairs)
+        if result.repeated:
+            self.notes.repeated_keys = True
+        nodes = result.get("nodes")
+        if isinstance(nodes, dict) and any(
+            isinstance(n, dict) and "nodes" in n for n in nodes.values()
+        ):
+            self.notes.graphs_as_nodes = True
+        return result
+
+    def integer(self, digits: str) -> int:
         value = int(digits)
         if value.bit_length() > MAX_INTEGER_BITS:
-            long_integers.append(value)
+            self.notes.long_integers = True
         return value
-
-    return integer
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:

@@ -57,3 +57,19 @@ def test_json_numbers_and_constants_are_read_as_json_reads_them(tmp_path):
     text = '{"a": [1, -2, 3.5, 1e400, NaN, -Infinity, true, null, "x"], "b": {"c": 0}}'
     path.write_text(text)
     assert json.dumps(read_document(path)) == json.dumps(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    ("node", "where"),
+    [
+        ('{"nodes": {"x": {}}}', "graphs.g.nodes.n"),
+        ('{"parameters": {"body": {"value": {"graph_b": {"nodes": {"inner": {"nodes": {}}}}}}}}',
+         "graphs.g.nodes.n.parameters.body.value.graph_b.nodes.inner"),
+    ],
+)
+def test_a_graph_a_json_file_puts_among_nodes_is_refused_at_any_depth(tmp_path, node, where):
+    path = tmp_path / "m.json"
+    path.write_text(MODEL.replace('{"parameters": {"p": {"value": 1}}}', node))
+    with pytest.raises(mdf_loops.errors.ModelError,
+                       match=rf"m\.json: {re.escape(where)}: '\w+' is a graph, not a node"):
+        mdf_loops.load_model(str(path))
