@@ -44,6 +44,7 @@ __all__ = [
     "NUMPY_FUNCTIONS",
     "MATH_FUNCTIONS",
     "dtype_refusal",
+    "expression_pieces",
 ]
 
 #: builtins an expression may call; every other builtin name is refused
@@ -176,7 +177,7 @@ class _ExpressionCheck:
             and not _is_dunder(tree.body.id)
         ):
             return None  # a bare name: a value, or its own text ('constant') at worst
-        nodes = _pieces(tree)
+        nodes = expression_pieces(tree)
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         refused = [
@@ -287,7 +288,7 @@ def _call(node: ast.Call) -> str | None:
 _UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
 
-def _pieces(tree: ast.AST) -> list[ast.AST]:
+def expression_pieces(tree: ast.AST) -> list[ast.AST]:
     """The pieces of ``tree`` in the order of ``ast.walk`` (breadth first), without
     contexts and operators (allowed everywhere: half of an expression's nodes)."""
     nodes = [tree]

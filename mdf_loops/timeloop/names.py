@@ -19,6 +19,7 @@ from typing import Any
 
 from mdf_loops.backends.cache import by_text
 from mdf_loops.errors import ModelError
+from mdf_loops.safety.allowlist import expression_pieces
 
 __all__ = ["rename", "names_read", "literal"]
 
@@ -71,7 +72,7 @@ def _read_text(text: str) -> _Read:
     if _is_name(text):  # half of a step's expressions: no parse
         return _Read(frozenset((text,)), ((0, len(text), text),))
     tree = ast.parse(text, mode="eval")
-    found = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    found = [n for n in expression_pieces(tree) if isinstance(n, ast.Name)]
     spans = None
     if text.isascii() and not any(c in text for c in "\n\r\f#"):
         spans = tuple(sorted((n.col_offset, n.end_col_offset or 0, n.id) for n in found))

@@ -40,8 +40,8 @@ def test_a_keyword_is_no_name():
 def test_the_pieces_checked_are_those_of_ast_walk_but_contexts_and_operators(text):
     import ast
 
-    from mdf_loops.safety.allowlist import _pieces
+    from mdf_loops.safety.allowlist import expression_pieces
 
     tree = ast.parse(text, mode="eval")
     leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
-    assert _pieces(tree) == [n for n in ast.walk(tree) if not isinstance(n, leaves)]
+    assert expression_pieces(tree) == [n for n in ast.walk(tree) if not isinstance(n, leaves)]
