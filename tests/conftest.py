@@ -53,6 +53,15 @@ def value_info(name: str, elem_type: int = FLOAT, shape: Sequence | None = None)
     return oh.make_tensor_value_info(name, elem_type, shape)
 
 
+def make_model(graph: onnx.GraphProto, **kwargs: Any) -> onnx.ModelProto:
+    """``onnx.helper.make_model`` at the lowest IR version its opsets need, not the newest
+    the installed onnx knows: an onnxruntime older than that onnx refuses the newest
+    (onnx 1.23 writes IR 14, onnxruntime 1.30 reads up to 13)."""
+    model = oh.make_model(graph, **kwargs)
+    model.ir_version = oh.find_min_ir_version_for(list(model.opset_import))
+    return model
+
+
 def onnx_model(
     nodes: Sequence[onnx.NodeProto],
     inputs: Sequence[onnx.ValueInfoProto],

@@ -257,10 +257,24 @@ def port_type(*dims: int | str, dtype: str = "float64") -> dict:
     missing shape as ``()``, so it cannot say "unknown"; the exporter and
     ``mdf-loops run`` read this declaration instead.
     """
-    from google.protobuf import json_format
     from onnx import helper
 
     from mdf_loops.model.values import dtype_from_name
 
     elem = helper.np_dtype_to_tensor_dtype(dtype_from_name(dtype))
-    return {"onnx_type": json_format.MessageToDict(helper.make_tensor_type_proto(elem, list(dims)))}
+    shape = [_dimension(d) for d in dims]
+    return {
+        "onnx_type": {
+            "tensorType": {"elemType": int(elem), "shape": {"dim": shape} if shape else {}}
+        }
+    }
+
+
+def _dimension(size: int | str) -> dict:
+    """One dimension as protobuf's JSON form of an ONNX ``TensorShapeProto.Dimension``
+    writes it (an int64 as text)."""
+    if isinstance(size, str):
+        return {"dimParam": size}
+    if isinstance(size, int):
+        return {"dimValue": str(int(size))}
+    raise ModelError(f"a dimension is a size or a name, found {size!r:.40}")

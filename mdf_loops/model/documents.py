@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -24,13 +25,19 @@ from mdf_loops.files import read_file
 
 __all__ = [
     "read_document",
+    "read_noted_document",
+    "DocumentNotes",
     "format_path",
     "MAX_INTEGER_BITS",
     "graph_as_node",
     "graphs_as_nodes",
     "check_document_nodes",
     "refuse",
+    "PLAIN_SCALARS",
 ]
+
+#: the types of a document's entries that hold no list or mapping (the walks skip them)
+PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def format_path(parts: Iterable[Any]) -> str:
@@ -57,14 +64,16 @@ class _KeyedDict(dict):
     repeated: tuple = ()
 
 
-def _from_pairs(pairs: list[tuple[Any, Any]]) -> dict:
-    result = _KeyedDict()
-    repeated = []
-    for key, value in pairs:
-        if key in result:
-            repeated.append(key)
-        result[key] = value
-    result.repeated = tuple(dict.fromkeys(repeated))
+def _from_pairs(pairs: list[tuple[Any, Any]]) -> _KeyedDict:
+    result = _KeyedDict(pairs)
+    if len(result) < len(pairs):  # a key given more than once (the last value kept)
+        seen: set = set()
+        repeated = []
+        for key, _ in pairs:
+            if key in seen:
+                repeated.append(key)
+            seen.add(key)
+        result.repeated = tuple(dict.fromkeys(repeated))
     return result
 
 
@@ -157,14 +166,37 @@ def read_document(path: str | os.PathLike) -> Any:
         ModelError: the file is missing, unreadable, or not valid JSON/YAML,
             with the line and column of a syntax error.
     """
+    return read_noted_document(path)[0]
+
+
+@dataclass
+class DocumentNotes:
+    """What the parser met while reading a file, so that the walks of its content after
+    it run only where they can find something (each True where not known: YAML)."""
+
+    #: a mapping gave a key more than once
+    repeated_keys: bool = True
+    #: a mapping's ``nodes`` holds a mapping with ``nodes`` (a graph where a node belongs)
+    graphs_as_nodes: bool = True
+    #: an integer too long to use (JSON's only content that is not MDF data)
+    long_integers: bool = True
+
+
+def read_noted_document(path: str | os.PathLike) -> tuple[Any, DocumentNotes]:
+    """:func:`read_document`, and what its parser met on the way."""
     path = os.fspath(path)
     if not path.endswith((".json", ".yaml", ".yml")):
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
     data = read_file(path)  # a regular file, of bounded size (mdf_loops.files)
+    notes = DocumentNotes()
     try:
         text = data.decode("utf-8")
         if path.endswith(".json"):
-            document = json.loads(text, object_pairs_hook=_from_pairs)
+            notes = DocumentNotes(False, False, False)
+            reading = _JsonReading(notes)
+            document = json.loads(
+                text, object_pairs_hook=reading.mapping, parse_int=reading.integer
+            )
         else:
             document = yaml.load(text, Loader=_YamlLoader)
     except UnicodeDecodeError as exc:
@@ -183,10 +215,37 @@ def read_document(path: str | os.PathLike) -> Any:
         raise ModelError(
             f"{path}: not a readable model file ({' '.join(str(exc).split())})"
         ) from None
-    problem = _plain_data_problem(document)
+    # JSON has text keys and plain scalars only: its content is walked for the place of a
+    # long integer, YAML's always
+    problem = _plain_data_problem(document) if notes.long_integers else None
     if problem:
         raise ModelError(f"{path}: {problem}")
-    return document
+    return document, notes
+
+
+class _JsonReading:
+    """The JSON parser's hooks for one file: mappings and integers, noting what the walks
+    after it look for."""
+
+    def __init__(self, notes: DocumentNotes) -> None:
+        self.notes = notes
+
+    def mapping(self, pairs: list[tuple[Any, Any]]) -> dict:
+        result = _from_pairs(pairs)
+        if result.repeated:
+            self.notes.repeated_keys = True
+        nodes = result.get("nodes")
+        if isinstance(nodes, dict) and any(
+            isinstance(n, dict) and "nodes" in n for n in nodes.values()
+        ):
+            self.notes.graphs_as_nodes = True
+        return result
+
+    def integer(self, digits: str) -> int:
+        value = int(digits)
+        if value.bit_length() > MAX_INTEGER_BITS:
+            self.notes.long_integers = True
+        return value
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:
@@ -224,9 +283,17 @@ def graphs_as_nodes(document: Any, path: tuple = ()) -> list[Problem]:
                     if isinstance(node, Mapping) and "nodes" in node:
                         at = format_path(where + ("nodes", node_id))
                         problems.append(Problem(at, graph_as_node(node_id)))
-            stack.extend((v, where + (k,) if not top else where, False) for k, v in value.items())
+            stack.extend(
+                (v, where + (k,) if not top else where, False)
+                for k, v in value.items()
+                if type(v) not in PLAIN_SCALARS
+            )
         elif isinstance(value, list):
-            stack.extend((v, where + (i,), False) for i, v in enumerate(value))
+            stack.extend(
+                (v, where + (i,), False)
+                for i, v in enumerate(value)
+                if type(v) not in PLAIN_SCALARS
+            )
     return sorted(problems, key=lambda p: p.path)
 
 

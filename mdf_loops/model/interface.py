@@ -108,17 +108,20 @@ def load_model(model_or_path: Model | str | os.PathLike) -> Model:
         return _load_onnx(path)
     if not path.endswith((".json", ".yaml", ".yml")):
         raise ModelError(f"{path}: expected a .json, .yaml, .yml or .onnx file")
-    from mdf_loops.model.documents import check_document_nodes, read_document
+    from mdf_loops.model.documents import check_document_nodes, read_noted_document
     from mdf_loops.safety.documents import check_document  # safety's limits on the content
 
     try:
-        document = read_document(path)
+        document, notes = read_noted_document(path)
     except ModelError as exc:
         raise ModelError(f"{exc}{_format_hint(path)}") from None
     except RecursionError:
         raise ModelError(f"{path}: nested too deeply to read") from None
-    check_document(document, path)
-    check_document_nodes(document, path)  # loading would drop a graph put among nodes
+    json_file = path.endswith(".json")
+    if notes.repeated_keys or not json_file:  # the walks run where the parser met something
+        check_document(document, path, aliases=not json_file)  # JSON has no aliases
+    if notes.graphs_as_nodes:
+        check_document_nodes(document, path)  # loading would drop a graph put among nodes
     if not (
         isinstance(document, dict)
         and len(document) == 1

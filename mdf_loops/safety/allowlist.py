@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+from keyword import iskeyword
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ __all__ = [
     "NUMPY_FUNCTIONS",
     "MATH_FUNCTIONS",
     "dtype_refusal",
+    "expression_pieces",
 ]
 
 #: builtins an expression may call; every other builtin name is refused
@@ -154,6 +156,10 @@ class _ExpressionCheck:
         self.text_is_data = text_is_data
 
     def refusal(self, text: str) -> str | None:
+        if text.isascii() and text.isidentifier() and not iskeyword(text):
+            # a bare name, as the parser reads it (it normalizes only non-ASCII names)
+            if text not in UNSAFE_BUILTINS and not _is_dunder(text):
+                return None  # as for its parse below: a value, or its own text at worst
         if _is_number(text):  # modelspec reads numbers before it tries eval
             return None
         source = text.lstrip(" \t")  # what eval() strips
@@ -171,7 +177,7 @@ class _ExpressionCheck:
             and not _is_dunder(tree.body.id)
         ):
             return None  # a bare name: a value, or its own text ('constant') at worst
-        nodes = list(ast.walk(tree))
+        nodes = expression_pieces(tree)
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         refused = [
@@ -276,6 +282,27 @@ def _call(node: ast.Call) -> str | None:
     if _dotted(func.value) == ("numpy",):
         return allocation_refusal(func.attr, node)
     return None
+
+
+#: pieces every expression may hold, which need no check (a walk leaves them out)
+_UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def expression_pieces(tree: ast.AST) -> list[ast.AST]:
+    """The pieces of ``tree`` in the order of ``ast.walk`` (breadth first), without
+    contexts and operators (allowed everywhere: half of an expression's nodes)."""
+    nodes = [tree]
+    for node in nodes:  # grows as it goes
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, ast.AST):
+                if not isinstance(value, _UNCHECKED):
+                    nodes.append(value)
+            elif isinstance(value, list):
+                nodes += [
+                    v for v in value if isinstance(v, ast.AST) and not isinstance(v, _UNCHECKED)
+                ]
+    return nodes
 
 
 def _position(node: ast.AST) -> tuple:

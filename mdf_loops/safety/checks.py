@@ -256,6 +256,8 @@ class _ModelWalker:
     def value(
         self, value: Any, path: tuple, names: frozenset, depth: int, text_is_data: bool = False
     ) -> None:
+        if value is None or type(value) in (int, float, bool):  # most fields: nothing to check
+            return
         if isinstance(value, str):
             reason = expression_refusal(value, names, text_is_data)
             if reason:

@@ -13,23 +13,26 @@ from typing import Any
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.content import model_digest
-from mdf_loops.model.documents import format_path
+from mdf_loops.model.documents import PLAIN_SCALARS, format_path
 from mdf_loops.ops.common import current_limits
 
 __all__ = ["check_document", "check_aliases", "model_digest", "current_limits_key"]
 
 
-def check_document(document: Any, where: str) -> None:
+def check_document(document: Any, where: str, *, aliases: bool = True) -> None:
     """Raise :class:`ModelError` for file content that cannot become a model safely.
 
     Refuses keys a mapping repeats (JSON and YAML keep only the last), a YAML
     alias that contains itself, and aliases that multiply the content (a
-    "billion laughs" file expands to more than a million items).
+    "billion laughs" file expands to more than a million items). ``aliases=False``
+    for content read from JSON, which has none: every list and mapping is read
+    once, so its content is never larger than as written.
     """
     repeated = _first_repeated_key(document, ())
     if repeated:
         raise ModelError(f"{where}: {repeated}")
-    check_aliases(document, where)
+    if aliases:
+        check_aliases(document, where)
 
 
 def check_aliases(document: Any, where: str) -> None:
@@ -63,9 +66,12 @@ def _first_repeated_key(value: Any, path: tuple) -> str | None:
         if isinstance(item, Mapping):
             for key in getattr(item, "repeated", ()):
                 return f"{format_path(where[1:]) or 'top level'}: '{key}' is defined more than once"
-            stack.extend((v, where + (k,)) for k, v in item.items())
+            entries: Any = item.items()
         elif isinstance(item, list):
-            stack.extend((v, where + (i,)) for i, v in enumerate(item))
+            entries = enumerate(item)
+        else:
+            continue
+        stack.extend((v, where + (k,)) for k, v in entries if type(v) not in PLAIN_SCALARS)
     return None
 
 

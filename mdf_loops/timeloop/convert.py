@@ -18,6 +18,8 @@ from mdf_loops.model.convention import port_type, wrap_body
 from mdf_loops.model.interface import load_model
 from mdf_loops.timeloop.body import BodyBuilder
 from mdf_loops.timeloop.conditions import SchedulePlan, plan_schedule
+from mdf_loops.timeloop.infer import infer_values
+from mdf_loops.timeloop.lean_engine import lean_engine
 from mdf_loops.timeloop.probe import build_engine, probe
 from mdf_loops.timeloop.spec import (
     LOOP_FUNCTION,
@@ -122,6 +124,11 @@ def _plan_and_probe(
     """The graph's schedule as masks (refused before anything runs), and its probed values.
 
     An untrusted model passes the expression allow-list first, and is probed under it.
+    A graph without conditions is planned without graph-scheduler; its values' types are
+    inferred where it holds scalar numbers (:mod:`~mdf_loops.timeloop.infer`), else
+    probed by modeci-mdf's nodes without its scheduler
+    (:mod:`~mdf_loops.timeloop.lean_engine`); the stock engine plans and probes the
+    others, and any graph the lean probe fails on (so its error is stock's own).
     ``owned``: the model was read for this conversion, so the engine may use its graph
     rather than a copy (modeci-mdf's engine keeps its values apart from the model).
     """
@@ -134,6 +141,15 @@ def _plan_and_probe(
             stack.enter_context(untrusted_expressions())
         _refuse_cycles(source)
         _warn_overwritten_ports(source)
+        lean = lean_engine(source)
+        if lean is not None:
+            inferred = None if series else infer_values(source, lean.sets, dt)
+            if inferred is not None:
+                return lean.plan, inferred
+            try:
+                return lean.plan, probe(source, dt, series, lean).values
+            except ModelError:
+                pass  # the stock engine below fails too, in its own words
         engine = build_engine(source, copy_graph=not owned)
         plan = plan_schedule(engine, source.id)  # refuse before running anything
         probed = probe(source, dt, series, engine)

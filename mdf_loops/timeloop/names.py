@@ -1,19 +1,25 @@
 """Renaming the names an MDF value expression reads (its other text kept as it is).
 
 Both are pure functions of the expression's text (and the names it maps), asked many
-times a conversion for the same few expressions: their answers are kept in bounded
-in-process caches keyed by that text, so each text is parsed once a process.
+times a conversion for the same few expressions: the names of a text and where they
+stand are kept in a bounded in-process cache keyed by that text, so each text is parsed
+once (:func:`mdf_loops.clear_compiled` empties it). A renaming that puts a name (or a
+float literal) where a name stood is written into the text at those places; one that
+puts an expression there is parsed and unparsed, so that it is parenthesized as needed.
 """
 
 from __future__ import annotations
 
 import ast
 import keyword
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mdf_loops.backends.cache import by_text
 from mdf_loops.errors import ModelError
+from mdf_loops.safety.allowlist import expression_pieces
 
 __all__ = ["rename", "names_read", "literal"]
 
@@ -31,26 +37,67 @@ def rename(expression: Any, mapping: Mapping[str, str], where: str) -> str:
     """``expression`` as text with each name in ``mapping`` replaced (numbers become literals)."""
     if not isinstance(expression, str):
         return literal(expression, where)
-    used = tuple(sorted((n, mapping[n]) for n in _names(expression, where) if n in mapping))
-    return _renamed(expression.strip(), used)
+    text = expression.strip()
+    read = _read(text, where)
+    used = tuple(sorted((n, mapping[n]) for n in read.names if n in mapping))
+    if read.spans is not None and all(_is_atom(new) for _, new in used):
+        return _spliced(text, read.spans, dict(used))
+    return _renamed(text, used)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """The bare names a text reads, and where each stands: ``(start, end, name)`` in
+    text order, or None where the parser's columns are no character offsets (text
+    that is not ASCII, spans lines or holds a comment, which renaming drops)."""
+
+    names: frozenset[str]
+    spans: tuple[tuple[int, int, str], ...] | None
 
 
 def _names(expression: str, where: str) -> frozenset[str]:
+    return _read(expression.strip(), where).names
+
+
+def _read(text: str, where: str) -> _Read:
     try:
-        return _names_in(expression.strip())
+        return _read_text(text)
     except SyntaxError as exc:
-        raise ModelError(
-            f"{where}: {expression!r} is not a Python expression ({exc.msg})"
-        ) from None
+        raise ModelError(f"{where}: {text!r} is not a Python expression ({exc.msg})") from None
 
 
 @by_text(maxsize=4096)
-def _names_in(text: str) -> frozenset[str]:
-    """The bare names ``text`` reads (a SyntaxError, not kept, if it is no expression)."""
+def _read_text(text: str) -> _Read:
+    """The names ``text`` reads (a SyntaxError, not kept, if it is no expression)."""
     if _is_name(text):  # half of a step's expressions: no parse
-        return frozenset((text,))
+        return _Read(frozenset((text,)), ((0, len(text), text),))
     tree = ast.parse(text, mode="eval")
-    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+    found = [n for n in expression_pieces(tree) if isinstance(n, ast.Name)]
+    spans = None
+    if text.isascii() and not any(c in text for c in "\n\r\f#"):
+        spans = tuple(sorted((n.col_offset, n.end_col_offset or 0, n.id) for n in found))
+    return _Read(frozenset(n.id for n in found), spans)
+
+
+def _spliced(text: str, spans: tuple[tuple[int, int, str], ...], mapping: dict[str, str]) -> str:
+    """``text`` with the names of ``mapping`` replaced where they stand (each replacement
+    an atom, which reads as the name did wherever the name stood)."""
+    pieces: list[str] = []
+    last = 0
+    for start, end, name in spans:
+        if name in mapping:
+            pieces += (text[last:start], mapping[name])
+            last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+_FLOAT = re.compile(r"[0-9]+\.[0-9]+")
+
+
+def _is_atom(text: str) -> bool:
+    """A name, or a float literal with a point (``0.0.real`` reads as ``x.real`` does)."""
+    return _is_name(text) or _FLOAT.fullmatch(text) is not None
 
 
 @by_text(maxsize=4096)

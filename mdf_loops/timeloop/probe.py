@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
@@ -14,7 +14,10 @@ from modeci_mdf.mdf import Graph
 from mdf_loops.backends.scheduler.semantics import prints_logged
 from mdf_loops.errors import ModelError
 
-__all__ = ["Probe", "probe", "build_engine"]
+if TYPE_CHECKING:
+    from mdf_loops.timeloop.lean_engine import LeanEngine
+
+__all__ = ["Probe", "probe", "build_engine", "common_value"]
 
 #: steps tried before a node that has never run is declared unreachable
 _MAX_PROBE_STEPS = 64
@@ -42,10 +45,11 @@ def probe(
     graph: Graph,
     dt: float,
     inputs: Mapping[str, np.ndarray | None],
-    engine: EvaluableGraph | None = None,
+    engine: EvaluableGraph | LeanEngine | None = None,
 ) -> Probe:
     """Run two steps of modeci-mdf's engine on the graph (more until every node has run);
-    ``engine``: one :func:`build_engine` made for it and not yet evaluated."""
+    ``engine``: one :func:`build_engine` (or :func:`~mdf_loops.timeloop.lean_engine.lean_engine`)
+    made for it and not yet evaluated."""
     engine = build_engine(graph) if engine is None else engine
     values: dict[tuple[str, str], list] = {}
     for k in range(_MAX_PROBE_STEPS):
@@ -73,7 +77,7 @@ def probe(
                     values.setdefault((node_id, name), []).append(np.asarray(item.curr_value))
         if k >= 1 and all(enode_values_known(values, e) for e in engine.enodes.values()):
             break
-    return Probe({key: _common(seen, key) for key, seen in values.items()})
+    return Probe({key: common_value(seen, key) for key, seen in values.items()})
 
 
 def enode_values_known(values: dict, enode: Any) -> bool:
@@ -81,7 +85,8 @@ def enode_values_known(values: dict, enode: Any) -> bool:
     return all((enode.node.id, n) in values for n in names)
 
 
-def _common(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
+def common_value(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
+    """Zeros of the shape and dtype a value keeps over the steps ``seen``."""
     shapes = {v.shape for v in seen}
     first_later = next((k for k, v in enumerate(seen) if v.shape != ()), 0)
     if shapes - {()} and all(v.shape == seen[-1].shape for v in seen[first_later:]):

@@ -292,11 +292,7 @@ def _base_value(
             raise ModelError(f"{here}: a time_derivative needs a default_initial_value")
         init = _default(p, mapping, here)
         derivative = rename(p.time_derivative, mapping, f"{here} time_derivative")
-        step = rename(
-            f"current + (derivative) * {dt!r}",
-            {"current": mapping[p.id], "derivative": f"({derivative})"},
-            here,
-        )
+        step = _euler_step(mapping[p.id], derivative, dt)
         return Parameter(id=base, value=f"numpy.where({FIRST}, {init}, {step})")
     if p.conditions:
         fresh = FRESH if conditioned else FIRST
@@ -305,6 +301,12 @@ def _base_value(
         f"{here}: it has no value, function or time_derivative; modeci-mdf "
         "leaves it None at every step"
     )
+
+
+def _euler_step(current: str, derivative: str, dt: float) -> str:
+    """``current + (derivative) * dt`` as text (``current`` a name, ``derivative`` an
+    expression)."""
+    return f"{current} + ({derivative}) * {dt!r}"
 
 
 def _init_name(p: Parameter) -> str:

@@ -17,6 +17,7 @@ from mdf_loops import authoring as T
 from mdf_loops.onnx.ort_safe import make_safe
 from mdf_loops.onnx.zero_steps import probe_zero_steps
 from mdf_loops.onnx.export import mdf_to_onnx
+from conftest import make_model  # noqa: E402
 
 BACKENDS = ("scheduler", "onnxruntime", "auto")
 
@@ -149,7 +150,7 @@ def _scan_model(axis: int) -> tuple:
          helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("s", TensorProto.FLOAT, None),
          helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 @pytest.mark.parametrize("axis", [0, 1])
@@ -180,7 +181,7 @@ def test_probe_rewrite_leaves_loops_with_static_outputs_alone():
         [helper.make_tensor_value_info("M", TensorProto.INT64, []),
          helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2])],
         [helper.make_tensor_value_info("v", TensorProto.FLOAT, [2])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     assert probe_zero_steps(model) is model
 
 

@@ -10,6 +10,7 @@ from onnx import TensorProto, helper
 
 import mdf_loops
 from mdf_loops.errors import MdfLoopsError
+from conftest import make_model  # noqa: E402
 
 BACKENDS = ["jax", "torch"]
 
@@ -40,7 +41,7 @@ def _sequence_model(insert_at: int, erase_at: int, read_at: int):
                helper.make_tensor_value_info("all", TensorProto.FLOAT, [None])]
     graph = helper.make_graph(
         nodes, "seq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])], outputs)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    return make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -60,3 +60,58 @@ def test_a_bare_name_is_renamed_as_its_parse_would_be():
     assert rename("V * 2", {"V": "a+b"}, "w") == "(a + b) * 2"
     assert rename("True", {"True": "x"}, "w") == "True"
     assert names_read("True") == set() and names_read("match") == {"match"}
+
+
+class _Replace(__import__("ast").NodeTransformer):
+    """The test's own renaming of a parsed expression (the oracle of the text's meaning)."""
+
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        import ast
+
+        if node.id in self.mapping:
+            return ast.parse(self.mapping[node.id], mode="eval").body
+        return node
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "V - V**3 / 3 - W + I_ext",
+        "(V + a - b * W) / tau",
+        "numpy.sum(axis, axis=axis) + numpy.exp(-V)",  # a keyword's name is no name read
+        "V.real + V[0] * W[V > 0]",
+        "'V' if V > W else \"W\"",  # text in quotes is not a name
+        "[x * V for x in W]",
+        "-V ** 2 + W",
+        "  V*W  ",
+        "V + W  # a comment, which renaming drops",
+        "V + Wé",  # not ASCII: the parser's columns are bytes
+        "(V +\n W)",
+    ],
+)
+@pytest.mark.parametrize(
+    "mapping",
+    [{"V": "V__old", "W": "W__old"}, {"V": "0.0"}, {"W": "(c - 1)"}, {"axis": "ax"}, {}],
+)
+def test_rename_reads_as_the_expression_with_the_names_replaced(text, mapping):
+    """The renamed text parses to the tree of the original with each name replaced,
+    whether it is written into the text or unparsed."""
+    import ast
+
+    ours = rename(text, mapping, "here")
+    expected = _Replace(mapping).visit(ast.parse(text.strip(), mode="eval"))
+    assert ast.unparse(ast.parse(ours, mode="eval")) == ast.unparse(expected)
+    assert "#" not in ours  # safe to write inside a larger expression
+    assert names_read(text) == {
+        n.id for n in ast.walk(ast.parse(text.strip(), mode="eval")) if isinstance(n, ast.Name)
+    }
+
+
+def test_names_written_in_place_keep_the_rest_of_the_text():
+    assert rename("V-V**3/3", {"V": "V__old"}, "w") == "V__old-V__old**3/3"
+    assert rename("p + 1", {"p": "0.0"}, "w") == "0.0 + 1"
+    assert rename("p.real", {"p": "0.0"}, "w") == "0.0.real"  # a float with its point
+    assert rename("p.real", {"p": "0"}, "w") == "0 .real"  # an int is unparsed

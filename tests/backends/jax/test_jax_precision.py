@@ -112,3 +112,52 @@ def test_32_bit_models_run_without_64_bit_types_and_agree_with_numpy(work, needs
     compiled = cached_compile(model, work.inputs, limits=mdf_loops.safety.Limits())
     assert compiled.needs_x64 is needs  # the while loop: ONNX's int64 iteration counter
     assert not jax.config.jax_enable_x64
+
+
+def _gemm_model():
+    gemm = oh.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0, transB=1)
+    return onnx_model([gemm], [value_info("a", FLOAT, [3, 4]), value_info("b", FLOAT, [2, 4]),
+                               value_info("c", FLOAT, [2])], [value_info("y", FLOAT, [3, 2])])
+
+
+def _dot_precisions(compiled, inputs) -> list:
+    """The ``precision`` of every matrix product in the program the backend traces for
+    ``inputs``, in loop bodies too."""
+    from mdf_loops.backends.jax.compiled import _probe
+    from mdf_loops.backends.jax.precision import _programs_in
+
+    stack, found = [_probe(compiled, *compiled.split(compiled.feed(inputs)))], []
+    while stack:
+        jaxpr = getattr(stack[-1], "jaxpr", stack[-1])
+        stack.pop()
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "dot_general":
+                found.append(eqn.params["precision"])
+            stack.extend(_programs_in(eqn.params.values()))
+    return found
+
+
+GEMM_INPUTS = {"a": np.arange(12, dtype=np.float32).reshape(3, 4) / 7,
+               "b": np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4),
+               "c": np.array([0.25, -3.0], np.float32)}
+
+
+@pytest.mark.parametrize("model, inputs", [
+    (elman_rnn(6, 4, 5).model, elman_rnn(6, 4, 5).inputs),  # MatMul inside a Scan body
+    (_gemm_model(), GEMM_INPUTS),
+], ids=["MatMul in a Scan body", "Gemm"])
+def test_matrix_products_ask_for_full_float32_precision(model, inputs):
+    """JAX's default precision lets a GPU compute float32 matrix products in TF32 (10-bit
+    mantissa), which differ from onnxruntime's in the fourth digit; the backend asks for
+    the highest precision in every product. On a CPU the values are the same either
+    way, so the oracle here is the traced program itself, and numpy for the values."""
+    mdf = mdf_loops.onnx_to_mdf(model)
+    compiled = cached_compile(mdf, inputs, limits=mdf_loops.safety.Limits())
+    precisions = _dot_precisions(compiled, inputs)
+    assert precisions, "no matrix product traced"
+    highest = jax.lax.Precision.HIGHEST
+    assert all(p == (highest, highest) for p in precisions), precisions
+    if "a" in inputs:
+        out = mdf_loops.run(mdf, inputs, backend="jax")
+        a, b, c = (inputs[k].astype(np.float64) for k in "abc")
+        np.testing.assert_allclose(out["y"], 0.5 * a @ b.T + 2.0 * c, rtol=1e-6)

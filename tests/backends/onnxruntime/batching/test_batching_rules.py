@@ -17,6 +17,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from mdf_loops.backends.onnxruntime.batching import NotBatchable, batch_model
+from conftest import make_model  # noqa: E402
 
 SIZE = 4
 
@@ -30,7 +31,7 @@ def session(model: onnx.ModelProto) -> ort.InferenceSession:
 
 def model_of(nodes, inputs, outputs, initializers=()) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    return make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
 
 
 def double(name: str, shape) -> onnx.ValueInfoProto:

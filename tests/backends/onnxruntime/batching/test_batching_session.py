@@ -20,6 +20,7 @@ from mdf_loops import ops
 from mdf_loops.backends.onnxruntime.batching import NotBatchable
 from mdf_loops.backends.onnxruntime.batching.session import cached_batched_compile
 from mdf_loops.errors import IterationLimitError, SizeLimitError
+from conftest import make_model  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
@@ -61,7 +62,7 @@ def top_two_model(folder: Path):
         [helper.make_tensor("k", TensorProto.INT64, [1], [2])],
     )
     path = folder / "top_two.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    onnx.save(make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
     return mdf_loops.load_model(path)
 
 
@@ -94,7 +95,7 @@ def growing_model(folder: Path, steps: int = 100):
         [helper.make_tensor("trip", TensorProto.INT64, [], [steps])],
     )
     path = folder / "growing.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    onnx.save(make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
     model = mdf_loops.load_model(path)
     mdf_loops.run(model, {"x": np.ones(1)})  # the process's capped arena, if not yet made
     return model

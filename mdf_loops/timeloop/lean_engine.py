@@ -1,0 +1,199 @@
+"""A graph without scheduling conditions stepped by modeci-mdf's own nodes, without its scheduler.
+
+``EvaluableGraph`` builds a graph-scheduler ``Scheduler`` (a toposort, default
+conditions, clocks) to run one pass over the graph per step. A graph with no
+conditions needs none of it: each step runs every node once, consideration set by
+consideration set, in the toposort of modeci-mdf's ``Graph.dependency_dict`` (the queue
+graph-scheduler makes of it). So :func:`lean_engine` plans that pass itself and steps
+the nodes with modeci-mdf's own ``EvaluableNode.evaluate`` (its inputs, parameters,
+conditions and outputs, evaluated by the engine's own expression evaluator), and the
+edges with ``EvaluableGraph.evaluate_edge``: the values, types and errors are stock's.
+
+It answers only where the pass is certain to be stock's; otherwise it returns None
+and the caller builds the stock engine:
+
+* the graph is not marked for ONNX semantics, has no node-specific or termination
+  conditions, and no two nodes share an id;
+* every edge's sender is in an earlier consideration set than its receiver (an edge
+  into a port with a ``default_value`` is no dependency for modeci-mdf, so its sender
+  may run later, or in the same set, in an order the scheduler leaves open), and no
+  input port receives more than one edge (their order is a set's);
+* no node has ``functions`` and no parameter has a ``function`` or ``args``, and every
+  name a parameter's value reads is known to the node (else modeci-mdf refuses the
+  node when it is built, in its own words).
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from modeci_mdf import execution_engine as engine_module
+from modeci_mdf.execution_engine import (
+    EvaluableGraph,
+    EvaluableInput,
+    EvaluableNode,
+    EvaluableOutput,
+    EvaluableParameter,
+)
+from modeci_mdf.mdf import Graph, Node
+
+from mdf_loops.backends.cache import by_text
+from mdf_loops.model.semantics import onnx_semantics_of
+from mdf_loops.timeloop.conditions import SchedulePlan
+
+__all__ = ["LeanEngine", "lean_engine", "required_names"]
+
+
+class LeanEngine:
+    """What :func:`~mdf_loops.timeloop.probe.probe` asks of an ``EvaluableGraph``:
+    ``enodes`` and ``evaluate``, for a graph :func:`lean_engine` accepts."""
+
+    verbose = False
+    evaluate_edge = EvaluableGraph.evaluate_edge  # reads ``enodes`` and ``verbose`` only
+
+    def __init__(self, graph: Graph, sets: list[list[str]]) -> None:
+        self.graph = graph
+        self.sets = sets
+        incoming: dict[str, list[Any]] = {node.id: [] for node in graph.nodes}
+        for edge in graph.edges:
+            incoming[edge.receiver].append(edge)
+        self._incoming = incoming
+
+    @functools.cached_property
+    def enodes(self) -> dict[str, EvaluableNode]:
+        """modeci-mdf's ``EvaluableNode`` of each node, made when first stepped."""
+        return {node.id: _evaluable_node(node) for node in self.graph.nodes}
+
+    @property
+    def plan(self) -> SchedulePlan:
+        """What :func:`~mdf_loops.timeloop.conditions.plan_schedule` plans for the graph."""
+        return SchedulePlan([list(s) for s in self.sets], {}, None)
+
+    def evaluate(
+        self,
+        time_increment: float | None = None,
+        initializer: Mapping[str, Any] | None = None,
+    ) -> None:
+        """One ``EvaluableGraph.evaluate``: one pass over every node, edges first."""
+        if initializer:  # as the stock engine gives them: every input port of that id
+            for enode in self.enodes.values():
+                for name, port in enode.evaluable_inputs.items():
+                    if name in initializer:
+                        port.set_input_value(initializer[name])
+        for consideration_set in self.sets:
+            for node_id in consideration_set:
+                for edge in self._incoming[node_id]:
+                    self.evaluate_edge(edge, time_increment=time_increment)
+                self.enodes[node_id].evaluate(time_increment=time_increment)
+
+
+def lean_engine(graph: Graph) -> LeanEngine | None:
+    """modeci-mdf's nodes of ``graph`` ready to step without a scheduler, or None where
+    the graph needs the stock engine (see the module docstring)."""
+    if onnx_semantics_of(graph) is not None:
+        return None  # the stock engine evaluates a marked graph under ONNX semantics
+    conditions = graph.conditions
+    if conditions is not None and (conditions.node_specific or conditions.termination):
+        return None
+    if len({node.id for node in graph.nodes}) != len(graph.nodes):
+        return None  # the engine keeps one node per id: stock decides which
+    sets = _consideration_sets(graph)
+    if sets is None or not all(_stock_builds(node) for node in graph.nodes):
+        return None
+    return LeanEngine(graph, sets)
+
+
+def _consideration_sets(graph: Graph) -> list[list[str]] | None:
+    """graph-scheduler's consideration queue of the graph (sorted ids), where every edge
+    runs from an earlier set to a later one and no port has two edges; else None."""
+    try:
+        dependencies = {
+            node.id: {sender.id for sender in senders}
+            for node, senders in graph.dependency_dict.items()
+        }
+    except AttributeError:
+        return None  # an edge to a missing node or port: the stock engine says which
+    sets = _toposort(dependencies)
+    if sets is None:
+        return None
+    set_of = {node_id: k for k, s in enumerate(sets) for node_id in s}
+    receivers = set()
+    for edge in graph.edges:
+        port = (edge.receiver, edge.receiver_port)
+        sender, receiver = set_of.get(edge.sender), set_of.get(edge.receiver)
+        if sender is None or receiver is None or not sender < receiver or port in receivers:
+            return None
+        receivers.add(port)
+    return sets
+
+
+def _toposort(dependencies: dict[str, set[str]]) -> list[list[str]] | None:
+    """The sets ``toposort.toposort`` yields (graph-scheduler's consideration queue), as
+    sorted ids: each node in the first set after all it depends on; None for a cycle."""
+    remaining = {node: senders - {node} for node, senders in dependencies.items()}
+    sets = []
+    while remaining:
+        ready = {node for node, senders in remaining.items() if not senders}
+        if not ready:
+            return None
+        sets.append(sorted(ready))
+        remaining = {n: senders - ready for n, senders in remaining.items() if n not in ready}
+    return sets
+
+
+def _stock_builds(node: Node) -> bool:
+    """Whether modeci-mdf builds ``node`` with its parameters in the model's order (every
+    name a value reads is known to the node) and without functions to order."""
+    if node.functions:
+        return False
+    known = set(engine_module.KNOWN_PARAMETERS)
+    known.update(port.id for port in node.input_ports)
+    known.update(p.id for p in node.parameters)
+    for parameter in node.parameters:
+        if parameter.function is not None or parameter.args:
+            return False
+        value = parameter.value
+        if type(value) is str and not known.issuperset(required_names(value)):
+            return False
+    return True
+
+
+def _evaluable_node(node: Node) -> EvaluableNode:
+    """The ``EvaluableNode`` modeci-mdf builds for a node :func:`_stock_builds` accepts."""
+    enode = EvaluableNode.__new__(EvaluableNode)
+    enode.verbose = False
+    enode.node = node
+    enode.evaluable_inputs = {p.id: _QuietInput(p, False) for p in node.input_ports}
+    enode.evaluable_parameters = OrderedDict(
+        (p.id, EvaluableParameter(p, False)) for p in node.parameters
+    )
+    enode.evaluable_functions = OrderedDict()
+    enode.evaluable_outputs = {p.id: EvaluableOutput(p, False) for p in node.output_ports}
+    return enode
+
+
+@by_text(maxsize=4096)
+def required_names(expression: str) -> frozenset[str]:
+    """The names modeci-mdf requires a node to know for a parameter's value (a pure
+    function of the text, asked of the same few expressions on every conversion)."""
+    if expression.isascii() and expression.isidentifier() and not keyword.iskeyword(expression):
+        return frozenset((expression,))  # what its parse gives a bare name
+    return frozenset(engine_module.get_required_variables_from_expression(expression))
+
+
+class _QuietInput(EvaluableInput):
+    """modeci-mdf's input port, less the print of each value it is set to (the engine's
+    prints are DEBUG log lines; formatting a numpy value for one costs more than the
+    step): a first or overwriting value is kept as it comes, the rest is stock's."""
+
+    curr_value: Any
+
+    def set_input_value(self, value: Any) -> None:
+        if self.curr_value is None or self.input_port.reduce == "overwrite":
+            self.curr_value = value
+        else:
+            super().set_input_value(value)

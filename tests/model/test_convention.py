@@ -1,0 +1,32 @@
+"""mdf_loops/model/convention.py: the port metadata that declares an ONNX tensor type."""
+
+import numpy as np
+import pytest
+from google.protobuf import json_format
+from onnx import helper
+
+from mdf_loops.errors import ModelError
+from mdf_loops.model.convention import port_type
+
+
+@pytest.mark.parametrize(
+    ("dims", "dtype"),
+    [
+        ((), "float64"),
+        (("steps",), "float64"),
+        (("steps", 3), "int64"),
+        ((0, 1, "n", 7), "float32"),
+        ((2,), "bool"),
+        (("steps", 2, 2), "int32"),
+    ],
+)
+def test_port_type_is_what_onnx_writes_of_the_type(dims, dtype):
+    """The declaration equals protobuf's JSON form of the TypeProto onnx.helper makes."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    expected = json_format.MessageToDict(helper.make_tensor_type_proto(elem, list(dims)))
+    assert port_type(*dims, dtype=dtype) == {"onnx_type": expected}
+
+
+def test_a_dimension_that_is_neither_a_size_nor_a_name_is_refused():
+    with pytest.raises(ModelError, match="a dimension is a size or a name, found 2.5"):
+        port_type("steps", 2.5)  # type: ignore[arg-type]

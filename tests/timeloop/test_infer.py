@@ -1,0 +1,153 @@
+"""The inferred dtypes and shapes of a scalar graph's values against the stock engine's
+probe (two steps of modeci-mdf's own engine): equal wherever the inference answers, on
+the example models, the stock-construct models and random scalar models, trusted and
+not; and what it leaves to the probe."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+from modeci_mdf.mdf import Edge, Graph, InputPort, Node, OutputPort, Parameter, ParameterCondition
+
+from conftest import needs_input_port_fields
+from mdf_loops.errors import ModelError
+from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.timeloop.infer import infer_values
+from mdf_loops.timeloop.lean_engine import lean_engine
+from mdf_loops.timeloop.probe import build_engine, probe
+
+pytestmark = needs_input_port_fields
+
+DT = 0.05
+
+
+def _module(name: str):
+    path = Path(__file__).with_name(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_LEAN = _module("test_lean_engine")
+
+
+def _inferred_and_stock(graph: Graph, trusted: bool):
+    """The inference's answer (None: left to the probe) and the stock probe's values (or
+    its ModelError)."""
+    with nullcontext() if trusted else untrusted_expressions():
+        lean = lean_engine(graph)
+        ours = None if lean is None else infer_values(graph, lean.sets, DT)
+        try:
+            stock = probe(graph, DT, {}, build_engine(graph)).values
+        except ModelError as exc:
+            stock = exc
+    return ours, stock
+
+
+def _assert_equal(ours, stock, where: str) -> None:
+    assert not isinstance(stock, ModelError), f"{where}: answered {ours} where stock fails: {stock}"
+    assert ours.keys() == stock.keys(), where
+    for key, value in stock.items():
+        assert (ours[key].dtype, ours[key].shape) == (value.dtype, value.shape), f"{where} {key}"
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+def test_inferred_types_equal_stock_on_examples_and_constructs(trusted):
+    answered = []
+    for name, graph in _LEAN._graphs():
+        ours, stock = _inferred_and_stock(graph, trusted)
+        if ours is not None:
+            _assert_equal(ours, stock, name)
+            answered.append(name)
+    assert {"fitzhugh_nagumo.json", "iaf_network.json"} <= set(answered)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # stock's, on a negative ** 0.5
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+def test_inferred_types_equal_stock_on_random_scalar_models(trusted):
+    rng = random.Random(1126)
+    answered = 0
+    for k in range(60):
+        graph = _LEAN._random_model(rng, k).graphs[0]
+        ours, stock = _inferred_and_stock(graph, trusted)
+        if ours is not None:
+            _assert_equal(ours, stock, f"random model {k}")
+            answered += 1
+    assert answered >= 30
+
+
+def _node(*parameters: Parameter, ports=(), outputs=("p",)) -> Graph:
+    node = Node(
+        id="n",
+        input_ports=list(ports),
+        parameters=list(parameters),
+        output_ports=[OutputPort(id=f"o{k}", value=v) for k, v in enumerate(outputs)],
+    )
+    return Graph(id="g", nodes=[node])
+
+
+@pytest.mark.parametrize(
+    "graph, expected",
+    [
+        # a whole-number float an expression computes is an int (modelspec), a literal not
+        (_node(Parameter(id="a", value=0.5), Parameter(id="p", value="a * 4")), "int64"),
+        (_node(Parameter(id="p", value=2.0)), "float64"),
+        (_node(Parameter(id="p", value="2.0")), "float64"),
+        (_node(Parameter(id="a", value=2.0), Parameter(id="p", value="(a)")), "int64"),
+        # a counter stays an int, even from modeci-mdf's default initial 0.0 (0.0 + 1
+        # is a whole number), but not with a fraction
+        (_node(Parameter(id="p", value="p + 1", default_initial_value=0)), "int64"),
+        (_node(Parameter(id="p", value="p + 1")), "int64"),
+        (_node(Parameter(id="p", value="p + 0.5")), "float64"),
+        # a time derivative's numpy.add makes an int state a float
+        (_node(Parameter(id="p", default_initial_value=0, time_derivative="1")), "float64"),
+        (_node(Parameter(id="p", value="1 < 2")), "bool"),
+        (
+            _node(
+                Parameter(
+                    id="p",
+                    default_initial_value=0,
+                    time_derivative="1",
+                    conditions=[ParameterCondition(id="c", test="p > 10", value=0)],
+                ),
+            ),
+            "float64",
+        ),
+    ],
+)
+def test_inferred_types_of_small_cases(graph, expected):
+    ours, stock = _inferred_and_stock(graph, trusted=False)
+    assert str(stock[("n", "p")].dtype) == expected  # the oracle says so
+    _assert_equal(ours, stock, expected)
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        [Parameter(id="z", value=0), Parameter(id="p", value="1 / z")],  # stock fails
+        [Parameter(id="p", value="1e308 * 10")],  # inf: trusted and untrusted differ
+        [Parameter(id="p", value=[1.0, 2.0])],  # not a scalar
+        [Parameter(id="p", value="numpy.exp(1.0)")],  # a function not proven here
+        [Parameter(id="p", value="2 ** 70")],  # an int numpy would not hold
+        [Parameter(id="p", conditions=[ParameterCondition(id="c", test="1 > 0", value=1)])],
+    ],
+)
+def test_what_the_inference_leaves_to_the_probe(parameters):
+    graph = _node(*parameters)
+    assert lean_engine(graph) is not None
+    assert infer_values(graph, lean_engine(graph).sets, DT) is None
+
+
+def test_an_input_port_without_a_value_is_left_to_the_probe():
+    graph = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i")])
+    assert infer_values(graph, [["n"]], DT) is None
+    graph = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i", default_value=2)])
+    ours, stock = _inferred_and_stock(graph, trusted=True)
+    _assert_equal(ours, stock, "a port's default")
+    assert str(ours[("n", "p")].dtype) == "int64"

@@ -1,0 +1,280 @@
+"""The lean probe (modeci-mdf's nodes stepped without its scheduler) against the stock
+engine's own: the same schedule plan and the same dtype and shape of every value, on the
+example models, the stock-construct models and random small models, trusted and not;
+the graphs it declines; and the errors, which stay stock's."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+import pytest
+from modeci_mdf.mdf import (
+    ConditionSet,
+    Edge,
+    Graph,
+    InputPort,
+    Model,
+    Node,
+    OutputPort,
+    Parameter,
+    ParameterCondition,
+)
+
+import mdf_loops
+from mdf_loops.errors import ModelError
+from mdf_loops.model import mark_onnx_semantics
+from mdf_loops.model.interface import load_model
+from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.timeloop.conditions import plan_schedule
+from mdf_loops.timeloop.lean_engine import lean_engine, required_names
+from mdf_loops.timeloop.probe import build_engine, probe
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields
+
+ROOT = Path(__file__).resolve().parents[2]
+DT = 0.05
+
+
+def _stock_constructs() -> dict:
+    path = Path(__file__).with_name("test_stock_constructs.py")
+    spec = importlib.util.spec_from_file_location("_stock_constructs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {name: build() for name, build in module.MODELS.items()}
+
+
+def _probed(graph: Graph, series: dict, lean: bool):
+    """(plan, values) of the lean or the stock probe, or the ModelError it raises."""
+    try:
+        if lean:
+            engine = lean_engine(graph)
+            return (
+                None if engine is None else (engine.plan, probe(graph, DT, series, engine).values)
+            )
+        engine = build_engine(graph)
+        return plan_schedule(engine, graph.id), probe(graph, DT, series, engine).values
+    except ModelError as exc:
+        return exc
+
+
+def _both(graph: Graph, trusted: bool, series=None):
+    """What the lean probe answers (None where it declines), and what the stock one does."""
+    series = series or {}
+    with nullcontext() if trusted else untrusted_expressions():
+        return _probed(graph, series, lean=True), _probed(graph, series, lean=False)
+
+
+def _assert_same(ours, stock, where: str) -> None:
+    assert ours is not None, f"{where}: the lean probe declined"
+    if isinstance(stock, ModelError) or isinstance(ours, ModelError):
+        assert type(ours) is type(stock), f"{where}: {ours!r} but stock {stock!r}"
+        return  # the conversion then asks the stock engine, for its words
+    assert ours[0] == stock[0], where
+    assert ours[1].keys() == stock[1].keys(), where
+    for key, value in stock[1].items():
+        mine = ours[1][key]
+        assert (mine.dtype, mine.shape) == (value.dtype, value.shape), f"{where} {key}"
+
+
+def _graphs() -> list[tuple[str, Graph]]:
+    found = [
+        (path.name, load_model(path).graphs[0])
+        for path in sorted((ROOT / "examples" / "timeloops").glob("*.json"))
+    ]
+    found += [(name, model.graphs[0]) for name, model in _stock_constructs().items()]
+    return found
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+def test_lean_probe_equals_stock_on_examples_and_constructs(trusted):
+    answered = []
+    for name, graph in _graphs():
+        ours, stock = _both(graph, trusted)
+        if ours is not None:
+            _assert_same(ours, stock, name)
+            answered.append(name)
+    # the condition-free ones, scalar and list-valued, with parameter conditions
+    expected = {"fitzhugh_nagumo.json", "iaf_network.json", "hodgkin_huxley.json"}
+    expected |= {"list_parameters", "conditions_only"}
+    assert expected <= set(answered)
+
+
+def _random_model(rng: random.Random, k: int) -> Model:
+    """A chain of 1-3 nodes of scalar parameters: ints and floats, literals and text,
+    counters, time derivatives, whole-number float results (modelspec makes those
+    Python ints), conditions, weighted edges and ports with defaults."""
+    numbers = [0, 1, 2, 3, -1, 0.5, 2.0, 1.5, -0.25, 4.0]
+    nodes, edges = [], []
+    for n in range(rng.randint(1, 3)):
+        ports = (
+            []
+            if n == 0
+            else [InputPort(id="inp", default_value=rng.choice([None, None, None, 1, 0.5]))]
+        )
+        names = ["inp"] if n else []
+        parameters = []
+        for j in range(rng.randint(1, 4)):
+            pid = f"p{j}"
+            kind = rng.choice(
+                ["literal", "text", "counter", "derivative", "expression", "other forms", "when"]
+            )
+            other = rng.choice(names) if names else repr(rng.choice(numbers))
+            if kind == "literal":
+                parameter = Parameter(id=pid, value=rng.choice(numbers))
+            elif kind == "text":
+                parameter = Parameter(id=pid, value=repr(rng.choice(numbers)))
+            elif kind == "counter":
+                parameter = Parameter(
+                    id=pid,
+                    value=f"{pid} + {rng.choice(numbers)!r}",
+                    default_initial_value=rng.choice([None, 0, 1.0, "2"]),
+                )
+            elif kind == "derivative":
+                parameter = Parameter(
+                    id=pid,
+                    default_initial_value=rng.choice([0, 1.0, -2]),
+                    time_derivative=f"{other} * {rng.choice(numbers)!r} - {pid}",
+                )
+            elif kind == "expression":
+                op = rng.choice(["+", "-", "*", "/", "**"])
+                parameter = Parameter(id=pid, value=f"{other} {op} {rng.choice([2, 0.5, 4.0])!r}")
+            elif kind == "other forms":
+                form = rng.choice(
+                    ["-{x}", "{x} > 0.5", "numpy.where({x} >= 1, 1, 0.5)", "({x})", "{x} * 0"]
+                )
+                parameter = Parameter(id=pid, value=form.format(x=other))
+            else:
+                parameter = Parameter(
+                    id=pid,
+                    default_initial_value=rng.choice([0, 0.5]),
+                    time_derivative="1",
+                    conditions=[
+                        ParameterCondition(id="c", test=f"{pid} > 0.01", value=rng.choice([0, 2.5]))
+                    ],
+                )
+            parameters.append(parameter)
+            names.append(pid)
+        outputs = [OutputPort(id="out", value=rng.choice(names[-len(parameters) :]))]
+        outputs.append(OutputPort(id="twice", value=f"2 * {rng.choice(names)}"))
+        nodes.append(
+            Node(id=f"n{n}", input_ports=ports, parameters=parameters, output_ports=outputs)
+        )
+        if n:
+            weight = rng.choice([None, 1, 2, 0.5])
+            edges.append(
+                Edge(
+                    id=f"e{n}",
+                    sender=f"n{n - 1}",
+                    sender_port=rng.choice(["out", "twice"]),
+                    receiver=f"n{n}",
+                    receiver_port="inp",
+                    parameters=None if weight is None else {"weight": weight},
+                )
+            )
+    return Model(id=f"random{k}", graphs=[Graph(id=f"random{k}", nodes=nodes, edges=edges)])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # stock's, on a negative ** 0.5
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+def test_lean_probe_equals_stock_on_random_scalar_models(trusted):
+    rng = random.Random(20261126)
+    answered = 0
+    for k in range(50):
+        graph = _random_model(rng, k).graphs[0]
+        ours, stock = _both(graph, trusted)
+        if ours is not None:
+            _assert_same(ours, stock, f"random model {k}")
+            answered += not isinstance(stock, ModelError)
+    assert answered >= 25
+
+
+def test_lean_probe_with_input_series_equals_stock():
+    graph = load_model(ROOT / "examples" / "timeloops" / "iaf_network.json").graphs[0]
+    series = {"I": np.array([1, 2, 3])}  # int series into the cells' float current
+    ours, stock = _both(graph, trusted=False, series=series)
+    _assert_same(ours, stock, "iaf_network with an input series")
+
+
+def _chain(port_default=None, conditions=None, extra_edge=False) -> Graph:
+    source = Node(
+        id="a",
+        parameters=[Parameter(id="x", value=1.5)],
+        output_ports=[OutputPort(id="o", value="x")],
+    )
+    sink = Node(
+        id="b",
+        input_ports=[InputPort(id="i", default_value=port_default)],
+        parameters=[Parameter(id="y", value="i * 2")],
+        output_ports=[OutputPort(id="o", value="y")],
+    )
+    edges = [Edge(id="e", sender="a", sender_port="o", receiver="b", receiver_port="i")]
+    if extra_edge:
+        edges.append(Edge(id="f", sender="a", sender_port="o", receiver="b", receiver_port="i"))
+    return Graph(id="g", nodes=[sink, source], edges=edges, conditions=conditions)
+
+
+def test_lean_engine_plans_a_chain_and_declines_what_the_scheduler_decides():
+    assert lean_engine(_chain()).sets == [["a"], ["b"]]
+    # an edge into a port with a default is no dependency: the order is the scheduler's
+    assert lean_engine(_chain(port_default=0.0)) is None
+    assert lean_engine(_chain(extra_edge=True)) is None  # two edges into one port
+    always = ConditionSet(node_specific={"b": {"type": "Always", "kwargs": {}}})
+    assert lean_engine(_chain(conditions=always)) is None
+    missing = Graph(id="g", nodes=[Node(id="n", parameters=[Parameter(id="p", value="q + 1")])])
+    assert lean_engine(missing) is None  # modeci-mdf refuses the node, in its words
+    marked = mark_onnx_semantics(_chain())
+    assert lean_engine(marked) is None
+    twins = _chain()
+    twins.nodes.append(Node(id="a", parameters=[Parameter(id="x", value=2)]))
+    assert lean_engine(twins) is None  # the engine keeps one node per id
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+def test_a_model_that_fails_while_probed_keeps_stocks_error(trusted):
+    """The lean probe fails at step 0 (an integer divided by zero); the stock engine then
+    reports it in the words the conversion always used."""
+    node = Node(
+        id="n",
+        parameters=[Parameter(id="z", value=0), Parameter(id="r", value="1 / z")],
+        output_ports=[OutputPort(id="o", value="r")],
+    )
+    model = Model(id="m", graphs=[Graph(id="g", nodes=[node])])
+    ours, stock = _both(model.graphs[0], trusted)
+    assert isinstance(ours, ModelError) and str(ours) == str(stock)
+    with pytest.raises(ModelError, match="step 0 fails on modeci-mdf's engine") as raised:
+        mdf_loops.to_time_loop(model, dt=DT, steps=3, trusted=trusted)
+    assert str(raised.value) == str(stock)
+
+
+def test_a_node_reading_an_unknown_name_keeps_stocks_refusal():
+    node = Node(id="n", parameters=[Parameter(id="p", value="q + 1")])
+    model = Model(id="m", graphs=[Graph(id="g", nodes=[node])])
+    with pytest.raises(ModelError, match=r"modeci-mdf cannot build it: (.|\n)*p: q"):
+        mdf_loops.to_time_loop(model, dt=DT, steps=3, trusted=True)
+
+
+@pytest.mark.parametrize(
+    "text", ["level", "v_th", "_x1", "True", "None", "numpy", "a + b", "numpy.where(v >= t, 1, 0)"]
+)
+def test_required_names_are_modeci_mdfs(text):
+    from modeci_mdf.execution_engine import get_required_variables_from_expression
+
+    assert required_names(text) == set(get_required_variables_from_expression(text))
+
+
+@pytest.mark.parametrize("name", ["fitzhugh_nagumo", "iaf_network", "hodgkin_huxley"])
+def test_the_time_loop_model_is_the_one_the_stock_engine_plans(name, monkeypatch):
+    """The whole conversion with the plan and types inferred (or probed without the
+    scheduler) writes the model the stock engine's plan and probe make."""
+    from mdf_loops.timeloop import convert
+
+    path = ROOT / "examples" / "timeloops" / f"{name}.json"
+    ours = mdf_loops.to_time_loop(path, dt=DT, steps=5).to_json()
+    monkeypatch.setattr(convert, "lean_engine", lambda graph: None)
+    assert mdf_loops.to_time_loop(path, dt=DT, steps=5).to_json() == ours
