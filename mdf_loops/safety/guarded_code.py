@@ -180,6 +180,8 @@ class _Rewrite(ast.NodeTransformer):
         pair = {self.kinds.get(id(node.left)), self.kinds.get(id(node.right))}
         if "float" in pair and pair <= {"float", "int"}:  # binary()'s first case, inline
             left, right = self.visit(node.left), self.visit(node.right)
+            if left is node.left and right is node.right:
+                return node  # nothing inside rewritten: shared, as generic_visit does
             return _made(ast.BinOp, node, {"left": left, "op": node.op, "right": right})
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _binary(type(node.op)))
@@ -189,8 +191,10 @@ class _Rewrite(ast.NodeTransformer):
         if isinstance(node.op, ast.Not):
             return self.generic_visit(node)
         if isinstance(node.op, (ast.USub, ast.UAdd)) and self._float(node.operand):
-            inline = ast.UnaryOp(node.op, self.visit(node.operand))
-            return _like(inline, node)
+            operand = self.visit(node.operand)
+            if operand is node.operand:
+                return node
+            return _like(ast.UnaryOp(node.op, operand), node)
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _unary(type(node.op)))
         return self.helper(op, [self.visit(node.operand)], node)
@@ -291,7 +295,9 @@ def guarded_function(
             expressions, where = model_parts(statement)
             for expression in expressions:
                 places[statement.lineno] = where
-                statement = _replaced(statement, expression, rewrite.visit(expression))
+                new = rewrite.visit(expression)
+                if new is not expression:  # else nothing in it to guard: kept as it is
+                    statement = _replaced(statement, expression, new)
             return statement
 
         module = ast.Module(body=_blocks(tree.body, guarded), type_ignores=[])

@@ -49,6 +49,10 @@ class LoopSource:
     scan_codes: tuple[str | None, ...]
     #: set when the function leaves the time (scan 0) out: step ``k`` is at ``k * time_step``
     time_step: float | None = None
+    #: the loop node's parameters that hold the carried values' initial values, in order
+    initial: tuple[str, ...] = ()
+    #: the input ports whose series the function reads after the carried values, in order
+    outer: tuple[str, ...] = ()
 
     def new_scans(self) -> list[Any]:
         """Empty scan outputs (lists) for one call of the function."""
@@ -114,17 +118,18 @@ def time_loop_source(model: Model) -> LoopSource:
     n_scan = len(signature.formal_outputs) - 1 - n_carried
     kinds = scan_kinds(loop, n_scan)
     names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
-    initial = [python_type(params[n.strip()].value) for n in names if n.strip()]
+    initial = tuple(n.strip() for n in names if n.strip())
+    outer = tuple(signature.outer_scope_inputs)
     tree, time_step = function_source(
-        tuple(signature.outer_scope_inputs),
+        outer,
         n_carried,
         n_scan,
         first,
         rest,
         writer.tail(n_carried, n_scan),
-        initial,
+        [python_type(params[name].value) for name in initial],
     )
-    return LoopSource(tree, n_carried, tuple(kinds), time_step)
+    return LoopSource(tree, n_carried, tuple(kinds), time_step, initial, outer)
 
 
 def _function(tree: ast.Module, graph_id: str) -> Callable[..., Any]:

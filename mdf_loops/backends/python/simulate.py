@@ -16,9 +16,8 @@ from mdf_loops.backends.python.compiled import (
 from mdf_loops.backends.python.recording import Recording
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
-from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.timeloop.simulate import Trajectories
-from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE, TimeLoopSpec
+from mdf_loops.timeloop.spec import LOOP_NODE, TimeLoopSpec
 from mdf_loops.timeloop.watch import SimulationWatch
 
 __all__ = ["run_time_loop"]
@@ -51,16 +50,9 @@ def run_time_loop(
     params = {p.id: p.value for p in loop.parameters}
     ports = {p.id: p for p in loop.input_ports}
     steps = int(inputs.get("steps", input_default(ports["steps"])))
-    initial = [
-        _initial(params[name.strip()])
-        for name in next(p for p in loop.parameters if p.id == LOOP_FUNCTION)
-        .args["v_initial"]
-        .strip("[]")
-        .split(",")
-        if name.strip()
-    ]
+    initial = [_initial(params[name]) for name in compiled.code.initial]
     outer = []
-    for name in body_signature(body_graph(params["body"])).outer_scope_inputs:
+    for name in compiled.code.outer:
         value = inputs.get(name, input_default(ports[name]))
         if value is None:
             raise ModelError(f"model '{model.id}': input time series '{name}' is not given")

@@ -131,19 +131,18 @@ def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | Non
     """``"float"``, ``"int"`` or ``"bool"`` where ``node`` is proven one, else None
     (recorded in ``kinds`` for ``node`` and every expression inside it)."""
     kind: str | None = None
-    if isinstance(node, ast.Constant):
-        kind = _CONSTANT_KINDS.get(type(node.value))
-    elif isinstance(node, ast.Name):
-        kind = env.get(node.id)
-    elif isinstance(node, ast.BinOp):
-        pair = {_kind(node.left, env, kinds), _kind(node.right, env, kinds)}
-        if isinstance(node.op, _ARITHMETIC) and pair <= _NUMBERS and "float" in pair:
+    cls, fields = node.__class__, node.__dict__  # the commonest classes first, by identity
+    if cls is ast.Name:
+        kind = env.get(fields["id"])
+    elif cls is ast.Constant:
+        kind = _CONSTANT_KINDS.get(type(fields["value"]))
+    elif cls is ast.BinOp:
+        left, right = _kind(fields["left"], env, kinds), _kind(fields["right"], env, kinds)
+        op = fields["op"].__class__
+        numbers = left in _NUMBERS and right in _NUMBERS
+        if op in _ARITHMETIC and numbers and "float" in (left, right):
             kind = "float"  # a float and a float or bounded int: a float
-        elif (
-            isinstance(node.op, ast.Pow)
-            and kinds.get(id(node.left)) == "float"
-            and (kinds.get(id(node.right)) == "int")
-        ):
+        elif op is ast.Pow and left == "float" and right == "int":
             kind = "float"  # a float to an integer power: a float (never complex)
     elif isinstance(node, ast.UnaryOp):
         operand = _kind(node.operand, env, kinds)
