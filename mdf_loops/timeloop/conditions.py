@@ -57,15 +57,20 @@ class SchedulePlan:
     same_set: dict[str, set[str]] = field(default_factory=dict)
 
     @property
-    def masked(self) -> set[str]:
-        """Nodes that may skip a step.
+    def masked(self) -> dict[str, None]:
+        """Nodes that may skip a step, in the order of the consideration sets (a dict
+        used as an ordered set: the loop's carried counters follow it, so the model
+        made is the same in every process, whatever its hash seed).
 
         Those with a node condition, or a termination that can end a pass early.
         """
-        gated = set()
-        if self.termination is not None and len(self.sets) > 1:
-            gated = {n for s in self.sets[1:] for n in s}
-        return set(self.node_conditions) | gated
+        gated = self.termination is not None and len(self.sets) > 1
+        return {
+            n: None
+            for k, s in enumerate(self.sets)
+            for n in s
+            if n in self.node_conditions or (gated and k > 0)
+        }
 
     @property
     def needs_schedule(self) -> bool:
