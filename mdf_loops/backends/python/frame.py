@@ -81,6 +81,22 @@ def loop_function(
     )
     body.append(at.statement(ast.If(test=at.node(test), body=[*first], orelse=[])))
     body[-1].body.append(at.assign("start", ast.Constant(1)))  # type: ignore[attr-defined]
+    loop, done = _steps_loop(at, rest, steady)
+    body.append(loop)
+    carried = ast.List(elts=[at.load(c) for c in frame.carried], ctx=ast.Load())
+    result = ast.Tuple(elts=[at.load("cond"), at.node(carried), done], ctx=ast.Load())
+    body.append(at.statement(ast.Return(value=at.node(result))))
+    function = ast.FunctionDef(
+        name="time_loop", args=arguments, body=body, decorator_list=[], returns=None
+    )
+    function.lineno = function.end_lineno = 1
+    function.col_offset = function.end_col_offset = 0
+    return ast.Module(body=[function], type_ignores=[])
+
+
+def _steps_loop(at: _Lines, rest: list[ast.stmt], steady: bool) -> tuple[ast.stmt, ast.expr]:
+    """The ``for`` over the steps after the first (``rest``), and what the function
+    returns as the number of steps done (``steady``: the condition is tested once)."""
     begin = ast.Call(func=at.load("max"), args=[at.load("start"), at.const(1)], keywords=[])
     if steady:
         stop: ast.expr = _if_else(at, "cond", at.load("stop"), at.const(0))
@@ -104,16 +120,7 @@ def loop_function(
         orelse=[],
         type_comment=None,
     )
-    body.append(at.statement(loop))
-    carried = ast.List(elts=[at.load(c) for c in frame.carried], ctx=ast.Load())
-    result = ast.Tuple(elts=[at.load("cond"), at.node(carried), done], ctx=ast.Load())
-    body.append(at.statement(ast.Return(value=at.node(result))))
-    function = ast.FunctionDef(
-        name="time_loop", args=arguments, body=body, decorator_list=[], returns=None
-    )
-    function.lineno = function.end_lineno = 1
-    function.col_offset = function.end_col_offset = 0
-    return ast.Module(body=[function], type_ignores=[])
+    return at.statement(loop), done
 
 
 class _Lines:
