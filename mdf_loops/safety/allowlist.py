@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from mdf_loops.backends.cache import by_text
 from mdf_loops.errors import did_you_mean
 from mdf_loops.safety.literal_sizes import (
     SIZED_CONSTRUCTORS,
@@ -164,7 +165,7 @@ class _ExpressionCheck:
             return None
         source = text.lstrip(" \t")  # what eval() strips
         try:
-            tree = ast.parse(source, mode="eval")
+            tree = parsed_expression(source)
         except SyntaxError as exc:
             return None if self.text_is_data else _syntax_problem(source, exc)
         except ValueError:
@@ -282,6 +283,14 @@ def _call(node: ast.Call) -> str | None:
     if _dotted(func.value) == ("numpy",):
         return allocation_refusal(func.attr, node)
     return None
+
+
+@by_text(maxsize=4096)
+def parsed_expression(source: str) -> ast.Expression:
+    """``ast.parse(source, mode="eval")``, parsed once for the allow-list and the time
+    loop's readers of the same text (its types and the names it reads), each of which
+    only reads the tree: never change it (copy it first)."""
+    return ast.parse(source, mode="eval")
 
 
 #: pieces every expression may hold, which need no check (a walk leaves them out)
