@@ -297,20 +297,26 @@ def parsed_expression(source: str) -> ast.Expression:
 _UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
 
+def _subclasses(kind: type) -> set[type]:
+    return {kind}.union(*(_subclasses(sub) for sub in kind.__subclasses__()))
+
+
+#: the classes of those pieces (the parser makes instances of these classes only)
+_UNCHECKED_CLASSES = frozenset().union(*(_subclasses(kind) for kind in _UNCHECKED))
+
+
 def expression_pieces(tree: ast.AST) -> list[ast.AST]:
     """The pieces of ``tree`` in the order of ``ast.walk`` (breadth first), without
     contexts and operators (allowed everywhere: half of an expression's nodes)."""
     nodes = [tree]
+    skipped = _UNCHECKED_CLASSES
     for node in nodes:  # grows as it goes
         for field in node._fields:
             value = getattr(node, field, None)
-            if isinstance(value, ast.AST):
-                if not isinstance(value, _UNCHECKED):
-                    nodes.append(value)
-            elif isinstance(value, list):
-                nodes += [
-                    v for v in value if isinstance(v, ast.AST) and not isinstance(v, _UNCHECKED)
-                ]
+            if type(value) is list:
+                nodes += [v for v in value if isinstance(v, ast.AST) and type(v) not in skipped]
+            elif isinstance(value, ast.AST) and type(value) not in skipped:
+                nodes.append(value)
     return nodes
 
 
