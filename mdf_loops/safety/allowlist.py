@@ -298,7 +298,10 @@ _UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop
 
 
 def _subclasses(kind: type) -> set[type]:
-    return {kind}.union(*(_subclasses(sub) for sub in kind.__subclasses__()))
+    found = {kind}
+    for sub in kind.__subclasses__():
+        found |= _subclasses(sub)
+    return found
 
 
 #: the classes of those pieces (the parser makes instances of these classes only)
