@@ -299,7 +299,8 @@ _UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop
 
 def _subclasses(kind: type) -> set[type]:
     found = {kind}
-    for sub in kind.__subclasses__():
+    subclasses: list[type] = kind.__subclasses__()
+    for sub in subclasses:
         found |= _subclasses(sub)
     return found
 
