@@ -34,14 +34,8 @@ def test_a_keyword_is_no_name():
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "V - V**3 / 3 - W",
-        "numpy.where(a > b, [1, 2], {'k': c}[d])",
-        "not a or -b < c <= d",
-        "f(*x, k=1)[1:2, ::3]",
-        "(lambda q: q)(1)",
-        "[i for i in x if i]",
-    ],
+    ["V - V**3 / 3 - W", "numpy.where(a > b, [1, 2], {'k': c}[d])", "not a or -b < c <= d",
+     "f(*x, k=1)[1:2, ::3]", "(lambda q: q)(1)", "[i for i in x if i]"],
 )
 def test_the_pieces_checked_are_those_of_ast_walk_but_contexts_and_operators(text):
     import ast
