@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
+from keyword import iskeyword
 from typing import Any
 
 from modeci_mdf.mdf import Graph, Node, Parameter
@@ -218,10 +219,22 @@ def variadic_items(expression: Any) -> list[str] | None:
         return [str(e) for e in expression]
     if not isinstance(expression, str):
         return None
-    tree = ast.parse(expression.strip(), mode="eval").body
+    text = expression.strip()
+    if _is_name(text):
+        return None  # one name (a list held by a port or parameter): no parse
+    if text[:1] == "[" and text[-1:] == "]":
+        names = [item.strip() for item in text[1:-1].split(",")]
+        if all(_is_name(name) for name in names):  # "[h0, x]": the items as unparsed
+            return names
+    tree = ast.parse(text, mode="eval").body
     if isinstance(tree, (ast.List, ast.Tuple)):
         return [ast.unparse(e) for e in tree.elts]
     return None
+
+
+def _is_name(text: str) -> bool:
+    """One bare name as the parser reads it (ASCII: it normalizes other names)."""
+    return text.isascii() and text.isidentifier() and not iskeyword(text)
 
 
 def output_reference(expression: Any) -> tuple[str, int] | None:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from mdf_loops.backends.cache import by_text
 from mdf_loops.errors import did_you_mean
 from mdf_loops.safety.literal_sizes import (
     SIZED_CONSTRUCTORS,
@@ -164,7 +165,7 @@ class _ExpressionCheck:
             return None
         source = text.lstrip(" \t")  # what eval() strips
         try:
-            tree = ast.parse(source, mode="eval")
+            tree = parsed_expression(source)
         except SyntaxError as exc:
             return None if self.text_is_data else _syntax_problem(source, exc)
         except ValueError:
@@ -284,24 +285,42 @@ def _call(node: ast.Call) -> str | None:
     return None
 
 
+@by_text(maxsize=4096)
+def parsed_expression(source: str) -> ast.Expression:
+    """``ast.parse(source, mode="eval")``, parsed once for the allow-list and the time
+    loop's readers of the same text (its types and the names it reads), each of which
+    only reads the tree: never change it (copy it first)."""
+    return ast.parse(source, mode="eval")
+
+
 #: pieces every expression may hold, which need no check (a walk leaves them out)
 _UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _subclasses(kind: type) -> set[type]:
+    found = {kind}
+    subclasses: list[type] = kind.__subclasses__()
+    for sub in subclasses:
+        found |= _subclasses(sub)
+    return found
+
+
+#: the classes of those pieces (the parser makes instances of these classes only)
+_UNCHECKED_CLASSES = frozenset().union(*(_subclasses(kind) for kind in _UNCHECKED))
 
 
 def expression_pieces(tree: ast.AST) -> list[ast.AST]:
     """The pieces of ``tree`` in the order of ``ast.walk`` (breadth first), without
     contexts and operators (allowed everywhere: half of an expression's nodes)."""
     nodes = [tree]
+    skipped = _UNCHECKED_CLASSES
     for node in nodes:  # grows as it goes
         for field in node._fields:
             value = getattr(node, field, None)
-            if isinstance(value, ast.AST):
-                if not isinstance(value, _UNCHECKED):
-                    nodes.append(value)
-            elif isinstance(value, list):
-                nodes += [
-                    v for v in value if isinstance(v, ast.AST) and not isinstance(v, _UNCHECKED)
-                ]
+            if type(value) is list:
+                nodes += [v for v in value if isinstance(v, ast.AST) and type(v) not in skipped]
+            elif isinstance(value, ast.AST) and type(value) not in skipped:
+                nodes.append(value)
     return nodes
 
 

@@ -102,7 +102,7 @@ class BodyBuilder:
                 carried_in.append(carried_port(node.id, port))
                 carried_out.append(f"{node.id}.{port}")
                 initial.append((carried_port(node.id, port), self._initial(node.id, port)))
-        body.edges += [_copied_edge(e) for e in self.source.edges]
+        body.edges.extend([_copied_edge(e) for e in self.source.edges])
         self._clock(body)
         self._inputs(body)
         if self.plan.needs_schedule:
@@ -153,10 +153,12 @@ class BodyBuilder:
     def _clock(self, body: Graph) -> None:
         clock = Node(id=self.clock)
         clock.input_ports.append(InputPort(id="iteration"))
-        clock.output_ports += [
-            OutputPort(id="time", value=f"iteration * {self.dt!r}"),
-            OutputPort(id="first", value="iteration == 0"),
-        ]
+        clock.output_ports.extend(
+            [
+                OutputPort(id="time", value=f"iteration * {self.dt!r}"),
+                OutputPort(id="first", value="iteration == 0"),
+            ]
+        )
         body.nodes.insert(0, clock)
         for node in self.source.nodes:
             self._edge(body, self.clock, "first", node.id, FIRST)

@@ -280,19 +280,21 @@ def _loop_parameters(loop: Node, body: Graph, initial: list, cond0: bool) -> Non
     for name, value in initial:
         init_names.append(f"init__{name}")
         loop.parameters.append(Parameter(id=f"init__{name}", value=value))
-    loop.parameters += [
-        Parameter(id="body", value=wrap_body(body)),
-        Parameter(id="continue0", value=bool(cond0)),
-        Parameter(
-            id=LOOP_FUNCTION,
-            function="onnx::Loop",
-            args={
-                "M": "steps",
-                "cond": "continue0",
-                "v_initial": "[" + ", ".join(init_names) + "]",
-            },
-        ),
-    ]
+    loop.parameters.extend(
+        [
+            Parameter(id="body", value=wrap_body(body)),
+            Parameter(id="continue0", value=bool(cond0)),
+            Parameter(
+                id=LOOP_FUNCTION,
+                function="onnx::Loop",
+                args={
+                    "M": "steps",
+                    "cond": "continue0",
+                    "v_initial": "[" + ", ".join(init_names) + "]",
+                },
+            ),
+        ]
+    )
 
 
 def _loop_outputs(

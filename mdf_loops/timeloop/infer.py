@@ -36,6 +36,7 @@ import numpy as np
 from modeci_mdf.mdf import Graph, Node, Parameter
 
 from mdf_loops.backends.cache import by_text
+from mdf_loops.safety.allowlist import parsed_expression
 from mdf_loops.safety.untrusted_values import BINARY, COMPARE, UNARY
 from mdf_loops.timeloop.lean_engine import required_names
 from mdf_loops.timeloop.probe import common_value
@@ -212,7 +213,7 @@ def _text_number(text: str) -> int | float | None:
 def _parsed(expression: str) -> ast.expr | None:
     """The expression's tree (None if it is no expression)."""
     try:
-        return ast.parse(expression.lstrip(" \t"), mode="eval").body
+        return parsed_expression(expression.lstrip(" \t")).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

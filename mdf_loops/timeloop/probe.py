@@ -87,6 +87,9 @@ def enode_values_known(values: dict, enode: Any) -> bool:
 
 def common_value(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
     """Zeros of the shape and dtype a value keeps over the steps ``seen``."""
+    first = seen[0]
+    if first.shape == () and all(v.shape == () and v.dtype == first.dtype for v in seen):
+        return np.zeros((), dtype=first.dtype)  # a scalar of one type: what follows gives
     shapes = {v.shape for v in seen}
     first_later = next((k for k, v in enumerate(seen) if v.shape != ()), 0)
     if shapes - {()} and all(v.shape == seen[-1].shape for v in seen[first_later:]):

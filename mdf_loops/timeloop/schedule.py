@@ -18,7 +18,7 @@ def schedule_node(plan: SchedulePlan, node_id: str) -> Node:
     """A node computing, pass by pass, which nodes run, and the counts after the step."""
     node = Node(id=node_id)
     node.input_ports.append(InputPort(id="iteration"))
-    node.input_ports += [InputPort(id=p) for p in counter_ports(plan)]
+    node.input_ports.extend([InputPort(id=p) for p in counter_ports(plan)])
     calls = {n: f"calls__{n}" for n in plan.counted}
     useable = {pair: "0" for pair in plan.useable}  # graph-scheduler resets them every trial
     ran: dict[str, str] = {}  # node -> expression: ran in this pass
@@ -98,11 +98,11 @@ def control_node(
 ) -> Node:
     """The node computing the Loop's next condition: not terminated, and not ``until``."""
     node = Node(id=node_id)
-    node.input_ports += [InputPort(id="cond_in"), InputPort(id="iteration")]
+    node.input_ports.extend([InputPort(id="cond_in"), InputPort(id="iteration")])
     parts = []
     if plan.termination is not None:
-        node.input_ports += [InputPort(id=f"end__{p}") for p in counter_ports(plan)]
-        node.input_ports += [InputPort(id=t.port) for t in plan.thresholds]
+        node.input_ports.extend([InputPort(id=f"end__{p}") for p in counter_ports(plan)])
+        node.input_ports.extend([InputPort(id=t.port) for t in plan.thresholds])
         term = termination_expression(
             plan,
             calls=lambda n: f"end__calls__{n}",
@@ -113,7 +113,7 @@ def control_node(
         node.parameters.append(Parameter(id="terminated", value=term))
         parts.append("numpy.logical_not(terminated)")
     if until is not None:
-        node.input_ports += [InputPort(id=p) for p in until_ports]
+        node.input_ports.extend([InputPort(id=p) for p in until_ports])
         node.parameters.append(Parameter(id="until", value=until))
         parts.append("numpy.logical_not(until)")
     node.output_ports.append(OutputPort(id="cond_out", value=" & ".join(parts) or "cond_in"))

@@ -83,10 +83,10 @@ def step_node(
     old_name = {name: f"{name}__old" for name in carried}
     initial = _InitialValues(source.id, params, functions, integers)
     _current_values(source, node, params, old_name, FRESH if conditioned else FIRST, initial)
-    node.parameters += function_parameters(source.id, functions, old_name, set(index))
+    node.parameters.extend(function_parameters(source.id, functions, old_name, set(index)))
     for i, p in enumerate(params):  # new values (second sweep)
         mapping = {q.id: old_name[q.id] for q in params[i:] if q.id in old_name}
-        node.parameters += _new_value(source.id, p, mapping, dt, conditioned, where)
+        node.parameters.extend(_new_value(source.id, p, mapping, dt, conditioned, where))
     _output_ports(
         source,
         node,
@@ -99,15 +99,17 @@ def step_node(
 
 def _input_ports(source: Node, node: Node, conditioned: bool, carried: list[str]) -> None:
     """The source's input ports, the step flags, and one port per carried parameter."""
-    node.input_ports += [
-        InputPort(
-            id=p.id, shape=p.shape, type=p.type, default_value=p.default_value, reduce=p.reduce
-        )
-        for p in source.input_ports
-    ]
+    node.input_ports.extend(
+        [
+            InputPort(
+                id=p.id, shape=p.shape, type=p.type, default_value=p.default_value, reduce=p.reduce
+            )
+            for p in source.input_ports
+        ]
+    )
     node.input_ports.append(InputPort(id=FIRST))
     if conditioned:
-        node.input_ports += [InputPort(id=RUNS), InputPort(id=FRESH)]
+        node.input_ports.extend([InputPort(id=RUNS), InputPort(id=FRESH)])
     for name in carried:
         node.input_ports.append(InputPort(id=carried_port(source.id, name)))
 
@@ -183,9 +185,10 @@ def names_read_all(p: Parameter) -> set[str]:
 def _old_values_read(params: list[Parameter], index: dict[str, int], functions: list) -> set[str]:
     """Parameters whose current (previous-step) value is read: by the node's functions,
     and in the second sweep."""
-    old: set[str] = names_read_by_functions(functions) & set(index)
+    ids = index.keys()
+    old: set[str] = names_read_by_functions(functions) & ids
     for i, p in enumerate(params):
-        for name in names_read_all(p) & set(index):
+        for name in names_read_all(p) & ids:
             if index[name] >= i:
                 old.add(name)
         if p.time_derivative is not None or (p.value is None and not p.function):
@@ -193,7 +196,7 @@ def _old_values_read(params: list[Parameter], index: dict[str, int], functions: 
     pending = list(old)
     while pending:  # initial values read the current values of earlier parameters
         p = params[index[pending.pop()]]
-        for name in _initial_names(p) & set(index):
+        for name in _initial_names(p) & ids:
             if index[name] < index[p.id] and name not in old:
                 old.add(name)
                 pending.append(name)

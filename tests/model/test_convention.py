@@ -30,3 +30,38 @@ def test_port_type_is_what_onnx_writes_of_the_type(dims, dtype):
 def test_a_dimension_that_is_neither_a_size_nor_a_name_is_refused():
     with pytest.raises(ModelError, match="a dimension is a size or a name, found 2.5"):
         port_type("steps", 2.5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[a, b]",
+        "  [ h0 ,x ] ",
+        "[]",
+        "[a,]",
+        "[a[0], b]",
+        "(a, b)",
+        "a, b",
+        "x",
+        "[a, b",
+        "[if, b]",
+        "[a] + [b]",
+        "[é, b]",
+        "[a, 1]",
+    ],
+)
+def test_variadic_items_read_as_the_parser_reads_them(text):
+    import ast
+
+    from mdf_loops.model.convention import variadic_items
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        with pytest.raises(SyntaxError):
+            variadic_items(text)
+        return
+    expected = (
+        [ast.unparse(e) for e in tree.elts] if isinstance(tree, (ast.List, ast.Tuple)) else None
+    )
+    assert variadic_items(text) == expected

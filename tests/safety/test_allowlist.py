@@ -45,3 +45,19 @@ def test_the_pieces_checked_are_those_of_ast_walk_but_contexts_and_operators(tex
     tree = ast.parse(text, mode="eval")
     leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
     assert expression_pieces(tree) == [n for n in ast.walk(tree) if not isinstance(n, leaves)]
+
+
+def test_parsed_expression_is_the_parse_and_is_emptied_by_clear_compiled():
+    import ast
+
+    from mdf_loops import clear_compiled
+    from mdf_loops.safety.allowlist import parsed_expression
+
+    text = "V - V**3 / 3 - W + I_ext"
+    tree = parsed_expression(text)
+    assert ast.dump(tree) == ast.dump(ast.parse(text, mode="eval"))
+    assert parsed_expression(text) is tree  # one parse per text, shared by its readers
+    clear_compiled()
+    assert parsed_expression(text) is not tree
+    with pytest.raises(SyntaxError):
+        parsed_expression("a +")
