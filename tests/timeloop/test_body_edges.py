@@ -5,6 +5,9 @@ from modeci_mdf.mdf import Edge, Graph, Model, Node, OutputPort, Parameter, Inpu
 
 import mdf_loops
 from mdf_loops.model.convention import body_graph
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
 
 def _model() -> Model:

@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import needs_input_port_fields
+
+pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "timeloops" / "counters.json"
 
 SCRIPT = """
