@@ -194,6 +194,22 @@ def test_loop_condition_not_a_scalar():
             "my_loop", "iteration 0", "one boolean")
 
 
+@pytest.mark.parametrize("backend", ["scheduler", "torch", "jax"])
+def test_loop_condition_not_one_boolean_is_one_error_on_every_backend(backend):
+    # the reference (ops/loop.py, run by the scheduler) refuses a body condition of two
+    # booleans; the compiled backends refuse it with its words and name the node
+    pytest.importorskip(backend if backend != "scheduler" else "numpy")
+    step = expression_node("step", ["i", "c", "v"], {"c_out": "v > -1", "v_out": "v"})
+    body = mdf_body("b", [step], ["i", "c", "v"], ["step.c_out", "step.v_out"])
+    model = _loop(body, {"M": "M", "cond": "c0", "v_initial": "[v0]"}, ["M", "c0", "v0"], 1)
+    inputs = {"M": np.array(5), "c0": np.array(True), "v0": np.zeros(2)}
+    with pytest.raises(mdf_loops.errors.LoopError) as info:
+        mdf_loops.run(model, inputs, backend=backend)
+    message = str(info.value)
+    assert "node 'my_loop'" in message
+    assert "body condition output must hold one boolean, got shape (2,)" in message
+
+
 @pytest.mark.parametrize("how", ["run_argument", "limits_context"])
 def test_loop_without_end_hits_the_iteration_limit(how):
     # the body's condition stays true: only the iteration limit stops the loop

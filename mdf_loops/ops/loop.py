@@ -35,7 +35,7 @@ from mdf_loops.errors import LoopError
 from mdf_loops.ops.common import IterationGuard
 from mdf_loops.ops.stacking import ScanOutputs
 
-__all__ = ["loop"]
+__all__ = ["loop", "body_outputs_error", "not_one_boolean"]
 
 #: ``body(values, iteration)`` returns ``[cond, *carried, *scan_elements]``.
 Body = Callable[[list, "int | None"], list]
@@ -61,10 +61,7 @@ def loop(
         guard.step(i)
         outs = body([np.array(i, dtype=np.int64), np.array(keep_going, dtype=np.bool_)] + values, i)
         if len(outs) < 1 + n:
-            raise LoopError(
-                f"body returned {len(outs)} outputs; a Loop body returns the condition, "
-                f"then the {n} loop-carried values, then scan outputs"
-            )
+            raise body_outputs_error(len(outs), n)
         keep_going = _truth(outs[0], "body condition output", i)
         values = list(outs[1 : 1 + n])
         produced.append(outs[1 + n :], i)
@@ -87,6 +84,25 @@ def _empty_scan_outputs(body: Body, values: list) -> list:
 def _truth(value: Any, what: str, iteration: int | None) -> bool:
     array = np.asarray(value)
     if array.size != 1:
-        where = "" if iteration is None else f" at iteration {iteration}"
-        raise LoopError(f"{what} must hold one boolean, got shape {array.shape}{where}")
+        raise not_one_boolean(what, f"shape {array.shape}", iteration)
     return bool(array.reshape(()))
+
+
+def not_one_boolean(
+    what: str, found: str, iteration: int | None, node: str | None = None
+) -> LoopError:
+    """The error for a condition (``what``) that is not one boolean (``found``: its
+    shape or type), at ``iteration`` (None: before the first), of ``node`` (how the
+    backend names the loop or branch, when the error would not say it otherwise)."""
+    at = "" if iteration is None else f" at iteration {iteration}"
+    prefix = "" if node is None else f"{node}: "
+    return LoopError(f"{prefix}{what} must hold one boolean, got {found}{at}")
+
+
+def body_outputs_error(n_outputs: int, n_carried: int, node: str | None = None) -> LoopError:
+    """The error for a Loop body that returned too few outputs for its carried values."""
+    prefix = "" if node is None else f"{node}: "
+    return LoopError(
+        f"{prefix}body returned {n_outputs} outputs; a Loop body returns the condition, "
+        f"then the {n_carried} loop-carried values, then scan outputs"
+    )

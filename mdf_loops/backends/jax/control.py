@@ -31,6 +31,7 @@ from mdf_loops.backends.jax.values import (
     Opt,
     concrete,
     is_concrete,
+    one_boolean,
     same_types,
     structured,
     xp_of,
@@ -69,6 +70,7 @@ def _stack(values: list):
 def _if(call, cond):
     ev = call.evaluator
     then_branch, else_branch = call.attrs["then_branch"], call.attrs["else_branch"]
+    one_boolean(cond, call.where, "If condition")
     if is_concrete(cond):
         taken = then_branch if bool(np.asarray(cond).reshape(())) else else_branch
         return tuple(ev.graph(taken, [], call.scope))
@@ -283,6 +285,8 @@ def _scan_batched(call, inputs: list) -> tuple:
 @op("Loop")
 def _loop(call, trip=None, cond=None, *initial):
     body, carried = call.attrs["body"], list(initial)
+    if cond is not None:
+        one_boolean(cond, call.where, "cond input")
     control_known = (trip is None or is_concrete(trip)) and (cond is None or is_concrete(cond))
     containers = any(isinstance(v, (list, Opt)) for v in carried)
     if control_known and (containers or _reads_only_concrete(call, body, carried)):
@@ -321,7 +325,8 @@ def _loop_python(call, trip, cond, carried) -> list:
         ev.count(1, call.where, i)
         outputs = ev.graph(body, [np.asarray(i, np.int64), np.asarray(keep)] + values, call.scope)
         # the body's condition decides, also without a cond input (mdf_loops.ops.loop)
-        keep = bool(concrete(outputs[0], call.where, "the loop condition").reshape(()))
+        condition = one_boolean(outputs[0], call.where, "body condition output", i)
+        keep = bool(concrete(condition, call.where, "the loop condition").reshape(()))
         values = outputs[1 : 1 + n]
         columns = columns or [[] for _ in outputs[1 + n :]]
         for column, y in zip(columns, outputs[1 + n :], strict=True):
@@ -366,6 +371,7 @@ def _loop_counted(call, trips: int, carried) -> list:
         outputs, inner, end = ev.body(
             body, [i, np.asarray(True)] + list(values), call.scope, total=total, count=count
         )
+        one_boolean(outputs[0], call.where, "body condition output")
         if not (is_concrete(outputs[0]) and bool(np.asarray(outputs[0]).reshape(()))):
             raise _ConditionDecides()
         outputs = structured(outputs, call.where)

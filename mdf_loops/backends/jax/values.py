@@ -29,6 +29,7 @@ __all__ = [
     "xp_of",
     "np_dtype",
     "label",
+    "one_boolean",
     "structured",
     "same_types",
     "BUFFER_FULL",
@@ -93,6 +94,18 @@ def xp_of(*values: Any):
 def np_dtype(elem_type: int) -> np.dtype:
     """The numpy dtype of an ONNX element type (bfloat16 through ml_dtypes)."""
     return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+
+
+def one_boolean(value: Any, where: str, what: str, iteration: int | None = None) -> Any:
+    """``value``, a condition (concrete or traced), when it holds one element; else the
+    :class:`~mdf_loops.errors.LoopError` the other backends raise (its shape is known
+    while tracing, so a traced condition is checked too)."""
+    from mdf_loops.ops.loop import not_one_boolean
+
+    shape = tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+    if int(np.prod(shape)) != 1:
+        raise not_one_boolean(what, f"shape {shape}", iteration, where)
+    return value
 
 
 def label(node: onnx.NodeProto) -> str:

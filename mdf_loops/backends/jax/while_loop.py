@@ -31,6 +31,7 @@ from mdf_loops.backends.jax.values import (
     SIZE_PASSED,
     Ragged,
     is_concrete,
+    one_boolean,
     same_types,
     structured,
 )
@@ -62,6 +63,7 @@ def loop_bounded(call, trip, cond, carried: list) -> list:
         )
         outputs = structured(outputs, call.where)
         same_types(call.where, outputs[1 : 1 + n], values)
+        one_boolean(outputs[0], call.where, "body condition output")
         keep_out = jnp.reshape(outputs[0], ()).astype(bool)  # decides also without cond
         end = end if carries else None
         return keep_out, tuple(outputs[1 : 1 + n]), tuple(outputs[1 + n :]), flag, end

@@ -19,14 +19,15 @@ from mdf_loops.backends.torch.registry import op
 from mdf_loops.backends.torch.values import same_form
 from mdf_loops.errors import LimitError, LoopError
 from mdf_loops.ops.common import IterationGuard, loop_scope, normalize_axis
+from mdf_loops.ops.loop import body_outputs_error, not_one_boolean
 from mdf_loops.ops.scan import ScanAttributes
 
 
-def _truth(value: Any, what: str, iteration: int | None) -> bool:
+def _truth(value: Any, what: str, iteration: int | None, where: str) -> bool:
     if not isinstance(value, torch.Tensor) or value.numel() != 1:
-        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-        at = "" if iteration is None else f" at iteration {iteration}"
-        raise LoopError(f"{what} must hold one boolean, got {shape}{at}")
+        is_tensor = isinstance(value, torch.Tensor)
+        found = f"shape {tuple(value.shape)}" if is_tensor else type(value).__name__
+        raise not_one_boolean(what, found, iteration, where)
     return bool(value.reshape(()))
 
 
@@ -41,7 +42,7 @@ def _stack(elements: list, axis: int, backward: bool, j: int) -> torch.Tensor:
 
 @op("If", scoped=True)
 def _if(call, frame, cond):
-    taken = "then_branch" if _truth(cond, "If condition", None) else "else_branch"
+    taken = "then_branch" if _truth(cond, "If condition", None, call.where) else "else_branch"
     try:
         with loop_scope("If"):
             return tuple(call.bodies[taken].bind(frame)([]))
@@ -199,7 +200,7 @@ def _scan_batched(call, body, sequence_lens, inputs: list, attributes: ScanAttri
 def _loop(call, frame, trip_count=None, condition=None, *initial):
     body = call.bodies["body"].bind(frame)
     max_trips = None if trip_count is None else int(trip_count.reshape(()))
-    keep_going = True if condition is None else _truth(condition, "cond input", None)
+    keep_going = True if condition is None else _truth(condition, "cond input", None, call.where)
     values = list(initial)
     device = values[0].device if values and isinstance(values[0], torch.Tensor) else None
     stacked: list[int] | None = [] if call.sized else None
@@ -232,11 +233,8 @@ def _loop_iterations(call, body, guard, values, max_trips, keep_going, device, s
         except LimitError as exc:
             raise located(exc, call.where, f"iteration {i}") from None
         if len(outs) < 1 + n:
-            raise LoopError(
-                f"body returned {len(outs)} outputs; a Loop body returns the condition, "
-                f"then the {n} loop-carried values, then scan outputs"
-            )
-        keep_going = _truth(outs[0], "body condition output", i)
+            raise body_outputs_error(len(outs), n, call.where)
+        keep_going = _truth(outs[0], "body condition output", i, call.where)
         values = list(outs[1 : 1 + n])
         if not produced:
             produced = [[] for _ in outs[1 + n :]]
