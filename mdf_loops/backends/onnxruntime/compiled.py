@@ -35,6 +35,7 @@ from mdf_loops.errors import (
 from mdf_loops.onnx.export import export_model
 from mdf_loops.onnx.ort_safe import make_safe
 from mdf_loops.ops.common import Limits, how_to_raise
+from mdf_loops.ops.loop import not_one_boolean
 
 __all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
 
@@ -77,7 +78,12 @@ class CompiledModel:
                 "to see which node, or with trusted=True for a model whose author you trust"
             ) from None
         results = dict(zip(self.output_names, outputs, strict=True))
-        passed = {name: float(results.pop(name)) for name in self.limit_flags}
+        flags = {name: np.asarray(results.pop(name)) for name in self.limit_flags}
+        for name, flag in flags.items():
+            if flag.size != 1:  # a flag carries its loop's condition: it was not one boolean
+                where = f"node '{self.limit_flags[name].label}'"
+                raise not_one_boolean("body condition output", f"shape {flag.shape}", None, where)
+        passed = {name: float(flag.reshape(())) for name, flag in flags.items()}
         if any(passed.values()):
             assert self.limits is not None, "limit flags are compiled in only with limits"
             raise _limit_error(self.limit_flags, passed, self.limits)
