@@ -1,10 +1,11 @@
-"""Stock modeci-mdf's time loop on several models in one interpreter that does not import
-mdf_loops (``mdf_loops/timeloop/stock_loop.py --batch``): the oracle of the time-loop tests.
+"""Stock modeci-mdf's time loop (``mdf_loops/timeloop/stock_loop.py``) in an interpreter
+that does not import mdf_loops: the oracle of the time-loop tests.
 
-:func:`stock_batch` writes the models and the job list, runs the batch in a subprocess and
-returns each job's recorded traces (``{"node.port": array}``, time on axis 0). A model stock
-fails on comes back as ``{"__error__": "Type: message"}``; :func:`stock_traces` asserts
-that none did.
+:func:`stock_batch` writes the models and the job list, runs them all in one subprocess
+(``--batch``) and returns each job's recorded traces (``{"node.port": array}``, time on
+axis 0). A model stock fails on comes back as ``{"__error__": "Type: message"}``;
+:func:`stock_traces` asserts that none did. :func:`stock_run` runs one loop with input
+series, set on each step (what ``--batch`` does not take).
 """
 
 from __future__ import annotations
@@ -84,3 +85,21 @@ def stock_traces(jobs: Mapping[str, StockJob], folder: Path) -> dict[str, dict[s
     for name, result in results.items():
         assert "__error__" not in result, (name, result.get("__error__"))
     return results
+
+
+def stock_run(
+    job: StockJob, folder: Path, inputs: Mapping[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """One loop through stock's command line, ``inputs`` (by input-port id, time on axis 0)
+    set on each step; its files in ``folder``: the recorded traces."""
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, str(STOCK_LOOP), str(_model_file(job.model, folder / "model.json"))]
+    command += ["--dt", repr(job.dt), "--steps", str(job.steps), "--record", *job.record]
+    command += ["-o", str(folder / "stock.npz")]
+    if inputs:
+        np.savez(folder / "inputs.npz", **inputs)
+        command += ["--inputs", str(folder / "inputs.npz")]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=folder)
+    assert done.returncode == 0, f"stock_loop.py failed:\n{done.stderr}"
+    with np.load(folder / "stock.npz") as saved:
+        return dict(saved)
