@@ -1,4 +1,4 @@
-"""Real Dask processes for the sweep tests, and the drift-diffusion oracle.
+"""Real Dask processes for the sweep tests.
 
 :class:`DaskProcesses` starts ``dask scheduler`` and ``dask worker`` as separate
 processes on 127.0.0.1 (free ports), waits for them within a bound, kills any on
@@ -15,12 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DDM = ROOT / "examples" / "drift_diffusion.json"
-DT = 0.01
 START_BOUND = 120.0  # seconds for a process to come up on a loaded 2-core machine
 
 
@@ -28,23 +25,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def noise(seed: int, steps: int = 200) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal(steps)
-
-
-def ddm_numpy(noise_values, drift, threshold=1.0, decide_threshold=1.0, sd=1.0):
-    """Euler-Maruyama steps until |x| >= threshold or the noise runs out:
-    (trace, decision time, choice)."""
-    x, trace = 0.0, []
-    for sample in noise_values:
-        x = x + drift * DT + sd * np.sqrt(DT) * sample
-        trace.append(x)
-        if not abs(x) < threshold:
-            break
-    choice = 1 if x >= decide_threshold else -1 if x <= -decide_threshold else 0
-    return np.array(trace), len(trace) * DT, choice
 
 
 class DaskProcesses:

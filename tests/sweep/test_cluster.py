@@ -3,7 +3,7 @@ workers, the default local cluster, and scripts without a ``__main__`` guard.
 
 Every fault must end in one SweepError within a bound (the sweep's timeout plus
 start-up), never a hang: each call runs in a thread the test waits for, boundedly.
-Oracle for values: the drift-diffusion equations in numpy (dask_cluster.ddm_numpy).
+Oracle for values: the drift-diffusion equations in numpy (ddm_oracle.ddm_numpy).
 """
 
 from __future__ import annotations
@@ -23,14 +23,12 @@ pytest.importorskip("dask.distributed")
 pytest.importorskip("xarray")
 
 from dask_cluster import (  # noqa: E402
-    DDM,
     ROOT,
     dask_processes,  # noqa: F401 (a fixture)
-    ddm_numpy,
     free_port,
     healthy_scheduler,  # noqa: F401 (a fixture)
-    noise,
 )
+from ddm_oracle import DDM, ddm_numpy, noise  # noqa: E402
 
 import mdf_loops  # noqa: E402
 from mdf_loops.sweep import SweepError  # noqa: E402

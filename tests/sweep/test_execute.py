@@ -1,7 +1,7 @@
 """A sweep's batches on real ``dask scheduler`` and ``dask worker`` processes, with faults:
 a worker killed mid-sweep, the scheduler killed mid-sweep (library and command line).
 
-Oracle: the drift-diffusion equations in numpy (dask_cluster.ddm_numpy). Each fault must
+Oracle: the drift-diffusion equations in numpy (ddm_oracle.ddm_numpy). Each fault must
 end with every finished setting saved in the output file and one SweepError.
 """
 
@@ -16,7 +16,8 @@ import pytest
 pytest.importorskip("dask.distributed")
 xr = pytest.importorskip("xarray")
 
-from dask_cluster import DDM, dask_processes, ddm_numpy, noise  # noqa: E402, F401 (dask_processes: a fixture)
+from dask_cluster import dask_processes  # noqa: E402, F401 (a fixture)
+from ddm_oracle import DDM, ddm_numpy, noise  # noqa: E402
 
 import mdf_loops  # noqa: E402
 from mdf_loops.sweep import SweepError  # noqa: E402

@@ -23,7 +23,7 @@ from mdf_loops.sweep.worker import SettingsBatch, SweepTask, run_settings_packed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "onnxruntime" / "batching"))
-from dask_cluster import DDM, ddm_numpy  # noqa: E402
+from ddm_oracle import DDM, ddm_numpy  # noqa: E402
 
 RNN = DDM.parent / "elman_rnn.json"
 OUTPUTS = ("ddm.trace", "ddm.decision_time", "decide.choice")

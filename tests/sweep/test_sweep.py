@@ -23,7 +23,7 @@ from dask.distributed import Client, LocalCluster  # noqa: E402
 from modeci_mdf.mdf import Model  # noqa: E402
 
 import mdf_loops  # noqa: E402
-from dask_cluster import ddm_numpy, noise  # noqa: E402 (the numpy oracle, shared)
+from ddm_oracle import ddm_numpy, noise  # noqa: E402 (the numpy oracle, shared)
 from mdf_loops.sweep import SweepError  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

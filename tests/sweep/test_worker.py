@@ -19,7 +19,7 @@ import mdf_loops
 from mdf_loops.sweep.worker import SettingsBatch, SweepTask, run_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dask_cluster import DDM, ddm_numpy  # noqa: E402
+from ddm_oracle import DDM, ddm_numpy  # noqa: E402
 
 RNN = Path(__file__).resolve().parents[2] / "examples" / "elman_rnn.json"
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +24,7 @@ from modeci_mdf.mdf import (
     OutputPort,
     Parameter,
 )
+from stock_batch import StockJob, stock_run
 
 import mdf_loops
 from mdf_loops.timeloop import chunks
@@ -34,7 +33,6 @@ pytestmark = needs_input_port_fields  # time loops build ports with default_valu
 
 ROOT = Path(__file__).resolve().parents[2]
 FN = ROOT / "examples" / "timeloops" / "fitzhugh_nagumo.json"
-STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
 ES = "TimeScale.ENVIRONMENT_SEQUENCE"
 
 
@@ -101,24 +99,7 @@ def test_a_driven_model_with_a_node_condition_equals_stock(small_chunks, tmp_pat
     _series_model().to_json_file(str(path))
     steps, dt, record = 40, 0.1, ["A.count", "L.x"]
     drive = np.sin(np.arange(steps) * 0.3)
-    np.savez(tmp_path / "inputs.npz", drive=drive)
-    command = [
-        sys.executable,
-        str(STOCK_LOOP),
-        str(path),
-        "--dt",
-        repr(dt),
-        "--steps",
-        str(steps),
-        "--record",
-        *record,
-        "-o",
-        str(tmp_path / "stock.npz"),
-        "--inputs",
-        str(tmp_path / "inputs.npz"),
-    ]
-    subprocess.run(command, check=True, capture_output=True, cwd=tmp_path)
-    stock = dict(np.load(tmp_path / "stock.npz"))
+    stock = stock_run(StockJob(path, dt, steps, record), tmp_path, {"drive": drive})
     loop = mdf_loops.to_time_loop(path, dt=dt, steps=steps, record=record, inputs={"drive": drive})
     assert chunks.chunked_variant(loop) is not None
     traces = mdf_loops.simulate(loop, backend="onnxruntime")

@@ -19,15 +19,14 @@ Skipped without the variable: CI has no such folder.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from stock_batch import StockJob, stock_batch
 
 import mdf_loops
 from mdf_loops.errors import MdfLoopsError
@@ -36,7 +35,6 @@ FOLDER = os.environ.get("MDF_LOOPS_STOCK_MODELS")
 DT = float(os.environ.get("MDF_LOOPS_STOCK_DT", "0.01"))
 STEPS = int(os.environ.get("MDF_LOOPS_STOCK_STEPS", "50"))
 STOCK_TIMEOUT = int(os.environ.get("MDF_LOOPS_STOCK_TIMEOUT", "300"))
-STOCK_LOOP = Path(__file__).resolve().parents[2] / "mdf_loops" / "timeloop" / "stock_loop.py"
 BACKENDS = ("scheduler", "python", "onnxruntime")
 
 pytestmark = pytest.mark.skipif(not FOLDER, reason="set MDF_LOOPS_STOCK_MODELS to a folder")
@@ -71,13 +69,9 @@ def stock(tmp_path_factory) -> dict[str, dict]:
     folder = tmp_path_factory.mktemp("external_stock")
     results = {}
     for k, (name, refs) in enumerate(FILES.items()):
-        job = {"model": str(Path(FOLDER) / name), "dt": DT, "steps": STEPS, "record": refs,
-               "output": str(folder / f"{k}.npz")}
-        (folder / f"job{k}.json").write_text(json.dumps([job]))
+        job = {name: StockJob(Path(FOLDER) / name, DT, STEPS, refs)}
         try:
-            subprocess.run([sys.executable, str(STOCK_LOOP), "--batch", str(folder / f"job{k}.json")],
-                           check=True, capture_output=True, cwd=folder, timeout=STOCK_TIMEOUT)
-            results[name] = dict(np.load(folder / f"{k}.npz"))
+            results.update(stock_batch(job, folder / f"file{k}", timeout=STOCK_TIMEOUT))
         except subprocess.TimeoutExpired:
             results[name] = {"__error__": f"stock did not finish in {STOCK_TIMEOUT} s"}
     return results

@@ -5,15 +5,13 @@ not; and what it leaves to the probe."""
 
 from __future__ import annotations
 
-import importlib.util
-import random
 from contextlib import nullcontext
-from pathlib import Path
 
 import pytest
-from modeci_mdf.mdf import Edge, Graph, InputPort, Node, OutputPort, Parameter, ParameterCondition
-
 from conftest import needs_input_port_fields
+from modeci_mdf.mdf import Graph, InputPort, Node, OutputPort, Parameter, ParameterCondition
+from probe_graphs import example_and_construct_graphs, random_scalar_graphs
+
 from mdf_loops.errors import ModelError
 from mdf_loops.safety.allowlist import untrusted_expressions
 from mdf_loops.timeloop.infer import infer_values
@@ -23,18 +21,6 @@ from mdf_loops.timeloop.probe import build_engine, probe
 pytestmark = needs_input_port_fields
 
 DT = 0.05
-
-
-def _module(name: str):
-    path = Path(__file__).with_name(f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_LEAN = _module("test_lean_engine")
 
 
 def _inferred_and_stock(graph: Graph, trusted: bool):
@@ -60,7 +46,7 @@ def _assert_equal(ours, stock, where: str) -> None:
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
 def test_inferred_types_equal_stock_on_examples_and_constructs(trusted):
     answered = []
-    for name, graph in _LEAN._graphs():
+    for name, graph in example_and_construct_graphs():
         ours, stock = _inferred_and_stock(graph, trusted)
         if ours is not None:
             _assert_equal(ours, stock, name)
@@ -71,13 +57,11 @@ def test_inferred_types_equal_stock_on_examples_and_constructs(trusted):
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # stock's, on a negative ** 0.5
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
 def test_inferred_types_equal_stock_on_random_scalar_models(trusted):
-    rng = random.Random(1126)
     answered = 0
-    for k in range(60):
-        graph = _LEAN._random_model(rng, k).graphs[0]
+    for where, graph in random_scalar_graphs(1126, 60):
         ours, stock = _inferred_and_stock(graph, trusted)
         if ours is not None:
-            _assert_equal(ours, stock, f"random model {k}")
+            _assert_equal(ours, stock, where)
             answered += 1
     assert answered >= 30
 

@@ -5,13 +5,11 @@ the graphs it declines; and the errors, which stay stock's."""
 
 from __future__ import annotations
 
-import importlib.util
-import random
 from contextlib import nullcontext
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_input_port_fields
 from modeci_mdf.mdf import (
     ConditionSet,
     Edge,
@@ -21,8 +19,8 @@ from modeci_mdf.mdf import (
     Node,
     OutputPort,
     Parameter,
-    ParameterCondition,
 )
+from probe_graphs import EXAMPLES, example_and_construct_graphs, random_scalar_graphs
 
 import mdf_loops
 from mdf_loops.errors import ModelError
@@ -32,21 +30,10 @@ from mdf_loops.safety.allowlist import untrusted_expressions
 from mdf_loops.timeloop.conditions import plan_schedule
 from mdf_loops.timeloop.lean_engine import lean_engine, required_names
 from mdf_loops.timeloop.probe import build_engine, probe
-from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields
 
-ROOT = Path(__file__).resolve().parents[2]
 DT = 0.05
-
-
-def _stock_constructs() -> dict:
-    path = Path(__file__).with_name("test_stock_constructs.py")
-    spec = importlib.util.spec_from_file_location("_stock_constructs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {name: build() for name, build in module.MODELS.items()}
 
 
 def _probed(graph: Graph, series: dict, lean: bool):
@@ -82,19 +69,10 @@ def _assert_same(ours, stock, where: str) -> None:
         assert (mine.dtype, mine.shape) == (value.dtype, value.shape), f"{where} {key}"
 
 
-def _graphs() -> list[tuple[str, Graph]]:
-    found = [
-        (path.name, load_model(path).graphs[0])
-        for path in sorted((ROOT / "examples" / "timeloops").glob("*.json"))
-    ]
-    found += [(name, model.graphs[0]) for name, model in _stock_constructs().items()]
-    return found
-
-
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
 def test_lean_probe_equals_stock_on_examples_and_constructs(trusted):
     answered = []
-    for name, graph in _graphs():
+    for name, graph in example_and_construct_graphs():
         ours, stock = _both(graph, trusted)
         if ours is not None:
             _assert_same(ours, stock, name)
@@ -105,97 +83,20 @@ def test_lean_probe_equals_stock_on_examples_and_constructs(trusted):
     assert expected <= set(answered)
 
 
-def _random_model(rng: random.Random, k: int) -> Model:
-    """A chain of 1-3 nodes of scalar parameters: ints and floats, literals and text,
-    counters, time derivatives, whole-number float results (modelspec makes those
-    Python ints), conditions, weighted edges and ports with defaults."""
-    numbers = [0, 1, 2, 3, -1, 0.5, 2.0, 1.5, -0.25, 4.0]
-    nodes, edges = [], []
-    for n in range(rng.randint(1, 3)):
-        ports = (
-            []
-            if n == 0
-            else [InputPort(id="inp", default_value=rng.choice([None, None, None, 1, 0.5]))]
-        )
-        names = ["inp"] if n else []
-        parameters = []
-        for j in range(rng.randint(1, 4)):
-            pid = f"p{j}"
-            kind = rng.choice(
-                ["literal", "text", "counter", "derivative", "expression", "other forms", "when"]
-            )
-            other = rng.choice(names) if names else repr(rng.choice(numbers))
-            if kind == "literal":
-                parameter = Parameter(id=pid, value=rng.choice(numbers))
-            elif kind == "text":
-                parameter = Parameter(id=pid, value=repr(rng.choice(numbers)))
-            elif kind == "counter":
-                parameter = Parameter(
-                    id=pid,
-                    value=f"{pid} + {rng.choice(numbers)!r}",
-                    default_initial_value=rng.choice([None, 0, 1.0, "2"]),
-                )
-            elif kind == "derivative":
-                parameter = Parameter(
-                    id=pid,
-                    default_initial_value=rng.choice([0, 1.0, -2]),
-                    time_derivative=f"{other} * {rng.choice(numbers)!r} - {pid}",
-                )
-            elif kind == "expression":
-                op = rng.choice(["+", "-", "*", "/", "**"])
-                parameter = Parameter(id=pid, value=f"{other} {op} {rng.choice([2, 0.5, 4.0])!r}")
-            elif kind == "other forms":
-                form = rng.choice(
-                    ["-{x}", "{x} > 0.5", "numpy.where({x} >= 1, 1, 0.5)", "({x})", "{x} * 0"]
-                )
-                parameter = Parameter(id=pid, value=form.format(x=other))
-            else:
-                parameter = Parameter(
-                    id=pid,
-                    default_initial_value=rng.choice([0, 0.5]),
-                    time_derivative="1",
-                    conditions=[
-                        ParameterCondition(id="c", test=f"{pid} > 0.01", value=rng.choice([0, 2.5]))
-                    ],
-                )
-            parameters.append(parameter)
-            names.append(pid)
-        outputs = [OutputPort(id="out", value=rng.choice(names[-len(parameters) :]))]
-        outputs.append(OutputPort(id="twice", value=f"2 * {rng.choice(names)}"))
-        nodes.append(
-            Node(id=f"n{n}", input_ports=ports, parameters=parameters, output_ports=outputs)
-        )
-        if n:
-            weight = rng.choice([None, 1, 2, 0.5])
-            edges.append(
-                Edge(
-                    id=f"e{n}",
-                    sender=f"n{n - 1}",
-                    sender_port=rng.choice(["out", "twice"]),
-                    receiver=f"n{n}",
-                    receiver_port="inp",
-                    parameters=None if weight is None else {"weight": weight},
-                )
-            )
-    return Model(id=f"random{k}", graphs=[Graph(id=f"random{k}", nodes=nodes, edges=edges)])
-
-
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # stock's, on a negative ** 0.5
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
 def test_lean_probe_equals_stock_on_random_scalar_models(trusted):
-    rng = random.Random(20261126)
     answered = 0
-    for k in range(50):
-        graph = _random_model(rng, k).graphs[0]
+    for where, graph in random_scalar_graphs(20261126, 50):
         ours, stock = _both(graph, trusted)
         if ours is not None:
-            _assert_same(ours, stock, f"random model {k}")
+            _assert_same(ours, stock, where)
             answered += not isinstance(stock, ModelError)
     assert answered >= 25
 
 
 def test_lean_probe_with_input_series_equals_stock():
-    graph = load_model(ROOT / "examples" / "timeloops" / "iaf_network.json").graphs[0]
+    graph = load_model(EXAMPLES / "iaf_network.json").graphs[0]
     series = {"I": np.array([1, 2, 3])}  # int series into the cells' float current
     ours, stock = _both(graph, trusted=False, series=series)
     _assert_same(ours, stock, "iaf_network with an input series")
@@ -274,7 +175,7 @@ def test_the_time_loop_model_is_the_one_the_stock_engine_plans(name, monkeypatch
     scheduler) writes the model the stock engine's plan and probe make."""
     from mdf_loops.timeloop import convert
 
-    path = ROOT / "examples" / "timeloops" / f"{name}.json"
+    path = EXAMPLES / f"{name}.json"
     ours = mdf_loops.to_time_loop(path, dt=DT, steps=5).to_json()
     monkeypatch.setattr(convert, "lean_engine", lambda graph: None)
     assert mdf_loops.to_time_loop(path, dt=DT, steps=5).to_json() == ours

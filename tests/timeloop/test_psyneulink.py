@@ -17,21 +17,18 @@ parameter's name (``"v": "v + 0.5 * h * k1"``: Runge-Kutta stages); ``EveryNCall
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_input_port_fields
+from stock_batch import StockJob, stock_traces
 
 import mdf_loops
-from conftest import needs_input_port_fields
 from mdf_loops.errors import ConditionError, ModelError
 
 pytestmark = needs_input_port_fields
 
-ROOT = Path(__file__).resolve().parents[2]
-STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
 DT, STEPS = 0.05, 30
 ALWAYS = {"type": "Always", "kwargs": {}}
 
@@ -167,16 +164,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def stock(files, tmp_path_factory) -> dict[str, dict]:
     """Every model through stock modeci-mdf's loop, in one interpreter without mdf_loops."""
-    folder = tmp_path_factory.mktemp("pnl_stock")
-    jobs = [{"model": str(path), "dt": DT, "steps": STEPS, "record": _record(MODELS[name]()),
-             "output": str(folder / f"{name}.npz")} for name, path in files.items()]
-    (folder / "jobs.json").write_text(json.dumps(jobs))
-    subprocess.run([sys.executable, str(STOCK_LOOP), "--batch", str(folder / "jobs.json")],
-                   check=True, capture_output=True, cwd=folder)
-    results = {name: dict(np.load(folder / f"{name}.npz")) for name in MODELS}
-    for name, result in results.items():
-        assert "__error__" not in result, (name, result.get("__error__"))
-    return results
+    jobs = {name: StockJob(path, DT, STEPS, _record(MODELS[name]()))
+            for name, path in files.items()}
+    return stock_traces(jobs, tmp_path_factory.mktemp("pnl_stock"))
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

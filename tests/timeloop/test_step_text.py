@@ -6,22 +6,16 @@ with comments (dropped where an expression is written inside another).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import needs_input_port_fields
 from modeci_mdf.mdf import Graph, Model, Node, OutputPort, Parameter, ParameterCondition
+from stock_batch import StockJob, stock_traces
 
 import mdf_loops
-from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields
 
-ROOT = Path(__file__).resolve().parents[2]
-STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
 DT, STEPS = 0.05, 20
 
 
@@ -68,20 +62,8 @@ RECORDS = {
 
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory) -> dict[str, dict]:
-    folder = tmp_path_factory.mktemp("step_text")
-    jobs = []
-    for name, build in MODELS.items():
-        path = folder / f"{name}.json"
-        build().to_json_file(str(path))
-        jobs.append({"model": str(path), "dt": DT, "steps": STEPS, "record": RECORDS[name],
-                     "output": str(folder / f"{name}.npz")})
-    (folder / "jobs.json").write_text(json.dumps(jobs))
-    subprocess.run([sys.executable, str(STOCK_LOOP), "--batch", str(folder / "jobs.json")],
-                   check=True, capture_output=True, cwd=folder)
-    results = {name: dict(np.load(folder / f"{name}.npz")) for name in MODELS}
-    for name, result in results.items():
-        assert "__error__" not in result, (name, result.get("__error__"))
-    return results
+    jobs = {name: StockJob(build(), DT, STEPS, RECORDS[name]) for name, build in MODELS.items()}
+    return stock_traces(jobs, tmp_path_factory.mktemp("step_text"))
 
 
 @pytest.mark.parametrize(

@@ -12,24 +12,26 @@ standard functions (``sin``, ``linear``, ``MatMul``).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import needs_input_port_fields
 from modeci_mdf.mdf import (
-    Edge, Function, Graph, InputPort, Model, Node, OutputPort, Parameter, ParameterCondition,
+    Edge,
+    Function,
+    Graph,
+    InputPort,
+    Model,
+    Node,
+    OutputPort,
+    Parameter,
+    ParameterCondition,
 )
+from stock_batch import StockJob, stock_traces
 
 import mdf_loops
-from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields
 
-ROOT = Path(__file__).resolve().parents[2]
-STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
 DT, STEPS = 0.05, 25
 
 
@@ -133,21 +135,9 @@ def _record(model: Model) -> list[str]:
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory) -> dict[str, dict]:
     """Every model through stock modeci-mdf's loop, in one interpreter without mdf_loops."""
-    folder = tmp_path_factory.mktemp("stock_constructs")
-    jobs = []
-    for name, build in MODELS.items():
-        model = build()
-        path = folder / f"{name}.json"
-        model.to_json_file(str(path))
-        jobs.append({"model": str(path), "dt": DT, "steps": STEPS, "record": _record(model),
-                     "output": str(folder / f"{name}.npz")})
-    (folder / "jobs.json").write_text(json.dumps(jobs))
-    subprocess.run([sys.executable, str(STOCK_LOOP), "--batch", str(folder / "jobs.json")],
-                   check=True, capture_output=True, cwd=folder)
-    results = {name: dict(np.load(folder / f"{name}.npz")) for name in MODELS}
-    for name, result in results.items():
-        assert "__error__" not in result, (name, result.get("__error__"))
-    return results
+    models = {name: build() for name, build in MODELS.items()}
+    jobs = {name: StockJob(model, DT, STEPS, _record(model)) for name, model in models.items()}
+    return stock_traces(jobs, tmp_path_factory.mktemp("stock_constructs"))
 
 
 @pytest.mark.parametrize("backend", ["scheduler", "python", "onnxruntime", "auto"])

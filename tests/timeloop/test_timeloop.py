@@ -8,25 +8,23 @@ imports modeci-mdf but not mdf_loops: the loop modeci-mdf's example scripts writ
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from conftest import needs_input_port_fields
 from modeci_mdf.utils import load_mdf
+from stock_batch import StockJob, stock_run
 
 import mdf_loops
 from mdf_loops.timeloop.spec import LOOP_NODE
-from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "timeloops"
-STOCK_LOOP = ROOT / "mdf_loops" / "timeloop" / "stock_loop.py"
 
 #: steps per example in the tests (the stock engine is slow: a few ms a step)
 TEST_STEPS = {"fitzhugh_nagumo": 400, "izhikevich": 600, "iaf_network": 400,
@@ -50,17 +48,6 @@ def _case(name: str):
     return dt, steps, record, inputs
 
 
-def stock_traces(path: Path, dt: float, steps: int, record: list[str], inputs, tmp: Path) -> dict:
-    """Run stock modeci-mdf's loop in a fresh interpreter (no mdf_loops) and load its traces."""
-    command = [sys.executable, str(STOCK_LOOP), str(path), "--dt", repr(dt), "--steps", str(steps),
-               "--record", *record, "-o", str(tmp / "stock.npz")]
-    if inputs:
-        np.savez(tmp / "inputs.npz", **inputs)
-        command += ["--inputs", str(tmp / "inputs.npz")]
-    subprocess.run(command, check=True, capture_output=True, cwd=tmp)
-    return dict(np.load(tmp / "stock.npz"))
-
-
 _STOCK: dict[str, dict] = {}
 
 
@@ -69,8 +56,8 @@ def example(request, tmp_path_factory):
     name = request.param
     if name not in _STOCK:
         dt, steps, record, inputs = _case(name)
-        _STOCK[name] = stock_traces(EXAMPLES / f"{name}.json", dt, steps, record, inputs,
-                                    tmp_path_factory.mktemp(name))
+        job = StockJob(EXAMPLES / f"{name}.json", dt, steps, record)
+        _STOCK[name] = stock_run(job, tmp_path_factory.mktemp(name), inputs)
     return name, _STOCK[name]
 
 

@@ -8,21 +8,18 @@ Oracles: one onnxruntime run per setting of the unbatched model, and numpy loops
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 import pytest
+from ddm_oracle import DDM, ddm_numpy
 from onnx import TensorProto, helper
+from test_batching_rules import SIZE, double, model_of, session
 
 from mdf_loops.backends.onnxruntime.batching import NotBatchable, batch_model
 from mdf_loops.backends.onnxruntime.compiled import compile_model
 from mdf_loops.model.interface import load_model
 from mdf_loops.onnx.ort_safe import make_safe
 
-from test_batching_rules import SIZE, double, model_of, session
-
-DDM = Path(__file__).resolve().parents[4] / "examples" / "drift_diffusion.json"
 BOOL, INT = TensorProto.BOOL, TensorProto.INT64
 
 
@@ -168,17 +165,6 @@ def test_a_stopping_loop_nested_in_a_shared_one():
     feeds = [{"step": step[s, None][0, ...], "limit": limit[s, None][0, ...]} for s in range(SIZE)]
     for s, alone in enumerate(run_alone(model, feeds)):
         np.testing.assert_array_equal(got["total"][s], alone["total"])
-
-
-def ddm_numpy(noise: np.ndarray, drift=1.0, dt=0.01, sd=1.0, threshold=1.0):
-    x, trace = 0.0, []
-    for sample in noise:
-        x = x + drift * dt + sd * np.sqrt(dt) * sample
-        trace.append(x)
-        if not abs(x) < threshold:
-            break
-    choice = 1 if x >= threshold else -1 if x <= -threshold else 0
-    return np.array(trace), len(trace) * dt, choice
 
 
 def test_the_drift_diffusion_example_batched_equals_each_setting_and_numpy():
