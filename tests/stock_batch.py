@@ -36,7 +36,7 @@ class StockJob:
 
 def _model_file(model: Any, path: Path) -> Path:
     if isinstance(model, (str, Path)):
-        return Path(model)
+        return Path(model).resolve()  # stock runs in the jobs' folder
     if isinstance(model, dict):
         path.write_text(json.dumps(model))
     else:
@@ -103,3 +103,14 @@ def stock_run(
     assert done.returncode == 0, f"stock_loop.py failed:\n{done.stderr}"
     with np.load(folder / "stock.npz") as saved:
         return dict(saved)
+
+
+def with_stock_unset(ours: np.ndarray, stock: np.ndarray) -> np.ndarray:
+    """``ours`` with NaN where stock's recording holds NaN in its first steps: before a
+    node with a scheduling condition first runs, stock holds None (recorded as NaN)
+    and the time loop its initial carried value (docs/timeloops.md). Only that leading
+    stretch, element by element: a NaN stock computes later is compared as it is."""
+    ours = np.asarray(ours, dtype=float)
+    stock = np.asarray(stock, dtype=float).reshape((len(stock),) + ours.shape[1:])
+    leading = np.logical_and.accumulate(np.isnan(stock[: len(ours)]), axis=0)
+    return np.where(leading, np.nan, ours)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stock_batch import StockJob, stock_batch
+from stock_batch import StockJob, stock_batch, with_stock_unset
 
 import mdf_loops
 from mdf_loops.errors import MdfLoopsError
@@ -95,6 +95,8 @@ def test_external_model_equals_stock_or_is_refused(name, backend, stock, caplog)
         for ref in FILES[name]:
             ours, expected = traces[ref], theirs[ref]
             assert ours.shape == expected.shape, (ref, ours.shape, expected.shape)
+            if expected.dtype.kind == "f" and np.isnan(expected[:1]).any():
+                ours = with_stock_unset(ours, expected)  # the one documented difference
             if backend == "onnxruntime":
                 np.testing.assert_allclose(ours, expected, rtol=1e-9, atol=1e-300, err_msg=ref)
             else:

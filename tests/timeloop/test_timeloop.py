@@ -16,7 +16,7 @@ import onnxruntime as ort
 import pytest
 from conftest import needs_input_port_fields
 from modeci_mdf.utils import load_mdf
-from stock_batch import StockJob, stock_run
+from stock_batch import StockJob, stock_run, with_stock_unset
 
 import mdf_loops
 from mdf_loops.timeloop.spec import LOOP_NODE
@@ -64,10 +64,8 @@ def example(request, tmp_path_factory):
 def _check_prefix(ours: np.ndarray, stock: np.ndarray, exact: bool, where: str) -> None:
     n = len(ours)
     assert 0 < n <= len(stock), where
-    # before a node with a condition first runs, stock holds None (recorded as nan)
-    unset = np.isnan(stock[:n]).reshape(ours.shape)
-    assert not unset[-1:].any(), where
-    ours = np.where(unset, np.nan, ours)
+    assert not np.isnan(stock[n - 1]).any(), where
+    ours = with_stock_unset(ours, stock[:n])
     if exact:
         np.testing.assert_array_equal(ours, stock[:n].reshape(ours.shape), err_msg=where)
     else:
