@@ -270,17 +270,21 @@ def port_type(*dims: int | str, dtype: str = "float64") -> dict:
     missing shape as ``()``, so it cannot say "unknown"; the exporter and
     ``mdf-loops run`` read this declaration instead.
     """
-    from onnx import helper
+    elem = _ELEMENT_TYPES.get(dtype)
+    if elem is None:
+        from onnx import helper
 
-    from mdf_loops.model.values import dtype_from_name
+        from mdf_loops.model.values import dtype_from_name
 
-    elem = helper.np_dtype_to_tensor_dtype(dtype_from_name(dtype))
+        elem = int(helper.np_dtype_to_tensor_dtype(dtype_from_name(dtype)))
     shape = [_dimension(d) for d in dims]
-    return {
-        "onnx_type": {
-            "tensorType": {"elemType": int(elem), "shape": {"dim": shape} if shape else {}}
-        }
-    }
+    tensor_type = {"elemType": elem, "shape": {"dim": shape} if shape else {}}
+    return {"onnx_type": {"tensorType": tensor_type}}
+
+
+#: ``TensorProto`` element types of the dtypes most ports declare (fixed by the ONNX
+#: standard; the others are asked of onnx)
+_ELEMENT_TYPES = {"float32": 1, "int32": 6, "int64": 7, "bool": 9, "float64": 11}
 
 
 def _dimension(size: int | str) -> dict:

@@ -18,6 +18,8 @@ from mdf_loops.model.convention import port_type
         ((0, 1, "n", 7), "float32"),
         ((2,), "bool"),
         (("steps", 2, 2), "int32"),
+        (("n",), "float16"),
+        ((), "uint8"),
     ],
 )
 def test_port_type_is_what_onnx_writes_of_the_type(dims, dtype):
