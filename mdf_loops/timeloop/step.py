@@ -76,12 +76,13 @@ def step_node(
     params = list(source.parameters)
     functions = in_stock_order(source.id, list(source.functions or []))
     index = {p.id: i for i, p in enumerate(params)}
-    old = _old_values_read(params, index, functions) if not conditioned else set(index)
+    reads = [_reads(p) for p in params]
+    old = _old_values_read(params, index, functions, reads) if not conditioned else set(index)
     carried = [p.id for p in params if p.id in old]
     node = Node(id=source.id, metadata=dict(source.metadata or {}))
     _input_ports(source, node, conditioned, carried)
     old_name = {name: f"{name}__old" for name in carried}
-    initial = _InitialValues(source.id, params, functions, integers)
+    initial = _InitialValues(source.id, functions, integers, reads)
     _current_values(source, node, params, old_name, FRESH if conditioned else FIRST, initial)
     node.parameters.extend(function_parameters(source.id, functions, old_name, set(index)))
     for i, p in enumerate(params):  # new values (second sweep)
@@ -173,22 +174,31 @@ def _output_ports(source: Node, node: Node, conditioned: bool, shown: list[str])
         node.output_ports.append(OutputPort(id=value_port(name), value=name))
 
 
-def names_read_all(p: Parameter) -> set[str]:
-    """Names read by any expression of parameter ``p``."""
-    exprs = [p.value, p.time_derivative, p.default_initial_value]
-    exprs += list((p.args or {}).values())
+def _reads(p: Parameter) -> tuple[set[str], set[str]]:
+    """Names read by parameter ``p``'s expressions other than its time derivative (its
+    value, initial value, args and conditions), and by its time derivative."""
+    fields = [p.value, p.default_initial_value, *(p.args or {}).values()]
     for c in p.conditions or []:
-        exprs += [_field(c, "test"), _field(c, "value")]
-    return set().union(*(names_read(e) for e in exprs))
+        fields += [_field(c, "test"), _field(c, "value")]
+    found: set[str] = set()
+    for expression in fields:
+        if expression is not None:
+            found |= names_read(expression)
+    return found, names_read(p.time_derivative)
 
 
-def _old_values_read(params: list[Parameter], index: dict[str, int], functions: list) -> set[str]:
+def _old_values_read(
+    params: list[Parameter],
+    index: dict[str, int],
+    functions: list,
+    reads: list[tuple[set[str], set[str]]],
+) -> set[str]:
     """Parameters whose current (previous-step) value is read: by the node's functions,
-    and in the second sweep."""
+    and in the second sweep (``reads``: :func:`_reads` of each parameter)."""
     ids = index.keys()
     old: set[str] = names_read_by_functions(functions) & ids
-    for i, p in enumerate(params):
-        for name in names_read_all(p) & ids:
+    for i, (p, (outside, derivative)) in enumerate(zip(params, reads, strict=True)):
+        for name in (outside | derivative) & ids:
             if index[name] >= i:
                 old.add(name)
         if p.time_derivative is not None or (p.value is None and not p.function):
@@ -212,18 +222,19 @@ class _InitialValues:
     """The values modeci-mdf gives a node's parameters before their first evaluation."""
 
     def __init__(
-        self, node_id: str, params: list[Parameter], functions: list, integers: frozenset[str]
+        self,
+        node_id: str,
+        functions: list,
+        integers: frozenset[str],
+        reads: list[tuple[set[str], set[str]]],
     ) -> None:
         self.node_id, self.integers = node_id, integers
         #: parameters whose current value the first step may read outside a time derivative
         #: (any reader counts: stock's first sweep also evaluates the initial value of every
         #: value parameter, which reads the current values declared before it)
         self.read_at_first: set[str] = names_read_by_functions(functions)
-        for p in params:
-            fields = [p.value, p.default_initial_value, *(p.args or {}).values()]
-            for c in p.conditions or []:
-                fields += [_field(c, "test"), _field(c, "value")]
-            self.read_at_first |= set().union(*(names_read(e) for e in fields))
+        for outside, _ in reads:
+            self.read_at_first |= outside
 
     def value(self, p: Parameter, mapping: dict[str, str]) -> str:
         """The expression of ``p``'s value before its first evaluation."""
