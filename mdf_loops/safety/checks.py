@@ -111,7 +111,7 @@ def refusals(model: Model) -> tuple[list[Problem], list[Problem]]:
 def check_model(model: Model) -> None:
     """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed
     (:class:`ModelError` for text that is no expression or an unknown function)."""
-    walker = _walked(model)
+    walker = _walked(model, structure=False)
     if walker.mistakes:
         more = f" (and {len(walker.mistakes) - 1} more)" if len(walker.mistakes) > 1 else ""
         raise ModelError(f"{walker.mistakes[0]}{more}")
@@ -137,8 +137,8 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _walked(model: Model) -> _ModelWalker:
-    walker = _ModelWalker()
+def _walked(model: Model, structure: bool = True) -> _ModelWalker:
+    walker = _ModelWalker(structure)
     try:
         walker.model(model)
     except RecursionError:
@@ -168,7 +168,9 @@ class _Scope:
 class _ModelWalker:
     """Walks a model, its bodies at every depth, collecting structure and expression problems."""
 
-    def __init__(self) -> None:
+    def __init__(self, structure: bool = True) -> None:
+        """``structure``: look for the shapes the engine would hang or crash on too."""
+        self._structure = structure
         self.structure: list[Problem] = []
         self.mistakes: list[Problem] = []  # not expressions at all, unknown functions
         self.expressions: list[Problem] = []
@@ -182,8 +184,9 @@ class _ModelWalker:
     def graph(self, graph: Graph, path: tuple, depth: int) -> None:
         nodes = self._elements(graph, "nodes", path)
         edges = self._elements(graph, "edges", path)
-        self.structure.extend(edge_problems(graph.id, nodes, edges, path))
-        self.structure.extend(condition_problems(graph, path))
+        if self._structure:
+            self.structure.extend(edge_problems(graph.id, nodes, edges, path))
+            self.structure.extend(condition_problems(graph, path))
         for node in nodes:
             self.node(node, path + ("nodes", node.id), depth)
 
