@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import re
 from keyword import iskeyword
 from typing import Any
 
@@ -178,7 +179,7 @@ class _ExpressionCheck:
             and not _is_dunder(tree.body.id)
         ):
             return None  # a bare name: a value, or its own text ('constant') at worst
-        nodes = expression_pieces(tree)
+        nodes = parsed_pieces(source)
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         refused = [
@@ -293,6 +294,13 @@ def parsed_expression(source: str) -> ast.Expression:
     return ast.parse(source, mode="eval")
 
 
+@by_text(maxsize=4096)
+def parsed_pieces(source: str) -> tuple[ast.AST, ...]:
+    """:func:`expression_pieces` of :func:`parsed_expression`, walked once per text for the
+    allow-list and the time loop's readers of the names (never change them)."""
+    return tuple(expression_pieces(parsed_expression(source)))
+
+
 #: pieces every expression may hold, which need no check (a walk leaves them out)
 _UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
@@ -336,7 +344,13 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and len(name) > 4
 
 
+#: characters that neither ``int`` nor ``float`` accepts in a number's text
+_NOT_IN_NUMBERS = re.compile(r"[()*/%\[\]{}<>=!&|^~,:;@'\"#?\\$`]")
+
+
 def _is_number(text: str) -> bool:
+    if _NOT_IN_NUMBERS.search(text):
+        return False  # what the parses below find, without their exceptions
     for parse in (int, float):
         try:
             parse(text)
