@@ -47,6 +47,7 @@ __all__ = [
     "MATH_FUNCTIONS",
     "dtype_refusal",
     "expression_pieces",
+    "text_number",
 ]
 
 #: builtins an expression may call; every other builtin name is refused
@@ -162,7 +163,7 @@ class _ExpressionCheck:
             # a bare name, as the parser reads it (it normalizes only non-ASCII names)
             if text not in UNSAFE_BUILTINS and not _is_dunder(text):
                 return None  # as for its parse below: a value, or its own text at worst
-        if _is_number(text):  # modelspec reads numbers before it tries eval
+        if text_number(text) is not None:  # modelspec reads numbers before it tries eval
             return None
         source = text.lstrip(" \t")  # what eval() strips
         try:
@@ -348,16 +349,17 @@ def _is_dunder(name: str) -> bool:
 _NOT_IN_NUMBERS = re.compile(r"[()*/%\[\]{}<>=!&|^~,:;@'\"#?\\$`]")
 
 
-def _is_number(text: str) -> bool:
+def text_number(text: str) -> int | float | None:
+    """modelspec's reading of a number's text: ``int(text)``, else ``float(text)``, else
+    None (a text with a character neither accepts is none without trying them)."""
     if _NOT_IN_NUMBERS.search(text):
-        return False  # what the parses below find, without their exceptions
-    for parse in (int, float):
+        return None
+    for kind in (int, float):
         try:
-            parse(text)
-            return True
-        except ValueError:
+            return kind(text)
+        except (ValueError, OverflowError):
             pass
-    return False
+    return None
 
 
 # the numpy namespace expressions see (kept importable from here)

@@ -36,7 +36,7 @@ import numpy as np
 from modeci_mdf.mdf import Graph, Node, Parameter
 
 from mdf_loops.backends.cache import by_text
-from mdf_loops.safety.allowlist import parsed_expression
+from mdf_loops.safety.allowlist import parsed_expression, text_number
 from mdf_loops.safety.untrusted_values import BINARY, COMPARE, UNARY
 from mdf_loops.timeloop.lean_engine import required_names
 from mdf_loops.timeloop.probe import common_value
@@ -177,7 +177,7 @@ def _evaluate(expression: Any, scope: Mapping[str, Any]) -> Any:
     if type(expression) is str:
         if expression in scope:
             return scope[expression]
-        number = _text_number(expression)
+        number = text_number(expression)
         if number is not None:
             return _number(number)
         value = _value(_parsed(expression), scope)
@@ -196,17 +196,6 @@ def _number(value: Any) -> Any:
             raise Unproven
         return value
     raise Unproven  # a list, text or None: the probe says
-
-
-@by_text(maxsize=4096)
-def _text_number(text: str) -> int | float | None:
-    """modelspec's reading of a number's text: ``int(text)``, else ``float(text)``."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except (ValueError, OverflowError):
-            pass
-    return None
 
 
 @by_text(maxsize=4096)
@@ -283,6 +272,7 @@ def _numpy(function: Any, *operands: Any) -> Any:
 def _numpy_value(value: Any) -> np.ndarray | np.generic:
     if not isinstance(value, (np.ndarray, np.generic)) or value.shape != ():
         raise Unproven
-    if value.dtype.kind not in _NUMPY_KINDS or value.dtype.itemsize != 8 and value.dtype != bool:
+    kind = value.dtype.kind
+    if kind not in _NUMPY_KINDS or value.dtype.itemsize != 8 and kind != "b":
         raise Unproven
     return value  # a representative of its dtype: its value is not known here

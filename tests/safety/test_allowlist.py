@@ -79,6 +79,13 @@ def test_parsed_pieces_are_those_of_the_shared_parse_and_are_emptied_by_clear_co
     assert parsed_pieces(text) is not pieces
 
 
+def _number(text):
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 def _parses_as_number(text):
     for parse in (int, float):
         try:
@@ -96,9 +103,13 @@ def _parses_as_number(text):
     + [f"1{c}2" for c in "()*/%[]{}<>=!&|^~,:;@'\"#?\\$`+-._e "]
     + [f"{c}1" for c in "()*/%[]{}<>=!&|^~,:;@'\"#?\\$`+-._e "],
 )
-def test_is_number_answers_as_int_and_float_do(text):
-    """The characters the allow-list rules out before trying ``int`` and ``float`` are
-    ones neither accepts: the answer is theirs."""
-    from mdf_loops.safety.allowlist import _is_number
+def test_text_number_answers_as_int_and_float_do(text):
+    """The characters ruled out before trying ``int`` and ``float`` are ones neither
+    accepts: the answer is theirs."""
+    from mdf_loops.safety.allowlist import text_number
 
-    assert _is_number(text) is _parses_as_number(text)
+    assert (text_number(text) is not None) is _parses_as_number(text)
+    if _parses_as_number(text):
+        expected = _number(text)
+        assert text_number(text) == expected or expected != expected
+        assert type(text_number(text)) is type(expected)
