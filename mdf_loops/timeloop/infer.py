@@ -38,7 +38,7 @@ from modeci_mdf.mdf import Graph, Node, Parameter
 from mdf_loops.backends.cache import by_text
 from mdf_loops.safety.allowlist import parsed_expression, text_number
 from mdf_loops.safety.untrusted_values import BINARY, COMPARE, UNARY
-from mdf_loops.timeloop.lean_engine import required_names
+from mdf_loops.timeloop.lean_engine import is_stateful
 from mdf_loops.timeloop.probe import common_value
 
 __all__ = ["infer_values"]
@@ -123,7 +123,7 @@ def _current(parameter: Parameter, state: dict, scope: dict) -> Any:
         return state[parameter.id]
     if parameter.value is None and parameter.default_initial_value is None:
         raise Unproven  # None in the engine's scope
-    if _stateful(parameter):
+    if is_stateful(parameter):
         if parameter.default_initial_value is None:
             return _DEFAULT_INIT_VALUE
         return _evaluate(parameter.default_initial_value, scope)
@@ -131,14 +131,6 @@ def _current(parameter: Parameter, state: dict, scope: dict) -> Any:
         parameter.value, {**scope, parameter.id: _DEFAULT_INIT_VALUE}
     )
     return value
-
-
-def _stateful(parameter: Parameter) -> bool:
-    """modeci-mdf's ``Parameter.is_stateful``, with the names a value reads remembered."""
-    if parameter.time_derivative is not None or parameter.default_initial_value is not None:
-        return True
-    value = parameter.value
-    return type(value) is str and parameter.id in required_names(value)
 
 
 def _evaluated(parameter: Parameter, state: dict, scope: dict, step: int, dt: float) -> Any:

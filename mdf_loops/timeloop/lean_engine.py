@@ -45,7 +45,7 @@ from mdf_loops.backends.cache import by_text
 from mdf_loops.model.semantics import onnx_semantics_of
 from mdf_loops.timeloop.conditions import SchedulePlan
 
-__all__ = ["LeanEngine", "lean_engine", "required_names"]
+__all__ = ["LeanEngine", "lean_engine", "required_names", "is_stateful"]
 
 
 class LeanEngine:
@@ -183,6 +183,14 @@ def required_names(expression: str) -> frozenset[str]:
     if expression.isascii() and expression.isidentifier() and not keyword.iskeyword(expression):
         return frozenset((expression,))  # what its parse gives a bare name
     return frozenset(engine_module.get_required_variables_from_expression(expression))
+
+
+def is_stateful(parameter: Any) -> bool:
+    """modeci-mdf's ``Parameter.is_stateful``, with the names a value reads remembered."""
+    if parameter.time_derivative is not None or parameter.default_initial_value is not None:
+        return True
+    value = parameter.value
+    return type(value) is str and parameter.id in required_names(value)
 
 
 class _QuietInput(EvaluableInput):

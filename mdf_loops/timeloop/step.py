@@ -31,6 +31,7 @@ from mdf_loops.timeloop.functions import (
     names_read_by_functions,
     refuse_random,
 )
+from mdf_loops.timeloop.lean_engine import is_stateful
 from mdf_loops.timeloop.names import names_read, rename
 
 __all__ = ["StepNode", "step_node", "FIRST", "RUNS", "FRESH", "carried_port", "value_port"]
@@ -128,7 +129,7 @@ def _current_values(
     for p in params:  # an array initial value: a parameter of its own (a constant to export)
         if isinstance(p.default_initial_value, (list, tuple)):
             node.parameters.append(Parameter(id=_init_name(p), value=list(p.default_initial_value)))
-        elif p.id in old_name and not p.is_stateful() and isinstance(p.value, (list, tuple)):
+        elif p.id in old_name and not is_stateful(p) and isinstance(p.value, (list, tuple)):
             node.parameters.append(Parameter(id=_init_name(p), value=list(p.value)))
     for p in params:  # current values, in declared order (first sweep)
         if p.id in old_name:
@@ -215,7 +216,7 @@ def _old_values_read(
 
 def _initial_names(p: Parameter) -> set[str]:
     """Names read by the expression of a parameter's value before its first evaluation."""
-    return names_read(p.default_initial_value if p.is_stateful() else p.value)
+    return names_read(p.default_initial_value if is_stateful(p) else p.value)
 
 
 class _InitialValues:
@@ -239,7 +240,7 @@ class _InitialValues:
     def value(self, p: Parameter, mapping: dict[str, str]) -> str:
         """The expression of ``p``'s value before its first evaluation."""
         here = f"node '{self.node_id}' parameter '{p.id}'"
-        if p.is_stateful():
+        if is_stateful(p):
             if p.default_initial_value is not None:
                 return _default(p, mapping, here)
             # modeci-mdf's 0.0; its expressions turn integral floats into ints
