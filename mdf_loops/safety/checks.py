@@ -234,7 +234,7 @@ class _ModelWalker:
                 )
             )
             args = {}
-        names = early | (frozenset(args) - UNSAFE_BUILTINS)
+        names = early | (frozenset(args) - UNSAFE_BUILTINS) if args else early
         for field in ("value", "default_initial_value", "time_derivative"):
             self.value(getattr(item, field, None), where + (field,), names, depth)
         for name, arg in args.items():
