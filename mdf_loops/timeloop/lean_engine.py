@@ -150,14 +150,15 @@ def _stock_builds(node: Node) -> bool:
     name a value reads is known to the node) and without functions to order."""
     if node.functions:
         return False
-    known = set(engine_module.KNOWN_PARAMETERS)
-    known.update(port.id for port in node.input_ports)
-    known.update(p.id for p in node.parameters)
+    own = {port.id for port in node.input_ports} | {p.id for p in node.parameters}
     for parameter in node.parameters:
         if parameter.function is not None or parameter.args:
             return False
         value = parameter.value
-        if type(value) is str and not known.issuperset(required_names(value)):
+        if type(value) is str and not all(
+            name in own or name in engine_module.KNOWN_PARAMETERS  # modeci-mdf's, as it is
+            for name in required_names(value)
+        ):
             return False
     return True
 
