@@ -27,8 +27,8 @@ __all__ = ["listed_elements", "edge_problems", "condition_problems", "field_of"]
 def listed_elements(owner: Any, field: str, path: tuple) -> tuple[list, list[Problem]]:
     """The elements of a list field, and the problems of the field (another type, repeated ids)."""
     items = getattr(owner, field, None)
-    ids = [getattr(i, "id", None) for i in items] if isinstance(items, list) else None
-    if ids is None or not all(isinstance(i, str) for i in ids):
+    ids = [getattr(i, "id", None) for i in items] if isinstance(items, list) else []
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in ids):
         where = format_path(path + (field,))
         return [], [Problem(where, f"expected a list of elements with ids, found {items!r:.60}")]
     if len(set(ids)) == len(ids):
