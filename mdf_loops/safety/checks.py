@@ -148,6 +148,9 @@ def _walked(model: Model, structure: bool = True) -> _ModelWalker:
 
 # ---------------------------------------------------------------- models
 
+#: the types of a field's value that hold no text to check
+_NOTHING_TO_CHECK = frozenset({type(None), int, float, bool})
+
 
 @dataclass(frozen=True)
 class _Scope:
@@ -236,10 +239,14 @@ class _ModelWalker:
             args = {}
         names = early | (frozenset(args) - UNSAFE_BUILTINS) if args else early
         for field in ("value", "default_initial_value", "time_derivative"):
-            self.value(getattr(item, field, None), where + (field,), names, depth)
+            value = getattr(item, field, None)
+            if type(value) not in _NOTHING_TO_CHECK:  # what value() returns at once for
+                self.value(value, where + (field,), names, depth)
         for name, arg in args.items():
             self.value(arg, where + ("args", name), names, depth)
         function = getattr(item, "function", None)
+        if function is None:
+            return names
         refusal = function_refusal(function)
         if refusal:
             self.expressions.append(Problem(format_path(where + ("function",)), refusal))
@@ -259,7 +266,7 @@ class _ModelWalker:
     def value(
         self, value: Any, path: tuple, names: frozenset, depth: int, text_is_data: bool = False
     ) -> None:
-        if value is None or type(value) in (int, float, bool):  # most fields: nothing to check
+        if type(value) in _NOTHING_TO_CHECK:  # most fields
             return
         if isinstance(value, str):
             reason = expression_refusal(value, names, text_is_data)
