@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from keyword import iskeyword
 from typing import Any
 
+import numpy as np
 from modeci_mdf.mdf import Graph, Node, Parameter
 
 from mdf_loops.errors import ModelError
@@ -261,26 +262,38 @@ def output_index(expression: Any, call_id: str | None) -> int | None:
     return reference[1] if reference is not None and reference[0] == call_id else None
 
 
-def port_type(*dims: int | str, dtype: str = "float64") -> dict:
+def port_type(*dims: int | str, dtype: str | np.dtype = "float64") -> dict:
     """Port metadata declaring an ONNX tensor type.
 
     ``InputPort(id="x", metadata=port_type("steps", 3))``.
 
-    A str dimension is a free size. modeci-mdf's own ``shape`` field reads a
-    missing shape as ``()``, so it cannot say "unknown"; the exporter and
-    ``mdf-loops run`` read this declaration instead.
+    ``dtype``: a numpy dtype or its name. A str dimension is a free size.
+    modeci-mdf's own ``shape`` field reads a missing shape as ``()``, so it cannot
+    say "unknown"; the exporter and ``mdf-loops run`` read this declaration instead.
     """
-    from onnx import helper
+    elem = _ELEMENT_TYPES.get(dtype)
+    if elem is None:
+        from onnx import helper
 
-    from mdf_loops.model.values import dtype_from_name
+        from mdf_loops.model.values import dtype_from_name
 
-    elem = helper.np_dtype_to_tensor_dtype(dtype_from_name(dtype))
+        numpy_dtype = dtype if isinstance(dtype, np.dtype) else dtype_from_name(dtype)
+        elem = int(helper.np_dtype_to_tensor_dtype(numpy_dtype))
     shape = [_dimension(d) for d in dims]
-    return {
-        "onnx_type": {
-            "tensorType": {"elemType": int(elem), "shape": {"dim": shape} if shape else {}}
-        }
-    }
+    tensor_type = {"elemType": elem, "shape": {"dim": shape} if shape else {}}
+    return {"onnx_type": {"tensorType": tensor_type}}
+
+
+#: ``TensorProto`` element types of the dtypes most ports declare, by name and by numpy
+#: dtype (fixed by the ONNX standard; the others are asked of onnx)
+_ELEMENT_TYPES: dict[str | np.dtype, int] = {
+    "float32": 1,
+    "int32": 6,
+    "int64": 7,
+    "bool": 9,
+    "float64": 11,
+}
+_ELEMENT_TYPES.update({np.dtype(name): elem for name, elem in list(_ELEMENT_TYPES.items())})
 
 
 def _dimension(size: int | str) -> dict:

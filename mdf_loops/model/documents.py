@@ -231,8 +231,9 @@ class _JsonReading:
         self.notes = notes
 
     def mapping(self, pairs: list[tuple[Any, Any]]) -> dict:
-        result = _from_pairs(pairs)
-        if result.repeated:
+        result = dict(pairs)
+        if len(result) < len(pairs):  # a key given more than once: noted, and where
+            result = _from_pairs(pairs)
             self.notes.repeated_keys = True
         nodes = result.get("nodes")
         if isinstance(nodes, dict) and any(

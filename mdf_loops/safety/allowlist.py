@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import re
 from keyword import iskeyword
 from typing import Any
 
@@ -46,6 +47,7 @@ __all__ = [
     "MATH_FUNCTIONS",
     "dtype_refusal",
     "expression_pieces",
+    "text_number",
 ]
 
 #: builtins an expression may call; every other builtin name is refused
@@ -161,7 +163,7 @@ class _ExpressionCheck:
             # a bare name, as the parser reads it (it normalizes only non-ASCII names)
             if text not in UNSAFE_BUILTINS and not _is_dunder(text):
                 return None  # as for its parse below: a value, or its own text at worst
-        if _is_number(text):  # modelspec reads numbers before it tries eval
+        if text_number(text) is not None:  # modelspec reads numbers before it tries eval
             return None
         source = text.lstrip(" \t")  # what eval() strips
         try:
@@ -178,7 +180,7 @@ class _ExpressionCheck:
             and not _is_dunder(tree.body.id)
         ):
             return None  # a bare name: a value, or its own text ('constant') at worst
-        nodes = expression_pieces(tree)
+        nodes = parsed_pieces(source)
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         refused = [
@@ -293,6 +295,13 @@ def parsed_expression(source: str) -> ast.Expression:
     return ast.parse(source, mode="eval")
 
 
+@by_text(maxsize=4096)
+def parsed_pieces(source: str) -> tuple[ast.AST, ...]:
+    """:func:`expression_pieces` of :func:`parsed_expression`, walked once per text for the
+    allow-list and the time loop's readers of the names (never change them)."""
+    return tuple(expression_pieces(parsed_expression(source)))
+
+
 #: pieces every expression may hold, which need no check (a walk leaves them out)
 _UNCHECKED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
@@ -336,14 +345,21 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and len(name) > 4
 
 
-def _is_number(text: str) -> bool:
-    for parse in (int, float):
+#: characters that neither ``int`` nor ``float`` accepts in a number's text
+_NOT_IN_NUMBERS = re.compile(r"[()*/%\[\]{}<>=!&|^~,:;@'\"#?\\$`]")
+
+
+def text_number(text: str) -> int | float | None:
+    """modelspec's reading of a number's text: ``int(text)``, else ``float(text)``, else
+    None (a text with a character neither accepts is none without trying them)."""
+    if _NOT_IN_NUMBERS.search(text):
+        return None
+    for kind in (int, float):
         try:
-            parse(text)
-            return True
-        except ValueError:
+            return kind(text)
+        except (ValueError, OverflowError):
             pass
-    return False
+    return None
 
 
 # the numpy namespace expressions see (kept importable from here)

@@ -111,7 +111,7 @@ def refusals(model: Model) -> tuple[list[Problem], list[Problem]]:
 def check_model(model: Model) -> None:
     """Raise :class:`UnsafeExpressionError` unless every expression of ``model`` is allowed
     (:class:`ModelError` for text that is no expression or an unknown function)."""
-    walker = _walked(model)
+    walker = _walked(model, structure=False)
     if walker.mistakes:
         more = f" (and {len(walker.mistakes) - 1} more)" if len(walker.mistakes) > 1 else ""
         raise ModelError(f"{walker.mistakes[0]}{more}")
@@ -137,8 +137,8 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _walked(model: Model) -> _ModelWalker:
-    walker = _ModelWalker()
+def _walked(model: Model, structure: bool = True) -> _ModelWalker:
+    walker = _ModelWalker(structure)
     try:
         walker.model(model)
     except RecursionError:
@@ -147,6 +147,9 @@ def _walked(model: Model) -> _ModelWalker:
 
 
 # ---------------------------------------------------------------- models
+
+#: the types of a field's value that hold no text to check
+_NOTHING_TO_CHECK = frozenset({type(None), int, float, bool})
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,9 @@ class _Scope:
 class _ModelWalker:
     """Walks a model, its bodies at every depth, collecting structure and expression problems."""
 
-    def __init__(self) -> None:
+    def __init__(self, structure: bool = True) -> None:
+        """``structure``: look for the shapes the engine would hang or crash on too."""
+        self._structure = structure
         self.structure: list[Problem] = []
         self.mistakes: list[Problem] = []  # not expressions at all, unknown functions
         self.expressions: list[Problem] = []
@@ -182,8 +187,9 @@ class _ModelWalker:
     def graph(self, graph: Graph, path: tuple, depth: int) -> None:
         nodes = self._elements(graph, "nodes", path)
         edges = self._elements(graph, "edges", path)
-        self.structure.extend(edge_problems(graph.id, nodes, edges, path))
-        self.structure.extend(condition_problems(graph, path))
+        if self._structure:
+            self.structure.extend(edge_problems(graph.id, nodes, edges, path))
+            self.structure.extend(condition_problems(graph, path))
         for node in nodes:
             self.node(node, path + ("nodes", node.id), depth)
 
@@ -231,12 +237,16 @@ class _ModelWalker:
                 )
             )
             args = {}
-        names = early | (frozenset(args) - UNSAFE_BUILTINS)
+        names = early | (frozenset(args) - UNSAFE_BUILTINS) if args else early
         for field in ("value", "default_initial_value", "time_derivative"):
-            self.value(getattr(item, field, None), where + (field,), names, depth)
+            value = getattr(item, field, None)
+            if type(value) not in _NOTHING_TO_CHECK:  # what value() returns at once for
+                self.value(value, where + (field,), names, depth)
         for name, arg in args.items():
             self.value(arg, where + ("args", name), names, depth)
         function = getattr(item, "function", None)
+        if function is None:
+            return names
         refusal = function_refusal(function)
         if refusal:
             self.expressions.append(Problem(format_path(where + ("function",)), refusal))
@@ -256,7 +266,7 @@ class _ModelWalker:
     def value(
         self, value: Any, path: tuple, names: frozenset, depth: int, text_is_data: bool = False
     ) -> None:
-        if value is None or type(value) in (int, float, bool):  # most fields: nothing to check
+        if type(value) in _NOTHING_TO_CHECK:  # most fields
             return
         if isinstance(value, str):
             reason = expression_refusal(value, names, text_is_data)

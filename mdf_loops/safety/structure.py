@@ -27,15 +27,17 @@ __all__ = ["listed_elements", "edge_problems", "condition_problems", "field_of"]
 def listed_elements(owner: Any, field: str, path: tuple) -> tuple[list, list[Problem]]:
     """The elements of a list field, and the problems of the field (another type, repeated ids)."""
     items = getattr(owner, field, None)
-    where = format_path(path + (field,))
-    if not isinstance(items, list) or not all(
-        isinstance(getattr(i, "id", None), str) for i in items
-    ):
+    ids = [getattr(i, "id", None) for i in items] if isinstance(items, list) else []
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in ids):
+        where = format_path(path + (field,))
         return [], [Problem(where, f"expected a list of elements with ids, found {items!r:.60}")]
+    if len(set(ids)) == len(ids):
+        return items, []
     problems = []
     seen: set = set()
     for item in items:
         if item.id in seen:
+            where = format_path(path + (field,))
             problems.append(Problem(where, f"'{item.id}' is defined more than once"))
         seen.add(item.id)
     return items, problems

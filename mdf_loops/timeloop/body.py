@@ -79,20 +79,18 @@ class BodyBuilder:
         carried_in: list[str] = []
         carried_out: list[str] = []
         initial: list[tuple[str, Any]] = []
-        step_nodes = {}
+        integers: dict[str, set[str]] = {}  # per node, the values modeci-mdf holds as ints
+        for (owner, name), value in self.values.items():
+            if value.dtype.kind in "iu":
+                integers.setdefault(owner, set()).add(name)
         for node in self.source.nodes:
             built = step_node(
                 node,
                 self.dt,
                 conditioned=node.id in masked,
                 exposed=self.exposed[node.id],
-                integers=frozenset(
-                    name
-                    for (owner, name), value in self.values.items()
-                    if owner == node.id and value.dtype.kind in "iu"
-                ),
+                integers=frozenset(integers.get(node.id, ())),
             )
-            step_nodes[node.id] = built
             body.nodes.append(built.node)
             for name in built.carried_parameters:
                 carried_in.append(carried_port(node.id, name))

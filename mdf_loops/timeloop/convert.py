@@ -315,7 +315,7 @@ def _loop_outputs(
             OutputPort(
                 id=port,
                 value=f"{LOOP_FUNCTION}[{first_scan + 1 + k}]",
-                metadata=port_type("steps", *example.shape, dtype=str(example.dtype)),
+                metadata=port_type("steps", *example.shape, dtype=example.dtype),
             )
         )
     return record_ports

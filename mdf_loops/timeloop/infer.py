@@ -36,9 +36,9 @@ import numpy as np
 from modeci_mdf.mdf import Graph, Node, Parameter
 
 from mdf_loops.backends.cache import by_text
-from mdf_loops.safety.allowlist import parsed_expression
+from mdf_loops.safety.allowlist import parsed_expression, text_number
 from mdf_loops.safety.untrusted_values import BINARY, COMPARE, UNARY
-from mdf_loops.timeloop.lean_engine import required_names
+from mdf_loops.timeloop.lean_engine import is_stateful
 from mdf_loops.timeloop.probe import common_value
 
 __all__ = ["infer_values"]
@@ -123,7 +123,7 @@ def _current(parameter: Parameter, state: dict, scope: dict) -> Any:
         return state[parameter.id]
     if parameter.value is None and parameter.default_initial_value is None:
         raise Unproven  # None in the engine's scope
-    if _stateful(parameter):
+    if is_stateful(parameter):
         if parameter.default_initial_value is None:
             return _DEFAULT_INIT_VALUE
         return _evaluate(parameter.default_initial_value, scope)
@@ -131,14 +131,6 @@ def _current(parameter: Parameter, state: dict, scope: dict) -> Any:
         parameter.value, {**scope, parameter.id: _DEFAULT_INIT_VALUE}
     )
     return value
-
-
-def _stateful(parameter: Parameter) -> bool:
-    """modeci-mdf's ``Parameter.is_stateful``, with the names a value reads remembered."""
-    if parameter.time_derivative is not None or parameter.default_initial_value is not None:
-        return True
-    value = parameter.value
-    return type(value) is str and parameter.id in required_names(value)
 
 
 def _evaluated(parameter: Parameter, state: dict, scope: dict, step: int, dt: float) -> Any:
@@ -177,7 +169,7 @@ def _evaluate(expression: Any, scope: Mapping[str, Any]) -> Any:
     if type(expression) is str:
         if expression in scope:
             return scope[expression]
-        number = _text_number(expression)
+        number = text_number(expression)
         if number is not None:
             return _number(number)
         value = _value(_parsed(expression), scope)
@@ -196,17 +188,6 @@ def _number(value: Any) -> Any:
             raise Unproven
         return value
     raise Unproven  # a list, text or None: the probe says
-
-
-@by_text(maxsize=4096)
-def _text_number(text: str) -> int | float | None:
-    """modelspec's reading of a number's text: ``int(text)``, else ``float(text)``."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except (ValueError, OverflowError):
-            pass
-    return None
 
 
 @by_text(maxsize=4096)
@@ -283,6 +264,7 @@ def _numpy(function: Any, *operands: Any) -> Any:
 def _numpy_value(value: Any) -> np.ndarray | np.generic:
     if not isinstance(value, (np.ndarray, np.generic)) or value.shape != ():
         raise Unproven
-    if value.dtype.kind not in _NUMPY_KINDS or value.dtype.itemsize != 8 and value.dtype != bool:
+    kind = value.dtype.kind
+    if kind not in _NUMPY_KINDS or value.dtype.itemsize != 8 and kind != "b":
         raise Unproven
     return value  # a representative of its dtype: its value is not known here

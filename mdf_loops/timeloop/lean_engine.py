@@ -45,7 +45,7 @@ from mdf_loops.backends.cache import by_text
 from mdf_loops.model.semantics import onnx_semantics_of
 from mdf_loops.timeloop.conditions import SchedulePlan
 
-__all__ = ["LeanEngine", "lean_engine", "required_names"]
+__all__ = ["LeanEngine", "lean_engine", "required_names", "is_stateful"]
 
 
 class LeanEngine:
@@ -150,14 +150,15 @@ def _stock_builds(node: Node) -> bool:
     name a value reads is known to the node) and without functions to order."""
     if node.functions:
         return False
-    known = set(engine_module.KNOWN_PARAMETERS)
-    known.update(port.id for port in node.input_ports)
-    known.update(p.id for p in node.parameters)
+    own = {port.id for port in node.input_ports} | {p.id for p in node.parameters}
     for parameter in node.parameters:
         if parameter.function is not None or parameter.args:
             return False
         value = parameter.value
-        if type(value) is str and not known.issuperset(required_names(value)):
+        if type(value) is str and not all(
+            name in own or name in engine_module.KNOWN_PARAMETERS  # modeci-mdf's, as it is
+            for name in required_names(value)
+        ):
             return False
     return True
 
@@ -183,6 +184,14 @@ def required_names(expression: str) -> frozenset[str]:
     if expression.isascii() and expression.isidentifier() and not keyword.iskeyword(expression):
         return frozenset((expression,))  # what its parse gives a bare name
     return frozenset(engine_module.get_required_variables_from_expression(expression))
+
+
+def is_stateful(parameter: Any) -> bool:
+    """modeci-mdf's ``Parameter.is_stateful``, with the names a value reads remembered."""
+    if parameter.time_derivative is not None or parameter.default_initial_value is not None:
+        return True
+    value = parameter.value
+    return type(value) is str and parameter.id in required_names(value)
 
 
 class _QuietInput(EvaluableInput):

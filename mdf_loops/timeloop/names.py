@@ -19,7 +19,7 @@ from typing import Any
 
 from mdf_loops.backends.cache import by_text
 from mdf_loops.errors import ModelError
-from mdf_loops.safety.allowlist import expression_pieces, parsed_expression
+from mdf_loops.safety.allowlist import parsed_pieces
 
 __all__ = ["rename", "names_read", "literal"]
 
@@ -71,8 +71,7 @@ def _read_text(text: str) -> _Read:
     """The names ``text`` reads (a SyntaxError, not kept, if it is no expression)."""
     if _is_name(text):  # half of a step's expressions: no parse
         return _Read(frozenset((text,)), ((0, len(text), text),))
-    tree = parsed_expression(text)
-    found = [n for n in expression_pieces(tree) if isinstance(n, ast.Name)]
+    found = [n for n in parsed_pieces(text) if isinstance(n, ast.Name)]
     spans = None
     if text.isascii() and not any(c in text for c in "\n\r\f#"):
         spans = tuple(sorted((n.col_offset, n.end_col_offset or 0, n.id) for n in found))

@@ -31,6 +31,7 @@ from mdf_loops.timeloop.functions import (
     names_read_by_functions,
     refuse_random,
 )
+from mdf_loops.timeloop.lean_engine import is_stateful
 from mdf_loops.timeloop.names import names_read, rename
 
 __all__ = ["StepNode", "step_node", "FIRST", "RUNS", "FRESH", "carried_port", "value_port"]
@@ -76,12 +77,13 @@ def step_node(
     params = list(source.parameters)
     functions = in_stock_order(source.id, list(source.functions or []))
     index = {p.id: i for i, p in enumerate(params)}
-    old = _old_values_read(params, index, functions) if not conditioned else set(index)
+    reads = [_reads(p) for p in params]
+    old = _old_values_read(params, index, functions, reads) if not conditioned else set(index)
     carried = [p.id for p in params if p.id in old]
     node = Node(id=source.id, metadata=dict(source.metadata or {}))
     _input_ports(source, node, conditioned, carried)
     old_name = {name: f"{name}__old" for name in carried}
-    initial = _InitialValues(source.id, params, functions, integers)
+    initial = _InitialValues(source.id, functions, integers, reads)
     _current_values(source, node, params, old_name, FRESH if conditioned else FIRST, initial)
     node.parameters.extend(function_parameters(source.id, functions, old_name, set(index)))
     for i, p in enumerate(params):  # new values (second sweep)
@@ -127,7 +129,7 @@ def _current_values(
     for p in params:  # an array initial value: a parameter of its own (a constant to export)
         if isinstance(p.default_initial_value, (list, tuple)):
             node.parameters.append(Parameter(id=_init_name(p), value=list(p.default_initial_value)))
-        elif p.id in old_name and not p.is_stateful() and isinstance(p.value, (list, tuple)):
+        elif p.id in old_name and not is_stateful(p) and isinstance(p.value, (list, tuple)):
             node.parameters.append(Parameter(id=_init_name(p), value=list(p.value)))
     for p in params:  # current values, in declared order (first sweep)
         if p.id in old_name:
@@ -173,22 +175,31 @@ def _output_ports(source: Node, node: Node, conditioned: bool, shown: list[str])
         node.output_ports.append(OutputPort(id=value_port(name), value=name))
 
 
-def names_read_all(p: Parameter) -> set[str]:
-    """Names read by any expression of parameter ``p``."""
-    exprs = [p.value, p.time_derivative, p.default_initial_value]
-    exprs += list((p.args or {}).values())
+def _reads(p: Parameter) -> tuple[set[str], set[str]]:
+    """Names read by parameter ``p``'s expressions other than its time derivative (its
+    value, initial value, args and conditions), and by its time derivative."""
+    fields = [p.value, p.default_initial_value, *(p.args or {}).values()]
     for c in p.conditions or []:
-        exprs += [_field(c, "test"), _field(c, "value")]
-    return set().union(*(names_read(e) for e in exprs))
+        fields += [_field(c, "test"), _field(c, "value")]
+    found: set[str] = set()
+    for expression in fields:
+        if expression is not None:
+            found |= names_read(expression)
+    return found, names_read(p.time_derivative)
 
 
-def _old_values_read(params: list[Parameter], index: dict[str, int], functions: list) -> set[str]:
+def _old_values_read(
+    params: list[Parameter],
+    index: dict[str, int],
+    functions: list,
+    reads: list[tuple[set[str], set[str]]],
+) -> set[str]:
     """Parameters whose current (previous-step) value is read: by the node's functions,
-    and in the second sweep."""
+    and in the second sweep (``reads``: :func:`_reads` of each parameter)."""
     ids = index.keys()
     old: set[str] = names_read_by_functions(functions) & ids
-    for i, p in enumerate(params):
-        for name in names_read_all(p) & ids:
+    for i, (p, (outside, derivative)) in enumerate(zip(params, reads, strict=True)):
+        for name in (outside | derivative) & ids:
             if index[name] >= i:
                 old.add(name)
         if p.time_derivative is not None or (p.value is None and not p.function):
@@ -205,30 +216,31 @@ def _old_values_read(params: list[Parameter], index: dict[str, int], functions: 
 
 def _initial_names(p: Parameter) -> set[str]:
     """Names read by the expression of a parameter's value before its first evaluation."""
-    return names_read(p.default_initial_value if p.is_stateful() else p.value)
+    return names_read(p.default_initial_value if is_stateful(p) else p.value)
 
 
 class _InitialValues:
     """The values modeci-mdf gives a node's parameters before their first evaluation."""
 
     def __init__(
-        self, node_id: str, params: list[Parameter], functions: list, integers: frozenset[str]
+        self,
+        node_id: str,
+        functions: list,
+        integers: frozenset[str],
+        reads: list[tuple[set[str], set[str]]],
     ) -> None:
         self.node_id, self.integers = node_id, integers
         #: parameters whose current value the first step may read outside a time derivative
         #: (any reader counts: stock's first sweep also evaluates the initial value of every
         #: value parameter, which reads the current values declared before it)
         self.read_at_first: set[str] = names_read_by_functions(functions)
-        for p in params:
-            fields = [p.value, p.default_initial_value, *(p.args or {}).values()]
-            for c in p.conditions or []:
-                fields += [_field(c, "test"), _field(c, "value")]
-            self.read_at_first |= set().union(*(names_read(e) for e in fields))
+        for outside, _ in reads:
+            self.read_at_first |= outside
 
     def value(self, p: Parameter, mapping: dict[str, str]) -> str:
         """The expression of ``p``'s value before its first evaluation."""
         here = f"node '{self.node_id}' parameter '{p.id}'"
-        if p.is_stateful():
+        if is_stateful(p):
             if p.default_initial_value is not None:
                 return _default(p, mapping, here)
             # modeci-mdf's 0.0; its expressions turn integral floats into ints

@@ -53,9 +53,11 @@ class SimulationWatch:
         """Warn once when ``values`` (rows = steps from ``first_step``) hold NaN or inf."""
         if ref in self.warned or values.dtype.kind not in "fc" or not values.size:
             return
-        finite = np.isfinite(values.reshape(len(values), -1)).all(axis=1)
+        finite = np.isfinite(values)
         if finite.all():
             return
+        if finite.ndim > 1:  # a step's row is finite where all its elements are
+            finite = finite.reshape(len(values), -1).all(axis=1)
         step = first_step + int(np.argmin(finite))
         self.warned.add(ref)
         node, _, name = ref.partition(".")

@@ -18,6 +18,8 @@ from mdf_loops.model.convention import port_type
         ((0, 1, "n", 7), "float32"),
         ((2,), "bool"),
         (("steps", 2, 2), "int32"),
+        (("n",), "float16"),
+        ((), "uint8"),
     ],
 )
 def test_port_type_is_what_onnx_writes_of_the_type(dims, dtype):
@@ -25,6 +27,7 @@ def test_port_type_is_what_onnx_writes_of_the_type(dims, dtype):
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     expected = json_format.MessageToDict(helper.make_tensor_type_proto(elem, list(dims)))
     assert port_type(*dims, dtype=dtype) == {"onnx_type": expected}
+    assert port_type(*dims, dtype=np.dtype(dtype)) == {"onnx_type": expected}
 
 
 def test_a_dimension_that_is_neither_a_size_nor_a_name_is_refused():

@@ -61,3 +61,55 @@ def test_parsed_expression_is_the_parse_and_is_emptied_by_clear_compiled():
     assert parsed_expression(text) is not tree
     with pytest.raises(SyntaxError):
         parsed_expression("a +")
+
+
+def test_parsed_pieces_are_those_of_the_shared_parse_and_are_emptied_by_clear_compiled():
+    import ast
+
+    from mdf_loops import clear_compiled
+    from mdf_loops.safety.allowlist import parsed_expression, parsed_pieces
+
+    text = "(V + a - b * W) / tau"
+    pieces = parsed_pieces(text)
+    leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+    tree = parsed_expression(text)
+    assert list(pieces) == [n for n in ast.walk(tree) if not isinstance(n, leaves)]
+    assert parsed_pieces(text) is pieces
+    clear_compiled()
+    assert parsed_pieces(text) is not pieces
+
+
+def _number(text):
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _parses_as_number(text):
+    for parse in (int, float):
+        try:
+            parse(text)
+            return True
+        except ValueError:
+            pass
+    return False
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1", " -2.5e3 ", "1_000", "+inf", "NaN", "Infinity", "\u0661\u0662", "0x10", "1e", "..1",
+     "a", "1 2"]
+    + [f"1{c}2" for c in "()*/%[]{}<>=!&|^~,:;@'\"#?\\$`+-._e "]
+    + [f"{c}1" for c in "()*/%[]{}<>=!&|^~,:;@'\"#?\\$`+-._e "],
+)
+def test_text_number_answers_as_int_and_float_do(text):
+    """The characters ruled out before trying ``int`` and ``float`` are ones neither
+    accepts: the answer is theirs."""
+    from mdf_loops.safety.allowlist import text_number
+
+    assert (text_number(text) is not None) is _parses_as_number(text)
+    if _parses_as_number(text):
+        expected = _number(text)
+        assert text_number(text) == expected or expected != expected
+        assert type(text_number(text)) is type(expected)

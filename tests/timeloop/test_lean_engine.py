@@ -179,3 +179,25 @@ def test_the_time_loop_model_is_the_one_the_stock_engine_plans(name, monkeypatch
     ours = mdf_loops.to_time_loop(path, dt=DT, steps=5).to_json()
     monkeypatch.setattr(convert, "lean_engine", lambda graph: None)
     assert mdf_loops.to_time_loop(path, dt=DT, steps=5).to_json() == ours
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"value": 1.5},
+        {"value": "a + 1"},
+        {"value": "p + 1"},
+        {"value": "p"},
+        {"value": "numpy.where(p > 0, a, p)"},
+        {"value": [1, 2]},
+        {"default_initial_value": 0.0},
+        {"time_derivative": "-p", "default_initial_value": 1.0},
+        {"function": "linear", "args": {"variable0": "p", "slope": 1, "intercept": 0}},
+        {"value": "pa + 1"},
+    ],
+)
+def test_is_stateful_is_modeci_mdfs(fields):
+    from mdf_loops.timeloop.lean_engine import is_stateful
+
+    parameter = Parameter(id="p", **fields)
+    assert is_stateful(parameter) is parameter.is_stateful()

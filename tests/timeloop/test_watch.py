@@ -67,6 +67,22 @@ def test_finite_values_give_no_warning(caplog):
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+@pytest.mark.parametrize("shape", [(6,), (6, 2), (6, 2, 3)])
+def test_the_first_step_with_a_non_finite_element_is_named_at_any_shape(shape, caplog):
+    from mdf_loops.timeloop.watch import SimulationWatch
+
+    values = np.ones(shape)
+    values[(4,) + (1,) * (len(shape) - 1)] = np.nan  # step 4 of the chunk
+    values[(5,) + (0,) * (len(shape) - 1)] = np.inf
+    watch = SimulationWatch("m", 100, 0.5)
+    with caplog.at_level(logging.WARNING, logger="mdf_loops"):
+        watch.check("N.v", values, first_step=10)
+        watch.check("N.v", values, first_step=20)  # warned once
+        watch.check("N.w", np.ones(shape), first_step=10)
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "node 'N' port 'v' becomes NaN at step 14 (t=7)" in warned[0]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_huge_step_counts_are_refused_before_anything_runs(backend, tmp_path):
     decay = _single(Parameter(id="x", default_initial_value=1.0, time_derivative="-x"))
