@@ -12,7 +12,7 @@ from mdf_loops.backends.python import NotCompilable
 from mdf_loops.errors import ModelError
 from mdf_loops.timeloop.conditions import ConditionError
 
-from test_timeloop import stock_traces
+from stock_batch import StockJob, stock_run
 from conftest import needs_input_port_fields
 
 pytestmark = needs_input_port_fields  # time loops build ports with default_value/reduce
@@ -65,7 +65,7 @@ def test_node_conditions_equal_stock(case, backend, tmp_path):
     model.to_json_file(str(path))
     record = ["A.out", "B.out", "C.out"]
     if case not in _STOCK:  # one stock run per case, shared by the backends
-        _STOCK[case] = stock_traces(path, 1.0, 20, record, None, tmp_path)
+        _STOCK[case] = stock_run(StockJob(path, 1.0, 20, record), tmp_path, None)
     stock = _STOCK[case]
     traces = mdf_loops.simulate(path, dt=1.0, steps=20, record=record, backend=backend)
     assert traces.steps < 20  # the termination condition ended it
@@ -86,7 +86,7 @@ def test_until_and_run_time_inputs_equal_stock(tmp_path):
     path = tmp_path / "leak.json"
     Model(id="leak", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))
     drive = np.sin(np.arange(200) / 7.0) + 1.0
-    stock = stock_traces(path, 0.1, 200, ["leak.x"], {"drive": drive}, tmp_path)
+    stock = stock_run(StockJob(path, 0.1, 200, ["leak.x"]), tmp_path, {"drive": drive})
     loop = mdf_loops.to_time_loop(path, dt=0.1, steps=200, record=["leak.x"],
                                   inputs={"drive": None}, until="leak.x > 0.5")
     for backend in ("python", "scheduler", "onnxruntime"):
@@ -159,7 +159,7 @@ def test_an_onnx_function_falls_back_from_python_to_onnxruntime(tmp_path):
     node.output_ports.append(OutputPort(id="out", value="y"))
     path = tmp_path / "f.json"
     Model(id="f", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))
-    stock = stock_traces(path, 0.1, 30, ["N.out"], None, tmp_path)
+    stock = stock_run(StockJob(path, 0.1, 30, ["N.out"]), tmp_path, None)
     with pytest.raises(NotCompilable, match="function 'onnx::Relu'"):
         mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"], backend="python")
     traces = mdf_loops.simulate(path, dt=0.1, steps=30, record=["N.out"])
@@ -187,7 +187,7 @@ def test_array_states_equal_stock(tmp_path):
     node.output_ports.append(OutputPort(id="v_out", value="v"))
     path = tmp_path / "vec.json"
     Model(id="vec", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))
-    stock = stock_traces(path, 0.1, 80, ["pop.v_out"], None, tmp_path)
+    stock = stock_run(StockJob(path, 0.1, 80, ["pop.v_out"]), tmp_path, None)
     for backend in ("python", "scheduler", "onnxruntime"):
         traces = mdf_loops.simulate(path, dt=0.1, steps=80, record=["pop.v_out"], backend=backend)
         assert traces["pop.v_out"].shape == (80, 3)
