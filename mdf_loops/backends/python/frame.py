@@ -58,116 +58,135 @@ def loop_function(
     of the frame on the next of ``lines``."""
     at = _Lines(lines)
     names = ["start", "stop", "cond", *frame.arguments, "_where", "_scalar"]
-    arguments = ast.arguments(
-        posonlyargs=[],
-        args=[at.node(ast.arg(arg=n), 1) for n in names],
-        vararg=None,
-        kwonlyargs=[],
-        kw_defaults=[],
-        kwarg=None,
-        defaults=[at.load("_where", 1), at.load("_scalar", 1)],
+    header = _place(1)
+    arguments = new_node(
+        ast.arguments,
+        {
+            "posonlyargs": [],
+            "args": [_argument(n, header) for n in names],
+            "vararg": None,
+            "kwonlyargs": [],
+            "kw_defaults": [],
+            "kwarg": None,
+            "defaults": [new_node(ast.Name, {"id": n, "ctx": _LOAD, **header}) for n in names[-2:]],
+        },
     )
-    body: list[ast.stmt] = [at.assign("iteration", ast.Constant(0))]
+    body: list[ast.stmt] = [at.assign("iteration", at.const(0))]
     for k in frame.bound_scans:
-        append = ast.Attribute(value=at.load(f"s{k}"), attr="append", ctx=ast.Load())
+        append = at.node(ast.Attribute, {"value": at.load(f"s{k}"), "attr": "append", "ctx": _LOAD})
         body.append(at.assign(f"{APPEND}{k}", append))
-    test = ast.BoolOp(
-        op=ast.And(),
-        values=[
-            _compare(at, "start", ast.Eq()),
-            _compare(at, "stop", ast.Gt()),
-            at.load("cond"),
-        ],
+    test = at.node(
+        ast.BoolOp,
+        {
+            "op": _AND,
+            "values": [_compare(at, "start", _EQ), _compare(at, "stop", _GT), at.load("cond")],
+        },
     )
-    body.append(at.statement(ast.If(test=at.node(test), body=[*first], orelse=[])))
-    body[-1].body.append(at.assign("start", ast.Constant(1)))  # type: ignore[attr-defined]
+    first_step = at.statement(ast.If, {"test": test, "body": [*first], "orelse": []})
+    first_step.body.append(at.assign("start", at.const(1)))
+    body.append(first_step)
     loop, done = _steps_loop(at, rest, steady)
     body.append(loop)
-    carried = ast.List(elts=[at.load(c) for c in frame.carried], ctx=ast.Load())
-    result = ast.Tuple(elts=[at.load("cond"), at.node(carried), done], ctx=ast.Load())
-    body.append(at.statement(ast.Return(value=at.node(result))))
-    function = ast.FunctionDef(
-        name="time_loop", args=arguments, body=body, decorator_list=[], returns=None
+    carried = at.node(ast.List, {"elts": [at.load(c) for c in frame.carried], "ctx": _LOAD})
+    result = at.node(ast.Tuple, {"elts": [at.load("cond"), carried, done], "ctx": _LOAD})
+    body.append(at.statement(ast.Return, {"value": result}))
+    function = new_node(
+        ast.FunctionDef,
+        {
+            "name": "time_loop",
+            "args": arguments,
+            "body": body,
+            "decorator_list": [],
+            "returns": None,
+            "type_comment": None,
+            **header,
+        },
     )
-    function.lineno = function.end_lineno = 1
-    function.col_offset = function.end_col_offset = 0
-    return ast.Module(body=[function], type_ignores=[])
+    return new_node(ast.Module, {"body": [function], "type_ignores": []})  # type: ignore[no-any-return]
 
 
 def _steps_loop(at: _Lines, rest: list[ast.stmt], steady: bool) -> tuple[ast.stmt, ast.expr]:
     """The ``for`` over the steps after the first (``rest``), and what the function
     returns as the number of steps done (``steady``: the condition is tested once)."""
-    begin = ast.Call(func=at.load("max"), args=[at.load("start"), at.const(1)], keywords=[])
+    begin = _call(at, "max", [at.load("start"), at.const(1)])
     if steady:
         stop: ast.expr = _if_else(at, "cond", at.load("stop"), at.const(0))
         steps, done = rest, _if_else(at, "cond", at.load("stop"), at.load("start"))
     else:
         stop = at.load("stop")
-        ended = at.node(ast.UnaryOp(op=ast.Not(), operand=at.load("cond")))
-        test_end = ast.If(
-            test=ended,
-            body=[at.assign("stop", at.load("iteration")), at.statement(ast.Break())],
-            orelse=[],
-        )
-        steps, done = (
-            [at.statement(test_end), *rest],
-            _if_else(at, "start", at.load("stop"), at.const(0)),
-        )
-    loop = ast.For(
-        target=at.store("iteration"),
-        iter=at.node(ast.Call(func=at.load("range"), args=[at.node(begin), stop], keywords=[])),
-        body=steps,
-        orelse=[],
-        type_comment=None,
-    )
-    return at.statement(loop), done
+        ended = at.node(ast.UnaryOp, {"op": _NOT, "operand": at.load("cond")})
+        test_end = at.statement(ast.If, {"test": ended, "body": [], "orelse": []})
+        test_end.body += [at.assign("stop", at.load("iteration")), at.statement(ast.Break, {})]  # type: ignore[attr-defined]
+        steps, done = [test_end, *rest], _if_else(at, "start", at.load("stop"), at.const(0))
+    fields = {
+        "target": at.store("iteration"),
+        "iter": _call(at, "range", [begin, stop]),
+        "body": steps,
+        "orelse": [],
+        "type_comment": None,
+    }
+    return at.statement(ast.For, fields), done
+
+
+def _argument(name: str, where: dict[str, int]) -> ast.arg:
+    fields = {"arg": name, "annotation": None, "type_comment": None, **where}
+    return new_node(ast.arg, fields)  # type: ignore[no-any-return]
+
+
+def _place(line: int) -> dict[str, int]:
+    """The location of a node on ``line``."""
+    return {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
 
 
 class _Lines:
-    """Locates the frame's nodes: each statement on the next line, its parts with it."""
+    """Makes the frame's nodes (:func:`new_node`, no constructor's look at each keyword),
+    located: each statement on the next line, its parts with it."""
 
     def __init__(self, lines: Iterator[int]) -> None:
-        self.lines, self.line = lines, next(lines)
+        self.lines, self.where = lines, _place(next(lines))
 
-    def node(self, node, line: int | None = None):  # noqa: ANN001, ANN201  # any node
-        line = self.line if line is None else line
-        node.lineno = node.end_lineno = line
-        node.col_offset = node.end_col_offset = 0
-        return node
+    def node(self, cls: type[ast.AST], fields: dict[str, Any]) -> Any:
+        """A node of ``cls`` holding ``fields``, on the current line."""
+        fields.update(self.where)
+        return new_node(cls, fields)
 
-    def statement(self, statement: ast.stmt) -> ast.stmt:
-        """``statement`` on the current line; the next statement on the next line."""
-        self.node(statement)
-        self.line = next(self.lines)
+    def statement(self, cls: type[ast.AST], fields: dict[str, Any]) -> Any:
+        """A statement on the current line; the next statement goes on the next line
+        (a block's statements made after it, a header's parts before it)."""
+        statement = self.node(cls, fields)
+        self.where = _place(next(self.lines))
         return statement
 
-    def at(self, line: int | None = None) -> dict[str, Any]:
-        line = self.line if line is None else line
-        return {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
-
-    def load(self, name: str, line: int | None = None) -> ast.Name:
-        return new_node(ast.Name, {"id": name, "ctx": _LOAD, **self.at(line)})  # type: ignore[no-any-return]
+    def load(self, name: str) -> ast.Name:
+        return self.node(ast.Name, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
 
     def store(self, name: str) -> ast.Name:
-        return new_node(ast.Name, {"id": name, "ctx": _STORE, **self.at()})  # type: ignore[no-any-return]
+        return self.node(ast.Name, {"id": name, "ctx": _STORE})  # type: ignore[no-any-return]
 
     def const(self, value: int) -> ast.Constant:
-        return new_node(ast.Constant, {"value": value, **self.at()})  # type: ignore[no-any-return]
+        return self.node(ast.Constant, {"value": value, "kind": None})  # type: ignore[no-any-return]
 
     def assign(self, name: str, value: ast.expr) -> ast.stmt:
-        return self.statement(ast.Assign(targets=[self.store(name)], value=self.node(value)))
+        fields = {"targets": [self.store(name)], "value": value, "type_comment": None}
+        return self.statement(ast.Assign, fields)  # type: ignore[no-any-return]
 
 
-_LOAD, _STORE = ast.Load(), ast.Store()  # contexts hold nothing: one of each
+_LOAD, _STORE = ast.Load(), ast.Store()  # operators and contexts hold nothing: one of each
+_AND, _NOT, _EQ, _GT = ast.And(), ast.Not(), ast.Eq(), ast.Gt()
 
 
 def _compare(at: _Lines, name: str, op: ast.cmpop) -> ast.Compare:
-    compare = ast.Compare(left=at.load(name), ops=[op], comparators=[at.const(0)])
-    return at.node(compare)  # type: ignore[no-any-return]
+    fields = {"left": at.load(name), "ops": [op], "comparators": [at.const(0)]}
+    return at.node(ast.Compare, fields)  # type: ignore[no-any-return]
+
+
+def _call(at: _Lines, function: str, args: list[ast.expr]) -> ast.Call:
+    return at.node(ast.Call, {"func": at.load(function), "args": args, "keywords": []})  # type: ignore[no-any-return]
 
 
 def _if_else(at: _Lines, test: str, body: ast.expr, orelse: ast.expr) -> ast.IfExp:
-    return at.node(ast.IfExp(test=at.load(test), body=body, orelse=orelse))  # type: ignore[no-any-return]
+    fields = {"test": at.load(test), "body": body, "orelse": orelse}
+    return at.node(ast.IfExp, fields)  # type: ignore[no-any-return]
 
 
 def number_lines(module: ast.Module) -> None:
