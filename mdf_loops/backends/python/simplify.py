@@ -8,15 +8,16 @@ from typing import Any
 
 from mdf_loops.backends.python.scalar_types import specialize
 
-__all__ = ["simplify", "is_atom", "new_node"]
+__all__ = ["carried_types", "simplify", "is_atom", "new_node"]
 
 
 def simplify(
     statements: list[ast.stmt], env: dict, lines: Iterator[int]
-) -> tuple[list[ast.stmt], list[str | None], dict[str, int]]:
+) -> tuple[list[ast.stmt], list[str | None] | None, dict[str, int]]:
     """Straight-line code (a copy of ``statements``) without copies, constants held in
-    variables, or unused values, the types of the carried values it returns, and how
-    many of its statements read each name.
+    variables, or unused values, the types of the carried values it returns (None when
+    it calls no ``_where``: nothing in it depends on them, and they are not worked out),
+    and how many of its statements read each name.
 
     Every variable of a step is assigned once (the carried values and the condition
     together, last), so a copy or a literal can replace its variable everywhere after.
@@ -40,12 +41,10 @@ def simplify(
         line = next(lines)
         at = {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
         kept.append((_substituted(written, replace, loaded, at), loaded))
-    types = specialize(
-        [statement for statement, _ in kept], env, [_WHERE in loaded for _, loaded in kept]
-    )
-    carried = sorted(
-        (k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:])
-    )
+    calls_where = [_WHERE in loaded for _, loaded in kept]
+    carried = None  # the types matter only to a selection they may specialize
+    if any(calls_where):
+        carried = carried_types([statement for statement, _ in kept], env, calls_where)
     reads: dict[str, int] = {}
     result = []
     for statement, loaded in reversed(kept):
@@ -59,7 +58,20 @@ def simplify(
         for name in loaded:
             reads[name] = reads.get(name, 0) + 1
         result.append(statement)
-    return result[::-1], [types[k] for k in carried], reads
+    return result[::-1], carried, reads
+
+
+def carried_types(
+    statements: list[ast.stmt], env: dict, calls_where: list[bool] | None = None
+) -> list[str | None]:
+    """The types of the carried values (``c0``...) that ``statements`` return
+    (:func:`~mdf_loops.backends.python.scalar_types.specialize`, given ``calls_where``;
+    by default the statements are only typed)."""
+    types = specialize(statements, env, calls_where or [False] * len(statements))
+    carried = sorted(
+        (k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:])
+    )
+    return [types[k] for k in carried]
 
 
 #: the writer's ``numpy.where``, a name a statement reads when it calls it

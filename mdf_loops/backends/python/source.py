@@ -15,7 +15,7 @@ from typing import Any
 from modeci_mdf.mdf import Node
 
 from mdf_loops.backends.python.frame import LoopFrame, loop_function
-from mdf_loops.backends.python.simplify import simplify
+from mdf_loops.backends.python.simplify import carried_types, simplify
 from mdf_loops.backends.python.writer import APPEND, variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
@@ -109,11 +109,17 @@ def _lean_steps(
 ) -> tuple[tuple[list[ast.stmt], dict[str, int]], tuple[list[ast.stmt], dict[str, int]]]:
     """The first and the later steps, each with ``tail``, simplified, and how many of
     their statements read each name; the carried types assumed from the initial values
-    and kept where every step returns them."""
+    and kept where every step returns them (the later steps simplified again with fewer
+    types assumed until they are; where those steps call no ``_where``, no type changes
+    them, and they are simplified once)."""
     assumed = list(initial_types)
     first_code, first_out, first_reads = simplify(first + tail, _env(initial_types), lines)
     while True:
         rest_code, rest_out, rest_reads = simplify(rest + tail, _env(assumed), lines)
+        if rest_out is None:
+            return (first_code, first_reads), (rest_code, rest_reads)
+        if first_out is None:  # the types the first step gives, worked out once needed
+            first_out = carried_types(first_code, _env(initial_types))
         agreed = [
             a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out, strict=True)
         ]
