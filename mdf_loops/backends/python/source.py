@@ -167,15 +167,15 @@ def _time_step(first: list[ast.stmt], rest: list[ast.stmt]) -> float | None:
 
 
 def _appended_time(code: list[ast.stmt]) -> float | None:
-    assigned = {
-        s.targets[0].id: s.value
-        for s in code
-        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
-    }
     for statement in code:
         value = _append_of(statement, 0)
-        if isinstance(value, ast.Name):
-            value = assigned.get(value.id, value)
+        if isinstance(value, ast.Name):  # its one assignment in the step, if any
+            name = value.id
+            for s in code:
+                target = s.targets[0] if s.__class__ is ast.Assign else None  # type: ignore[attr-defined]
+                if target.__class__ is ast.Name and target.id == name:  # type: ignore[union-attr]
+                    value = s.value  # type: ignore[attr-defined]
+                    break
         if (
             isinstance(value, ast.BinOp)
             and isinstance(value.op, ast.Mult)
@@ -191,7 +191,9 @@ def _appended_time(code: list[ast.stmt]) -> float | None:
 def _append_of(statement: ast.stmt, scan: int | None) -> ast.expr | None:
     """``x`` of the statement ``_appendK(x)`` (the tail's append to scan ``K``; any scan
     when ``scan`` is None), else None."""
-    call = statement.value if isinstance(statement, ast.Expr) else None
+    if statement.__class__ is not ast.Expr:
+        return None
+    call = statement.value  # type: ignore[attr-defined]
     if (
         isinstance(call, ast.Call)
         and isinstance(call.func, ast.Name)
