@@ -140,6 +140,11 @@ class _Rewrite(ast.NodeTransformer):
         cls = node.__class__
         if cls is ast.Name and node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
             return node  # the most common node: nothing to rewrite
+        if cls is ast.Constant:  # a literal: checked once, here, and kept
+            checked_integer(node.value)  # type: ignore[attr-defined]
+            return node
+        if cls is ast.BinOp:
+            return self.visit_BinOp(node)  # type: ignore[arg-type]
         method = self._methods.get(cls)
         if method is None:
             method = self._methods[cls] = getattr(self, f"visit_{cls.__name__}", None)
@@ -172,13 +177,11 @@ class _Rewrite(ast.NodeTransformer):
         self.constants[name] = value
         return _made(ast.Name, node, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
 
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        checked_integer(node.value)
-        return node
-
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        pair = {self.kinds.get(id(node.left)), self.kinds.get(id(node.right))}
-        if "float" in pair and pair <= {"float", "int"}:  # binary()'s first case, inline
+        left_kind, right_kind = self.kinds.get(id(node.left)), self.kinds.get(id(node.right))
+        if (left_kind == "float" and right_kind in _NUMBERS) or (
+            right_kind == "float" and left_kind in _NUMBERS
+        ):  # a float and a number: binary()'s first case, inline
             left, right = self.visit(node.left), self.visit(node.right)
             if left is node.left and right is node.right:
                 return node  # nothing inside rewritten: shared, as generic_visit does
@@ -247,6 +250,7 @@ class _Rewrite(ast.NodeTransformer):
         return self.helper("_mdf_call", [target, *args], node, keywords)
 
 
+_NUMBERS = ("float", "int")
 _ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _KNOWN = (
     ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.IfExp,
