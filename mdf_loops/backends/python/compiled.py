@@ -41,7 +41,7 @@ class LoopSource:
     and how to call it: ``n_carried`` carried values, one scan output per ``scan_codes``."""
 
     #: the module defining ``time_loop``, parsed (or its text); whoever compiles it
-    #: leaves its statements as they are (the trusted compile renumbers their lines)
+    #: leaves its statements as they are (the trusted compile renumbers the lines of a copy)
     definition: ast.Module | str
     n_carried: int
     #: per scan output: an ``array`` typecode (``'d'`` float64, ``'q'`` int64 scalars), or
@@ -138,7 +138,7 @@ def time_loop_source(model: Model) -> LoopSource:
 def _function(tree: ast.Module, graph_id: str) -> Callable[..., Any]:
     """The function ``time_loop`` compiled from ``tree`` (its lines renumbered as its text
     reads, for a traceback)."""
-    number_lines(tree)
+    tree = number_lines(tree)
     namespace: dict[str, Any] = {
         "numpy": np,
         "math": math,

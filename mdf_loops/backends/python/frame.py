@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mdf_loops.backends.python.simplify import new_node
+from mdf_loops.backends.python.nodes import LOAD, STORE, new_node, place
 from mdf_loops.backends.python.writer import APPEND
 
 __all__ = ["LoopFrame", "loop_function", "number_lines"]
@@ -58,7 +58,7 @@ def loop_function(
     of the frame on the next of ``lines``."""
     at = _Lines(lines)
     names = ["start", "stop", "cond", *frame.arguments, "_where", "_scalar"]
-    header = _place(1)
+    header = place(1)
     arguments = new_node(
         ast.arguments,
         {
@@ -68,12 +68,12 @@ def loop_function(
             "kwonlyargs": [],
             "kw_defaults": [],
             "kwarg": None,
-            "defaults": [new_node(ast.Name, {"id": n, "ctx": _LOAD, **header}) for n in names[-2:]],
+            "defaults": [new_node(ast.Name, {"id": n, "ctx": LOAD, **header}) for n in names[-2:]],
         },
     )
     body: list[ast.stmt] = [at.assign("iteration", at.const(0))]
     for k in frame.bound_scans:
-        append = at.node(ast.Attribute, {"value": at.load(f"s{k}"), "attr": "append", "ctx": _LOAD})
+        append = at.node(ast.Attribute, {"value": at.load(f"s{k}"), "attr": "append", "ctx": LOAD})
         body.append(at.assign(f"{APPEND}{k}", append))
     test = at.node(
         ast.BoolOp,
@@ -87,8 +87,8 @@ def loop_function(
     body.append(first_step)
     loop, done = _steps_loop(at, rest, steady)
     body.append(loop)
-    carried = at.node(ast.List, {"elts": [at.load(c) for c in frame.carried], "ctx": _LOAD})
-    result = at.node(ast.Tuple, {"elts": [at.load("cond"), carried, done], "ctx": _LOAD})
+    carried = at.node(ast.List, {"elts": [at.load(c) for c in frame.carried], "ctx": LOAD})
+    result = at.node(ast.Tuple, {"elts": [at.load("cond"), carried, done], "ctx": LOAD})
     body.append(at.statement(ast.Return, {"value": result}))
     function = new_node(
         ast.FunctionDef,
@@ -133,17 +133,12 @@ def _argument(name: str, where: dict[str, int]) -> ast.arg:
     return new_node(ast.arg, fields)  # type: ignore[no-any-return]
 
 
-def _place(line: int) -> dict[str, int]:
-    """The location of a node on ``line``."""
-    return {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
-
-
 class _Lines:
     """Makes the frame's nodes (:func:`new_node`, no constructor's look at each keyword),
     located: each statement on the next line, its parts with it."""
 
     def __init__(self, lines: Iterator[int]) -> None:
-        self.lines, self.where = lines, _place(next(lines))
+        self.lines, self.where = lines, place(next(lines))
 
     def node(self, cls: type[ast.AST], fields: dict[str, Any]) -> Any:
         """A node of ``cls`` holding ``fields``, on the current line."""
@@ -154,14 +149,14 @@ class _Lines:
         """A statement on the current line; the next statement goes on the next line
         (a block's statements made after it, a header's parts before it)."""
         statement = self.node(cls, fields)
-        self.where = _place(next(self.lines))
+        self.where = place(next(self.lines))
         return statement
 
     def load(self, name: str) -> ast.Name:
-        return self.node(ast.Name, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
+        return self.node(ast.Name, {"id": name, "ctx": LOAD})  # type: ignore[no-any-return]
 
     def store(self, name: str) -> ast.Name:
-        return self.node(ast.Name, {"id": name, "ctx": _STORE})  # type: ignore[no-any-return]
+        return self.node(ast.Name, {"id": name, "ctx": STORE})  # type: ignore[no-any-return]
 
     def const(self, value: int) -> ast.Constant:
         return self.node(ast.Constant, {"value": value, "kind": None})  # type: ignore[no-any-return]
@@ -171,8 +166,7 @@ class _Lines:
         return self.statement(ast.Assign, fields)  # type: ignore[no-any-return]
 
 
-_LOAD, _STORE = ast.Load(), ast.Store()  # operators and contexts hold nothing: one of each
-_AND, _NOT, _EQ, _GT = ast.And(), ast.Not(), ast.Eq(), ast.Gt()
+_AND, _NOT, _EQ, _GT = ast.And(), ast.Not(), ast.Eq(), ast.Gt()  # hold nothing: one of each
 
 
 def _compare(at: _Lines, name: str, op: ast.cmpop) -> ast.Compare:
@@ -189,37 +183,46 @@ def _if_else(at: _Lines, test: str, body: ast.expr, orelse: ast.expr) -> ast.IfE
     return at.node(ast.IfExp, fields)  # type: ignore[no-any-return]
 
 
-def number_lines(module: ast.Module) -> None:
-    """Give every statement of ``module`` the line it has in the text ``ast.unparse``
-    makes of it, and every node in it that line (a traceback of the compiled function
-    then points into that text)."""
+def number_lines(module: ast.Module) -> ast.Module:
+    """A copy of ``module`` with every statement on the line it has in the text
+    ``ast.unparse`` makes of it, and every node in it on that line (a traceback of the
+    compiled function then points into that text). ``module`` is not changed (its
+    statements may share nodes)."""
     line = 0
 
-    def statements(body: list[ast.stmt]) -> None:
+    def statements(body: list[ast.stmt]) -> list[ast.stmt]:
         nonlocal line
+        out = []
         for statement in body:
             line += 1
-            blocks = [getattr(statement, f, None) for f in ("body", "orelse")]
-            if not any(blocks):
-                _at_line(statement, line)
+            if not (getattr(statement, "body", None) or getattr(statement, "orelse", None)):
+                out.append(_at_line(statement, line))
                 continue
-            statement.lineno = statement.end_lineno = line
+            fields = {**statement.__dict__, **place(line)}
             for name in statement._fields:  # the header: a test, a target, an iterable
-                value = getattr(statement, name)
+                value = fields.get(name)
                 if isinstance(value, (ast.expr, ast.arguments)):
-                    _at_line(value, line)
-            for k, block in enumerate(blocks):
-                if block:
+                    fields[name] = _at_line(value, line)
+            for k, name in enumerate(("body", "orelse")):
+                if fields.get(name):
                     line += k  # an ``else:`` line before the second block
-                    statements(block)
+                    fields[name] = statements(fields[name])
+            out.append(new_node(statement.__class__, fields))
+        return out
 
-    statements(module.body)
+    return new_node(ast.Module, {**module.__dict__, "body": statements(module.body)})  # type: ignore[no-any-return]
 
 
-def _at_line(node: ast.AST, line: int) -> None:
-    """``node`` and everything in it located on ``line``."""
+def _at_line(node: Any, line: int) -> Any:
+    """A copy of ``node`` and everything in it, located on ``line``."""
+    if not isinstance(node, ast.AST):
+        return [_at_line(item, line) for item in node] if node.__class__ is list else node
+    if not node._fields:
+        return node  # an operator or a context: no location, shared
+    fields = dict(node.__dict__)
+    for name in node._fields:
+        if name in fields:
+            fields[name] = _at_line(fields[name], line)
     if node._attributes:
-        node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
-        node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
-    for child in ast.iter_child_nodes(node):
-        _at_line(child, line)
+        fields.update(place(line))
+    return new_node(node.__class__, fields)
