@@ -132,9 +132,22 @@ class _Rewrite(ast.NodeTransformer):
         self.constants = constants  # resolved functions and their names
         self.kinds = kinds  # id(expression) -> "float"/"int"/"bool" where proven
         self._methods: dict[type, Callable[[Any], Any] | None] = {}  # visit_<class>
-        #: where the statement being rewritten is: every node made here is located there
-        #: (the line of an error names the statement; the nodes kept are located anywhere)
-        self.where: dict[str, Any] = {}
+        self.statement: ast.stmt | None = None  # the statement being rewritten
+        self._where: dict[str, Any] | None = None
+
+    def start(self, statement: ast.stmt) -> None:
+        """Rewrite the expressions of ``statement`` next."""
+        self.statement, self._where = statement, None
+
+    @property
+    def where(self) -> dict[str, Any]:
+        """Where the statement being rewritten is: every node made here is located there
+        (the line of an error names the statement; the nodes kept are located anywhere).
+        Worked out when a node is first made for the statement."""
+        if self._where is None:
+            at = self.statement.__dict__
+            self._where = {name: at.get(name) for name in _LOCATION}
+        return self._where
 
     def _float(self, *nodes: ast.AST) -> bool:
         return all(self.kinds.get(id(n)) == "float" for n in nodes)
@@ -306,8 +319,7 @@ def guarded_function(
 
         def guarded(statement: ast.stmt) -> ast.stmt:
             expressions, where = model_parts(statement)
-            at = statement.__dict__
-            rewrite.where = {name: at.get(name) for name in _LOCATION}
+            rewrite.start(statement)
             for expression in expressions:
                 places[statement.lineno] = where
                 new = rewrite.visit(expression)
