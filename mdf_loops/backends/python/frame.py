@@ -18,8 +18,9 @@ whose body begins ``if not cond: stop = iteration; break`` and which returns
 ``stop if start else 0`` steps done.
 
 Every statement is located on a line of its own (the steps come located), so that an
-error's line names its statement; :func:`number_lines` renumbers them as the text
-``ast.unparse`` makes reads, for a traceback of the trusted function.
+error's line names its statement (the expressions in them may share nodes, located
+anywhere); :func:`number_lines` renumbers a copy as the text ``ast.unparse`` makes
+reads, for a traceback of the trusted function.
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ def place(line: int) -> dict[str, int]:
     return {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
 
 
-#: where a node is before its statement is given a line (:func:`simplify.simplify`):
-#: line 1, which only a statement's own line replaces where it matters
+#: where the writer's nodes are: only a statement's own line matters (``simplify`` gives
+#: each statement one, the guard locates the nodes it makes there, and the trusted
+#: compile renumbers a copy), so an expression's nodes may stay on line 1
 NOWHERE = place(1)
 
 
