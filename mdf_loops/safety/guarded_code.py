@@ -132,6 +132,22 @@ class _Rewrite(ast.NodeTransformer):
         self.constants = constants  # resolved functions and their names
         self.kinds = kinds  # id(expression) -> "float"/"int"/"bool" where proven
         self._methods: dict[type, Callable[[Any], Any] | None] = {}  # visit_<class>
+        self.statement: ast.stmt | None = None  # the statement being rewritten
+        self._where: dict[str, Any] | None = None
+
+    def start(self, statement: ast.stmt) -> None:
+        """Rewrite the expressions of ``statement`` next."""
+        self.statement, self._where = statement, None
+
+    @property
+    def where(self) -> dict[str, Any]:
+        """Where the statement being rewritten is: every node made here is located there
+        (the line of an error names the statement; the nodes kept are located anywhere).
+        Worked out when a node is first made for the statement."""
+        if self._where is None:
+            at = self.statement.__dict__
+            self._where = {name: at.get(name) for name in _LOCATION}
+        return self._where
 
     def _float(self, *nodes: ast.AST) -> bool:
         return all(self.kinds.get(id(n)) == "float" for n in nodes)
@@ -140,6 +156,11 @@ class _Rewrite(ast.NodeTransformer):
         cls = node.__class__
         if cls is ast.Name and node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
             return node  # the most common node: nothing to rewrite
+        if cls is ast.Constant:  # a literal: checked once, here, and kept
+            checked_integer(node.value)  # type: ignore[attr-defined]
+            return node
+        if cls is ast.BinOp:
+            return self.visit_BinOp(node)  # type: ignore[arg-type]
         method = self._methods.get(cls)
         if method is None:
             method = self._methods[cls] = getattr(self, f"visit_{cls.__name__}", None)
@@ -161,28 +182,28 @@ class _Rewrite(ast.NodeTransformer):
                 items = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
                 if any(a is not b for a, b in zip(items, value, strict=True)):
                     changed[field] = items
-        return _copy(node, changed) if changed else node
+        return _copy(node, {**changed, **self.where}) if changed else node
 
     def helper(self, name: str, args: list, node: ast.AST, keywords=()) -> ast.Call:
-        function = _made(ast.Name, node, {"id": name, "ctx": _LOAD})
-        return _made(ast.Call, node, {"func": function, "args": args, "keywords": list(keywords)})
+        function = _made(ast.Name, self.where, {"id": name, "ctx": _LOAD})
+        return _made(
+            ast.Call, self.where, {"func": function, "args": args, "keywords": list(keywords)}
+        )
 
     def resolved(self, value: Any, node: ast.AST) -> ast.Name:
         name = f"_mdf_f{len(self.constants)}"
         self.constants[name] = value
-        return _made(ast.Name, node, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
-
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        checked_integer(node.value)
-        return node
+        return _made(ast.Name, self.where, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        pair = {self.kinds.get(id(node.left)), self.kinds.get(id(node.right))}
-        if "float" in pair and pair <= {"float", "int"}:  # binary()'s first case, inline
+        left_kind, right_kind = self.kinds.get(id(node.left)), self.kinds.get(id(node.right))
+        if (left_kind == "float" and right_kind in _NUMBERS) or (
+            right_kind == "float" and left_kind in _NUMBERS
+        ):  # a float and a number: binary()'s first case, inline
             left, right = self.visit(node.left), self.visit(node.right)
             if left is node.left and right is node.right:
                 return node  # nothing inside rewritten: shared, as generic_visit does
-            return _made(ast.BinOp, node, {"left": left, "op": node.op, "right": right})
+            return _made(ast.BinOp, self.where, {"left": left, "op": node.op, "right": right})
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _binary(type(node.op)))
         return self.helper(op, [self.visit(node.left), self.visit(node.right)], node)
@@ -194,7 +215,7 @@ class _Rewrite(ast.NodeTransformer):
             operand = self.visit(node.operand)
             if operand is node.operand:
                 return node
-            return _like(ast.UnaryOp(node.op, operand), node)
+            return _like(ast.UnaryOp(node.op, operand), self.where)
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _unary(type(node.op)))
         return self.helper(op, [self.visit(node.operand)], node)
@@ -207,7 +228,7 @@ class _Rewrite(ast.NodeTransformer):
             inline = ast.Compare(
                 self.visit(node.left), node.ops, [self.visit(c) for c in node.comparators]
             )
-            return _like(inline, node)
+            return _like(inline, self.where)
         ops = self.resolved(tuple(type(op) for op in node.ops), node)
         values = [self.visit(node.left), *(self.visit(c) for c in node.comparators)]
         return self.helper("_mdf_compare", [ops, *values], node)
@@ -219,13 +240,13 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Slice(self, node: ast.Slice) -> ast.AST:
         bounds = (node.lower, node.upper, node.step)
-        none = _like(ast.Constant(None), node)
+        none = _like(ast.Constant(None), self.where)
         parts = [none if p is None else self.visit(p) for p in bounds]
         return self.helper("_mdf_slice", parts, node)
 
     def visit_Starred(self, node: ast.Starred) -> ast.AST:
         inner = self.helper("_mdf_unpacked", [self.visit(node.value)], node)
-        return _like(ast.Starred(inner, ast.Load()), node)
+        return _like(ast.Starred(inner, ast.Load()), self.where)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         return self.resolved(resolve_function(node), node)
@@ -234,10 +255,12 @@ class _Rewrite(ast.NodeTransformer):
         if any(k.arg is None for k in node.keywords):
             raise EvaluationError("`**` in a call is not part of MDF expressions")
         args = [self.visit(a) for a in node.args]
-        keywords = [_like(ast.keyword(k.arg, self.visit(k.value)), k) for k in node.keywords]
+        keywords = [
+            _like(ast.keyword(k.arg, self.visit(k.value)), self.where) for k in node.keywords
+        ]
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.known_calls:
-            return _like(ast.Call(func, args, keywords), node)
+            return _like(ast.Call(func, args, keywords), self.where)
         if isinstance(func, ast.Name) and func.id in SAFE_BUILTINS:
             target: ast.AST = self.resolved(BUILTINS[func.id], func)
         elif isinstance(func, ast.Attribute):
@@ -247,6 +270,7 @@ class _Rewrite(ast.NodeTransformer):
         return self.helper("_mdf_call", [target, *args], node, keywords)
 
 
+_NUMBERS = ("float", "int")
 _ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _KNOWN = (
     ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.IfExp,
@@ -276,8 +300,10 @@ def guarded_function(
     interpreter does not know.
 
     A parsed ``source`` is not changed (the guarded function is compiled from a copy of
-    what it rewrites) and must be located with one line per statement, as ``ast.parse``
-    locates a text: the line of an error names the statement.
+    what it rewrites; its nodes may be shared among its statements) and must have each
+    statement on a line of its own, as ``ast.parse`` locates a text: every node made
+    here is located on its statement's line, so the line of an error names the
+    statement (the expressions kept as they are may be located anywhere).
 
     ``kinds_of(tree)`` may prove expressions of the parsed ``source`` to be floats
     (``{id(expression): "float"}``; ``"int"``, ``"bool"`` likewise): an operator on a
@@ -293,6 +319,7 @@ def guarded_function(
 
         def guarded(statement: ast.stmt) -> ast.stmt:
             expressions, where = model_parts(statement)
+            rewrite.start(statement)
             for expression in expressions:
                 places[statement.lineno] = where
                 new = rewrite.visit(expression)
@@ -332,25 +359,21 @@ def _blocks(nodes: list[Any], guarded: Callable[[ast.stmt], ast.stmt]) -> list[A
 
 
 _LOAD = ast.Load()  # a context holds nothing: one for every node made here
+_LOCATION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
 
 
-def _made(cls: type[ast.AST], old: ast.AST, fields: dict[str, Any]) -> Any:
-    """A node of class ``cls`` holding ``fields``, located where ``old`` is (what
-    ``_like(cls(**fields), old)`` makes, without the constructor's look at each keyword)."""
-    where = old.__dict__
-    fields["lineno"], fields["col_offset"] = where.get("lineno"), where.get("col_offset")
-    fields["end_lineno"] = where.get("end_lineno")
-    fields["end_col_offset"] = where.get("end_col_offset")
+def _made(cls: type[ast.AST], where: dict[str, Any], fields: dict[str, Any]) -> Any:
+    """A node of class ``cls`` holding ``fields``, located ``where`` (what
+    ``_like(cls(**fields), where)`` makes, without the constructor's look at each keyword)."""
+    fields.update(where)
     node = cls.__new__(cls)
     node.__dict__ = fields
     return node
 
 
-def _like(new: Any, old: ast.AST) -> Any:
-    """``new`` located where ``old`` is (``ast.copy_location``, without its checks)."""
-    where = old.__dict__
-    new.lineno, new.col_offset = where.get("lineno"), where.get("col_offset")
-    new.end_lineno, new.end_col_offset = where.get("end_lineno"), where.get("end_col_offset")
+def _like(new: Any, where: dict[str, Any]) -> Any:
+    """``new`` located ``where``."""
+    new.__dict__.update(where)
     return new
 
 

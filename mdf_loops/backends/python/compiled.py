@@ -29,7 +29,7 @@ from mdf_loops.backends.python.scalar_types import python_type
 from mdf_loops.backends.python.source import function_source, scan_kinds
 from mdf_loops.backends.python.writer import StepWriter
 from mdf_loops.model.convention import body_graph, body_signature
-from mdf_loops.model.signatures import mdf_signature
+from mdf_loops.model.signatures.loop import LoopSignature
 from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE
 
 __all__ = ["CompiledTimeLoop", "LoopSource", "compile_time_loop", "time_loop_source"]
@@ -41,7 +41,7 @@ class LoopSource:
     and how to call it: ``n_carried`` carried values, one scan output per ``scan_codes``."""
 
     #: the module defining ``time_loop``, parsed (or its text); whoever compiles it
-    #: leaves its statements as they are (the trusted compile renumbers their lines)
+    #: leaves its statements as they are (the trusted compile renumbers the lines of a copy)
     definition: ast.Module | str
     n_carried: int
     #: per scan output: an ``array`` typecode (``'d'`` float64, ``'q'`` int64 scalars), or
@@ -107,9 +107,12 @@ def time_loop_source(model: Model) -> LoopSource:
     if loop is None or len(graph.nodes) != 1:
         raise NotCompilable(f"graph '{graph.id}': expected the single node '{LOOP_NODE}'")
     params = {p.id: p for p in loop.parameters}
-    mdf_signature(loop)  # a ModelError unless v_initial gives one value per carried input
+    if LOOP_FUNCTION not in params or params[LOOP_FUNCTION].function != "onnx::Loop":
+        raise NotCompilable(f"node '{LOOP_NODE}': expected its parameter '{LOOP_FUNCTION}'")
     body = body_graph(params["body"].value, f"node '{LOOP_NODE}' parameter 'body'")
     signature = body_signature(body)
+    # a ModelError unless v_initial gives one value per carried input
+    LoopSignature.from_body(loop, signature)
     n_carried = len(signature.formal_inputs) - 2
     writer = StepWriter(body, signature)
     first = writer.step(first=True)
@@ -135,7 +138,7 @@ def time_loop_source(model: Model) -> LoopSource:
 def _function(tree: ast.Module, graph_id: str) -> Callable[..., Any]:
     """The function ``time_loop`` compiled from ``tree`` (its lines renumbered as its text
     reads, for a traceback)."""
-    number_lines(tree)
+    tree = number_lines(tree)
     namespace: dict[str, Any] = {
         "numpy": np,
         "math": math,

@@ -18,8 +18,9 @@ whose body begins ``if not cond: stop = iteration; break`` and which returns
 ``stop if start else 0`` steps done.
 
 Every statement is located on a line of its own (the steps come located), so that an
-error's line names its statement; :func:`number_lines` renumbers them as the text
-``ast.unparse`` makes reads, for a traceback of the trusted function.
+error's line names its statement (the expressions in them may share nodes, located
+anywhere); :func:`number_lines` renumbers a copy as the text ``ast.unparse`` makes
+reads, for a traceback of the trusted function.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mdf_loops.backends.python.simplify import new_node
+from mdf_loops.backends.python.nodes import LOAD, STORE, new_node, place
 from mdf_loops.backends.python.writer import APPEND
 
 __all__ = ["LoopFrame", "loop_function", "number_lines"]
@@ -58,149 +59,171 @@ def loop_function(
     of the frame on the next of ``lines``."""
     at = _Lines(lines)
     names = ["start", "stop", "cond", *frame.arguments, "_where", "_scalar"]
-    arguments = ast.arguments(
-        posonlyargs=[],
-        args=[at.node(ast.arg(arg=n), 1) for n in names],
-        vararg=None,
-        kwonlyargs=[],
-        kw_defaults=[],
-        kwarg=None,
-        defaults=[at.load("_where", 1), at.load("_scalar", 1)],
+    header = place(1)
+    arguments = new_node(
+        ast.arguments,
+        {
+            "posonlyargs": [],
+            "args": [_argument(n, header) for n in names],
+            "vararg": None,
+            "kwonlyargs": [],
+            "kw_defaults": [],
+            "kwarg": None,
+            "defaults": [new_node(ast.Name, {"id": n, "ctx": LOAD, **header}) for n in names[-2:]],
+        },
     )
-    body: list[ast.stmt] = [at.assign("iteration", ast.Constant(0))]
+    body: list[ast.stmt] = [at.assign("iteration", at.const(0))]
     for k in frame.bound_scans:
-        append = ast.Attribute(value=at.load(f"s{k}"), attr="append", ctx=ast.Load())
+        append = at.node(ast.Attribute, {"value": at.load(f"s{k}"), "attr": "append", "ctx": LOAD})
         body.append(at.assign(f"{APPEND}{k}", append))
-    test = ast.BoolOp(
-        op=ast.And(),
-        values=[
-            _compare(at, "start", ast.Eq()),
-            _compare(at, "stop", ast.Gt()),
-            at.load("cond"),
-        ],
+    test = at.node(
+        ast.BoolOp,
+        {
+            "op": _AND,
+            "values": [_compare(at, "start", _EQ), _compare(at, "stop", _GT), at.load("cond")],
+        },
     )
-    body.append(at.statement(ast.If(test=at.node(test), body=[*first], orelse=[])))
-    body[-1].body.append(at.assign("start", ast.Constant(1)))  # type: ignore[attr-defined]
+    first_step = at.statement(ast.If, {"test": test, "body": [*first], "orelse": []})
+    first_step.body.append(at.assign("start", at.const(1)))
+    body.append(first_step)
     loop, done = _steps_loop(at, rest, steady)
     body.append(loop)
-    carried = ast.List(elts=[at.load(c) for c in frame.carried], ctx=ast.Load())
-    result = ast.Tuple(elts=[at.load("cond"), at.node(carried), done], ctx=ast.Load())
-    body.append(at.statement(ast.Return(value=at.node(result))))
-    function = ast.FunctionDef(
-        name="time_loop", args=arguments, body=body, decorator_list=[], returns=None
+    carried = at.node(ast.List, {"elts": [at.load(c) for c in frame.carried], "ctx": LOAD})
+    result = at.node(ast.Tuple, {"elts": [at.load("cond"), carried, done], "ctx": LOAD})
+    body.append(at.statement(ast.Return, {"value": result}))
+    function = new_node(
+        ast.FunctionDef,
+        {
+            "name": "time_loop",
+            "args": arguments,
+            "body": body,
+            "decorator_list": [],
+            "returns": None,
+            "type_comment": None,
+            **header,
+        },
     )
-    function.lineno = function.end_lineno = 1
-    function.col_offset = function.end_col_offset = 0
-    return ast.Module(body=[function], type_ignores=[])
+    return new_node(ast.Module, {"body": [function], "type_ignores": []})  # type: ignore[no-any-return]
 
 
 def _steps_loop(at: _Lines, rest: list[ast.stmt], steady: bool) -> tuple[ast.stmt, ast.expr]:
     """The ``for`` over the steps after the first (``rest``), and what the function
     returns as the number of steps done (``steady``: the condition is tested once)."""
-    begin = ast.Call(func=at.load("max"), args=[at.load("start"), at.const(1)], keywords=[])
+    begin = _call(at, "max", [at.load("start"), at.const(1)])
     if steady:
         stop: ast.expr = _if_else(at, "cond", at.load("stop"), at.const(0))
         steps, done = rest, _if_else(at, "cond", at.load("stop"), at.load("start"))
     else:
         stop = at.load("stop")
-        ended = at.node(ast.UnaryOp(op=ast.Not(), operand=at.load("cond")))
-        test_end = ast.If(
-            test=ended,
-            body=[at.assign("stop", at.load("iteration")), at.statement(ast.Break())],
-            orelse=[],
-        )
-        steps, done = (
-            [at.statement(test_end), *rest],
-            _if_else(at, "start", at.load("stop"), at.const(0)),
-        )
-    loop = ast.For(
-        target=at.store("iteration"),
-        iter=at.node(ast.Call(func=at.load("range"), args=[at.node(begin), stop], keywords=[])),
-        body=steps,
-        orelse=[],
-        type_comment=None,
-    )
-    return at.statement(loop), done
+        ended = at.node(ast.UnaryOp, {"op": _NOT, "operand": at.load("cond")})
+        test_end = at.statement(ast.If, {"test": ended, "body": [], "orelse": []})
+        test_end.body += [at.assign("stop", at.load("iteration")), at.statement(ast.Break, {})]  # type: ignore[attr-defined]
+        steps, done = [test_end, *rest], _if_else(at, "start", at.load("stop"), at.const(0))
+    fields = {
+        "target": at.store("iteration"),
+        "iter": _call(at, "range", [begin, stop]),
+        "body": steps,
+        "orelse": [],
+        "type_comment": None,
+    }
+    return at.statement(ast.For, fields), done
+
+
+def _argument(name: str, where: dict[str, int]) -> ast.arg:
+    fields = {"arg": name, "annotation": None, "type_comment": None, **where}
+    return new_node(ast.arg, fields)  # type: ignore[no-any-return]
 
 
 class _Lines:
-    """Locates the frame's nodes: each statement on the next line, its parts with it."""
+    """Makes the frame's nodes (:func:`new_node`, no constructor's look at each keyword),
+    located: each statement on the next line, its parts with it."""
 
     def __init__(self, lines: Iterator[int]) -> None:
-        self.lines, self.line = lines, next(lines)
+        self.lines, self.where = lines, place(next(lines))
 
-    def node(self, node, line: int | None = None):  # noqa: ANN001, ANN201  # any node
-        line = self.line if line is None else line
-        node.lineno = node.end_lineno = line
-        node.col_offset = node.end_col_offset = 0
-        return node
+    def node(self, cls: type[ast.AST], fields: dict[str, Any]) -> Any:
+        """A node of ``cls`` holding ``fields``, on the current line."""
+        fields.update(self.where)
+        return new_node(cls, fields)
 
-    def statement(self, statement: ast.stmt) -> ast.stmt:
-        """``statement`` on the current line; the next statement on the next line."""
-        self.node(statement)
-        self.line = next(self.lines)
+    def statement(self, cls: type[ast.AST], fields: dict[str, Any]) -> Any:
+        """A statement on the current line; the next statement goes on the next line
+        (a block's statements made after it, a header's parts before it)."""
+        statement = self.node(cls, fields)
+        self.where = place(next(self.lines))
         return statement
 
-    def at(self, line: int | None = None) -> dict[str, Any]:
-        line = self.line if line is None else line
-        return {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
-
-    def load(self, name: str, line: int | None = None) -> ast.Name:
-        return new_node(ast.Name, {"id": name, "ctx": _LOAD, **self.at(line)})  # type: ignore[no-any-return]
+    def load(self, name: str) -> ast.Name:
+        return self.node(ast.Name, {"id": name, "ctx": LOAD})  # type: ignore[no-any-return]
 
     def store(self, name: str) -> ast.Name:
-        return new_node(ast.Name, {"id": name, "ctx": _STORE, **self.at()})  # type: ignore[no-any-return]
+        return self.node(ast.Name, {"id": name, "ctx": STORE})  # type: ignore[no-any-return]
 
     def const(self, value: int) -> ast.Constant:
-        return new_node(ast.Constant, {"value": value, **self.at()})  # type: ignore[no-any-return]
+        return self.node(ast.Constant, {"value": value, "kind": None})  # type: ignore[no-any-return]
 
     def assign(self, name: str, value: ast.expr) -> ast.stmt:
-        return self.statement(ast.Assign(targets=[self.store(name)], value=self.node(value)))
+        fields = {"targets": [self.store(name)], "value": value, "type_comment": None}
+        return self.statement(ast.Assign, fields)  # type: ignore[no-any-return]
 
 
-_LOAD, _STORE = ast.Load(), ast.Store()  # contexts hold nothing: one of each
+_AND, _NOT, _EQ, _GT = ast.And(), ast.Not(), ast.Eq(), ast.Gt()  # hold nothing: one of each
 
 
 def _compare(at: _Lines, name: str, op: ast.cmpop) -> ast.Compare:
-    compare = ast.Compare(left=at.load(name), ops=[op], comparators=[at.const(0)])
-    return at.node(compare)  # type: ignore[no-any-return]
+    fields = {"left": at.load(name), "ops": [op], "comparators": [at.const(0)]}
+    return at.node(ast.Compare, fields)  # type: ignore[no-any-return]
+
+
+def _call(at: _Lines, function: str, args: list[ast.expr]) -> ast.Call:
+    return at.node(ast.Call, {"func": at.load(function), "args": args, "keywords": []})  # type: ignore[no-any-return]
 
 
 def _if_else(at: _Lines, test: str, body: ast.expr, orelse: ast.expr) -> ast.IfExp:
-    return at.node(ast.IfExp(test=at.load(test), body=body, orelse=orelse))  # type: ignore[no-any-return]
+    fields = {"test": at.load(test), "body": body, "orelse": orelse}
+    return at.node(ast.IfExp, fields)  # type: ignore[no-any-return]
 
 
-def number_lines(module: ast.Module) -> None:
-    """Give every statement of ``module`` the line it has in the text ``ast.unparse``
-    makes of it, and every node in it that line (a traceback of the compiled function
-    then points into that text)."""
+def number_lines(module: ast.Module) -> ast.Module:
+    """A copy of ``module`` with every statement on the line it has in the text
+    ``ast.unparse`` makes of it, and every node in it on that line (a traceback of the
+    compiled function then points into that text). ``module`` is not changed (its
+    statements may share nodes)."""
     line = 0
 
-    def statements(body: list[ast.stmt]) -> None:
+    def statements(body: list[ast.stmt]) -> list[ast.stmt]:
         nonlocal line
+        out = []
         for statement in body:
             line += 1
-            blocks = [getattr(statement, f, None) for f in ("body", "orelse")]
-            if not any(blocks):
-                _at_line(statement, line)
+            if not (getattr(statement, "body", None) or getattr(statement, "orelse", None)):
+                out.append(_at_line(statement, line))
                 continue
-            statement.lineno = statement.end_lineno = line
+            fields = {**statement.__dict__, **place(line)}
             for name in statement._fields:  # the header: a test, a target, an iterable
-                value = getattr(statement, name)
+                value = fields.get(name)
                 if isinstance(value, (ast.expr, ast.arguments)):
-                    _at_line(value, line)
-            for k, block in enumerate(blocks):
-                if block:
+                    fields[name] = _at_line(value, line)
+            for k, name in enumerate(("body", "orelse")):
+                if fields.get(name):
                     line += k  # an ``else:`` line before the second block
-                    statements(block)
+                    fields[name] = statements(fields[name])
+            out.append(new_node(statement.__class__, fields))
+        return out
 
-    statements(module.body)
+    return new_node(ast.Module, {**module.__dict__, "body": statements(module.body)})  # type: ignore[no-any-return]
 
 
-def _at_line(node: ast.AST, line: int) -> None:
-    """``node`` and everything in it located on ``line``."""
+def _at_line(node: Any, line: int) -> Any:
+    """A copy of ``node`` and everything in it, located on ``line``."""
+    if not isinstance(node, ast.AST):
+        return [_at_line(item, line) for item in node] if node.__class__ is list else node
+    if not node._fields:
+        return node  # an operator or a context: no location, shared
+    fields = dict(node.__dict__)
+    for name in node._fields:
+        if name in fields:
+            fields[name] = _at_line(fields[name], line)
     if node._attributes:
-        node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
-        node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
-    for child in ast.iter_child_nodes(node):
-        _at_line(child, line)
+        fields.update(place(line))
+    return new_node(node.__class__, fields)

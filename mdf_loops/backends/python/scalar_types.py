@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mdf_loops.backends.python.nodes import new_node, with_fields
 
 __all__ = ["specialize", "python_type"]
 
@@ -44,7 +47,8 @@ def specialize(
     env: Mapping[str, str | None],
     calls_where: Sequence[bool] | None = None,
 ) -> dict[str, str | None]:
-    """Rewrite ``_where`` calls on known floats in place; return the types of all variables.
+    """Rewrite ``_where`` calls on known floats (each statement's value replaced, the
+    nodes in it not changed); return the types of all variables.
 
     ``calls_where[k]``: whether statement ``k`` may call ``_where`` (every one when None);
     the others are only typed."""
@@ -53,7 +57,7 @@ def specialize(
     for k, statement in enumerate(statements):
         if isinstance(statement, ast.Assign):
             if calls_where is None or calls_where[k]:
-                statement.value = _Specialize(types).visit(statement.value)
+                statement.value = _specialized(statement.value, types)
             target = statement.targets[0]
             if isinstance(target, ast.Name):
                 types[target.id] = _type(statement.value, types)
@@ -64,27 +68,28 @@ def specialize(
     return types
 
 
-class _Specialize(ast.NodeTransformer):
-    """``_where(c, a, b)`` -> ``a if c else b`` where all three types are known."""
-
-    def __init__(self, types: Mapping[str, str | None]) -> None:
-        self.types = types
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        types = self.types
-        if (
-            isinstance(node.func, ast.Name)
-            and node.func.id == "_where"
-            and len(node.args) == 3
-            and _type(node.args[0], types) == "bool"
-            and _type(node.args[1], types) == "float"
-            and _type(node.args[2], types) == "float"
-        ):
-            return ast.copy_location(
-                ast.IfExp(test=node.args[0], body=node.args[1], orelse=node.args[2]), node
-            )
-        return node
+def _specialized(value: Any, types: Mapping[str, str | None]) -> Any:
+    """``value`` with ``_where(c, a, b)`` -> ``a if c else b`` where all three types are
+    known: new nodes where something changed, ``value`` shared where nothing did."""
+    if value.__class__ is list:
+        items = [_specialized(item, types) for item in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if not isinstance(value, ast.AST) or not value._fields or value.__class__ is ast.Name:
+        return value
+    node = with_fields(value, lambda child: _specialized(child, types))
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "_where"
+        and len(node.args) == 3
+        and _type(node.args[0], types) == "bool"
+        and _type(node.args[1], types) == "float"
+        and _type(node.args[2], types) == "float"
+    ):
+        test, body, orelse = node.args
+        where = {name: getattr(node, name) for name in node._attributes}
+        return new_node(ast.IfExp, {"test": test, "body": body, "orelse": orelse, **where})
+    return node
 
 
 def _type(node: ast.AST, types: Mapping[str, str | None]) -> str | None:

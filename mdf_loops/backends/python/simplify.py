@@ -6,46 +6,49 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
+from mdf_loops.backends.python.nodes import new_node
 from mdf_loops.backends.python.scalar_types import specialize
 
-__all__ = ["simplify", "is_atom", "new_node"]
+__all__ = ["carried_types", "simplify", "is_atom"]
 
 
 def simplify(
     statements: list[ast.stmt], env: dict, lines: Iterator[int]
-) -> tuple[list[ast.stmt], list[str | None], dict[str, int]]:
-    """Straight-line code (a copy of ``statements``) without copies, constants held in
-    variables, or unused values, the types of the carried values it returns, and how
-    many of its statements read each name.
+) -> tuple[list[ast.stmt], list[str | None] | None, dict[str, int]]:
+    """Straight-line code (new statements over ``statements``' expressions) without
+    copies, constants held in variables, or unused values, the types of the carried
+    values it returns (None when it calls no ``_where``: nothing in it depends on them,
+    and they are not worked out), and how many of its statements read each name.
 
     Every variable of a step is assigned once (the carried values and the condition
     together, last), so a copy or a literal can replace its variable everywhere after.
-    ``statements`` are not changed (they may share parts: the copy shares none). Each
-    statement of the copy, and everything in it, is located on a line of its own, the
-    next of ``lines``: an error's line then names its statement.
+    ``statements`` are not changed: each statement kept is a new one, located on a line
+    of its own, the next of ``lines`` (an error's line then names its statement), and
+    an expression in it is a new node only where a name in it was replaced; the rest
+    is shared with ``statements`` (and may be shared among the statements made: every
+    node is located, but only a statement's line is its own).
     """
     replace: dict[str, ast.expr] = {}
     kept: list[tuple[ast.stmt, set[str]]] = []  # each statement and the names it reads
     for written in statements:
-        if (
-            isinstance(written, ast.Assign)
-            and isinstance(written.targets[0], ast.Name)
-            and is_atom(written.value)
-        ):  # a copy or a literal: its variable replaced, nothing written
-            value = written.value
-            atom = replace.get(value.id) if isinstance(value, ast.Name) else None
-            replace[written.targets[0].id] = value if atom is None else atom
-            continue
+        fields = written.__dict__
+        if written.__class__ is ast.Assign and is_atom(fields["value"]):
+            target = fields["targets"][0]
+            if target.__class__ is ast.Name:  # a copy or a literal: replaced, not written
+                value = fields["value"]
+                atom = replace.get(value.id) if value.__class__ is ast.Name else None
+                replace[target.id] = value if atom is None else atom
+                continue
         loaded: set[str] = set()
         line = next(lines)
-        at = {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
-        kept.append((_substituted(written, replace, loaded, at), loaded))
-    types = specialize(
-        [statement for statement, _ in kept], env, [_WHERE in loaded for _, loaded in kept]
-    )
-    carried = sorted(
-        (k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:])
-    )
+        statement = _substituted(written, replace, loaded)
+        copy = dict(statement.__dict__)  # a statement of its own, on its line
+        copy.update(lineno=line, end_lineno=line, col_offset=0, end_col_offset=0)
+        kept.append((new_node(written.__class__, copy), loaded))
+    calls_where = [_WHERE in loaded for _, loaded in kept]
+    carried = None  # the types matter only to a selection they may specialize
+    if any(calls_where):
+        carried = carried_types([statement for statement, _ in kept], env, calls_where)
     reads: dict[str, int] = {}
     result = []
     for statement, loaded in reversed(kept):
@@ -59,21 +62,33 @@ def simplify(
         for name in loaded:
             reads[name] = reads.get(name, 0) + 1
         result.append(statement)
-    return result[::-1], [types[k] for k in carried], reads
+    return result[::-1], carried, reads
+
+
+def carried_types(
+    statements: list[ast.stmt], env: dict, calls_where: list[bool] | None = None
+) -> list[str | None]:
+    """The types of the carried values (``c0``...) that ``statements`` return
+    (:func:`~mdf_loops.backends.python.scalar_types.specialize`, given ``calls_where``;
+    by default the statements are only typed)."""
+    types = specialize(statements, env, calls_where or [False] * len(statements))
+    carried = sorted(
+        (k for k in types if k[:1] == "c" and k[1:].isdigit()), key=lambda k: int(k[1:])
+    )
+    return [types[k] for k in carried]
 
 
 #: the writer's ``numpy.where``, a name a statement reads when it calls it
 _WHERE = "_where"
 
 
-def _substituted(
-    node: ast.AST, replace: dict[str, ast.expr], loaded: set[str], at: dict[str, int]
-) -> Any:
-    """A copy of ``node`` located ``at`` with each name of ``replace`` that it reads
-    replaced by a copy of its atom; the names the copy reads are added to ``loaded``.
+def _substituted(node: Any, replace: dict[str, ast.expr], loaded: set[str]) -> Any:
+    """``node`` with each name of ``replace`` that it reads replaced by its atom (shared:
+    an atom is a leaf or a negated literal), a node new only where something in it
+    changed; the names the result reads are added to ``loaded``.
 
     A walk of its own: an ``ast.NodeTransformer`` costs several calls a node, and a step
-    is rewritten on every call of ``simulate`` (each node made by :func:`_new`)."""
+    is rewritten on every call of ``simulate``."""
     cls = node.__class__
     fields = node.__dict__
     if cls is ast.Name:
@@ -81,49 +96,45 @@ def _substituted(
         if fields["ctx"].__class__ is ast.Load:
             atom = replace.get(name)
             if atom is not None:
-                return _copy_atom(atom, at, loaded)
+                _add_names(atom, loaded)
+                return atom
             loaded.add(name)
-        return new_node(ast.Name, {"id": name, "ctx": fields["ctx"], **at})
+        return node
     if cls is ast.Constant:
-        return new_node(ast.Constant, {"value": fields["value"], **at})
-    if cls is ast.BinOp:
-        left = _substituted(fields["left"], replace, loaded, at)
-        right = _substituted(fields["right"], replace, loaded, at)
-        return new_node(ast.BinOp, {"left": left, "op": fields["op"], "right": right, **at})
-    if not node._fields:
-        return node  # an operator or a context: no state, shared
-    copied: dict[str, Any] = dict(at) if node._attributes else {}
+        return node
+    if cls is ast.BinOp:  # the most common operation
+        left, right = fields["left"], fields["right"]
+        new_left, new_right = (
+            _substituted(left, replace, loaded),
+            _substituted(right, replace, loaded),
+        )
+        if new_left is left and new_right is right:
+            return node
+        return new_node(ast.BinOp, {**fields, "left": new_left, "right": new_right})
+    changed: dict[str, Any] | None = None
     for name in node._fields:
         value = fields.get(name)
         if isinstance(value, ast.AST):
-            value = _substituted(value, replace, loaded, at)
-        elif isinstance(value, list):
-            value = [
-                _substituted(item, replace, loaded, at) if isinstance(item, ast.AST) else item
-                for item in value
-            ]
-        copied[name] = value
-    return new_node(cls, copied)
+            if not value._fields:
+                continue  # an operator or a context
+            new = _substituted(value, replace, loaded)
+        elif value.__class__ is list:
+            new = [_substituted(v, replace, loaded) if isinstance(v, ast.AST) else v for v in value]
+            if all(a is b for a, b in zip(new, value, strict=True)):
+                continue
+        else:
+            continue
+        if new is not value:
+            if changed is None:
+                changed = dict(fields)
+            changed[name] = new
+    return node if changed is None else new_node(cls, changed)
 
 
-def new_node(cls: type[ast.AST], fields: dict[str, Any]) -> Any:
-    """A node of class ``cls`` holding ``fields`` (its fields and location): what
-    ``cls(**fields)`` makes, without the constructor's look at each keyword."""
-    node = cls.__new__(cls)
-    node.__dict__ = fields
-    return node
-
-
-def _copy_atom(node: ast.expr, at: dict[str, int], loaded: set[str]) -> ast.expr:
-    """A fresh copy of an atom located ``at`` (cheaper than ``copy.deepcopy``); a name it
-    reads is added to ``loaded``."""
-    if isinstance(node, ast.UnaryOp):
-        operand = _copy_atom(node.operand, at, loaded)
-        return new_node(ast.UnaryOp, {"op": node.op, "operand": operand, **at})  # type: ignore[no-any-return]
-    if isinstance(node, ast.Name):
-        loaded.add(node.id)
-        return new_node(ast.Name, {"id": node.id, "ctx": node.ctx, **at})  # type: ignore[no-any-return]
-    return new_node(ast.Constant, {"value": node.value, **at})  # type: ignore[attr-defined,no-any-return]
+def _add_names(atom: ast.expr, loaded: set[str]) -> None:
+    """Add the name an atom reads (if any) to ``loaded``."""
+    if atom.__class__ is ast.Name:
+        loaded.add(atom.id)  # type: ignore[attr-defined]
 
 
 def is_atom(node: ast.AST) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 from modeci_mdf.mdf import Node
 
 from mdf_loops.backends.python.frame import LoopFrame, loop_function
-from mdf_loops.backends.python.simplify import simplify
+from mdf_loops.backends.python.simplify import carried_types, simplify
 from mdf_loops.backends.python.writer import APPEND, variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
@@ -109,11 +109,17 @@ def _lean_steps(
 ) -> tuple[tuple[list[ast.stmt], dict[str, int]], tuple[list[ast.stmt], dict[str, int]]]:
     """The first and the later steps, each with ``tail``, simplified, and how many of
     their statements read each name; the carried types assumed from the initial values
-    and kept where every step returns them."""
+    and kept where every step returns them (the later steps simplified again with fewer
+    types assumed until they are; where those steps call no ``_where``, no type changes
+    them, and they are simplified once)."""
     assumed = list(initial_types)
     first_code, first_out, first_reads = simplify(first + tail, _env(initial_types), lines)
     while True:
         rest_code, rest_out, rest_reads = simplify(rest + tail, _env(assumed), lines)
+        if rest_out is None:
+            return (first_code, first_reads), (rest_code, rest_reads)
+        if first_out is None:  # the types the first step gives, worked out once needed
+            first_out = carried_types(first_code, _env(initial_types))
         agreed = [
             a if a == f == r else None for a, f, r in zip(assumed, first_out, rest_out, strict=True)
         ]
@@ -161,15 +167,15 @@ def _time_step(first: list[ast.stmt], rest: list[ast.stmt]) -> float | None:
 
 
 def _appended_time(code: list[ast.stmt]) -> float | None:
-    assigned = {
-        s.targets[0].id: s.value
-        for s in code
-        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
-    }
     for statement in code:
         value = _append_of(statement, 0)
-        if isinstance(value, ast.Name):
-            value = assigned.get(value.id, value)
+        if isinstance(value, ast.Name):  # its one assignment in the step, if any
+            name = value.id
+            for s in code:
+                target = s.targets[0] if s.__class__ is ast.Assign else None  # type: ignore[attr-defined]
+                if target.__class__ is ast.Name and target.id == name:  # type: ignore[union-attr]
+                    value = s.value  # type: ignore[attr-defined]
+                    break
         if (
             isinstance(value, ast.BinOp)
             and isinstance(value.op, ast.Mult)
@@ -185,7 +191,9 @@ def _appended_time(code: list[ast.stmt]) -> float | None:
 def _append_of(statement: ast.stmt, scan: int | None) -> ast.expr | None:
     """``x`` of the statement ``_appendK(x)`` (the tail's append to scan ``K``; any scan
     when ``scan`` is None), else None."""
-    call = statement.value if isinstance(statement, ast.Expr) else None
+    if statement.__class__ is not ast.Expr:
+        return None
+    call = statement.value  # type: ignore[attr-defined]
     if (
         isinstance(call, ast.Call)
         and isinstance(call.func, ast.Name)

@@ -156,10 +156,15 @@ def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | Non
         _kind(node.test, env, kinds)
         body, orelse = _kind(node.body, env, kinds), _kind(node.orelse, env, kinds)
         kind = body if body == orelse == "float" else None
-    else:
-        for child in ast.iter_child_nodes(node):
+    else:  # every expression in its fields (not a keyword argument's value), in order
+        for name in node._fields:
+            child = fields.get(name)
             if isinstance(child, ast.expr):
                 _kind(child, env, kinds)
+            elif child.__class__ is list:
+                for item in child:
+                    if isinstance(item, ast.expr):
+                        _kind(item, env, kinds)
     kinds[id(node)] = kind
     return kind
 
@@ -170,8 +175,9 @@ def _model_parts(statement: ast.stmt) -> tuple[list[ast.expr], str]:
     values appended to the scans."""
     if isinstance(statement, ast.Assign):
         names = [t.id for t in statement.targets if isinstance(t, ast.Name)]
-        if any(n.startswith("_append") for n in names):
-            return [], ""
+        for name in names:
+            if name.startswith("_append"):
+                return [], ""
         return [statement.value], _element(names[0] if names else "the carried values")
     if (
         isinstance(statement, ast.Expr)

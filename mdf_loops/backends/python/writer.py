@@ -9,8 +9,9 @@ selections of the initial values fold away. Only expressions and ``onnx::Gather`
 The statements are syntax trees, not text: each expression's text is parsed once per
 writer (both steps share it) and its names replaced on a copy of the path to them, so
 the tree parsed stays as it was and the statements written may share its unchanged
-parts. Whoever changes the statements works on a copy
-(:func:`~mdf_loops.backends.python.simplify.simplify` makes one).
+parts. No node is changed once made: whoever changes a statement makes a new one
+(:func:`~mdf_loops.backends.python.simplify.simplify` does, locating each on its line);
+the nodes made here are located :data:`~mdf_loops.backends.python.nodes.NOWHERE`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any, TypeGuard
 from modeci_mdf.mdf import Graph, Node
 
 from mdf_loops.backends.python.errors import NotCompilable
-from mdf_loops.backends.python.simplify import is_atom, new_node
+from mdf_loops.backends.python.nodes import LOAD, NOWHERE, STORE, new_node, with_fields
+from mdf_loops.backends.python.simplify import is_atom
 from mdf_loops.model.compat import input_default
 
 __all__ = ["APPEND", "StepWriter", "variable"]
@@ -71,13 +73,13 @@ class StepWriter:
         (``_appendK``: the bound ``append`` of scan output ``sK``, the loop's)."""
         outputs: list[ast.expr] = [_load(variable(n, p)) for n, p in self.signature.formal_outputs]
         targets: list[ast.expr] = [_store("cond"), *[_store(f"c{k}") for k in range(n_carried)]]
-        values = ast.Tuple(elts=outputs[: 1 + n_carried], ctx=ast.Load())
-        statements: list[ast.stmt] = [
-            ast.Assign(targets=[ast.Tuple(elts=targets, ctx=ast.Store())], value=values)
-        ]
+        values = new_node(ast.Tuple, {"elts": outputs[: 1 + n_carried], "ctx": LOAD, **NOWHERE})
+        target = new_node(ast.Tuple, {"elts": targets, "ctx": STORE, **NOWHERE})
+        fields = {"targets": [target], "value": values, "type_comment": None, **NOWHERE}
+        statements: list[ast.stmt] = [new_node(ast.Assign, fields)]
         for k in range(n_scan):
             call = _call(f"{APPEND}{k}", [outputs[1 + n_carried + k]])
-            statements.append(ast.Expr(value=call))
+            statements.append(new_node(ast.Expr, {"value": call, **NOWHERE}))
         return statements
 
     def _node(self, node: Node, first: bool) -> list[ast.stmt]:
@@ -103,7 +105,7 @@ class StepWriter:
             var = variable(node.id, port.id)
             if isinstance(port.value, str) and port.value.strip() == _FIRST_FLAG:
                 self.constants[var] = first
-                statements.append(_assign(var, ast.Constant(value=first)))
+                statements.append(_assign(var, _constant(first)))
                 continue
             statements.append(_assign(var, self._expression(port.value, scope, node.id)))
         return statements
@@ -125,11 +127,12 @@ class StepWriter:
                 self.constants[var] = self.constants[sender]
             if type(weight) in (int, float) and weight == 1:
                 return _load(sender)
-            return ast.BinOp(
-                left=_literal(weight, node.id, port.id, weight=True),
-                op=ast.Mult(),
-                right=_load(sender),
-            )
+            fields = {
+                "left": _literal(weight, node.id, port.id, weight=True),
+                "op": ast.Mult(),
+                "right": _load(sender),
+            }
+            return new_node(ast.BinOp, {**fields, **NOWHERE})  # type: ignore[no-any-return]
         if port.id in formal:
             k = formal[port.id]
             return _load("iteration" if k == 0 else "cond" if k == 1 else f"c{k - 2}")
@@ -144,7 +147,8 @@ class StepWriter:
             if param.function == "onnx::Gather" and set(param.args or {}) == {"data", "indices"}:
                 data = self._expression(param.args["data"], scope, node.id)
                 index = self._expression(param.args["indices"], scope, node.id)
-                return ast.Subscript(value=data, slice=index, ctx=ast.Load())
+                fields = {"value": data, "slice": index, "ctx": LOAD, **NOWHERE}
+                return new_node(ast.Subscript, fields)  # type: ignore[no-any-return]
             expression = _standard_expression(param.function)
             if expression is not None:
                 return self._standard_call(node, param, expression, scope)
@@ -199,7 +203,7 @@ class _Rewrite:
             left, right = self.visit(n.left), self.visit(n.right)  # type: ignore[attr-defined]
             if left is n.left and right is n.right:  # type: ignore[attr-defined]
                 return n
-            return new_node(ast.BinOp, {"left": left, "op": n.op, "right": right})  # type: ignore[attr-defined]
+            return new_node(ast.BinOp, {**n.__dict__, "left": left, "right": right})
         if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple) and not n.slice.elts:
             folded = _fold_where(n.value, self.scope, self.constants)
             if folded is not None:
@@ -211,46 +215,36 @@ class _Rewrite:
                 return self.visit(folded)
             if _is_where(n):
                 return _call("_where", [self.visit(a) for a in n.args])
-        return self._children(n)
+        return with_fields(n, self._field)
 
-    def _children(self, n: ast.AST) -> ast.AST:
-        changed: dict[str, Any] = {}
-        for name in n._fields:
-            value = getattr(n, name, None)
-            if isinstance(value, ast.AST):
-                new = self.visit(value)
-                if new is not value:
-                    changed[name] = new
-            elif isinstance(value, list):
-                items = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
-                if any(a is not b for a, b in zip(items, value, strict=True)):
-                    changed[name] = items
-        if not changed:
-            return n
-        copy = n.__class__.__new__(n.__class__)
-        copy.__dict__.update(n.__dict__)
-        copy.__dict__.update(changed)
-        return copy
-
-
-_LOAD, _STORE = ast.Load(), ast.Store()  # contexts hold nothing: one of each
+    def _field(self, value: Any) -> Any:
+        if isinstance(value, ast.AST):
+            return self.visit(value)
+        if value.__class__ is list:
+            items = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
+            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+        return value
 
 
 def _load(name: str) -> ast.Name:
-    return new_node(ast.Name, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
+    return new_node(ast.Name, {"id": name, "ctx": LOAD, **NOWHERE})  # type: ignore[no-any-return]
 
 
 def _store(name: str) -> ast.Name:
-    return new_node(ast.Name, {"id": name, "ctx": _STORE})  # type: ignore[no-any-return]
+    return new_node(ast.Name, {"id": name, "ctx": STORE, **NOWHERE})  # type: ignore[no-any-return]
+
+
+def _constant(value: Any) -> ast.Constant:
+    return new_node(ast.Constant, {"value": value, "kind": None, **NOWHERE})  # type: ignore[no-any-return]
 
 
 def _assign(name: str, value: ast.expr) -> ast.Assign:
-    fields = {"targets": [_store(name)], "value": value, "type_comment": None}
+    fields = {"targets": [_store(name)], "value": value, "type_comment": None, **NOWHERE}
     return new_node(ast.Assign, fields)  # type: ignore[no-any-return]
 
 
 def _call(function: str, args: list[ast.expr]) -> ast.Call:
-    fields = {"func": _load(function), "args": args, "keywords": []}
+    fields = {"func": _load(function), "args": args, "keywords": [], **NOWHERE}
     return new_node(ast.Call, fields)  # type: ignore[no-any-return]
 
 
@@ -296,8 +290,9 @@ def _literal(value: Any, node_id: str, name: str, weight: bool = False) -> ast.e
     an edge's ``weight`` may be any value whose ``repr`` is an expression."""
     if type(value) in (int, float) and math.isfinite(value):
         if math.copysign(1, value) > 0:
-            return ast.Constant(value=value)
-        return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-value))
+            return _constant(value)
+        fields = {"op": ast.USub(), "operand": _constant(-value), **NOWHERE}
+        return new_node(ast.UnaryOp, fields)  # type: ignore[no-any-return]
     if isinstance(value, (bool, int, float)) or weight:
         return ast.parse(repr(value), mode="eval").body
     if isinstance(value, list):

@@ -10,7 +10,7 @@ import onnx
 from modeci_mdf.mdf import Node
 
 from mdf_loops.errors import ModelError
-from mdf_loops.model.convention import body_signature, loop_bodies
+from mdf_loops.model.convention import BodySignature, body_signature, loop_bodies
 from mdf_loops.model.signatures.reading import (
     call_args,
     check_node_counts,
@@ -109,8 +109,12 @@ class LoopSignature:
     @classmethod
     def from_mdf(cls, node: Node, opset: int | None = None) -> LoopSignature:
         """The layout of an MDF ``onnx::Loop`` node (its ``v_initial`` argument and body)."""
+        return cls.from_body(node, body_signature(loop_bodies(node)["body"]))
+
+    @classmethod
+    def from_body(cls, node: Node, body: BodySignature) -> LoopSignature:
+        """:meth:`from_mdf` for a caller that has read the signature of the node's body."""
         where = f"node '{node.id}'"
-        body = body_signature(loop_bodies(node)["body"])
         signature = cls.from_counts(len(body.formal_inputs), len(body.formal_outputs), where)
         carried = variadic(call_args(node).get(cls.CARRIED_ARGUMENT))
         if carried is not None and len(carried) != signature.num_carried:

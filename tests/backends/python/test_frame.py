@@ -69,6 +69,16 @@ def test_a_trusted_error_points_at_its_statement_in_the_text():
     assert "/ (c0 - 100.0)" in compiled.code.source.splitlines()[line - 1]
 
 
+def test_the_trusted_compile_renumbers_a_copy_and_leaves_the_tree_as_made():
+    # the statements share nodes: renumbering them in place would move one statement's
+    # nodes to another's line; the tree kept with the loop is the one time_loop_source made
+    model = _cooling()
+    compiled = compile_time_loop(model)
+    made = time_loop_source(model).definition
+    assert (ast.dump(compiled.code.definition, include_attributes=True)
+            == ast.dump(made, include_attributes=True))
+
+
 def test_the_tree_guarded_for_floats_is_guarded_again_unchanged_for_integers():
     # x squared each step: proven a float for a float x; an integer x runs the function
     # guarded from the same tree with every operator checked, and grows past the limit
