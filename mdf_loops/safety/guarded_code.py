@@ -38,6 +38,15 @@ from mdf_loops.ops.common import check_elements
 from mdf_loops.safety.allowlist import SAFE_BUILTINS
 from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.safety.interpreter import resolve_function
+from mdf_loops.safety.tree_edits import (
+    LOAD,
+    LOCATION,
+    copied,
+    made,
+    placed,
+    replaced,
+    statements_through,
+)
 from mdf_loops.safety.untrusted_values import (
     BINARY,
     BUILTINS,
@@ -146,7 +155,7 @@ class _Rewrite(ast.NodeTransformer):
         Worked out when a node is first made for the statement."""
         if self._where is None:
             at = self.statement.__dict__
-            self._where = {name: at.get(name) for name in _LOCATION}
+            self._where = {name: at.get(name) for name in LOCATION}
         return self._where
 
     def _float(self, *nodes: ast.AST) -> bool:
@@ -182,18 +191,18 @@ class _Rewrite(ast.NodeTransformer):
                 items = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
                 if any(a is not b for a, b in zip(items, value, strict=True)):
                     changed[field] = items
-        return _copy(node, {**changed, **self.where}) if changed else node
+        return copied(node, {**changed, **self.where}) if changed else node
 
     def helper(self, name: str, args: list, node: ast.AST, keywords=()) -> ast.Call:
-        function = _made(ast.Name, self.where, {"id": name, "ctx": _LOAD})
-        return _made(
+        function = made(ast.Name, self.where, {"id": name, "ctx": LOAD})
+        return made(
             ast.Call, self.where, {"func": function, "args": args, "keywords": list(keywords)}
         )
 
     def resolved(self, value: Any, node: ast.AST) -> ast.Name:
         name = f"_mdf_f{len(self.constants)}"
         self.constants[name] = value
-        return _made(ast.Name, self.where, {"id": name, "ctx": _LOAD})  # type: ignore[no-any-return]
+        return made(ast.Name, self.where, {"id": name, "ctx": LOAD})  # type: ignore[no-any-return]
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         left_kind, right_kind = self.kinds.get(id(node.left)), self.kinds.get(id(node.right))
@@ -203,7 +212,7 @@ class _Rewrite(ast.NodeTransformer):
             left, right = self.visit(node.left), self.visit(node.right)
             if left is node.left and right is node.right:
                 return node  # nothing inside rewritten: shared, as generic_visit does
-            return _made(ast.BinOp, self.where, {"left": left, "op": node.op, "right": right})
+            return made(ast.BinOp, self.where, {"left": left, "op": node.op, "right": right})
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _binary(type(node.op)))
         return self.helper(op, [self.visit(node.left), self.visit(node.right)], node)
@@ -215,7 +224,7 @@ class _Rewrite(ast.NodeTransformer):
             operand = self.visit(node.operand)
             if operand is node.operand:
                 return node
-            return _like(ast.UnaryOp(node.op, operand), self.where)
+            return placed(ast.UnaryOp(node.op, operand), self.where)
         op = f"_mdf_{type(node.op).__name__}"
         self.constants.setdefault(op, _unary(type(node.op)))
         return self.helper(op, [self.visit(node.operand)], node)
@@ -228,7 +237,7 @@ class _Rewrite(ast.NodeTransformer):
             inline = ast.Compare(
                 self.visit(node.left), node.ops, [self.visit(c) for c in node.comparators]
             )
-            return _like(inline, self.where)
+            return placed(inline, self.where)
         ops = self.resolved(tuple(type(op) for op in node.ops), node)
         values = [self.visit(node.left), *(self.visit(c) for c in node.comparators)]
         return self.helper("_mdf_compare", [ops, *values], node)
@@ -240,13 +249,13 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Slice(self, node: ast.Slice) -> ast.AST:
         bounds = (node.lower, node.upper, node.step)
-        none = _like(ast.Constant(None), self.where)
+        none = placed(ast.Constant(None), self.where)
         parts = [none if p is None else self.visit(p) for p in bounds]
         return self.helper("_mdf_slice", parts, node)
 
     def visit_Starred(self, node: ast.Starred) -> ast.AST:
         inner = self.helper("_mdf_unpacked", [self.visit(node.value)], node)
-        return _like(ast.Starred(inner, ast.Load()), self.where)
+        return placed(ast.Starred(inner, ast.Load()), self.where)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         return self.resolved(resolve_function(node), node)
@@ -256,11 +265,11 @@ class _Rewrite(ast.NodeTransformer):
             raise EvaluationError("`**` in a call is not part of MDF expressions")
         args = [self.visit(a) for a in node.args]
         keywords = [
-            _like(ast.keyword(k.arg, self.visit(k.value)), self.where) for k in node.keywords
+            placed(ast.keyword(k.arg, self.visit(k.value)), self.where) for k in node.keywords
         ]
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.known_calls:
-            return _like(ast.Call(func, args, keywords), self.where)
+            return placed(ast.Call(func, args, keywords), self.where)
         if isinstance(func, ast.Name) and func.id in SAFE_BUILTINS:
             target: ast.AST = self.resolved(BUILTINS[func.id], func)
         elif isinstance(func, ast.Attribute):
@@ -324,65 +333,15 @@ def guarded_function(
                 places[statement.lineno] = where
                 new = rewrite.visit(expression)
                 if new is not expression:  # else nothing in it to guard: kept as it is
-                    statement = _replaced(statement, expression, new)
+                    statement = replaced(statement, expression, new)
             return statement
 
-        module = ast.Module(body=_blocks(tree.body, guarded), type_ignores=[])
+        module = ast.Module(body=statements_through(tree.body, guarded), type_ignores=[])
     scope = {**namespace, **GUARDED_HELPERS, **constants}
     scope["__builtins__"] = {"range": range, "max": builtins.max, "len": builtins.len}
     filename = f"<guarded {name}>"
     exec(compile(module, filename, "exec"), scope)  # noqa: S102
     return functools.partial(_located, scope[name], filename, places)
-
-
-_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
-_SIMPLE = (ast.Assign, ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue)  # no blocks
-
-
-def _blocks(nodes: list[Any], guarded: Callable[[ast.stmt], ast.stmt]) -> list[Any]:
-    """``nodes`` with every statement among them and in the blocks inside them (the
-    bodies of ``except`` handlers and ``case`` clauses too) passed through ``guarded``;
-    a node whose block changed is copied, the nodes given stay as they were."""
-    out = []
-    for node in nodes:
-        new = guarded(node) if isinstance(node, ast.stmt) else node
-        if isinstance(node, _SIMPLE):
-            out.append(new)
-            continue
-        changed = {}
-        for name in _BLOCKS:
-            inner = getattr(node, name, None)
-            if isinstance(inner, list) and inner:
-                changed[name] = _blocks(inner, guarded)
-        out.append(_copy(new, changed) if changed else new)
-    return out
-
-
-_LOAD = ast.Load()  # a context holds nothing: one for every node made here
-_LOCATION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
-
-
-def _made(cls: type[ast.AST], where: dict[str, Any], fields: dict[str, Any]) -> Any:
-    """A node of class ``cls`` holding ``fields``, located ``where`` (what
-    ``_like(cls(**fields), where)`` makes, without the constructor's look at each keyword)."""
-    fields.update(where)
-    node = cls.__new__(cls)
-    node.__dict__ = fields
-    return node
-
-
-def _like(new: Any, where: dict[str, Any]) -> Any:
-    """``new`` located ``where``."""
-    new.__dict__.update(where)
-    return new
-
-
-def _copy(node: Any, fields: dict[str, Any]) -> Any:
-    """A shallow copy of the syntax-tree node ``node`` with ``fields`` set."""
-    copy = node.__class__.__new__(node.__class__)
-    copy.__dict__.update(node.__dict__)
-    copy.__dict__.update(fields)
-    return copy
 
 
 def _located(function: Callable[..., Any], filename: str, places: dict[int, str], *args: Any):
@@ -399,17 +358,3 @@ def _located(function: Callable[..., Any], filename: str, places: dict[int, str]
         if found is not None and found[0] in places:
             exc.args = (f"{places[found[0]]}, iteration {found[1]}: {exc}",)
         raise
-
-
-def _replaced(statement: ast.stmt, old: ast.expr, new: ast.AST) -> ast.stmt:
-    """``statement`` with its field (or item of a field) ``old`` replaced by ``new``: a copy,
-    or ``statement`` where ``old`` is none of its fields."""
-    if getattr(statement, "value", None) is old:  # an assignment's value: the common case
-        return _copy(statement, {"value": new})  # type: ignore[no-any-return]
-    for field, value in ast.iter_fields(statement):
-        if value is old:
-            return _copy(statement, {field: new})  # type: ignore[no-any-return]
-        if isinstance(value, list) and any(item is old for item in value):
-            items = [new if item is old else item for item in value]
-            return _copy(statement, {field: items})  # type: ignore[no-any-return]
-    return statement
