@@ -38,14 +38,20 @@ def new_node(cls: type[ast.AST], fields: dict[str, Any]) -> Any:
 
 
 def with_fields(node: ast.AST, visit: Callable[[Any], Any]) -> Any:
-    """``node`` with ``visit`` applied to each of its fields' values (a node, a list, or
-    another value): a copy (located where ``node`` is) when one of them changed, else
-    ``node`` itself."""
+    """``node`` with ``visit`` applied to each node among its fields' values (a field
+    holding a node, or the nodes of a field holding a list): a copy (located where
+    ``node`` is) when one of them changed, else ``node`` itself; so is each list."""
     fields = node.__dict__
     changed: dict[str, Any] | None = None
     for name in node._fields:
         old = fields.get(name)
-        new = visit(old)
+        if isinstance(old, ast.AST):
+            new = visit(old)
+        elif old.__class__ is list:
+            items = [visit(v) if isinstance(v, ast.AST) else v for v in old]
+            new = items if any(a is not b for a, b in zip(items, old, strict=True)) else old
+        else:
+            continue
         if new is not old:
             if changed is None:
                 changed = dict(fields)

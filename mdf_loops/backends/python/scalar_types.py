@@ -71,9 +71,6 @@ def specialize(
 def _specialized(value: Any, types: Mapping[str, str | None]) -> Any:
     """``value`` with ``_where(c, a, b)`` -> ``a if c else b`` where all three types are
     known: new nodes where something changed, ``value`` shared where nothing did."""
-    if value.__class__ is list:
-        items = [_specialized(item, types) for item in value]
-        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     if not isinstance(value, ast.AST) or not value._fields or value.__class__ is ast.Name:
         return value
     node = with_fields(value, lambda child: _specialized(child, types))

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from mdf_loops.backends.python.nodes import new_node
+from mdf_loops.backends.python.nodes import new_node, with_fields
 from mdf_loops.backends.python.scalar_types import specialize
 
 __all__ = ["carried_types", "simplify", "is_atom"]
@@ -111,24 +111,9 @@ def _substituted(node: Any, replace: dict[str, ast.expr], loaded: set[str]) -> A
         if new_left is left and new_right is right:
             return node
         return new_node(ast.BinOp, {**fields, "left": new_left, "right": new_right})
-    changed: dict[str, Any] | None = None
-    for name in node._fields:
-        value = fields.get(name)
-        if isinstance(value, ast.AST):
-            if not value._fields:
-                continue  # an operator or a context
-            new = _substituted(value, replace, loaded)
-        elif value.__class__ is list:
-            new = [_substituted(v, replace, loaded) if isinstance(v, ast.AST) else v for v in value]
-            if all(a is b for a, b in zip(new, value, strict=True)):
-                continue
-        else:
-            continue
-        if new is not value:
-            if changed is None:
-                changed = dict(fields)
-            changed[name] = new
-    return node if changed is None else new_node(cls, changed)
+    if not node._fields:
+        return node  # an operator or a context
+    return with_fields(node, lambda child: _substituted(child, replace, loaded))
 
 
 def _add_names(atom: ast.expr, loaded: set[str]) -> None:

@@ -215,15 +215,7 @@ class _Rewrite:
                 return self.visit(folded)
             if _is_where(n):
                 return _call("_where", [self.visit(a) for a in n.args])
-        return with_fields(n, self._field)
-
-    def _field(self, value: Any) -> Any:
-        if isinstance(value, ast.AST):
-            return self.visit(value)
-        if value.__class__ is list:
-            items = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
-            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
-        return value
+        return with_fields(n, self.visit)
 
 
 def _load(name: str) -> ast.Name:
