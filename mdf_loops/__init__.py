@@ -30,12 +30,12 @@ from mdf_loops.errors import MdfLoopsError
 if _typing.TYPE_CHECKING:  # what type checkers see; at run time the names load on first use
     from mdf_loops.authoring import tensor as pt
     from mdf_loops.authoring.scan import scan, until
-    from mdf_loops.backends.cache import clear_compiled
     from mdf_loops.backends.jax.batch import run_batch
     from mdf_loops.backends.jax.grad import grad, value_and_grad
     from mdf_loops.backends.onnxruntime.compiled import CompiledModel, compile_model
     from mdf_loops.backends.scheduler.registry import register, unregister
     from mdf_loops.backends.torch import to_pytorch
+    from mdf_loops.caches import clear_compiled
     from mdf_loops.model.interface import load_model
     from mdf_loops.onnx.export import mdf_to_onnx, save_onnx
     from mdf_loops.onnx.from_pytorch import from_pytorch
@@ -58,7 +58,7 @@ _LAZY = {
     "Problem": "mdf_loops.validation.report",
     "compile_model": "mdf_loops.backends.onnxruntime.compiled",
     "CompiledModel": "mdf_loops.backends.onnxruntime.compiled",
-    "clear_compiled": "mdf_loops.backends.cache",
+    "clear_compiled": "mdf_loops.caches",
     "onnx_to_mdf": "mdf_loops.onnx.import_",
     "mdf_to_onnx": "mdf_loops.onnx.export",
     "save_onnx": "mdf_loops.onnx.export",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -16,19 +15,18 @@ from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops, run_plans
 from mdf_loops.backends import BACKENDS, Backend
-from mdf_loops.backends.cache import CompileCache
 from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
+from mdf_loops.caches import CompileCache
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
-from mdf_loops.model.content import content_key, unchanged_during
+from mdf_loops.model.content import unchanged_during
 from mdf_loops.model.inputs import check_inputs, graph_input_types
-from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
+from mdf_loops.model.interface import GraphInterface, graph_interface, load_model, select_graph
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import iteration_budget
 from mdf_loops.safety.allowlist import untrusted_expressions
-from mdf_loops.safety.checks import check_model, check_structure, current_limits_key
 from mdf_loops.safety.onnx_files import onnx_file_access
-from mdf_loops.validation.calls import check_calls
+from mdf_loops.validation.gate import verify_model
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
 
@@ -87,7 +85,7 @@ def run(
             stack.enter_context(ops.limits(**changed))
         model = _loaded(model, trusted, external_data_dir)
         stack.enter_context(unchanged_during(model))  # one comparison with its snapshot
-        _verify(model, trusted)  # safety: before anything is evaluated (docs/safety.md)
+        verify_model(model, trusted)  # safety: before anything is evaluated (docs/safety.md)
         if not trusted:
             stack.enter_context(untrusted_expressions())
         limits = None if trusted else ops.current_limits()
@@ -148,25 +146,6 @@ def _checked_arguments(backend: Backend, given_limits: tuple) -> tuple[Backend, 
     return backend, changed
 
 
-_VERIFIED: OrderedDict[tuple, set] = OrderedDict()  # content key -> checks passed
-
-
-def _verify(model: Model, trusted: bool) -> None:
-    """The structure and expression checks, once per model content (an edit checks again)."""
-    key = (content_key(model), current_limits_key())
-    done = _VERIFIED.setdefault(key, set())
-    _VERIFIED.move_to_end(key)
-    while len(_VERIFIED) > 256:
-        _VERIFIED.popitem(last=False)
-    if "structure" not in done:
-        check_calls(model)  # the calls validate reports (mdf_loops.validation.calls)
-        check_structure(model)
-        done.add("structure")
-    if not trusted and "expressions" not in done:
-        check_model(model)
-        done.add("expressions")
-
-
 @dataclass(frozen=True)
 class _Prepared:
     """What a run reads of a graph before its inputs: kept until the model is edited."""
@@ -182,7 +161,7 @@ _PREPARED: CompileCache[_Prepared] = CompileCache()
 
 def _prepare(model: Model, graph: str | None) -> _Prepared:
     try:
-        target = _select_graph(model, graph)
+        target = select_graph(model, graph)
         interface = graph_interface(target)
     except MdfLoopsError:
         raise
@@ -310,17 +289,6 @@ def _run_scheduler(model: Model, prepared: _Prepared, inputs: dict) -> dict[str,
         }
     except KeyError as exc:
         raise ModelError(f"graph '{target.id}': output {exc} is not an output port") from None
-
-
-def _select_graph(model: Model, graph_id: str | None) -> Graph:
-    if not model.graphs:
-        raise ModelError(f"model '{model.id}' has no graph")
-    if graph_id is None:
-        return model.graphs[0]
-    for g in model.graphs:
-        if g.id == graph_id:
-            return g
-    raise ModelError(f"model '{model.id}' has no graph '{graph_id}'")
 
 
 def _input_ports(graph: Graph) -> dict[str, list]:

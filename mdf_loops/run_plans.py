@@ -50,7 +50,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from mdf_loops.backends.cache import CompileCache
+from mdf_loops.caches import CompileCache
 from mdf_loops.model.content import edit_test
 
 __all__ = ["Dispatching", "Plan", "find", "keep", "replay"]
@@ -133,7 +133,7 @@ class _Kept:
 
 class _Plans(CompileCache[Plan]):
     """The plans of every model, by its id (the model held weakly: its plans go with it); a
-    :class:`~mdf_loops.backends.cache.CompileCache` so that ``clear_compiled()`` empties it."""
+    :class:`~mdf_loops.caches.CompileCache` so that ``clear_compiled()`` empties it."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -155,8 +155,8 @@ def test_a_replay_stops_at_the_limit_it_was_planned_with(backend, full_calls):
 
 def test_trusted_and_untrusted_calls_are_planned_apart(backend, full_calls, monkeypatch):
     verified = []
-    verify = run_module._verify
-    monkeypatch.setattr(run_module, "_verify", lambda m, t: (verified.append(t), verify(m, t)))
+    verify = run_module.verify_model
+    monkeypatch.setattr(run_module, "verify_model", lambda m, t: (verified.append(t), verify(m, t)))
     model, x = _scaled(), {"x": np.ones(3)}
     for trusted in (True, False, False, True):
         mdf_loops.run(model, x, backend=backend, trusted=trusted)

@@ -129,16 +129,6 @@ def load_valid_model(path: str, trusted: bool = False):
     return load_model(path)
 
 
-def graph_of(model, graph_id: str | None):
-    for graph in model.graphs:
-        if graph_id in (None, graph.id):
-            return graph
-    raise ModelError(
-        f"model '{model.id}' has no graph '{graph_id}'"
-        f" (it has {', '.join(g.id for g in model.graphs)})"
-    )
-
-
 def note(args: argparse.Namespace, message: str, stream: TextIO | None = None) -> None:
     """An informational line, left out under --quiet: on stderr (the default) it starts
     ``mdf-loops: ``, like every line of ours there; ``stream`` (e.g. stdout) takes it as is."""

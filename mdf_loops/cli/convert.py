@@ -10,7 +10,6 @@ from mdf_loops.cli.common import (
     add_input_option,
     add_limit_options,
     check_output,
-    graph_of,
     limited,
     load_valid_model,
     note,
@@ -55,10 +54,11 @@ def _import(args: argparse.Namespace) -> int:
 
 def _exported(args: argparse.Namespace) -> bytes:
     from mdf_loops.cli.io import read_inputs
+    from mdf_loops.model.interface import select_graph
     from mdf_loops.onnx.export import UntypedInputError, mdf_to_onnx
 
     model = load_valid_model(args.model)
-    inputs = read_inputs(args.input, graph_of(model, args.graph))
+    inputs = read_inputs(args.input, select_graph(model, args.graph))
     try:
         exported = mdf_to_onnx(model, graph=args.graph, example_inputs=inputs, opset=args.opset)
     except UntypedInputError as exc:  # name the command line's way to give an example

@@ -17,7 +17,6 @@ from mdf_loops.cli.common import (
     add_limit_options,
     check_output,
     count,
-    graph_of,
     limited,
     load_valid_model,
     note,
@@ -96,11 +95,11 @@ def _run_keywords(args: argparse.Namespace) -> dict[str, Any]:
 
 def _load_and_run(args: argparse.Namespace, progress_here: bool = False) -> dict[str, Any]:
     from mdf_loops.cli.io import read_inputs
-    from mdf_loops.model.interface import graph_interface
+    from mdf_loops.model.interface import graph_interface, select_graph
     from mdf_loops.run import run
 
     model = load_valid_model(args.model, args.trusted)
-    graph = graph_of(model, args.graph)
+    graph = select_graph(model, args.graph)
     if args.output and args.output.lower().endswith(".npy"):
         names = list(graph_interface(graph).outputs)
         if len(names) != 1:

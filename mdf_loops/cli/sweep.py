@@ -143,9 +143,10 @@ def _param(text: str) -> tuple[str, list]:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from mdf_loops.cli.common import graph_of, load_valid_model, note
+    from mdf_loops.cli.common import load_valid_model, note
     from mdf_loops.cli.io import read_inputs
     from mdf_loops.cli.progress import shows_progress
+    from mdf_loops.model.interface import select_graph
     from mdf_loops.sweep import SweepError, sweep
     from mdf_loops.sweep.results import check_output_path
 
@@ -154,7 +155,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if len(grid) != len(args.param):
         raise SweepError("each --param name may be given once")
     model = load_valid_model(args.model, args.trusted)
-    inputs = read_inputs(args.input, graph_of(model, args.graph))
+    inputs = read_inputs(args.input, select_graph(model, args.graph))
     bar = _ProgressBar(sys.stderr) if shows_progress(args) else None
     try:
         with _dask_logging(getattr(args, "verbose", 0) or 0):

@@ -15,6 +15,7 @@ from mdf_loops.model.compat import keep_input_defaults, set_input_default
 
 __all__ = [
     "GraphInterface",
+    "select_graph",
     "graph_interface",
     "load_model",
     "set_input_defaults",
@@ -33,6 +34,20 @@ class GraphInterface:
 
     inputs: dict[str, str]
     outputs: dict[str, tuple[str, str]]
+
+
+def select_graph(model: Model, graph_id: str | None = None) -> Graph:
+    """The graph ``graph_id`` of ``model`` (default: its first); a :class:`ModelError`
+    that lists the model's graphs when there is none of that id."""
+    for graph in model.graphs:
+        if graph_id in (None, graph.id):
+            return graph
+    if not model.graphs:
+        raise ModelError(f"model '{model.id}' has no graph")
+    raise ModelError(
+        f"model '{model.id}' has no graph '{graph_id}' "
+        f"(its graphs: {', '.join(g.id for g in model.graphs)})"
+    )
 
 
 def graph_interface(graph: Graph) -> GraphInterface:

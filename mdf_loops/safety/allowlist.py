@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.backends.cache import by_text
+from mdf_loops.caches import by_text
 from mdf_loops.errors import did_you_mean
 from mdf_loops.safety.literal_sizes import (
     SIZED_CONSTRUCTORS,

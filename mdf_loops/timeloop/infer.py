@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Graph, Node, Parameter
 
-from mdf_loops.backends.cache import by_text
+from mdf_loops.caches import by_text
 from mdf_loops.safety.allowlist import parsed_expression, text_number
 from mdf_loops.safety.untrusted_values import BINARY, COMPARE, UNARY
 from mdf_loops.timeloop.lean_engine import is_stateful

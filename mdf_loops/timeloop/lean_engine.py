@@ -41,7 +41,7 @@ from modeci_mdf.execution_engine import (
 )
 from modeci_mdf.mdf import Graph, Node
 
-from mdf_loops.backends.cache import by_text
+from mdf_loops.caches import by_text
 from mdf_loops.model.semantics import onnx_semantics_of
 from mdf_loops.timeloop.conditions import SchedulePlan
 

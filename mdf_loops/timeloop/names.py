@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mdf_loops.backends.cache import by_text
+from mdf_loops.caches import by_text
 from mdf_loops.errors import ModelError
 from mdf_loops.safety.allowlist import parsed_pieces
 

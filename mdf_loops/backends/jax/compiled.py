@@ -27,7 +27,6 @@ import onnx
 from google.protobuf.message import Error as ProtobufError
 from modeci_mdf.mdf import Model
 
-from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.jax.flat import feed_value, flatten, is_discrete, static_key, unflatten
 from mdf_loops.backends.jax.jitted import JittedFunctions
 from mdf_loops.backends.jax.precision import uses_64_bits, x64
@@ -41,6 +40,7 @@ from mdf_loops.backends.jax.values import (
     is_concrete,
     np_dtype,
 )
+from mdf_loops.caches import CompileCache, clear_compiled, input_signature
 from mdf_loops.errors import (
     CompileError,
     IterationLimitError,

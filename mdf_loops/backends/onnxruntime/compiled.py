@@ -19,12 +19,12 @@ import onnx
 import onnxruntime as ort
 from modeci_mdf.mdf import Model
 
-from mdf_loops.backends.cache import CompileCache, clear_compiled, input_signature
 from mdf_loops.backends.onnxruntime.guard import guard_model, nesting_depth
 from mdf_loops.backends.onnxruntime.limit_codes import LimitFlag, limit_error
 from mdf_loops.backends.onnxruntime.memory import VALUES, refused_by_cap, use_capped_arena
 from mdf_loops.backends.onnxruntime.planned import PlannedScan, check_planned, planned_scans
 from mdf_loops.backends.onnxruntime.totals import count_total
+from mdf_loops.caches import CompileCache, clear_compiled, input_signature
 from mdf_loops.errors import (
     CompileError,
     IterationLimitError,
@@ -252,7 +252,7 @@ def cached_compile(
 ) -> CompiledModel:
     """:func:`compile_model`, cached per ``Model`` object and input types/ranks.
 
-    A model edited in place is compiled again (:mod:`mdf_loops.backends.cache`). A
+    A model edited in place is compiled again (:mod:`mdf_loops.caches`). A
     failure is cached too (as the :class:`CompileError` to raise again).
     """
     key = (graph, threads, limits, input_signature(inputs))

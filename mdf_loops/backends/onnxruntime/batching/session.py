@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from modeci_mdf.mdf import Model
 
-from mdf_loops.backends.cache import CompileCache, input_signature
 from mdf_loops.backends.onnxruntime.batching.graph import BatchedModel, OutputForm, batch_model
 from mdf_loops.backends.onnxruntime.compiled import CompiledModel, compile_model
+from mdf_loops.caches import CompileCache, input_signature
 from mdf_loops.errors import CompileError
 from mdf_loops.ops.common import Limits
 
