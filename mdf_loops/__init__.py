@@ -42,9 +42,9 @@ if _typing.TYPE_CHECKING:  # what type checkers see; at run time the names load 
     from mdf_loops.onnx.import_ import onnx_to_mdf
     from mdf_loops.render import render, to_graphviz
     from mdf_loops.run import run
+    from mdf_loops.simulation import simulate
     from mdf_loops.sweep import sweep
     from mdf_loops.timeloop import Trajectories, to_time_loop
-    from mdf_loops.timeloop.simulate import simulate
     from mdf_loops.validation.report import Problem, validate
 
 __version__ = "0.1.0"
@@ -66,7 +66,7 @@ _LAZY = {
     "scan": "mdf_loops.authoring",
     "until": "mdf_loops.authoring",
     "pt": "mdf_loops.authoring.tensor",  # the PyTensor-style namespace
-    "simulate": "mdf_loops.timeloop",
+    "simulate": "mdf_loops.simulation",
     "to_time_loop": "mdf_loops.timeloop",
     "Trajectories": "mdf_loops.timeloop",
     "sweep": "mdf_loops.sweep",

@@ -253,7 +253,7 @@ def _run_scheduler(model: Model, prepared: _Prepared, inputs: dict) -> dict[str,
 
     from mdf_loops.backends.scheduler.onnx_functions import opset
     from mdf_loops.backends.scheduler.registry import register
-    from mdf_loops.backends.scheduler.semantics import onnx_semantics
+    from mdf_loops.model.semantics import onnx_semantics
 
     register()
     target, interface, ports = prepared.target, prepared.interface, prepared.ports

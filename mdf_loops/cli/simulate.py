@@ -128,7 +128,8 @@ def _simulated(args: argparse.Namespace) -> dict:
 
 
 def _simulation(args: argparse.Namespace, np) -> dict:
-    from mdf_loops.timeloop import simulate, to_time_loop
+    from mdf_loops.simulation import simulate
+    from mdf_loops.timeloop import to_time_loop
 
     options = dict(
         dt=args.dt, steps=args.steps, duration=args.duration, until=args.until, record=args.record

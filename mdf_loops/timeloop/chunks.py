@@ -20,6 +20,7 @@ loops whose condition cannot change are run so (no termination condition, no
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -126,13 +127,12 @@ def run_in_chunks(
     inputs: dict,
     steps: int,
     spec: TimeLoopSpec,
-    trusted: bool,
     watch: SimulationWatch,
+    run_chunk: Callable[[dict[str, Any]], Mapping[str, Any]],
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``time`` and the recorded values of ``steps`` steps of :func:`chunked_variant`'s
-    model on onnxruntime, :data:`CHUNK` steps a call; ``watch`` sees each chunk."""
-    import mdf_loops
-
+    model, :data:`CHUNK` steps a call of ``run_chunk(inputs) -> outputs`` (the variant
+    run on onnxruntime); ``watch`` sees each chunk."""
     loop = _loop_node(variant)
     names = _initial_names(loop)
     state: dict[str, Any] = {
@@ -145,7 +145,7 @@ def run_in_chunks(
         watch.progress(done)
         n = min(CHUNK, steps - done)
         feed = {**inputs, **state, "steps": np.int64(n), _OFFSET: np.int64(done)}
-        outputs = mdf_loops.run(variant, feed, trusted=trusted, backend="onnxruntime")
+        outputs = run_chunk(feed)
         for ref, port in refs.items():
             part = np.asarray(outputs[f"{LOOP_NODE}.{port}"])
             parts[ref].append(part)

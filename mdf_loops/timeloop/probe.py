@@ -11,8 +11,8 @@ import numpy as np
 from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
-from mdf_loops.backends.scheduler.semantics import prints_logged
 from mdf_loops.errors import ModelError
+from mdf_loops.model.semantics import prints_logged
 
 if TYPE_CHECKING:
     from mdf_loops.timeloop.lean_engine import LeanEngine

@@ -16,8 +16,8 @@ from mdf_loops.backends.python.compiled import (
 from mdf_loops.backends.python.recording import Recording
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
-from mdf_loops.timeloop.simulate import Trajectories
 from mdf_loops.timeloop.spec import LOOP_NODE, TimeLoopSpec
+from mdf_loops.timeloop.trajectories import Trajectories
 from mdf_loops.timeloop.watch import SimulationWatch
 
 __all__ = ["run_time_loop"]

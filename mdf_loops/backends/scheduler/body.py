@@ -10,10 +10,9 @@ from modeci_mdf.mdf import Graph
 
 from mdf_loops.backends.scheduler.lean_schedule import forget_finished_updates, schedule_simply
 from mdf_loops.backends.scheduler.planned_pass import PlannedPass
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
 from mdf_loops.errors import LoopError, MdfLoopsError, ModelError
 from mdf_loops.model.convention import BodySignature, body_signature
-from mdf_loops.model.semantics import onnx_semantics_of
+from mdf_loops.model.semantics import onnx_semantics, onnx_semantics_of
 from mdf_loops.model.values import to_engine, to_kernel
 
 __all__ = ["BodyRunner"]

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from modelspec.utils import evaluate as _stock_evaluate
 
-from mdf_loops.backends.scheduler.semantics import onnx_semantics_active
 from mdf_loops.errors import EvaluationError, MdfLoopsError
+from mdf_loops.model.semantics import onnx_semantics_active
 from mdf_loops.safety.allowlist import expression_numpy, expressions_untrusted
 from mdf_loops.safety.interpreter import evaluate_untrusted
 

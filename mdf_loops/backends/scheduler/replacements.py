@@ -2,7 +2,7 @@
 
 Each keeps the stock behaviour (values, dtypes, errors, prints, formatting, no
 step limit) unless ONNX semantics are active
-(:mod:`mdf_loops.backends.scheduler.semantics`), or goes faster with identical
+(:mod:`mdf_loops.model.semantics`), or goes faster with identical
 results. :data:`STOCK` holds what each replaced name was (filled by ``install``).
 """
 
@@ -22,11 +22,6 @@ from modeci_mdf.mdf import MdfBase as _MdfBase
 
 from mdf_loops.backends.scheduler.onnx_functions import call_onnx_function, opset
 from mdf_loops.backends.scheduler.planned_pass import step_limit_error
-from mdf_loops.backends.scheduler.semantics import (
-    engine_prints_logged,
-    onnx_semantics,
-    onnx_semantics_active,
-)
 from mdf_loops.errors import (
     EvaluationError,
     MdfLoopsError,
@@ -34,7 +29,12 @@ from mdf_loops.errors import (
     push_frame,
 )
 from mdf_loops.model.convention import BODY_ATTRIBUTES
-from mdf_loops.model.semantics import onnx_semantics_of
+from mdf_loops.model.semantics import (
+    engine_prints_logged,
+    onnx_semantics,
+    onnx_semantics_active,
+    onnx_semantics_of,
+)
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import current_limits
 

@@ -20,7 +20,7 @@ from modeci_mdf.mdf import Condition, ConditionSet, Edge, Graph, InputPort, Node
 import mdf_loops
 from mdf_loops.backends.scheduler.lean_schedule import CountingTime, schedule_simply
 from mdf_loops.backends.scheduler.body import BodyRunner
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
+from mdf_loops.model.semantics import onnx_semantics
 from conftest import expression_node, mdf_body
 
 

@@ -12,7 +12,7 @@ import mdf_loops
 from mdf_loops.backends.scheduler.body import BodyRunner
 from mdf_loops.backends.scheduler.lean_schedule import schedule_simply
 from mdf_loops.backends.scheduler.planned_pass import PlannedPass
-from mdf_loops.backends.scheduler.semantics import onnx_semantics
+from mdf_loops.model.semantics import onnx_semantics
 from mdf_loops.errors import IterationLimitError
 from conftest import expression_node, mdf_body
 

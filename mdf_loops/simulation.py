@@ -1,16 +1,19 @@
-"""``simulate``: run a time loop and return its recorded trajectories."""
+"""``simulate``: run a time loop on a backend and return its recorded trajectories.
+
+The time loop itself (the model's steps as one ``onnx::Loop``) is made by
+:mod:`mdf_loops.timeloop`; here it runs on the python backend
+(:mod:`mdf_loops.backends.python`), on onnxruntime (in chunks of steps for a long one,
+:mod:`mdf_loops.timeloop.chunks`) or on the scheduler, through :func:`mdf_loops.run`.
+"""
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import logging
 import operator
 import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -24,70 +27,17 @@ from mdf_loops.errors import (
     ModelError,
     UnsafeExpressionError,
 )
-from mdf_loops.files import write_atomically
 from mdf_loops.model.interface import load_model
 from mdf_loops.ops import observe_iterations
 from mdf_loops.timeloop import chunks
 from mdf_loops.timeloop.convert import time_loop_of
 from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
+from mdf_loops.timeloop.trajectories import Trajectories
 from mdf_loops.timeloop.watch import SimulationWatch
 
 __all__ = ["Trajectories", "simulate", "SIMULATE_BACKENDS"]
 
-log = logging.getLogger(__name__)
-
-#: the backends of :func:`simulate`
-
-
-@dataclass(frozen=True)
-class Trajectories:
-    """Recorded values of a simulation: ``time`` (steps,) and ``values[ref]`` (steps, ...)."""
-
-    time: np.ndarray
-    values: dict[str, np.ndarray] = field(default_factory=dict)
-    backend: str = ""
-
-    def __getitem__(self, ref: str) -> np.ndarray:
-        if ref not in self.values:
-            raise KeyError(f"{ref!r} was not recorded; recorded: {sorted(self.values)}")
-        return self.values[ref]
-
-    @property
-    def steps(self) -> int:
-        return len(self.time)
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write ``.npz`` or ``.csv`` (through a temporary file: a complete file or none).
-
-        ``.npz`` holds ``time`` and one array per value, ``.csv`` one column per element.
-        """
-        path = os.fspath(path)
-        if path.endswith(".npz"):
-            buffer = io.BytesIO()
-            np.savez(buffer, time=self.time, **self.values)  # type: ignore[arg-type]  # numpy stub: **arrays could fill allow_pickle
-            write_atomically(path, buffer.getvalue())
-        elif path.endswith(".csv"):
-            uneven = {ref: len(v) for ref, v in self.values.items() if len(v) != len(self.time)}
-            if uneven:
-                raise MdfLoopsError(
-                    f"{path}: a CSV row is one step; time has {len(self.time)} steps but "
-                    f"these values have other numbers of rows: {uneven}; give every value "
-                    "one row per step (or write .npz)"
-                )
-            columns = {"time": self.time}
-            for ref, values in self.values.items():
-                flat = values.reshape(len(values), -1)
-                if flat.shape[1] == 1 and values.ndim == 1:
-                    columns[ref] = flat[:, 0]
-                else:
-                    columns.update({f"{ref}[{i}]": flat[:, i] for i in range(flat.shape[1])})
-            text = io.StringIO(newline="")
-            writer = csv.writer(text)
-            writer.writerow(columns)
-            writer.writerows(zip(*(c.tolist() for c in columns.values()), strict=True))
-            write_atomically(path, text.getvalue())
-        else:
-            raise ValueError(f"{path}: write .npz or .csv")
+log = logging.getLogger("mdf_loops.timeloop")
 
 
 def simulate(
@@ -254,15 +204,16 @@ def _on_run(
 ) -> Trajectories:
     """The simulation through :func:`mdf_loops.run` on the onnxruntime or scheduler backend;
     a long one on onnxruntime in chunks of steps (:mod:`mdf_loops.timeloop.chunks`)."""
-    import mdf_loops
+    from mdf_loops.run import run  # onnxruntime's import: only where it runs
 
     if backend == "onnxruntime" and watch.steps > chunks.CHUNK:
         variant = chunks.chunked_variant(model)
         if variant is not None:
-            time, values = chunks.run_in_chunks(variant, inputs, watch.steps, spec, trusted, watch)
+            chunk = functools.partial(run, variant, trusted=trusted, backend="onnxruntime")
+            time, values = chunks.run_in_chunks(variant, inputs, watch.steps, spec, watch, chunk)
             return Trajectories(time, values, backend)
     names = {"time": spec.time_port, **spec.records}
-    outputs = mdf_loops.run(model, dict(inputs), trusted=trusted, backend=cast(Backend, backend))
+    outputs = run(model, dict(inputs), trusted=trusted, backend=cast(Backend, backend))
     values = {ref: np.asarray(outputs[f"{LOOP_NODE}.{port}"]) for ref, port in names.items()}
     time = values.pop("time")
     return Trajectories(time, values, backend)
