@@ -152,8 +152,8 @@ def run_settings_packed(task: SweepTask, batch: SettingsBatch) -> PackedResults:
 
     A setting whose run raises an :class:`~mdf_loops.MdfLoopsError` (a limit, a
     failing node) or whose outputs hold NaN is recorded as failed; any other
-    exception is a fault, not a result, and ends the batch. On ``jax`` (where
-    ``mdf_loops.run_batch`` exists) the settings of one shape are one vectorised call;
+    exception is a fault, not a result, and ends the batch. On ``jax`` the settings
+    of one shape are one vectorised call (``mdf_loops.run_batch``);
     on onnxruntime one session call of the batched model where it can be made
     (:mod:`~mdf_loops.sweep.one_call`).
     """
@@ -161,10 +161,9 @@ def run_settings_packed(task: SweepTask, batch: SettingsBatch) -> PackedResults:
     if not batch.indices:
         return pack((), {}, ())
     if task.backend == "jax":
-        import mdf_loops
+        from mdf_loops.backends.jax.batch import run_batch
 
-        if hasattr(mdf_loops, "run_batch"):
-            return _run_vectorised(mdf_loops.run_batch, model, task, batch)
+        return _run_vectorised(run_batch, model, task, batch)
     if task.backend in ("onnxruntime", "auto") and len(batch.indices) > 1 and batch.of_one_shape():
         packed = run_in_one_call(model, task, batch)
         if packed is not None:
