@@ -17,7 +17,8 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from mdf_loops import __version__
 from mdf_loops.cli import convert, render, run, validate
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     verbosity = getattr(args, "verbose", 0) or 0
     try:
-        with terminal_output(verbosity, getattr(args, "quiet", False)):
+        with terminal_output(verbosity, getattr(args, "quiet", False)), _command_line(args):
             return args.command(args)
     except KeyboardInterrupt:
         print("mdf-loops: interrupted", file=sys.stderr)
@@ -65,6 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc(file=sys.stderr)
         print(f"mdf-loops: error: {_one_line(exc, verbosity)}", file=sys.stderr)
         return 1
+
+
+@contextmanager
+def _command_line(args: argparse.Namespace) -> Iterator[None]:
+    """The command and the limits it takes as options, for the messages that say how to
+    raise a limit (:func:`mdf_loops.ops.common.how_to_raise`)."""
+    from mdf_loops.ops.common import command_line
+
+    options = frozenset(k for k in vars(args) if k.startswith("max_") and k != "max_memory")
+    with command_line(args.subcommand, options):
+        yield
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"mdf-loops {__version__}")
-    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    subparsers = parser.add_subparsers(
+        title="commands", metavar="COMMAND", required=True, dest="subcommand"
+    )
     for add in SUBCOMMANDS:
         add(subparsers, common)
     return parser

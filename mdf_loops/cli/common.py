@@ -7,6 +7,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -75,8 +76,14 @@ def limited(args: argparse.Namespace, work: Callable[[], Any], what: str) -> Any
     limits when --timeout or --max-memory is given (mdf_loops.safety.sandbox). ``work``
     is picklable (a ``functools.partial`` of a module's function): a child started afresh
     receives it pickled."""
+    from mdf_loops.ops.common import running_command
+
     accessed = functools.partial(
-        _with_file_access, getattr(args, "trusted", False), args.external_data_dir, work
+        _with_file_access,
+        getattr(args, "trusted", False),
+        args.external_data_dir,
+        running_command(),  # the child is a new process: the command goes with the work
+        work,
     )
     if not (args.timeout or args.max_memory):
         return accessed()
@@ -85,10 +92,19 @@ def limited(args: argparse.Namespace, work: Callable[[], Any], what: str) -> Any
     return call_limited(accessed, timeout=args.timeout, max_memory=args.max_memory, what=what)
 
 
-def _with_file_access(trusted: bool, external_data_dir: str | None, work: Callable[[], Any]):
+def _with_file_access(
+    trusted: bool,
+    external_data_dir: str | None,
+    command: tuple[str, frozenset[str]] | None,
+    work: Callable[[], Any],
+):
+    from mdf_loops.ops.common import command_line
     from mdf_loops.safety.onnx_files import onnx_file_access
 
-    with onnx_file_access(trusted=trusted, external_data_dir=external_data_dir):
+    with ExitStack() as stack:
+        if command is not None:
+            stack.enter_context(command_line(*command))
+        stack.enter_context(onnx_file_access(trusted=trusted, external_data_dir=external_data_dir))
         return work()
 
 

@@ -29,6 +29,8 @@ __all__ = [
     "element_count",
     "check_elements",
     "how_to_raise",
+    "command_line",
+    "running_command",
     "normalize_axis",
     "check_same_type",
 ]
@@ -62,16 +64,44 @@ class Limits:
     max_sweep_settings: int = 10_000_000
 
 
-#: how to raise each limit, for the error messages
-_HOW_TO_RAISE = (
-    "mdf_loops.run(..., {name}=N), `with mdf_loops.safety.limits({name}=N):` "
-    "or `mdf-loops run --{option} N`"
+#: the limits :func:`mdf_loops.run` also takes as keyword arguments
+_RUN_KEYWORDS = frozenset({"max_iterations", "max_total_iterations", "max_depth", "max_elements"})
+
+#: the ``mdf-loops`` command running and the limits it takes as options (set by the
+#: command line, :func:`command_line`), so that a message names the option the user has
+_COMMAND: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = contextvars.ContextVar(
+    "mdf_loops_command", default=None
 )
 
 
+@contextmanager
+def command_line(command: str, limit_options: frozenset[str]) -> Iterator[None]:
+    """Inside the block, limit errors say how to raise a limit with ``mdf-loops
+    <command>``'s options (``limit_options``: the limits' names it takes)."""
+    token = _COMMAND.set((command, limit_options))
+    try:
+        yield
+    finally:
+        _COMMAND.reset(token)
+
+
+def running_command() -> tuple[str, frozenset[str]] | None:
+    """The command and limit options :func:`command_line` set, or None."""
+    return _COMMAND.get()
+
+
 def how_to_raise(name: str) -> str:
-    """The sentence an error appends to say how to raise the limit ``name``."""
-    return "raise it with " + _HOW_TO_RAISE.format(name=name, option=name.replace("_", "-"))
+    """The sentence an error appends to say how to raise the limit ``name``: the option
+    of the ``mdf-loops`` command running, or the Python that raises it for any call."""
+    command = _COMMAND.get()
+    if command is not None and name in command[1]:
+        return f"raise it with `mdf-loops {command[0]} --{name.replace('_', '-')} N`"
+    python = f"`with mdf_loops.safety.limits({name}=N):` around the call"
+    if name in _RUN_KEYWORDS:
+        python += f" (or mdf_loops.run(..., {name}=N))"
+    if command is not None:
+        return f"`mdf-loops {command[0]}` has no option for it; raise it from Python with {python}"
+    return f"raise it with {python}"
 
 
 _LIMITS: contextvars.ContextVar[Limits] = contextvars.ContextVar(

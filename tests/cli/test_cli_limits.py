@@ -201,3 +201,46 @@ def test_commands_called_in_a_process_with_jax_loaded_run_limited_in_a_new_pytho
     limited = capsys.readouterr().out
     assert main(argv) == 0
     assert capsys.readouterr().out == limited
+
+
+def test_the_fix_a_limit_error_suggests_works_on_the_command_that_hit_it(tmp_path):
+    """Each command's message names its own option (also from the child --timeout
+    starts), and running with that option gives the answer; the oracle for the answer is
+    the model's own count and FitzHugh-Nagumo's Euler step in numpy."""
+    counter = _counter_model(tmp_path / "counter.json", "x < 120")
+    hit = _command("run", counter, "-i", "start=0", "--backend", "scheduler",
+                   "--max-iterations", "50")
+    _one_error_line(hit, "raise it with `mdf-loops run --max-iterations N`")
+    fixed = _command("run", counter, "-i", "start=0", "--backend", "scheduler",
+                     "--max-iterations", "500")
+    assert fixed.returncode == 0 and "120" in fixed.stdout, fixed.stderr
+
+    fn = str(EXAMPLES / "timeloops" / "fitzhugh_nagumo.json")
+    out = tmp_path / "fn.npz"
+    for extra in ([], ["--timeout", "120"]):
+        hit = _command("simulate", fn, "--dt", "0.05", "--steps", "60", "--max-iterations", "50",
+                       *extra)
+        _one_error_line(hit, "raise it with `mdf-loops simulate --max-iterations N`")
+    fixed = _command("simulate", fn, "--dt", "0.05", "--steps", "60", "--max-iterations", "60",
+                     "-q", "-o", str(out))
+    assert fixed.returncode == 0, fixed.stderr
+    import numpy as np
+
+    v, w, expected = -1.0, 1.0, [-1.0]
+    for _ in range(59):
+        v = v + (v - v**3 / 3 - w + 0.5) * 0.05  # modeci-mdf's order: W reads the new V
+        w = w + (v + 0.7 - 0.8 * w) / 12.5 * 0.05
+        expected.append(v)
+    np.testing.assert_allclose(np.load(out)["fn.V_out"], expected, rtol=1e-12)
+
+
+def test_a_limit_a_command_has_no_option_for_is_said_so(tmp_path):
+    from mdf_loops.ops.common import command_line, how_to_raise
+
+    with command_line("sweep", frozenset()):
+        assert how_to_raise("max_iterations") == (
+            "`mdf-loops sweep` has no option for it; raise it from Python with "
+            "`with mdf_loops.safety.limits(max_iterations=N):` around the call "
+            "(or mdf_loops.run(..., max_iterations=N))")
+    assert how_to_raise("max_drawn_items") == (
+        "raise it with `with mdf_loops.safety.limits(max_drawn_items=N):` around the call")
