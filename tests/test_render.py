@@ -399,7 +399,7 @@ def test_a_large_model_is_refused_before_dot_starts(tmp_path, monkeypatch):
     with pytest.raises(
         mdf_loops.errors.ResourceLimitError,
         match=r"graph 'wide' of model 'wide_model' has 1000 nodes and 24000 edges .*"
-        r"over the drawing limit of 2000 .*max_drawn_items.*--max-drawn-items N",
+        r"over the drawing limit of 2000 .*max_drawn_items.*limits\(max_drawn_items=N\).*mdf_loops.render\(..., max_drawn_items=N\)",
     ):
         render(wide_model(1000, 24000), target)
     assert time.monotonic() - started < 30  # generous: Graphviz would need minutes
@@ -427,7 +427,7 @@ def test_a_dot_that_hangs_is_stopped_and_nothing_is_written(tmp_path, monkeypatc
     with pytest.raises(
         mdf_loops.errors.ResourceLimitError,
         match=r"leaky\.png: Graphviz's dot was still laying out the picture after 1 s and was stopped "
-        r"\(max_program_seconds\); nothing was written.*--max-program-seconds N",
+        r"\(max_program_seconds\); nothing was written.*limits\(max_program_seconds=N\)",
     ):
         render(EXAMPLES / "leaky_integrator.json", target, max_program_seconds=1)
     assert time.monotonic() - started < 30  # not the 60 s of the fake dot

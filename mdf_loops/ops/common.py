@@ -64,8 +64,13 @@ class Limits:
     max_sweep_settings: int = 10_000_000
 
 
-#: the limits :func:`mdf_loops.run` also takes as keyword arguments
-_RUN_KEYWORDS = frozenset({"max_iterations", "max_total_iterations", "max_depth", "max_elements"})
+#: the function that also takes a limit as a keyword argument, by limit
+_KEYWORD_OF = {
+    **dict.fromkeys(
+        ("max_iterations", "max_total_iterations", "max_depth", "max_elements"), "mdf_loops.run"
+    ),
+    **dict.fromkeys(("max_drawn_items", "max_program_seconds"), "mdf_loops.render"),
+}
 
 #: the ``mdf-loops`` command running and the limits it takes as options (set by the
 #: command line, :func:`command_line`), so that a message names the option the user has
@@ -97,8 +102,8 @@ def how_to_raise(name: str) -> str:
     if command is not None and name in command[1]:
         return f"raise it with `mdf-loops {command[0]} --{name.replace('_', '-')} N`"
     python = f"`with mdf_loops.safety.limits({name}=N):` around the call"
-    if name in _RUN_KEYWORDS:
-        python += f" (or mdf_loops.run(..., {name}=N))"
+    if name in _KEYWORD_OF:
+        python += f" (or {_KEYWORD_OF[name]}(..., {name}=N))"
     if command is not None:
         return f"`mdf-loops {command[0]}` has no option for it; raise it from Python with {python}"
     return f"raise it with {python}"

@@ -19,18 +19,9 @@ from modeci_mdf.mdf import Graph
 
 from mdf_loops.errors import MdfLoopsError, ResourceLimitError
 from mdf_loops.model.convention import loop_bodies
-from mdf_loops.ops.common import current_limits
+from mdf_loops.ops.common import current_limits, how_to_raise
 
-__all__ = ["drawn_items", "check_drawable", "run_dot", "how_to_raise_render_limit"]
-
-
-def how_to_raise_render_limit(name: str) -> str:
-    """The sentence a drawing error ends with: how to raise the limit ``name``."""
-    option = name.replace("_", "-")
-    return (
-        f"raise it with mdf_loops.render(..., {name}=N), "
-        f"`with mdf_loops.safety.limits({name}=N):` or `mdf-loops render --{option} N`"
-    )
+__all__ = ["drawn_items", "check_drawable", "run_dot"]
 
 
 def drawn_items(graph: Graph, stop_after: int) -> tuple[int, int, bool]:
@@ -58,7 +49,7 @@ def check_drawable(graph: Graph, where: str) -> None:
             f"{where} {counted} {nodes} nodes and {edges} edges (loop bodies included), "
             f"over the drawing limit of {limit} nodes and edges together (max_drawn_items); "
             "Graphviz could take many minutes to lay it out; if the picture is wanted, "
-            f"{how_to_raise_render_limit('max_drawn_items')}"
+            f"{how_to_raise('max_drawn_items')}"
         )
 
 
@@ -89,7 +80,7 @@ def run_dot(source: str, image_format: str, where: str) -> bytes:
         raise ResourceLimitError(
             f"{where}: Graphviz's dot was still laying out the picture after {seconds} s "
             f"and was stopped (max_program_seconds); nothing was written. Draw a smaller "
-            f"graph, or {how_to_raise_render_limit('max_program_seconds')}"
+            f"graph, or {how_to_raise('max_program_seconds')}"
         ) from None
     except BaseException:
         _kill(process)

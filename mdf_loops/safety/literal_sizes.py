@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.ops.common import current_limits
+from mdf_loops.ops.common import current_limits, how_to_raise
 
 __all__ = [
     "SIZED_CONSTRUCTORS",
@@ -49,7 +49,7 @@ def allocation_refusal(function: str, node: ast.Call) -> str | None:
     if count is not None and count > limit:
         return (
             f"it asks for {count} elements, over the limit of {limit} (max_elements; "
-            "raise it with run(..., max_elements=N) or --max-elements N)"
+            f"{how_to_raise('max_elements')})"
         )
     return None
 

@@ -243,4 +243,7 @@ def test_a_limit_a_command_has_no_option_for_is_said_so(tmp_path):
             "`with mdf_loops.safety.limits(max_iterations=N):` around the call "
             "(or mdf_loops.run(..., max_iterations=N))")
     assert how_to_raise("max_drawn_items") == (
-        "raise it with `with mdf_loops.safety.limits(max_drawn_items=N):` around the call")
+        "raise it with `with mdf_loops.safety.limits(max_drawn_items=N):` around the call "
+        "(or mdf_loops.render(..., max_drawn_items=N))")
+    with command_line("render", frozenset({"max_drawn_items"})):
+        assert how_to_raise("max_drawn_items") == "raise it with `mdf-loops render --max-drawn-items N`"
