@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from mdf_loops.ops.stacking import ScanOutputs
 #: the probe run that learns output shapes of a zero-length scan.
 Body = Callable[[list, "int | None"], list]
 
-__all__ = ["ScanAttributes", "scan", "scan_batched"]
+__all__ = ["ScanAttributes", "scan", "scan_batched", "scan_per_entry"]
 
 
 @dataclass(frozen=True)
@@ -116,16 +117,36 @@ def scan_batched(
     attributes: ScanAttributes,
     guard: IterationGuard | None = None,
 ) -> list:
-    """Run an opset-8 Scan: every input has a leading batch axis, scan axis 1.
-
-    Each batch entry is an independent opset-9 scan over its first
-    ``sequence_lens[b]`` steps; shorter scan outputs are padded with zeros.
-    """
+    """Run an opset-8 Scan (:func:`scan_per_entry`) on numpy arrays."""
     guard = guard or IterationGuard()
     inputs = [np.asarray(x) for x in inputs]
     if not inputs:
         raise LoopError("Scan has no inputs")
-    batch = inputs[0].shape[0]
+    return scan_per_entry(
+        lambda items, shifted: scan(body, items, shifted, guard),
+        None if sequence_lens is None else np.asarray(sequence_lens),
+        inputs,
+        attributes,
+        np.stack,
+        _zero_padded,
+    )
+
+
+def scan_per_entry(
+    scan_one: Callable[[list, ScanAttributes], list],
+    sequence_lens: Any,
+    inputs: Sequence[Any],
+    attributes: ScanAttributes,
+    stack: Callable[[list], Any],
+    pad: Callable[[Any, int], Any],
+) -> list:
+    """Opset 8's Scan over arrays of any kind: every input has a leading batch axis.
+
+    Batch entry ``b`` is an opset-9 scan (``scan_one(inputs, attributes)``) of its
+    first ``sequence_lens[b]`` steps (all of them when ``sequence_lens`` is None); each
+    state is stacked (``stack``) over the entries, and each scan output too, the
+    shorter ones first padded with zeros to the longest (``pad(output, length)``).
+    The backends that run Scan on their own arrays (torch) give their own three."""
     n = len(inputs) - attributes.num_scan_inputs
     shifted = ScanAttributes(
         attributes.num_scan_inputs,
@@ -134,24 +155,25 @@ def scan_batched(
         None,
         attributes.scan_output_directions,
     )
-    per_batch = []
-    for b in range(batch):
+    per_entry = []
+    for b in range(inputs[0].shape[0]):
         items = [x[b] for x in inputs]
         if sequence_lens is not None:
-            steps = int(np.asarray(sequence_lens).reshape(-1)[b])
+            steps = int(sequence_lens.reshape(-1)[b])
             items = items[:n] + [x[:steps] for x in items[n:]]
-        per_batch.append(scan(body, items, shifted, guard))
+        per_entry.append(scan_one(items, shifted))
     results = []
-    for j in range(len(per_batch[0])):
-        parts = [r[j] for r in per_batch]
+    for j in range(len(per_entry[0])):
+        parts = [r[j] for r in per_entry]
         if j >= n:
             longest = max(p.shape[0] for p in parts)
-            parts = [
-                np.concatenate([p, np.zeros((longest - p.shape[0],) + p.shape[1:], p.dtype)])
-                for p in parts
-            ]
-        results.append(np.stack(parts))
+            parts = [pad(p, longest) for p in parts]
+        results.append(stack(parts))
     return results
+
+
+def _zero_padded(x: np.ndarray, length: int) -> np.ndarray:
+    return np.concatenate([x, np.zeros((length - x.shape[0],) + x.shape[1:], x.dtype)])
 
 
 def _scan_axes(scan_inputs: list[np.ndarray], attributes: ScanAttributes) -> tuple[list, int]:

@@ -38,6 +38,7 @@ from mdf_loops.backends.jax.values import (
 )
 from mdf_loops.backends.jax.while_loop import loop_bounded
 from mdf_loops.errors import CompileError
+from mdf_loops.ops.scan import ScanAttributes, scan_per_entry
 
 
 def free_names(graph: onnx.GraphProto) -> frozenset:
@@ -126,7 +127,10 @@ def _scan9(call, inputs: list) -> list:
     n = len(inputs) - m
     n_out = len(body.output) - n
     in_axes = list(call.attr("scan_input_axes") or [0] * m)
-    in_back = list(call.attr("scan_input_directions") or [0] * m)
+    # opset 8 names the scan inputs' directions "directions" (an entry's axes are all 0)
+    in_back = list(
+        call.attr("scan_input_directions" if call.opset >= 9 else "directions") or [0] * m
+    )
     out_axes = list(call.attr("scan_output_axes") or [0] * n_out)
     out_back = list(call.attr("scan_output_directions") or [0] * n_out)
     _check_counts(call, m, in_axes, in_back, n_out, out_axes, out_back)
@@ -263,10 +267,10 @@ def _scan_python(call, states, sequences, length):
 
 
 def _scan_batched(call, inputs: list) -> tuple:
-    """Opset 8: a batch axis 0 in front; ``sequence_lens`` must be absent or full."""
+    """Opset 8 (:func:`mdf_loops.ops.scan.scan_per_entry`); ``sequence_lens`` must be
+    absent or full, so every entry scans the whole length and none needs padding."""
     sequence_lens, inputs = inputs[0], inputs[1:]
-    m = int(call.attr("num_scan_inputs"))
-    batch, length = int(inputs[-1].shape[0]), int(inputs[-1].shape[1])
+    length = int(inputs[-1].shape[1])
     if sequence_lens is not None:
         lens = concrete(sequence_lens, call.where, "sequence_lens")
         if np.any(lens != length):
@@ -274,9 +278,11 @@ def _scan_batched(call, inputs: list) -> tuple:
                 f"{call.where}: sequence_lens shorter than the scan inputs "
                 "are not lowered to JAX; run it with backend='onnxruntime'"
             )
-    rows = [_scan9(call, [x[b] for x in inputs]) for b in range(batch)]
-    del m
-    return tuple(_stack([row[k] for row in rows]) for k in range(len(rows[0])))
+    attributes = ScanAttributes(int(call.attr("num_scan_inputs")))
+    full = lambda x, _length: x  # noqa: E731 (every entry's outputs are full length)
+    return tuple(
+        scan_per_entry(lambda xs, _: _scan9(call, xs), None, inputs, attributes, _stack, full)
+    )
 
 
 # ---------------------------------------------------------------- Loop

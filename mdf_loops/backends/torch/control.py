@@ -20,7 +20,7 @@ from mdf_loops.backends.torch.values import same_form
 from mdf_loops.errors import LimitError, LoopError
 from mdf_loops.ops.common import IterationGuard, loop_scope, normalize_axis
 from mdf_loops.ops.loop import body_outputs_error, not_one_boolean
-from mdf_loops.ops.scan import ScanAttributes
+from mdf_loops.ops.scan import ScanAttributes, scan_per_entry
 
 
 def _truth(value: Any, what: str, iteration: int | None, where: str) -> bool:
@@ -164,33 +164,19 @@ def _empty_scan_outputs(body, states: list, xs: list, axes: list, attributes) ->
 
 
 def _scan_batched(call, body, sequence_lens, inputs: list, attributes: ScanAttributes) -> list:
-    """Opset 8: every input has a leading batch axis; each entry is its own scan."""
-    n = len(inputs) - attributes.num_scan_inputs
-    shifted = ScanAttributes(
-        attributes.num_scan_inputs,
-        attributes.scan_input_axes,
-        attributes.scan_input_directions,
-        None,
-        attributes.scan_output_directions,
+    """Opset 8 (:func:`mdf_loops.ops.scan.scan_per_entry`) on tensors."""
+    return scan_per_entry(
+        lambda items, shifted: _scan_one(call, body, items, shifted),
+        sequence_lens,
+        inputs,
+        attributes,
+        torch.stack,
+        _zero_padded,
     )
-    per_batch = []
-    for b in range(inputs[0].shape[0]):
-        items = [x[b] for x in inputs]
-        if sequence_lens is not None:
-            steps = int(sequence_lens.reshape(-1)[b])
-            items = items[:n] + [x[:steps] for x in items[n:]]
-        per_batch.append(_scan_one(call, body, items, shifted))
-    results = []
-    for j in range(len(per_batch[0])):
-        parts = [r[j] for r in per_batch]
-        if j >= n:
-            longest = max(p.shape[0] for p in parts)
-            parts = [
-                torch.cat([p, p.new_zeros((longest - p.shape[0],) + tuple(p.shape[1:]))])
-                for p in parts
-            ]
-        results.append(torch.stack(parts))
-    return results
+
+
+def _zero_padded(x, length: int):
+    return torch.cat([x, x.new_zeros((length - x.shape[0],) + tuple(x.shape[1:]))])
 
 
 # ---------------------------------------------------------------- Loop
