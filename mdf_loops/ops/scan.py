@@ -31,7 +31,7 @@ from mdf_loops.ops.stacking import ScanOutputs
 #: the probe run that learns output shapes of a zero-length scan.
 Body = Callable[[list, "int | None"], list]
 
-__all__ = ["ScanAttributes", "scan", "scan_batched", "scan_per_entry"]
+__all__ = ["ScanAttributes", "scan", "scan_batched", "scan_per_entry", "split_inputs"]
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,9 @@ def scan(
     """Run an opset-9+ Scan: ``inputs`` are the initial states then the scan inputs."""
     guard = guard or IterationGuard()
     m = attributes.num_scan_inputs
-    if m < 1 or m > len(inputs):
-        raise LoopError(
-            f"num_scan_inputs is {m} but the node has {len(inputs)} inputs "
-            "(initial states then scan inputs; at least one scan input)"
-        )
-    n = len(inputs) - m
-    states = list(inputs[:n])
-    scan_inputs = [np.asarray(x) for x in inputs[n:]]
+    states, scan_inputs = split_inputs(inputs, attributes)
+    n = len(states)
+    scan_inputs = [np.asarray(x) for x in scan_inputs]
     _check_list_length("scan_input_axes", attributes.scan_input_axes, m)
     _check_list_length("scan_input_directions", attributes.scan_input_directions, m)
 
@@ -108,6 +103,18 @@ def scan(
     for j, stacked in enumerate(produced.arrays()):
         results.append(_place(stacked, attributes.output_axis(j), attributes.output_backward(j), j))
     return states + results
+
+
+def split_inputs(inputs: Sequence[Any], attributes: ScanAttributes) -> tuple[list, list]:
+    """A Scan node's inputs as (initial states, scan inputs); a LoopError unless there
+    is at least one scan input and no more than the inputs."""
+    m = attributes.num_scan_inputs
+    if m < 1 or m > len(inputs):
+        raise LoopError(
+            f"num_scan_inputs is {m} but the node has {len(inputs)} inputs "
+            "(initial states then scan inputs; at least one scan input)"
+        )
+    return list(inputs[: len(inputs) - m]), list(inputs[len(inputs) - m :])
 
 
 def scan_batched(

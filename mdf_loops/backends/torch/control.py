@@ -20,7 +20,7 @@ from mdf_loops.backends.torch.values import same_form
 from mdf_loops.errors import LimitError, LoopError
 from mdf_loops.ops.common import IterationGuard, loop_scope, normalize_axis
 from mdf_loops.ops.loop import body_outputs_error, not_one_boolean
-from mdf_loops.ops.scan import ScanAttributes, scan_per_entry
+from mdf_loops.ops.scan import ScanAttributes, scan_per_entry, split_inputs
 
 
 def _truth(value: Any, what: str, iteration: int | None, where: str) -> bool:
@@ -81,14 +81,7 @@ def _scan(call, frame, *inputs):
 
 
 def _scan_one(call, body, inputs: list, attributes: ScanAttributes) -> list:
-    m = attributes.num_scan_inputs
-    if m < 1 or m > len(inputs):
-        raise LoopError(
-            f"num_scan_inputs is {m} but the node has {len(inputs)} inputs "
-            "(initial states then scan inputs; at least one scan input)"
-        )
-    n = len(inputs) - m
-    states, xs = inputs[:n], inputs[n:]
+    states, xs = split_inputs(inputs, attributes)
     axes = [
         normalize_axis(
             attributes.input_axis(k), x.dim(), f"scan_input_axes[{k}]", f"scan input {k}"
