@@ -307,12 +307,15 @@ def normalize_axis(axis: int, rank: int, name: str, what: str) -> int:
     return axis + rank if axis < 0 else axis
 
 
-def check_same_type(before: Any, after: Any, what: str, iteration: int) -> None:
-    """A loop-carried tensor must keep its shape and element type."""
-    if isinstance(before, np.ndarray) and isinstance(after, np.ndarray):
+def check_same_type(
+    before: Any, after: Any, what: str, iteration: int, array: Any = np.ndarray
+) -> None:
+    """A loop-carried tensor must keep its shape and element type (``array``: the type
+    of the backend's tensors, numpy's by default; other values are not checked)."""
+    if isinstance(before, array) and isinstance(after, array):
         if before.shape != after.shape:
             raise LoopError(
-                f"{what} changed shape from {before.shape} to {after.shape} at "
+                f"{what} changed shape from {tuple(before.shape)} to {tuple(after.shape)} at "
                 f"iteration {iteration}; a Scan state must keep its shape"
             )
         if before.dtype != after.dtype:

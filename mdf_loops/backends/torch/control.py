@@ -16,9 +16,8 @@ import torch
 
 from mdf_loops.backends.torch.limits import check_loop_values, located
 from mdf_loops.backends.torch.registry import op
-from mdf_loops.backends.torch.values import same_form
 from mdf_loops.errors import LimitError, LoopError
-from mdf_loops.ops.common import IterationGuard, loop_scope, normalize_axis
+from mdf_loops.ops.common import IterationGuard, check_same_type, loop_scope, normalize_axis
 from mdf_loops.ops.loop import body_outputs_error, not_one_boolean
 from mdf_loops.ops.scan import ScanAttributes, scan_per_entry, split_inputs
 
@@ -118,7 +117,7 @@ def _iterate(call, body, states: list, slices: list, guard) -> tuple[list, list]
     forms = [(s.shape, s.dtype) if isinstance(s, torch.Tensor) else None for s in states]
     step = guard.step
     stacked: list[int] | None = [] if call.sized else None
-    # a state keeps its shape (same_form below): only sequences can grow
+    # a state keeps its shape (check_same_type below): only sequences can grow
     grows = [i for i, form in enumerate(forms) if form is None]
     for t, elements in enumerate(zip(*slices, strict=True)):
         step(t)
@@ -131,9 +130,9 @@ def _iterate(call, body, states: list, slices: list, guard) -> tuple[list, list]
         if len(outs) < n:
             raise LoopError(f"body returned {len(outs)} outputs but the scan carries {n} states")
         for i in range(n):
-            form = forms[i]
+            form = forms[i]  # a change of shape or element type raises, naming it
             if form is not None and (outs[i].shape != form[0] or outs[i].dtype != form[1]):
-                same_form(states[i], outs[i], f"state {i}", t)  # raises, naming the change
+                check_same_type(states[i], outs[i], f"state {i}", t, torch.Tensor)
         states = outs[:n]
         if not appends:
             produced = [[] for _ in outs[n:]]

@@ -16,7 +16,6 @@ import onnx
 import torch
 
 from mdf_loops.backends.jax.values import Opt, label, np_dtype
-from mdf_loops.errors import LoopError
 
 __all__ = [
     "Opt",
@@ -26,7 +25,6 @@ __all__ = [
     "to_torch",
     "to_numpy",
     "ints",
-    "same_form",
 ]
 
 _DTYPES: dict[int, torch.dtype] = {
@@ -113,19 +111,3 @@ def ints(value: Any) -> list[int]:
     if isinstance(value, torch.Tensor):
         return [int(v) for v in value.reshape(-1).tolist()]
     return [int(v) for v in np.asarray(value).reshape(-1)]
-
-
-def same_form(before: Any, after: Any, what: str, iteration: int) -> None:
-    """A Scan state must keep its shape and element type (the rule of ``ops.common``)."""
-    if not (isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor)):
-        return
-    if before.shape != after.shape:
-        raise LoopError(
-            f"{what} changed shape from {tuple(before.shape)} to {tuple(after.shape)} at "
-            f"iteration {iteration}; a Scan state must keep its shape"
-        )
-    if before.dtype != after.dtype:
-        raise LoopError(
-            f"{what} changed element type from {before.dtype} to {after.dtype} at "
-            f"iteration {iteration}"
-        )
