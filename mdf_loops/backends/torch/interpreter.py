@@ -25,6 +25,7 @@ from mdf_loops.backends.jax.control import free_names
 from mdf_loops.backends.torch import (  # noqa: F401  (fill the table)
     control,
     elementwise,
+    recurrent,
     reductions,
     sequences,
     shapes,

@@ -1,0 +1,126 @@
+"""ONNX's RNN, GRU and LSTM on the torch and JAX backends (mdf_loops/backends/recurrent.py):
+the values onnxruntime gives on the same model, for each direction, layout, optional input
+and activation the lowering takes; what it does not take is refused naming the node."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_model, ort_run  # noqa: E402
+from onnx import TensorProto, helper
+
+import mdf_loops
+from mdf_loops.errors import CompileError
+
+BACKENDS = ("torch", "jax")
+GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+SEQ, BATCH, IN, HIDDEN = 4, 2, 3, 5
+
+CASES = {
+    # name: (operator, attributes, optional inputs given)
+    "rnn": ("RNN", {}, ()),
+    "rnn_reverse_relu": ("RNN", {"direction": "reverse", "activations": ["Relu"]}, ("B", "h")),
+    "rnn_bidirectional_batch_first": ("RNN", {"direction": "bidirectional", "layout": 1}, ("h",)),
+    "gru": ("GRU", {}, ("B",)),
+    "gru_linear_before_reset": ("GRU", {"linear_before_reset": 1}, ("B", "h")),
+    "gru_bidirectional": ("GRU", {"direction": "bidirectional"}, ("B", "h")),
+    "lstm": ("LSTM", {}, ()),
+    "lstm_peepholes": ("LSTM", {}, ("B", "h", "c", "P")),
+    "lstm_reverse_batch_first": ("LSTM", {"direction": "reverse", "layout": 1}, ("B", "h", "c")),
+    "lstm_bidirectional_softsign": (
+        "LSTM",
+        {"direction": "bidirectional", "activations": ["Sigmoid", "Softsign", "Tanh"] * 2},
+        ("B",),
+    ),
+}
+
+
+def _model(op: str, attributes: dict, given: tuple[str, ...]):
+    """One recurrent node over graph inputs, and random inputs for it."""
+    dirs = 2 if attributes.get("direction") == "bidirectional" else 1
+    batch_first = attributes.get("layout", 0) == 1
+    g = GATES[op] * HIDDEN
+    state = [BATCH, dirs, HIDDEN] if batch_first else [dirs, BATCH, HIDDEN]
+    shapes = {
+        "X": [BATCH, SEQ, IN] if batch_first else [SEQ, BATCH, IN],
+        "W": [dirs, g, IN],
+        "R": [dirs, g, HIDDEN],
+        "B": [dirs, 2 * g],
+        "h": state,
+        "c": state,
+        "P": [dirs, 3 * HIDDEN],
+    }
+    order = ["X", "W", "R", "B", "", "h", "c", "P"][: 8 if op == "LSTM" else 6]
+    names = [n if n in ("X", "W", "R") or n in given else "" for n in order]
+    while not names[-1]:
+        names.pop()
+    outputs = ["Y", "Y_h", "Y_c"][: 3 if op == "LSTM" else 2]
+    node = helper.make_node(op, names, outputs, name="cell", hidden_size=HIDDEN, **attributes)
+    graph = helper.make_graph(
+        [node],
+        "recurrent",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, shapes[n]) for n in names if n],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+    )
+    rng = np.random.default_rng(len(names) + len(attributes))
+    inputs = {n: rng.normal(0, 0.6, shapes[n]).astype(np.float32) for n in names if n}
+    return make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), inputs
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_recurrent_operators_match_onnxruntime(backend, name):
+    pytest.importorskip(backend)
+    model, inputs = _model(*CASES[name])
+    expected = _onnxruntime(*CASES[name], inputs)
+    out = mdf_loops.run(mdf_loops.onnx_to_mdf(model), inputs, backend=backend)
+    for key, value in expected.items():
+        np.testing.assert_allclose(out[key], value, rtol=1e-5, atol=1e-5, err_msg=key)
+
+
+def _onnxruntime(op: str, attributes: dict, given: tuple[str, ...], inputs: dict) -> dict:
+    """onnxruntime's outputs; for ``layout=1``, which it does not run, those of the same
+    node with ``layout=0`` on the inputs and outputs transposed to and from batch first."""
+    if not attributes.get("layout"):
+        return ort_run(_model(op, attributes, given)[0], inputs)
+    sequence_first = _model(op, {**attributes, "layout": 0}, given)[0]
+    swapped = {k: v.swapaxes(0, 1) if k in ("X", "h", "c") else v for k, v in inputs.items()}
+    out = ort_run(sequence_first, swapped)
+    return {k: v.transpose(2, 0, 1, 3) if k == "Y" else v.swapaxes(0, 1) for k, v in out.items()}
+
+
+REFUSED = {
+    # what the lowering does not take: (attributes, optional inputs, the message)
+    "clip": ({"clip": 1.0}, (), "attribute clip"),
+    "input_forget": ({"input_forget": 1}, (), "input_forget=1"),
+    "alpha": (
+        {"activations": ["LeakyRelu", "Tanh", "Tanh"], "activation_alpha": [0.1]},
+        (),
+        "activation_alpha",
+    ),
+    "activation": ({"activations": ["HardSigmoid", "Tanh", "Tanh"]}, (), "'hardsigmoid'"),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_the_lowering_does_not_take_is_refused_naming_the_node(backend, name):
+    pytest.importorskip(backend)
+    attributes, given, message = REFUSED[name]
+    model, inputs = _model("LSTM", attributes, given)
+    with pytest.raises(CompileError) as info:
+        mdf_loops.run(mdf_loops.onnx_to_mdf(model), inputs, backend=backend)
+    text = str(info.value)
+    assert "(LSTM)" in text and message in text and "backend='onnxruntime'" in text, text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sequence_lens_is_refused_naming_the_input(backend):
+    pytest.importorskip(backend)
+    model, inputs = _model("GRU", {}, ("B",))
+    node = model.graph.node[0]
+    node.input.extend(["lengths"])
+    model.graph.input.append(helper.make_tensor_value_info("lengths", TensorProto.INT32, [BATCH]))
+    inputs["lengths"] = np.full(BATCH, SEQ, np.int32)
+    with pytest.raises(CompileError, match=r"\(GRU\).*sequence_lens"):
+        mdf_loops.run(mdf_loops.onnx_to_mdf(model), inputs, backend=backend)
