@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import make_model, ort_run  # noqa: E402
 from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
 
 import mdf_loops
 from mdf_loops.errors import CompileError
@@ -124,3 +125,39 @@ def test_sequence_lens_is_refused_naming_the_input(backend):
     inputs["lengths"] = np.full(BATCH, SEQ, np.int32)
     with pytest.raises(CompileError, match=r"\(GRU\).*sequence_lens"):
         mdf_loops.run(mdf_loops.onnx_to_mdf(model), inputs, backend=backend)
+
+
+@pytest.mark.parametrize("name", ["gru_linear_before_reset", "lstm_peepholes"])
+def test_jax_gradients_equal_central_differences_of_onnx_reference(name):
+    jnp = pytest.importorskip("jax.numpy")
+    op, attributes, given = CASES[name]
+    model, inputs = _model(op, attributes, given)
+    for vi in list(model.graph.input) + list(model.graph.output):
+        vi.type.tensor_type.elem_type = TensorProto.DOUBLE
+    inputs = {k: v.astype(np.float64) for k, v in inputs.items()}
+    weights = np.linspace(-1, 1, SEQ * BATCH * HIDDEN).reshape(SEQ, 1, BATCH, HIDDEN)
+
+    reference = ReferenceEvaluator(model)  # numpy, in float64 (onnxruntime's GRU has none)
+
+    def loss(feeds):
+        return float(np.sum(weights * reference.run(["Y"], feeds)[0]))
+
+    _, grads = mdf_loops.value_and_grad(
+        mdf_loops.onnx_to_mdf(model),
+        lambda out: jnp.sum(weights * out["Y"]),
+        ["X", "R", "B"],
+        inputs,
+    )
+    eps = 1e-6
+    for name_in in ("X", "R", "B"):
+        flat = inputs[name_in].reshape(-1)
+        for k in range(0, flat.size, 7):
+            up, down = flat.copy(), flat.copy()
+            up[k] += eps
+            down[k] -= eps
+            shape = inputs[name_in].shape
+            numeric = (
+                loss({**inputs, name_in: up.reshape(shape)})
+                - loss({**inputs, name_in: down.reshape(shape)})
+            ) / (2 * eps)
+            np.testing.assert_allclose(grads[name_in].reshape(-1)[k], numeric, rtol=1e-5, atol=1e-7)
