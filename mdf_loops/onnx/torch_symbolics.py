@@ -1,11 +1,12 @@
 """ONNX forms that torch's TorchScript exporter lacks for ``torch.nn.RNNCell`` and
-``GRUCell``, lent to it for the length of one export.
+``GRUCell``, or writes wrong for ``unbind``, lent to it for the length of one export.
 
 A scripted ``RNNCell`` or ``GRUCell`` calls ``aten::rnn_tanh_cell``,
 ``aten::rnn_relu_cell`` or ``aten::gru_cell``, which the exporter has no ONNX form
 for (``LSTMCell``'s ``lstm_cell`` it has), and its ``forward`` first asks
 ``input.dim() not in (1, 2)``, whose constant list the exporter folds into a tensor
-that its own ``aten::__contains_`` form then refuses. :func:`cell_forms` registers
+that its own ``aten::__contains_`` form then refuses; a loop over ``x.unbind(0)``
+gets slices that kept the axis (:func:`_unbind`). :func:`cell_forms` registers
 the forms below with ``torch.onnx.register_custom_op_symbolic`` and unregisters
 them after the block, so torch's exporter is as it was for everyone else; a form
 the user registered for one of these operators is left in place and used. The cells
@@ -28,7 +29,7 @@ __all__ = ["cell_forms"]
 
 log = logging.getLogger(__name__)
 
-#: the opset our forms are registered at: torch's lowest, so every export uses them
+#: the opset of the forms torch has none of: its lowest, so every export uses them
 _OPSET = 9
 
 
@@ -78,7 +79,21 @@ def _contains(g, container, element):
     return symbolic_opset9.__contains_(g, container, element)
 
 
+def _unbind(g, value, dim, _outputs=None):
+    """``x.unbind(dim)`` as a sequence of the slices without ``dim``: torch's own form
+    passes ``split=1``, and ONNX ignores ``keepdims=0`` when ``split`` is given, so each
+    slice kept the axis (onnxruntime gives ``(1, n)`` rows of an ``(m, n)`` tensor).
+    Unpacked into a known number of values (``a, b = x.unbind()``), torch's form is right."""
+    from torch.onnx._internal.torchscript_exporter import symbolic_helper, symbolic_opset13
+
+    if _outputs is not None:
+        return symbolic_opset13.unbind(g, value, dim, _outputs)
+    axis = symbolic_helper._get_const(dim, "i", "dim")
+    return g.op("SplitToSequence", value, axis_i=axis, keepdims_i=0)
+
+
 _FORMS = {
+    "aten::unbind": _unbind,
     "aten::rnn_tanh_cell": _rnn_cell("Tanh"),
     "aten::rnn_relu_cell": _rnn_cell("Relu"),
     "aten::gru_cell": _gru_cell,
@@ -86,13 +101,31 @@ _FORMS = {
 }
 
 
-def _users_own(name: str) -> bool:
-    """Whether the user registered a form of ``name`` at our opset (or we cannot tell)."""
+def _opset_of(name: str) -> int:
+    """The opset to register our form of ``name`` at: that of the newest form torch has
+    (the exporter takes the newest form not newer than the export's opset), else 9."""
+    import importlib
+
+    from torch.onnx._internal.torchscript_exporter import registration
+
+    for version in range(_OPSET, 24):  # the exporter's forms register when their module loads
+        try:
+            importlib.import_module(
+                f"torch.onnx._internal.torchscript_exporter.symbolic_opset{version}"
+            )
+        except ImportError:
+            continue
+    group = registration.registry.get_function_group(name)
+    return max([_OPSET, *(group._functions._base if group is not None else ())])
+
+
+def _users_own(name: str, opset: int) -> bool:
+    """Whether the user registered a form of ``name`` at ``opset`` (or we cannot tell)."""
     try:
         from torch.onnx._internal.torchscript_exporter import registration
 
         group = registration.registry.get_function_group(name)
-        return group is not None and group._functions.overridden(_OPSET)
+        return group is not None and group._functions.overridden(opset)
     except (ImportError, AttributeError):  # another torch: leave its exporter alone
         return True
 
@@ -102,11 +135,15 @@ def cell_forms() -> Iterator[None]:
     """The forms above registered with torch's TorchScript exporter inside the block."""
     import torch
 
-    lent = [name for name in _FORMS if not _users_own(name)]
-    for name in lent:
-        torch.onnx.register_custom_op_symbolic(name, _FORMS[name], _OPSET)
+    try:
+        opsets = {name: _opset_of(name) for name in _FORMS}
+    except (ImportError, AttributeError):  # another torch: leave its exporter alone
+        return (yield)
+    lent = [(name, opset) for name, opset in opsets.items() if not _users_own(name, opset)]
+    for name, opset in lent:
+        torch.onnx.register_custom_op_symbolic(name, _FORMS[name], opset)
     try:
         yield
     finally:
-        for name in lent:
-            torch.onnx.unregister_custom_op_symbolic(name, _OPSET)
+        for name, opset in lent:
+            torch.onnx.unregister_custom_op_symbolic(name, opset)

@@ -1,6 +1,7 @@
-"""torch.nn.RNNCell and GRUCell in loops come in through from_pytorch
-(mdf_loops/onnx/torch_symbolics.py: the ONNX forms torch's TorchScript exporter lacks,
-lent for one export), answer as the module at other lengths, train, and save back;
+"""torch.nn.RNNCell and GRUCell in loops, and loops over x.unbind(0), come in through
+from_pytorch (mdf_loops/onnx/torch_symbolics.py: the ONNX forms torch's TorchScript
+exporter lacks or writes wrong, lent for one export), answer as the module at other
+lengths, train, and save back;
 torch's exporter is left as it was, and a form the user registered is theirs.
 
 The oracle is the torch module itself: its forward and torch.autograd through it."""
@@ -33,6 +34,21 @@ class CellLoop(torch.nn.Module):
         return torch.stack(states, dim=1 if self.batch_first else 0)
 
 
+class Unbound(torch.nn.Module):
+    """``for x_t in x.unbind(0)``: torch's own ONNX form of unbind keeps the axis."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 4)
+
+    def forward(self, x, h0):
+        h, states = h0, []
+        for x_t in x.unbind(0):
+            h = torch.tanh(self.lin(x_t) + h)
+            states.append(h)
+        return torch.stack(states)
+
+
 def _cases():
     torch.manual_seed(0)
     return {
@@ -48,6 +64,10 @@ def _cases():
         "gru_cell_batch_first": (
             CellLoop(torch.nn.GRUCell(3, 4), batch_first=True),
             lambda n, g: (torch.randn(2, n, 3, generator=g), torch.randn(2, 4, generator=g)),
+        ),
+        "unbind": (
+            Unbound(),
+            lambda n, g: (torch.randn(n, 2, 3, generator=g), torch.randn(2, 4, generator=g)),
         ),
         "gru_cell_float64": (
             CellLoop(torch.nn.GRUCell(3, 4).double()),
@@ -142,3 +162,16 @@ def test_a_form_the_user_registered_is_used_and_kept():
         assert calls, "the user's form was unregistered"
     finally:
         torch.onnx.unregister_custom_op_symbolic("aten::rnn_tanh_cell", 9)
+
+
+def test_unbind_unpacked_into_names_keeps_torch_s_form():
+    class Unpacked(torch.nn.Module):
+        def forward(self, x):
+            a, b, c = x.unbind(1)
+            return a * b + c
+
+    module = Unpacked()
+    model = mdf_loops.from_pytorch(module, (torch.randn(5, 3),))
+    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(2))
+    (out,) = mdf_loops.run(model, {"x": x.numpy()}).values()
+    np.testing.assert_allclose(out, module(x), rtol=1e-6)
