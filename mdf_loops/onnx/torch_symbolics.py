@@ -20,14 +20,11 @@ become the operators torch computes (PyTorch's gate order)::
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["cell_forms"]
-
-log = logging.getLogger(__name__)
 
 #: the opset of the forms torch has none of: its lowest, so every export uses them
 _OPSET = 9

@@ -52,11 +52,22 @@ class BidirectionalReluRNN(torch.nn.Module):
         return self.rnn(x, h0)
 
 
+class DeepBidirectionalLSTM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+
+    def forward(self, x):
+        return (self.lstm(x)[0],)
+
+
 CASES = {
     # name: (module class, inputs at a length)
     "rnn_stepped": (RNNStepped, lambda n, g: (torch.randn(n, 1, 3, generator=g),
                                               torch.randn(1, 1, 4, generator=g))),
     "lstm_batch_first": (LSTMBatchFirst, lambda n, g: (torch.randn(2, n, 3, generator=g),)),
+    "lstm_deep_bidirectional": (DeepBidirectionalLSTM,
+                                lambda n, g: (torch.randn(2, n, 3, generator=g),)),
     "rnn_bidirectional": (BidirectionalReluRNN, lambda n, g: (torch.randn(n, 2, 3, generator=g),
                                                               torch.randn(2, 2, 4, generator=g))),
 }
