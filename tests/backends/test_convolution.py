@@ -1,22 +1,19 @@
-"""Convolutions, pools, Pad, PRelu and Dropout on the torch backend
-(mdf_loops/backends/torch/convolution.py): onnxruntime's values on the same nodes; the
-CNN constructs of ModECI's PyTorch examples (Conv2d, PReLU, ZeroPad2d, average and max
-pools, torch.cat, Linear) through from_pytorch and to_pytorch, against the module and
-torch.autograd through it; what has no lowering is refused naming the node."""
+"""Convolutions, pools, Pad, PRelu and Dropout on the torch and JAX backends (where the
+windows sit: mdf_loops/backends/windows.py; the lowerings: backends/torch/convolution.py,
+backends/jax/convolution.py): onnxruntime's values on the same nodes; what has no
+lowering is refused naming the node."""
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
+from conftest import make_model, ort_run  # noqa: E402
 from onnx import TensorProto, helper
 
 import mdf_loops
 from mdf_loops.errors import MdfLoopsError
 
-torch = pytest.importorskip("torch")
-from conftest import make_model, ort_run  # noqa: E402
+BACKENDS = ("torch", "jax")
 
 F32 = TensorProto.FLOAT
 I64 = TensorProto.INT64
@@ -78,14 +75,17 @@ def _model(op, attributes, shapes, constants, opset, outputs=("y",)):
     return make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), inputs
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_operators_match_onnxruntime(name):
+def test_operators_match_onnxruntime(name, backend):
+    pytest.importorskip(backend)
     model, inputs = _model(*CASES[name])
     expected = ort_run(model, inputs)["y"]
-    out = mdf_loops.run(mdf_loops.onnx_to_mdf(model), inputs, backend="torch")["y"]
+    out = mdf_loops.run(mdf_loops.onnx_to_mdf(model), inputs, backend=backend)["y"]
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
     "case, outputs, message",
     [
@@ -94,52 +94,10 @@ def test_operators_match_onnxruntime(name):
           [X2], {}, 19), ("y",), "dilations"),
     ],
 )
-def test_what_has_no_lowering_is_refused_naming_the_node(case, outputs, message):
+def test_what_has_no_lowering_is_refused_naming_the_node(case, outputs, message, backend):
+    pytest.importorskip(backend)
     model, inputs = _model(*case, outputs=outputs)
     if len(outputs) > 1:
         model.graph.output[1].type.tensor_type.elem_type = I64
     with pytest.raises(MdfLoopsError, match=rf"node 'cnn_node' \({case[0]}\).*{message}"):
-        mdf_loops.run(mdf_loops.onnx_to_mdf(model), inputs, backend="torch")
-
-
-class SmallInception(torch.nn.Module):
-    """The layers ModECI's inception.py and simple_Convolution.py use, in small."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 4, kernel_size=3, padding=1)
-        self.prelu = torch.nn.PReLU(init=0.1)
-        self.branch = torch.nn.Conv2d(4, 2, kernel_size=1)
-        self.pad = torch.nn.ZeroPad2d((0, 1, 0, 1))
-        self.average = torch.nn.AvgPool2d(2, stride=1)
-        self.maximum = torch.nn.MaxPool2d(2, stride=2)
-        self.fc = torch.nn.Linear(6 * 4 * 4, 5)
-
-    def forward(self, x):
-        y = self.prelu(self.conv(x))
-        y = torch.cat((self.branch(y), self.average(self.pad(y))), dim=1)
-        y = torch.relu(self.maximum(y))
-        return self.fc(y.reshape(y.shape[0], -1))
-
-
-def test_a_small_inception_trains_as_the_module():
-    torch.manual_seed(0)
-    module = SmallInception()
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(2, 3, 8, 8, generator=g)
-    model = mdf_loops.from_pytorch(module, (x,))
-    ours, theirs = mdf_loops.to_pytorch(model), copy.deepcopy(module)
-    mine, other = x.clone().requires_grad_(), x.clone().requires_grad_()
-    (out,) = ours(mine).values()
-    np.testing.assert_allclose(out.detach(), module(x).detach(), rtol=1e-5, atol=1e-5)
-    (out**2).sum().backward()
-    (theirs(other) ** 2).sum().backward()
-    np.testing.assert_allclose(mine.grad, other.grad, rtol=1e-4, atol=1e-5)
-    assert sum(p.numel() for p in ours.parameters()) >= sum(p.numel() for p in theirs.parameters())
-    for m in (ours, theirs):  # one step each: the same model if every gradient is right
-        with torch.no_grad():
-            for p in m.parameters():
-                if p.grad is not None:  # ours also holds the pad's fill value, unread
-                    p -= 0.05 * p.grad
-    (again,) = ours(x).values()
-    np.testing.assert_allclose(again.detach(), theirs(x).detach(), rtol=1e-4, atol=1e-5)
+        mdf_loops.run(mdf_loops.onnx_to_mdf(model), inputs, backend=backend)
