@@ -18,6 +18,7 @@ from onnx import numpy_helper
 
 from mdf_loops.backends.jax import (  # noqa: F401  (fill the table)
     control,
+    convolution,
     elementwise,
     recurrent,
     reductions,
