@@ -1,5 +1,6 @@
 """ONNX forms that torch's TorchScript exporter lacks for ``torch.nn.RNNCell`` and
-``GRUCell``, or writes wrong for ``unbind``, lent to it for the length of one export.
+``GRUCell`` and ``x.norm()``, or writes wrong for ``unbind``, lent to it for the length
+of one export.
 
 A scripted ``RNNCell`` or ``GRUCell`` calls ``aten::rnn_tanh_cell``,
 ``aten::rnn_relu_cell`` or ``aten::gru_cell``, which the exporter has no ONNX form
@@ -89,7 +90,26 @@ def _unbind(g, value, dim, _outputs=None):
     return g.op("SplitToSequence", value, axis_i=axis, keepdims_i=0)
 
 
+def _norm(g, value, p, dim=None, keepdim=None, dtype=None):
+    """``x.norm()`` and ``x.norm(p)``, which torch's form (it wants ``dim`` and
+    ``keepdim``) refuses: the 1- or 2-norm of every element; with ``dim``, torch's form."""
+    from torch.onnx._internal.torchscript_exporter import symbolic_helper, symbolic_opset9
+
+    if dim is not None:
+        return symbolic_opset9.norm(g, value, p, dim, keepdim, dtype)
+    order = symbolic_helper._maybe_get_const(p, "f")
+    reduce = {1.0: "ReduceL1", 2.0: "ReduceL2"}.get(
+        float(order) if isinstance(order, (int, float)) else -1.0
+    )
+    if reduce is None:
+        from torch.onnx import errors
+
+        raise errors.SymbolicValueError("ONNX export only p-norms with p of 1 or 2", value)
+    return g.op(reduce, value, keepdims_i=0)
+
+
 _FORMS = {
+    "aten::norm": _norm,
     "aten::unbind": _unbind,
     "aten::rnn_tanh_cell": _rnn_cell("Tanh"),
     "aten::rnn_relu_cell": _rnn_cell("Relu"),

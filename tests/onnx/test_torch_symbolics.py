@@ -175,3 +175,28 @@ def test_unbind_unpacked_into_names_keeps_torch_s_form():
     x = torch.randn(8, 3, generator=torch.Generator().manual_seed(2))
     (out,) = mdf_loops.run(model, {"x": x.numpy()}).values()
     np.testing.assert_allclose(out, module(x), rtol=1e-6)
+
+
+class Shrink(torch.nn.Module):
+    """A while loop on ``x.norm()``, which torch's own ONNX form of norm refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([[0.5, 0.1], [-0.2, 0.6]]))
+
+    def forward(self, x):
+        steps = torch.zeros((), dtype=torch.long)
+        while bool(x.norm() > 0.05) and bool(steps < 200):
+            x = x @ self.w
+            steps = steps + 1
+        return x, steps, x.norm(1)
+
+
+def test_a_while_on_a_norm_comes_in_as_a_loop():
+    module = Shrink()
+    model = mdf_loops.from_pytorch(module, (torch.tensor([1.0, 2.0]),))
+    for start in ([0.1, 0.0], [30.0, -40.0]):
+        x = torch.tensor(start)
+        out = list(mdf_loops.run(model, {"x": x.numpy()}).values())
+        for got, want in zip(out, module(x), strict=True):
+            np.testing.assert_allclose(got, want.detach(), rtol=1e-5, atol=1e-6)
