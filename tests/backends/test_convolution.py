@@ -54,6 +54,8 @@ CASES = {
                       {"pads": [3, 1, 0, 2], "constant_value": None, "axes": [-1, 2]}, 18),
     "pad_wrap": ("Pad", {"mode": "wrap"}, [X2], {"pads": [0, 0, 1, 2, 0, 0, 2, 1]}, 19),
     "dropout_inference": ("Dropout", {}, [X2], {}, 17),
+    "batch_normalization": ("BatchNormalization", {"epsilon": 0.01},
+                            [X2, (4,), (4,), (4,), (4,)], {}, 15),
 }
 
 
@@ -72,6 +74,8 @@ def _model(op, attributes, shapes, constants, opset, outputs=("y",)):
     )
     rng = np.random.default_rng(len(op) + opset)
     inputs = {n: rng.normal(size=s).astype(np.float32) for n, s in zip(names, shapes, strict=True)}
+    if op == "BatchNormalization":  # a variance
+        inputs["x4"] = np.abs(inputs["x4"])
     return make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), inputs
 
 

@@ -170,3 +170,15 @@ def _slice(x, axis: int, start: int, stop: int):
     index = [slice(None)] * x.ndim
     index[axis] = slice(start, stop)
     return x[tuple(index)]
+
+
+@op("BatchNormalization")
+def _batch_normalization(call, x, scale, bias, mean, var):
+    import jax.numpy as jnp
+
+    if call.attr("training_mode", 0) or call.n_outputs > 1:
+        raise ValueError("BatchNormalization in training mode has no JAX lowering")
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    inverse = 1 / jnp.sqrt(jnp.reshape(var, shape) + call.attr("epsilon", 1e-5))
+    centred = x - jnp.reshape(mean, shape)
+    return centred * inverse * jnp.reshape(scale, shape) + jnp.reshape(bias, shape)

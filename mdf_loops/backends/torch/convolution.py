@@ -121,3 +121,12 @@ def _pad(call, x, pads=None, constant_value=None, axes=None):
         where = pad_indices(mode, x.shape[axis], given[k], given[k + n])
         x = x.index_select(axis, torch.as_tensor(where, device=x.device))
     return x
+
+
+@op("BatchNormalization")
+def _batch_normalization(call, x, scale, bias, mean, var):
+    if call.attr("training_mode", 0) or call.n_outputs > 1:
+        raise ValueError("BatchNormalization in training mode has no torch lowering")
+    shape = (1, -1) + (1,) * (x.dim() - 2)
+    inverse = torch.rsqrt(var.reshape(shape) + call.attr("epsilon", 1e-5))
+    return (x - mean.reshape(shape)) * inverse * scale.reshape(shape) + bias.reshape(shape)
