@@ -1,5 +1,5 @@
 """Convolutions, pooling and padding in JAX: ``Conv``, ``MaxPool``, ``AveragePool``, the
-global pools, ``Pad``, ``PRelu`` and inference ``Dropout``.
+global pools, ``Pad``, ``PRelu``, inference ``Dropout`` and ``BatchNormalization``.
 
 ``lax.conv_general_dilated`` and ``lax.reduce_window`` take ONNX's pads as they are
 (:mod:`mdf_loops.backends.windows`); ``ceil_mode`` pads the end for the last whole

@@ -1,5 +1,6 @@
 """Convolutions, pooling and padding in torch: ``Conv``, ``MaxPool``, ``AveragePool``, the
-global pools, ``Pad``, ``PRelu`` and inference ``Dropout`` (what torch's CNN layers export to).
+global pools, ``Pad``, ``PRelu``, inference ``Dropout`` and ``BatchNormalization`` (what
+torch's CNN layers export to).
 
 Where the windows sit is :mod:`mdf_loops.backends.windows`' ONNX pads, where torch's
 functions take one symmetric padding: the input is padded explicitly (zeros for a convolution,
