@@ -121,14 +121,25 @@ class Recurrence:
         )
 
 
-def register_recurrent(op: Callable[..., Callable], array_ops: Callable[[], ArrayOps]) -> None:
+def register_recurrent(
+    op: Callable[..., Callable],
+    array_ops: Callable[[], ArrayOps],
+    fused: Callable[..., tuple | None] | None = None,
+) -> None:
     """Register ``RNN``, ``GRU`` and ``LSTM`` with the table decorator ``op``;
-    ``array_ops()`` gives the backend's functions when a node first runs."""
+    ``array_ops()`` gives the backend's functions when a node first runs. ``fused(rec,
+    X, W, R, B, initial_h, initial_c, P)`` is the backend's own kernel of the same
+    semantics, or None where it has none for ``rec``; :func:`lower` runs the rest."""
 
     @op("RNN", "GRU", "LSTM")
     def _recurrent(call, X, W, R, B=None, _lengths=None, initial_h=None, initial_c=None, P=None):
         ops = array_ops()
-        return lower(ops, Recurrence.of(call, ops), X, W, R, B, initial_h, initial_c, P)
+        rec = Recurrence.of(call, ops)
+        if fused is not None:
+            result = fused(rec, X, W, R, B, initial_h, initial_c, P)
+            if result is not None:
+                return result
+        return lower(ops, rec, X, W, R, B, initial_h, initial_c, P)
 
 
 def lower(ops: ArrayOps, rec: Recurrence, X, W, R, B=None, initial_h=None, initial_c=None, P=None):

@@ -161,3 +161,27 @@ def test_jax_gradients_equal_central_differences_of_onnx_reference(name):
                 - loss({**inputs, name_in: down.reshape(shape)})
             ) / (2 * eps)
             np.testing.assert_allclose(grads[name_in].reshape(-1)[k], numeric, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["rnn", "rnn_bidirectional_batch_first", "gru_linear_before_reset",
+                                  "lstm", "lstm_reverse_batch_first"])
+def test_torch_s_own_kernels_equal_the_loop_of_onnx_semantics(name):
+    """Where torch's fused kernel takes a node it must give the generic loop's values."""
+    torch = pytest.importorskip("torch")
+    from mdf_loops.backends.recurrent import Recurrence, lower
+    from mdf_loops.backends.torch import registry
+    from mdf_loops.backends.torch.recurrent import OPS, _fused
+
+    model, inputs = _model(*CASES[name])
+    node = model.graph.node[0]
+    call = registry.NodeCall(node, "node 'cell'", 14)
+    rec = Recurrence.of(call, OPS)
+    values = {k: torch.tensor(v) for k, v in inputs.items()}
+    args = [values.get(k) for k in ("X", "W", "R", "B", "h", "c", "P")]
+    fused = _fused(rec, *args)
+    if CASES[name][1].get("direction") == "reverse":
+        assert fused is None  # torch has no reverse-only kernel: the loop runs it
+        return
+    assert fused is not None
+    for got, want in zip(fused, lower(OPS, rec, *args), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
