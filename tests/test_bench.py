@@ -66,3 +66,14 @@ def test_the_torch_benchmark_checks_both_loops_and_reports_their_ratio():
     assert [r["pass"] for r in rows] == ["forward", "forward+backward"]
     for r in rows:
         assert r["ratio"] == r["to_pytorch_ms"] / r["hand_written_ms"] > 0
+
+
+def test_the_lstm_benchmark_checks_the_import_against_the_module_and_reports_ratios():
+    import pytest
+
+    pytest.importorskip("torch")
+    import torch_lstm
+
+    row = torch_lstm.measure(steps=8, runs=1, n_in=3, n_hidden=4)  # asserts the values first
+    for clock in ("wall", "cpu"):
+        assert row[f"ratio_{clock}"] == row[f"ours_{clock}_ms"] / row[f"torch_{clock}_ms"]

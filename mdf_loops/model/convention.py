@@ -45,6 +45,7 @@ __all__ = [
     "function_parameter",
     "loop_bodies",
     "variadic_items",
+    "quoted_name",
     "output_reference",
     "output_index",
     "port_type",
@@ -230,6 +231,19 @@ def variadic_items(expression: Any) -> list[str] | None:
     tree = ast.parse(text, mode="eval").body
     if isinstance(tree, (ast.List, ast.Tuple)):
         return [ast.unparse(e) for e in tree.elts]
+    return None
+
+
+def quoted_name(item: str) -> str | None:
+    """The name in a variadic item written as a string literal (``"'_59'"``), else None.
+
+    modeci-mdf's ``pytorch_to_mdf`` writes a variadic argument as ``"['_59', '_61']"``,
+    and its engine binds each quoted name the node knows to that name's value; the
+    scheduler and the exporter read such an item the same way.
+    """
+    text = item.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and _is_name(text[1:-1]):
+        return text[1:-1]
     return None
 
 

@@ -59,6 +59,15 @@ class NameAllocator:
     def taken(self, name: str) -> bool:
         return name in self._taken
 
+    def mark(self) -> frozenset[str]:
+        """The names taken now, for :meth:`rewind`."""
+        return frozenset(self._taken)
+
+    def rewind(self, mark: frozenset[str]) -> None:
+        """Free every name taken since :meth:`mark` gave ``mark`` (a graph made again
+        then gets the names it had the first time)."""
+        self._taken = set(mark)
+
     def fresh(self, hint: str) -> str:
         base = (self._normalize(hint) if self._normalize is not None else hint) or "v"
         name, k = base, 2

@@ -16,7 +16,7 @@ import onnx
 from modeci_mdf.mdf import Node
 
 from mdf_loops.errors import ModelError
-from mdf_loops.model.convention import BODY_ATTRIBUTES, variadic_items
+from mdf_loops.model.convention import BODY_ATTRIBUTES, quoted_name, variadic_items
 from mdf_loops.onnx.attributes import attribute_value
 from mdf_loops.onnx.builder import GraphBuilder, Weak
 from mdf_loops.onnx.domains import DEFAULT, OperatorDomain
@@ -112,6 +112,8 @@ def _call_inputs(
                 items = None
             items = items if items is not None else [expr]
             for item in items:
+                named = quoted_name(item)  # modeci-mdf's "['_59', '_61']"
+                item = named if named is not None and named in env else item
                 inputs.append(exporter.expression(item, env, builder, where))
                 constraint_of.append(formal.type_str)
         else:

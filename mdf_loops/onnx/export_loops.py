@@ -148,7 +148,9 @@ def _loop_body(
     """
     carried = signature.body_carried
     given = list(body_inputs)
+    before = exporter.names.mark()  # each round names the body's values as the first did
     for _ in range(_LOOSENING_ROUNDS):
+        exporter.names.rewind(before)
         exported = exporter.body_graph(body, given, outer, builder.types, owner)
         returned = [o.type for o in exported.output[signature.body_carried_outputs]]
         looser = list(given)
@@ -157,6 +159,7 @@ def _loop_body(
             return exported
         given = looser
     given[carried] = [without_shape(t, owner) for t in given[carried]]
+    exporter.names.rewind(before)
     return exporter.body_graph(body, given, outer, builder.types, owner)
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import onnx
 
 from mdf_loops.errors import ModelError
+from mdf_loops.onnx.torch_symbolics import cell_forms
 
 __all__ = ["ExportedModule", "export_module", "quiet_torch", "scripted"]
 
@@ -141,15 +142,16 @@ def _torchscript_onnx(script, args, input_names, output_names, output_ranks) -> 
     }
     buffer = io.BytesIO()
     try:
-        torch.onnx.export(
-            script,
-            args,
-            buffer,  # type: ignore[arg-type]  # torch writes to a file object too
-            dynamo=False,
-            input_names=list(input_names),
-            output_names=list(output_names),
-            dynamic_axes=dynamic,
-        )
+        with cell_forms():
+            torch.onnx.export(
+                script,
+                args,
+                buffer,  # type: ignore[arg-type]  # torch writes to a file object too
+                dynamo=False,
+                input_names=list(input_names),
+                output_names=list(output_names),
+                dynamic_axes=dynamic,
+            )
     except Exception as exc:  # torch raises its own classes and RuntimeError
         raise ModelError(
             f"module {_name(script)}: torch's TorchScript ONNX exporter refused the scripted "

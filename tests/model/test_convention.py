@@ -68,3 +68,13 @@ def test_variadic_items_read_as_the_parser_reads_them(text):
         [ast.unparse(e) for e in tree.elts] if isinstance(tree, (ast.List, ast.Tuple)) else None
     )
     assert variadic_items(text) == expected
+
+
+@pytest.mark.parametrize(
+    "item, expected",
+    [("'_59'", "_59"), ('"x"', "x"), ("x", None), ("'a b'", None), ("'x\"", None), ("''", None)],
+)
+def test_quoted_name_reads_modeci_mdf_s_quoted_variadic_items(item, expected):
+    from mdf_loops.model.convention import quoted_name
+
+    assert quoted_name(item) == expected

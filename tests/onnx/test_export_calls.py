@@ -53,3 +53,21 @@ def test_an_attribute_arg_not_known_at_export_time_is_refused_by_name():
     inputs = {"x": X, "k": np.array(1, dtype=np.int64)}
     with pytest.raises(ModelError, match="node 'n': attribute 'axes' must be known"):
         mdf_to_onnx(_reduce_sum("k", ports=("x", "k")), example_inputs=inputs, opset=11)
+
+
+@pytest.mark.parametrize("backend", ["scheduler", "onnxruntime", "torch", "jax"])
+def test_a_variadic_list_of_quoted_port_names_binds_the_ports(backend):
+    """modeci-mdf's pytorch_to_mdf writes a Concat's inputs as "['_59', '_61']" (quoted
+    names), which its engine binds to the ports: every backend reads it so."""
+    pytest.importorskip(backend) if backend in ("torch", "jax") else None
+    node = Node(id="Concat_62")
+    node.input_ports.extend(InputPort(id=p, shape=(2, 3), type="float64") for p in ("_59", "_61"))
+    node.parameters.append(Parameter(id="axis", value=1))
+    node.parameters.append(
+        Parameter(id="onnx_Concat_1", function="onnx::Concat", args={"inputs": "['_59', '_61']"})
+    )
+    node.output_ports.append(OutputPort(id="_62", value="onnx_Concat_1"))
+    model = Model(id="m", graphs=[Graph(id="g", nodes=[node])])
+    a, b = X[0, :2, :3], X[1, :2, :3]
+    out = mdf_loops.run(model, {"_59": a, "_61": b}, backend=backend)
+    np.testing.assert_allclose(out["Concat_62._62"], np.concatenate([a, b], axis=1))

@@ -74,8 +74,29 @@ def test_an_export_that_differs_at_the_example_itself_is_refused():
             return super().forward(x) + 1.0
 
     proto = _exported(torch.jit.script(CumulativeTanh()), X)
-    with pytest.raises(ModelError, match="at the example's sizes: output 0"):
+    with pytest.raises(ModelError, match="at the example's sizes: output 0") as info:
         check_other_lengths(Other(), X, proto, ["x"], "'Other'")
+    assert "torch's ONNX form" in str(info.value) and "unrolled" not in str(info.value)
+
+
+def test_a_model_onnxruntime_cannot_run_is_checked_on_the_reference_evaluator():
+    """onnxruntime has no float64 LSTM kernel; the export itself is right."""
+
+    class Lstm64(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(3, 4).double()
+
+        def forward(self, x):
+            return self.lstm(x)[0]
+
+    module = torch.jit.script(Lstm64())
+    x = torch.randn(5, 2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    proto = _exported(module, (x,))
+    check_other_lengths(module, (x,), proto, ["x"], "'Lstm64'")  # no error
+    wrong = Lstm64()  # other weights: the reference evaluator still checks
+    with pytest.raises(ModelError, match="values differ"):
+        check_other_lengths(wrong, (x,), proto, ["x"], "'Lstm64'")
 
 
 def test_outputs_flatten_nested_tuples_and_refuse_anything_else():

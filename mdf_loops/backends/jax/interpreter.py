@@ -16,7 +16,15 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from mdf_loops.backends.jax import control, elementwise, reductions, sequences, shapes  # noqa: F401
+from mdf_loops.backends.jax import (  # noqa: F401  (fill the table)
+    control,
+    convolution,
+    elementwise,
+    recurrent,
+    reductions,
+    sequences,
+    shapes,
+)
 from mdf_loops.backends.jax.registry import OPS, NodeCall
 from mdf_loops.backends.jax.totals import Counter, loop_sites
 from mdf_loops.backends.jax.values import NeedsStatic, Ragged, label

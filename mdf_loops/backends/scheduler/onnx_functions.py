@@ -158,11 +158,17 @@ def _bind_inputs(
             continue
         value = evaluated[name]
         if variadic and type(value) is list:
-            values.extend(to_kernel(v) for v in value)  # an empty optional stays, as None
+            # an empty optional stays, as None; a quoted name the node knows is its value
+            # (modeci-mdf's pytorch_to_mdf writes "['_59', '_61']", and its engine reads so)
+            values.extend(to_kernel(_named(v, evaluated)) for v in value)
         else:
             values.append(to_kernel(value))
         bound = len(values)
     return values[:bound]
+
+
+def _named(item: Any, evaluated: Mapping[str, Any]) -> Any:
+    return evaluated[item] if type(item) is str and item in evaluated else item
 
 
 def _optional(inputs: list, attributes: Mapping[str, Any]) -> list:

@@ -24,7 +24,9 @@ from onnx import numpy_helper
 from mdf_loops.backends.jax.control import free_names
 from mdf_loops.backends.torch import (  # noqa: F401  (fill the table)
     control,
+    convolution,
     elementwise,
+    recurrent,
     reductions,
     sequences,
     shapes,
