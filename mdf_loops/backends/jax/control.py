@@ -127,10 +127,8 @@ def _scan9(call, inputs: list) -> list:
     n = len(inputs) - m
     n_out = len(body.output) - n
     in_axes = list(call.attr("scan_input_axes") or [0] * m)
-    # opset 8 names the scan inputs' directions "directions" (an entry's axes are all 0)
-    in_back = list(
-        call.attr("scan_input_directions" if call.opset >= 9 else "directions") or [0] * m
-    )
+    directions = "scan_input_directions" if call.opset >= 9 else "directions"  # opset 8's name
+    in_back = list(call.attr(directions) or [0] * m)
     out_axes = list(call.attr("scan_output_axes") or [0] * n_out)
     out_back = list(call.attr("scan_output_directions") or [0] * n_out)
     _check_counts(call, m, in_axes, in_back, n_out, out_axes, out_back)
@@ -278,8 +276,7 @@ def _scan_batched(call, inputs: list) -> tuple:
                 f"{call.where}: sequence_lens shorter than the scan inputs "
                 "are not lowered to JAX; run it with backend='onnxruntime'"
             )
-    attributes = ScanAttributes(int(call.attr("num_scan_inputs")))
-    full = lambda x, _length: x  # noqa: E731 (every entry's outputs are full length)
+    attributes, full = ScanAttributes(int(call.attr("num_scan_inputs"))), lambda x, _: x
     return tuple(
         scan_per_entry(lambda xs, _: _scan9(call, xs), None, inputs, attributes, _stack, full)
     )
