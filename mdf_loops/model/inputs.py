@@ -15,12 +15,17 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
   Python numbers as numpy reads them (``3`` int64, ``3.0`` float64). Numbers
   written as JSON on the command line are float64 (see ``mdf_loops/cli/io.py``).
 * An input not given takes its ports' ``default_value`` (a constant), typed by the
-  same rules.
+  same rules; a port without one that declares a ``shape`` of at least one
+  dimension reads zeros of that shape, as modeci-mdf's engine fills it
+  (:func:`engine_zeros`, with a WARNING naming the inputs). A scalar port without a
+  default must be given (modeci-mdf would read 0 there: a forgotten input looks
+  just like that).
 * Strings, ragged lists and other objects are refused with the input's name.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +36,8 @@ from modeci_mdf.mdf import Graph, InputPort
 from mdf_loops.errors import InputError, ModelError, closest_names
 from mdf_loops.model.compat import input_default
 
+_log = logging.getLogger(__name__)
+
 __all__ = [
     "InputError",
     "DeclaredInput",
@@ -38,6 +45,7 @@ __all__ = [
     "graph_input_types",
     "fit_input",
     "default_input",
+    "engine_zeros",
     "input_ports",
     "check_inputs",
 ]
@@ -229,13 +237,35 @@ def _checked(
 
 
 def default_input(ports: Iterable[InputPort]) -> tuple[bool, Any]:
-    """``(True, value)`` when one of ``ports`` has a constant ``default_value``."""
+    """``(True, value)`` when one of ``ports`` has a constant ``default_value``, or,
+    when none has a default at all, one declares a ``shape`` of at least one dimension
+    and overwrites (the default ``reduce``): then the zeros modeci-mdf's engine holds
+    there."""
+    ports = list(ports)
     for port in ports:
         value = input_default(port)
         if value is None or isinstance(value, str):
             continue  # a string default is an expression: the engine evaluates it
         return True, value
+    if any(input_default(port) is not None for port in ports):
+        return False, None
+    for port in ports:
+        if _shaped(port) and (getattr(port, "reduce", None) or "overwrite") == "overwrite":
+            return True, engine_zeros(port)
     return False, None
+
+
+def _shaped(port: InputPort) -> bool:
+    shape = port.shape
+    return isinstance(shape, (tuple, list)) and len(shape) > 0
+
+
+def engine_zeros(port: InputPort) -> np.ndarray:
+    """What modeci-mdf's ``EvaluableInput`` holds at an input port with no
+    ``default_value`` before anything is sent to it: ``numpy.full(shape, 0)``, ``0.0``
+    for a ``type`` naming a float (a port without a shape: a scalar)."""
+    zero = 0.0 if port.type and "float" in port.type else 0
+    return np.full(tuple(port.shape or ()), zero)
 
 
 # ---------------------------------------------------------------- the one check
@@ -272,7 +302,7 @@ def check_inputs(
             f"graph '{graph.id}': unknown inputs {unknown}; it takes "
             f"{sorted(interface_inputs)}{hints}"
         )
-    typed, missing = {}, []
+    typed, missing, zeros = {}, [], []
     for name, port_id in interface_inputs.items():
         if name in given:
             typed[name] = fit_input(name, given[name], types[name])
@@ -280,12 +310,21 @@ def check_inputs(
         has_default, value = default_input(ports.get(port_id, []))
         if has_default:
             typed[name] = fit_input(name, value, types[name])
+            if not any(input_default(p) is not None for p in ports.get(port_id, [])):
+                zeros.append(name)
         elif ports.get(port_id) and not any(input_default(p) is not None for p in ports[port_id]):
             missing.append(name)
     if missing:
         raise InputError(
             f"graph '{graph.id}': missing inputs {sorted(missing)}; give a value "
             "for each, or a default_value on its input port"
+        )
+    if zeros:
+        _log.warning(
+            "graph '%s': inputs %s not given and without a default_value read zeros of "
+            "their declared shape, as modeci-mdf's engine does; give them to set them",
+            graph.id,
+            sorted(zeros),
         )
     return typed
 
