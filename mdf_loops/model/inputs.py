@@ -15,11 +15,10 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
   Python numbers as numpy reads them (``3`` int64, ``3.0`` float64). Numbers
   written as JSON on the command line are float64 (see ``mdf_loops/cli/io.py``).
 * An input not given takes its ports' ``default_value`` (a constant), typed by the
-  same rules; a port without one that declares a ``shape`` of at least one
-  dimension reads zeros of that shape, as modeci-mdf's engine fills it
-  (:func:`engine_zeros`, with a WARNING naming the inputs). A scalar port without a
-  default must be given (modeci-mdf would read 0 there: a forgotten input looks
-  just like that).
+  same rules; a port without one reads zeros of its ``shape``, as modeci-mdf's engine
+  fills it (:func:`engine_zeros`), with a WARNING naming the inputs. An input must be
+  given when those zeros do not fit what the model declares (a port typed with a
+  free dimension), or its ``reduce`` adds or multiplies (the engine holds nothing).
 * Strings, ragged lists and other objects are refused with the input's name.
 """
 
@@ -237,27 +236,24 @@ def _checked(
 
 
 def default_input(ports: Iterable[InputPort]) -> tuple[bool, Any]:
-    """``(True, value)`` when one of ``ports`` has a constant ``default_value``, or,
-    when none has a default at all, one declares a ``shape`` of at least one dimension
-    and overwrites (the default ``reduce``): then the zeros modeci-mdf's engine holds
-    there."""
-    ports = list(ports)
+    """``(True, value)`` when one of ``ports`` has a constant ``default_value``."""
     for port in ports:
         value = input_default(port)
         if value is None or isinstance(value, str):
             continue  # a string default is an expression: the engine evaluates it
         return True, value
-    if any(input_default(port) is not None for port in ports):
-        return False, None
-    for port in ports:
-        if _shaped(port) and (getattr(port, "reduce", None) or "overwrite") == "overwrite":
-            return True, engine_zeros(port)
     return False, None
 
 
-def _shaped(port: InputPort) -> bool:
-    shape = port.shape
-    return isinstance(shape, (tuple, list)) and len(shape) > 0
+def _engine_default(ports: list[InputPort]) -> np.ndarray | None:
+    """The zeros modeci-mdf's engine holds at ``ports`` when none has a ``default_value``
+    and one overwrites (the default ``reduce``; the others hold nothing), else None."""
+    if any(input_default(port) is not None for port in ports):
+        return None
+    for port in ports:
+        if (getattr(port, "reduce", None) or "overwrite") == "overwrite":
+            return engine_zeros(port)
+    return None
 
 
 def engine_zeros(port: InputPort) -> np.ndarray:
@@ -310,9 +306,16 @@ def check_inputs(
         has_default, value = default_input(ports.get(port_id, []))
         if has_default:
             typed[name] = fit_input(name, value, types[name])
-            if not any(input_default(p) is not None for p in ports.get(port_id, [])):
+            continue
+        zero = _engine_default(ports.get(port_id, []))
+        try:
+            if zero is not None:
+                typed[name] = fit_input(name, zero, types[name])
                 zeros.append(name)
-        elif ports.get(port_id) and not any(input_default(p) is not None for p in ports[port_id]):
+                continue
+        except InputError:  # the zeros are not what the model declares
+            pass
+        if ports.get(port_id) and not any(input_default(p) is not None for p in ports[port_id]):
             missing.append(name)
     if missing:
         raise InputError(
@@ -322,7 +325,7 @@ def check_inputs(
     if zeros:
         _log.warning(
             "graph '%s': inputs %s not given and without a default_value read zeros of "
-            "their declared shape, as modeci-mdf's engine does; give them to set them",
+            "their ports' shape, as modeci-mdf's engine does; give them to set them",
             graph.id,
             sorted(zeros),
         )

@@ -2,8 +2,7 @@
 
 An input port with no ``default_value`` holds zeros of its ``shape`` in modeci-mdf's
 engine (``numpy.full(shape, 0)``, ``0.0`` for a float ``type``); ModECI/MDF's own
-condition examples and the files its ONNX importer writes rely on it for ports that
-declare a shape. A scalar port without a default is still a missing input for us.
+examples (FN, the condition examples, the files its ONNX importer writes) rely on it.
 The oracle is stock's ``EvaluableGraph`` in a subprocess without ``import mdf_loops``
 (tests/stock_runner.py).
 """
@@ -39,12 +38,16 @@ def _node(node_id: str, port: InputPort, value: str) -> Node:
 def _models() -> dict[str, Model]:
     float_port = InputPort(id="x", shape=(2,), type="float")
     int_port = InputPort(id="n", shape=(3,))
+    scalar_port = InputPort(id="s")
     return {
         "float_zeros": Model(
             id="float_zeros", graphs=[Graph(id="g", nodes=[_node("a", float_port, "x * k + 1")])]
         ),
         "int_zeros": Model(
             id="int_zeros", graphs=[Graph(id="g", nodes=[_node("b", int_port, "n + k")])]
+        ),
+        "scalar_zero": Model(
+            id="scalar_zero", graphs=[Graph(id="g", nodes=[_node("c", scalar_port, "s - k")])]
         ),
     }
 
@@ -72,7 +75,7 @@ def stock_and_files(tmp_path_factory):
 
 
 @pytest.mark.parametrize("backend", ["auto", "scheduler", "onnxruntime"])
-@pytest.mark.parametrize("name", ["float_zeros", "int_zeros"])
+@pytest.mark.parametrize("name", ["float_zeros", "int_zeros", "scalar_zero"])
 def test_a_shaped_input_without_default_holds_stock_zeros(stock_and_files, name, backend):
     stock, paths = stock_and_files
     record = stock[f"file:{paths[name]}"]
@@ -85,10 +88,14 @@ def test_a_shaped_input_without_default_holds_stock_zeros(stock_and_files, name,
     }
 
 
-def _exact(described: str) -> str:
-    """Type, dtype, shape and bytes of stock_runner's description, without the repr
-    (numpy writes ``dtype=int64`` in the repr of an array onnxruntime made)."""
-    return " ".join(described.split(" ")[:4])
+def _exact(described: str) -> tuple[str, str, str]:
+    """Dtype, shape and bytes of stock_runner's description of an array or a numpy
+    scalar (``run`` returns a 0-d array for stock's scalar), without the repr."""
+    fields = described.split(" ")
+    if fields[0] == "ndarray":
+        shape_end = next(k for k, f in enumerate(fields) if f.endswith(")"))
+        return fields[1], " ".join(fields[2 : shape_end + 1]), fields[shape_end + 1]
+    return fields[0], "()", fields[1]
 
 
 def test_the_zeros_are_what_the_numbers_say(caplog):
@@ -100,10 +107,23 @@ def test_the_zeros_are_what_the_numbers_say(caplog):
     assert given["a.out"].tolist() == [4.0, 7.0]
 
 
-@pytest.mark.parametrize("shape", [None, ()])
-def test_a_scalar_input_without_default_must_still_be_given(shape):
-    port = InputPort(id="x", shape=shape)
+def test_a_scalar_input_without_default_holds_a_stock_zero():
+    port = InputPort(id="x")
+    model = Model(id="m", graphs=[Graph(id="g", nodes=[_node("a", port, "x * k + 1")])])
+    assert mdf_loops.run(model)["a.out"] == 1
+    assert mdf_loops.run(model, {"x": 2.0})["a.out"] == 7.0
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_an_input_that_reduces_must_be_given(reduce):
+    port = InputPort(id="x", shape=(2,), reduce=reduce)
     model = Model(id="m", graphs=[Graph(id="g", nodes=[_node("a", port, "x * k")])])
     with pytest.raises(InputError, match=r"missing inputs \['x'\].*default_value"):
         mdf_loops.run(model)
-    assert mdf_loops.run(model, {"x": 2.0})["a.out"] == 6.0
+
+
+def test_zeros_that_do_not_fit_the_declared_type_leave_the_input_missing():
+    port = InputPort(id="x", metadata=mdf_loops.model.port_type("n"))
+    model = Model(id="m", graphs=[Graph(id="g", nodes=[_node("a", port, "x * k")])])
+    with pytest.raises(InputError, match=r"missing inputs \['x'\]"):
+        mdf_loops.run(model)
