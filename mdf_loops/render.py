@@ -34,7 +34,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.errors import MdfLoopsError
 from mdf_loops.files import write_atomically
-from mdf_loops.model.interface import load_model
+from mdf_loops.model.interface import load_model, select_graph
 from mdf_loops.ops.common import limits
 from mdf_loops.rendering.bounds import check_drawable, run_dot
 from mdf_loops.rendering.graphs import Drawing
@@ -60,13 +60,7 @@ def to_graphviz(model: Model | str | os.PathLike, graph: str | None = None) -> g
         graph: id of the graph to draw.
     """
     model = load_model(model)
-    if not model.graphs:
-        raise MdfLoopsError(f"model '{model.id}' has no graph to draw")
-    target = (
-        model.graphs[0] if graph is None else next((g for g in model.graphs if g.id == graph), None)
-    )
-    if target is None:
-        raise MdfLoopsError(f"model '{model.id}' has no graph '{graph}'")
+    target = select_graph(model, graph)
     check_drawable(target, f"graph '{target.id}' of model '{model.id}'")
     dot = graphviz.Digraph(name=model.id)
     dot.attr(

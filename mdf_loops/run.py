@@ -21,7 +21,12 @@ from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.model.content import content_key, unchanged_during
 from mdf_loops.model.inputs import check_inputs, graph_input_types
-from mdf_loops.model.interface import GraphInterface, graph_interface, load_model
+from mdf_loops.model.interface import (
+    GraphInterface,
+    graph_interface,
+    load_model,
+    select_graph,
+)
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import iteration_budget
@@ -182,7 +187,7 @@ _PREPARED: CompileCache[_Prepared] = CompileCache()
 
 def _prepare(model: Model, graph: str | None) -> _Prepared:
     try:
-        target = _select_graph(model, graph)
+        target = select_graph(model, graph)
         interface = graph_interface(target)
     except MdfLoopsError:
         raise
@@ -310,17 +315,6 @@ def _run_scheduler(model: Model, prepared: _Prepared, inputs: dict) -> dict[str,
         }
     except KeyError as exc:
         raise ModelError(f"graph '{target.id}': output {exc} is not an output port") from None
-
-
-def _select_graph(model: Model, graph_id: str | None) -> Graph:
-    if not model.graphs:
-        raise ModelError(f"model '{model.id}' has no graph")
-    if graph_id is None:
-        return model.graphs[0]
-    for g in model.graphs:
-        if g.id == graph_id:
-            return g
-    raise ModelError(f"model '{model.id}' has no graph '{graph_id}'")
 
 
 def _input_ports(graph: Graph) -> dict[str, list]:

@@ -130,13 +130,9 @@ def load_valid_model(path: str, trusted: bool = False):
 
 
 def graph_of(model, graph_id: str | None):
-    for graph in model.graphs:
-        if graph_id in (None, graph.id):
-            return graph
-    raise ModelError(
-        f"model '{model.id}' has no graph '{graph_id}'"
-        f" (it has {', '.join(g.id for g in model.graphs)})"
-    )
+    from mdf_loops.model.interface import select_graph
+
+    return select_graph(model, graph_id)
 
 
 def note(args: argparse.Namespace, message: str, stream: TextIO | None = None) -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "GraphInterface",
     "graph_interface",
     "load_model",
+    "select_graph",
     "set_input_defaults",
     "stock_evaluate",
 ]
@@ -87,6 +88,24 @@ def _strings(meta: dict, key: str, graph_id: str) -> list[str]:
             f"graph '{graph_id}': metadata '{key}' must be a list of ids, found {values!r:.60}"
         )
     return values
+
+
+def select_graph(model: Model, graph_id: str | None = None) -> Graph:
+    """The graph ``graph_id`` of ``model`` (None: its first), or :class:`ModelError`
+    saying which graphs it has: the one way every command and entry point picks it."""
+    if not model.graphs:
+        raise ModelError(
+            f"model '{model.id}' has no graph; an MDF model holds at least one under 'graphs'"
+        )
+    if graph_id is None:
+        return model.graphs[0]
+    for graph in model.graphs:
+        if graph.id == graph_id:
+            return graph
+    raise ModelError(
+        f"model '{model.id}' has no graph '{graph_id}'; its graphs: "
+        + ", ".join(f"'{g.id}'" for g in model.graphs)
+    )
 
 
 def load_model(model_or_path: Model | str | os.PathLike) -> Model:

@@ -35,7 +35,7 @@ from modeci_mdf.mdf import Model
 from onnx import helper
 
 from mdf_loops.errors import ModelError
-from mdf_loops.model.interface import load_model
+from mdf_loops.model.interface import load_model, select_graph
 from mdf_loops.onnx.defaults import optional_defaults
 from mdf_loops.onnx.domains import DEFAULT, DEFAULT_OPSET, other_opsets
 from mdf_loops.onnx.export_graph import Exporter, UntypedInputError
@@ -111,9 +111,7 @@ def export_model(
     """:func:`mdf_to_onnx`, with the MDF node id of each exported loop node (the
     onnxruntime backend names them in its errors)."""
     model = load_model(model)
-    target = next((g for g in model.graphs if graph in (None, g.id)), None)
-    if target is None:
-        raise ModelError(f"model '{model.id}' has no graph '{graph}'")
+    target = select_graph(model, graph)
     version = int(opset or model.onnx_opset_version or DEFAULT_OPSET)
     exporter = Exporter(version, other_opsets(target.metadata))
     onnx_graph = exporter.top_graph(target, dict(example_inputs or {}))

@@ -181,7 +181,7 @@ class _Plan:
 def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) -> _Plan:
     from mdf_loops.backends import BACKENDS
     from mdf_loops.model.constants import plain_constants
-    from mdf_loops.run import _select_graph, graph_interface, load_model
+    from mdf_loops.model.interface import graph_interface, load_model, select_graph
     from mdf_loops.sweep.parameters import lift_parameters
 
     if backend not in BACKENDS:
@@ -190,7 +190,7 @@ def _plan(model, grid, samples, inputs, outputs, backend, graph, run_options) ->
         raise SweepError("give either grid={name: values} or samples=[{name: value}, ...]")
     space = grid_space(grid) if grid is not None else sample_space(samples)
     model = load_model(model)
-    target = _select_graph(model, graph)
+    target = select_graph(model, graph)
     interface = graph_interface(target)
     inputs = dict(inputs or {})
     both = sorted(set(inputs) & set(space.names))

@@ -15,7 +15,7 @@ from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import require_input_defaults
 from mdf_loops.model.convention import port_type, wrap_body
-from mdf_loops.model.interface import load_model
+from mdf_loops.model.interface import load_model, select_graph
 from mdf_loops.timeloop.body import BodyBuilder
 from mdf_loops.timeloop.conditions import SchedulePlan, plan_schedule
 from mdf_loops.timeloop.infer import infer_values
@@ -101,9 +101,7 @@ def time_loop_of(
     """:func:`to_time_loop` of a loaded model; ``owned``: the model was read from a file
     for this conversion, so the stock engine probes its graph rather than a copy."""
     require_input_defaults("to_time_loop")  # the body's ports use default_value and reduce
-    source = next((g for g in source_model.graphs if graph in (None, g.id)), None)
-    if source is None:
-        raise ModelError(f"model '{source_model.id}' has no graph '{graph}'")
+    source = select_graph(source_model, graph)
     dt = float(dt)
     if not dt > 0:
         raise ModelError(f"dt must be a positive number of time units, got {dt!r}")

@@ -74,11 +74,12 @@ def lift(
     unless ``inputs`` gives them. The rewritten model is cached. ``feed`` has passed
     the input checks of every entry point (:func:`mdf_loops.model.inputs.check_inputs`).
     """
-    from mdf_loops.run import _select_graph, _verify, load_model
+    from mdf_loops.model.interface import select_graph
+    from mdf_loops.run import _verify, load_model
 
     model = load_model(model)
     _verify(model, trusted)
-    target = _select_graph(model, graph)
+    target = select_graph(model, graph)
     interface = graph_interface(target)
     if not isinstance(inputs, Mapping):  # refused as run refuses it
         check_inputs(target, interface.inputs, inputs)
@@ -92,7 +93,7 @@ def lift(
     feed = dict(inputs or {})
     for name in parameter_names:
         feed.setdefault(renamed[name], feed.pop(name, sites[name].value))
-    lifted_target = _select_graph(rewritten, target.id)
+    lifted_target = select_graph(rewritten, target.id)
     feed = check_inputs(lifted_target, graph_interface(lifted_target).inputs, feed)
     return rewritten, feed, {n: renamed.get(n, n) for n in names}, target.id
 

@@ -17,6 +17,7 @@ from modeci_mdf.mdf import Model
 from mdf_loops import ops
 from mdf_loops.backends.cache import CompileCache, input_signature
 from mdf_loops.errors import CompileError, EvaluationError, MdfLoopsError
+from mdf_loops.model.interface import select_graph
 from mdf_loops.model.values import to_user
 
 __all__ = ["compile", "cached_compile", "torch_runner"]
@@ -46,9 +47,7 @@ def compile(
     from mdf_loops.backends.torch.module import MdfModule
     from mdf_loops.backends.torch.plan import plan
 
-    target = next((g for g in model.graphs if graph in (None, g.id)), None)
-    if target is None:
-        raise CompileError(f"model '{model.id}' has no graph '{graph}'")
+    target = select_graph(model, graph)
     planned = plan(model, target, example_inputs, trainable=False, sized=limits is not None)
     module = MdfModule(model, target.id, planned)
     return module.eval()

@@ -162,11 +162,12 @@ def to_pytorch(model: Model | str | os.PathLike, *, graph: str | None = None) ->
     Raises :class:`~mdf_loops.errors.CompileError` naming the node and operator when a
     node has no torch form.
     """
-    from mdf_loops.run import _select_graph, _verify
+    from mdf_loops.model.interface import select_graph
+    from mdf_loops.run import _verify
 
     source = load_model(model)
     _verify(source, False)  # the safety checks run() makes, before anything is exported
-    target = _select_graph(source, graph)
+    target = select_graph(source, graph)
     interface = graph_interface(target)
     ports = input_ports(target)
     examples = {}
