@@ -303,20 +303,13 @@ def check_inputs(
         if name in given:
             typed[name] = fit_input(name, given[name], types[name])
             continue
-        has_default, value = default_input(ports.get(port_id, []))
-        if has_default:
-            typed[name] = fit_input(name, value, types[name])
-            continue
-        zero = _engine_default(ports.get(port_id, []))
-        try:
-            if zero is not None:
-                typed[name] = fit_input(name, zero, types[name])
-                zeros.append(name)
-                continue
-        except InputError:  # the zeros are not what the model declares
-            pass
-        if ports.get(port_id) and not any(input_default(p) is not None for p in ports[port_id]):
+        kind, value = _not_given(name, ports.get(port_id, []), types[name])
+        if kind == "missing":
             missing.append(name)
+        elif kind != "engine":  # a string default: the engine evaluates it
+            typed[name] = value
+            if kind == "zeros":
+                zeros.append(name)
     if missing:
         raise InputError(
             f"graph '{graph.id}': missing inputs {sorted(missing)}; give a value "
@@ -330,6 +323,24 @@ def check_inputs(
             sorted(zeros),
         )
     return typed
+
+
+def _not_given(name: str, ports: list[InputPort], declared: DeclaredInput) -> tuple[str, Any]:
+    """What an input not given holds: ``("default", value)``, ``("zeros", value)`` (the
+    engine's zeros, when they fit the declaration), ``("engine", None)`` for a default
+    the engine evaluates, or ``("missing", None)``."""
+    has_default, value = default_input(ports)
+    if has_default:
+        return "default", fit_input(name, value, declared)
+    zero = _engine_default(ports)
+    if zero is not None:
+        try:
+            return "zeros", fit_input(name, zero, declared)
+        except InputError:  # the zeros are not what the model declares
+            pass
+    if ports and not any(input_default(p) is not None for p in ports):
+        return "missing", None
+    return "engine", None
 
 
 def _nearest(name: str, known: Iterable[str]) -> str:
