@@ -97,9 +97,9 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _every_output(path: str) -> list[str]:
-    from mdf_loops.model.interface import load_model
+    from mdf_loops.model.interface import load_model, select_graph
 
-    graph = load_model(path).graphs[0]
+    graph = select_graph(load_model(path))
     return [f"{n.id}.{p.id}" for n in graph.nodes for p in n.output_ports]
 
 

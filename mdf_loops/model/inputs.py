@@ -15,12 +15,16 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
   Python numbers as numpy reads them (``3`` int64, ``3.0`` float64). Numbers
   written as JSON on the command line are float64 (see ``mdf_loops/cli/io.py``).
 * An input not given takes its ports' ``default_value`` (a constant), typed by the
-  same rules.
+  same rules; a port without one reads zeros of its ``shape``, as modeci-mdf's engine
+  fills it (:func:`engine_zeros`), with a WARNING naming the inputs. An input must be
+  given when those zeros do not fit what the model declares (a port typed with a
+  free dimension), or its ``reduce`` adds or multiplies (the engine holds nothing).
 * Strings, ragged lists and other objects are refused with the input's name.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +35,8 @@ from modeci_mdf.mdf import Graph, InputPort
 from mdf_loops.errors import InputError, ModelError, closest_names
 from mdf_loops.model.compat import input_default
 
+_log = logging.getLogger(__name__)
+
 __all__ = [
     "InputError",
     "DeclaredInput",
@@ -38,6 +44,7 @@ __all__ = [
     "graph_input_types",
     "fit_input",
     "default_input",
+    "engine_zeros",
     "input_ports",
     "check_inputs",
 ]
@@ -238,6 +245,25 @@ def default_input(ports: Iterable[InputPort]) -> tuple[bool, Any]:
     return False, None
 
 
+def _engine_default(ports: list[InputPort]) -> np.ndarray | None:
+    """The zeros modeci-mdf's engine holds at ``ports`` when none has a ``default_value``
+    and one overwrites (the default ``reduce``; the others hold nothing), else None."""
+    if any(input_default(port) is not None for port in ports):
+        return None
+    for port in ports:
+        if (getattr(port, "reduce", None) or "overwrite") == "overwrite":
+            return engine_zeros(port)
+    return None
+
+
+def engine_zeros(port: InputPort) -> np.ndarray:
+    """What modeci-mdf's ``EvaluableInput`` holds at an input port with no
+    ``default_value`` before anything is sent to it: ``numpy.full(shape, 0)``, ``0.0``
+    for a ``type`` naming a float (a port without a shape: a scalar)."""
+    zero = 0.0 if port.type and "float" in port.type else 0
+    return np.full(tuple(port.shape or ()), zero)
+
+
 # ---------------------------------------------------------------- the one check
 
 
@@ -272,22 +298,49 @@ def check_inputs(
             f"graph '{graph.id}': unknown inputs {unknown}; it takes "
             f"{sorted(interface_inputs)}{hints}"
         )
-    typed, missing = {}, []
+    typed, missing, zeros = {}, [], []
     for name, port_id in interface_inputs.items():
         if name in given:
             typed[name] = fit_input(name, given[name], types[name])
             continue
-        has_default, value = default_input(ports.get(port_id, []))
-        if has_default:
-            typed[name] = fit_input(name, value, types[name])
-        elif ports.get(port_id) and not any(input_default(p) is not None for p in ports[port_id]):
+        kind, value = _not_given(name, ports.get(port_id, []), types[name])
+        if kind == "missing":
             missing.append(name)
+        elif kind != "engine":  # a string default: the engine evaluates it
+            typed[name] = value
+            if kind == "zeros":
+                zeros.append(name)
     if missing:
         raise InputError(
             f"graph '{graph.id}': missing inputs {sorted(missing)}; give a value "
             "for each, or a default_value on its input port"
         )
+    if zeros:
+        _log.warning(
+            "graph '%s': inputs %s not given and without a default_value read zeros of "
+            "their ports' shape, as modeci-mdf's engine does; give them to set them",
+            graph.id,
+            sorted(zeros),
+        )
     return typed
+
+
+def _not_given(name: str, ports: list[InputPort], declared: DeclaredInput) -> tuple[str, Any]:
+    """What an input not given holds: ``("default", value)``, ``("zeros", value)`` (the
+    engine's zeros, when they fit the declaration), ``("engine", None)`` for a default
+    the engine evaluates, or ``("missing", None)``."""
+    has_default, value = default_input(ports)
+    if has_default:
+        return "default", fit_input(name, value, declared)
+    zero = _engine_default(ports)
+    if zero is not None:
+        try:
+            return "zeros", fit_input(name, zero, declared)
+        except InputError:  # the zeros are not what the model declares
+            pass
+    if ports and not any(input_default(p) is not None for p in ports):
+        return "missing", None
+    return "engine", None
 
 
 def _nearest(name: str, known: Iterable[str]) -> str:

@@ -36,20 +36,6 @@ class GraphInterface:
     outputs: dict[str, tuple[str, str]]
 
 
-def select_graph(model: Model, graph_id: str | None = None) -> Graph:
-    """The graph ``graph_id`` of ``model`` (default: its first); a :class:`ModelError`
-    that lists the model's graphs when there is none of that id."""
-    for graph in model.graphs:
-        if graph_id in (None, graph.id):
-            return graph
-    if not model.graphs:
-        raise ModelError(f"model '{model.id}' has no graph")
-    raise ModelError(
-        f"model '{model.id}' has no graph '{graph_id}' "
-        f"(its graphs: {', '.join(g.id for g in model.graphs)})"
-    )
-
-
 def graph_interface(graph: Graph) -> GraphInterface:
     """Inputs and outputs of a top-level graph.
 
@@ -102,6 +88,24 @@ def _strings(meta: dict, key: str, graph_id: str) -> list[str]:
             f"graph '{graph_id}': metadata '{key}' must be a list of ids, found {values!r:.60}"
         )
     return values
+
+
+def select_graph(model: Model, graph_id: str | None = None) -> Graph:
+    """The graph ``graph_id`` of ``model`` (None: its first), or :class:`ModelError`
+    saying which graphs it has: the one way every command and entry point picks it."""
+    if not model.graphs:
+        raise ModelError(
+            f"model '{model.id}' has no graph; an MDF model holds at least one under 'graphs'"
+        )
+    if graph_id is None:
+        return model.graphs[0]
+    for graph in model.graphs:
+        if graph.id == graph_id:
+            return graph
+    raise ModelError(
+        f"model '{model.id}' has no graph '{graph_id}'; its graphs: "
+        + ", ".join(f"'{g.id}'" for g in model.graphs)
+    )
 
 
 def load_model(model_or_path: Model | str | os.PathLike) -> Model:

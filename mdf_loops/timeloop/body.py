@@ -19,6 +19,7 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Node, OutputPort, Parameter
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import set_body_signature
+from mdf_loops.model.inputs import engine_zeros
 from mdf_loops.timeloop.conditions import SchedulePlan
 from mdf_loops.timeloop.schedule import (
     control_node,
@@ -261,13 +262,12 @@ def _default_input(node: Node, port_id: str) -> None:
     port = next(p for p in node.input_ports if p.id == port_id)
     if port.default_value is not None:
         return
-    zero = 0.0 if port.type and "float" in port.type else 0
-    shape = tuple(port.shape or ())
-    if not shape:
-        port.default_value = zero
+    zeros = engine_zeros(port)
+    if not zeros.shape:
+        port.default_value = zeros.item()
         return
     node.input_ports.remove(port)
-    node.parameters.insert(0, Parameter(id=port.id, value=np.full(shape, zero).tolist()))
+    node.parameters.insert(0, Parameter(id=port.id, value=zeros.tolist()))
 
 
 def _copied_edge(edge: Edge) -> Edge:

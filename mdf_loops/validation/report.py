@@ -242,8 +242,18 @@ def _schema_problems(document: Any) -> list[Problem]:
     for error in errors:
         error = _most_specific(error)
         path = list(error.absolute_path)[1:]  # drop the model id
-        problems.append(Problem(format_path(path), _schema_message(error)))
+        message = _schema_message(error)
+        if not error.absolute_path and error.validator in _WHOLE_FILE:
+            message = f"an MDF file holds one model, {{model_id: {{...}}}}: {message}"
+        problems.append(Problem(format_path(path), message))
     return problems
+
+
+#: schema keywords that, failing on the document itself, mean it is not one model
+_WHOLE_FILE = ("type", "minProperties", "maxProperties")
+
+#: the schema's pattern of ids that expressions name (``$defs.identifier``)
+_IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 def _most_specific(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
@@ -258,6 +268,13 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
     if keyword == "type":
         allowed = expected if isinstance(expected, list) else [expected]
         return f"expected {' or '.join(allowed)}, found {_json_type(instance)}"
+    if keyword == "pattern" and expected == _IDENTIFIER:
+        return (
+            f"{_short.repr(instance)} does not match {expected}: expressions name ids, so "
+            "an id is letters, digits and '_', not starting with a digit; rename it "
+            "(modeci-mdf's ONNX importer writes ids such as '/A/Add': give mdf-loops the "
+            ".onnx file itself, or `mdf-loops import` it)"
+        )
     if keyword == "pattern":
         return f"{_short.repr(instance)} does not match {expected}"
     if keyword == "enum":

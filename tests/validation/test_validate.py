@@ -335,7 +335,36 @@ def test_schema_problems_name_the_element_and_the_expectation(leaky):
 def test_a_bad_identifier_is_reported_where_it_is(leaky):
     _node(leaky)["input_ports"]["2x"] = {}
     messages = _messages(validate(leaky))
-    assert messages[f"{SCAN}.input_ports"] == "'2x' does not match ^[A-Za-z_][A-Za-z0-9_]*$"
+    assert messages[f"{SCAN}.input_ports"].startswith(
+        "'2x' does not match ^[A-Za-z_][A-Za-z0-9_]*$: expressions name ids, so an id is "
+        "letters, digits and '_', not starting with a digit; rename it"
+    )
+
+
+def test_an_id_as_modeci_mdf_onnx_importer_writes_it_says_what_to_do():
+    # modeci-mdf's onnx_to_mdf names nodes and parameters by ONNX node names ('/A/Add')
+    # and an output port's value by that parameter's id
+    document = {"m": {"graphs": {"g": {"nodes": {"/A/Add": {
+        "input_ports": {"x": {"shape": [2]}},
+        "parameters": {"/A/Add": {"function": "onnx::Add", "args": {"A": "x", "B": "x"}}},
+        "output_ports": {"out": {"value": "/A/Add"}},
+    }}}}}}
+    messages = _messages(validate(document))
+    for path in ("graphs.g.nodes", "graphs.g.nodes./A/Add.parameters"):
+        assert messages[path].startswith("'/A/Add' does not match"), messages
+        assert "give mdf-loops the .onnx file itself, or `mdf-loops import` it" in messages[path]
+
+
+@pytest.mark.parametrize(
+    "document, found",
+    [([{"m": {}}], "expected object, found array"), (None, "expected object, found null"),
+     ({"a": {"graphs": {}}, "b": {"graphs": {}}}, "expected at most 1 entries, found 2")],
+)
+def test_a_file_that_is_not_one_model_says_so(tmp_path, document, found):
+    path = tmp_path / "not_a_model.json"
+    path.write_text(json.dumps(document))
+    messages = _messages(validate(path))
+    assert messages[""] == f"an MDF file holds one model, {{model_id: {{...}}}}: {found}"
 
 
 def test_every_problem_is_reported_not_only_the_first(leaky):
@@ -387,7 +416,9 @@ def test_a_file_of_another_kind(tmp_path):
 def test_an_empty_yaml_file_is_one_problem(tmp_path):
     path = tmp_path / "empty.yaml"
     path.write_text("")
-    assert [str(p) for p in validate(path)] == ["expected object, found null"]
+    assert [str(p) for p in validate(path)] == [
+        "an MDF file holds one model, {model_id: {...}}: expected object, found null"
+    ]
 
 
 def test_validate_reports_what_run_refuses(tmp_path):

@@ -1,0 +1,129 @@
+"""mdf_loops/model/inputs.py: what an input nobody gives holds, against stock modeci-mdf.
+
+An input port with no ``default_value`` holds zeros of its ``shape`` in modeci-mdf's
+engine (``numpy.full(shape, 0)``, ``0.0`` for a float ``type``); ModECI/MDF's own
+examples (FN, the condition examples, the files its ONNX importer writes) rely on it.
+The oracle is stock's ``EvaluableGraph`` in a subprocess without ``import mdf_loops``
+(tests/stock_runner.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
+from stock_runner import describe
+
+import mdf_loops
+from mdf_loops.errors import InputError
+
+RUNNER = Path(__file__).resolve().parents[1] / "stock_runner.py"
+
+
+def _node(node_id: str, port: InputPort, value: str) -> Node:
+    return Node(
+        id=node_id,
+        input_ports=[port],
+        parameters=[Parameter(id="k", value=3), Parameter(id="y", value=value)],
+        output_ports=[OutputPort(id="out", value="y")],
+    )
+
+
+def _models() -> dict[str, Model]:
+    float_port = InputPort(id="x", shape=(2,), type="float")
+    int_port = InputPort(id="n", shape=(3,))
+    scalar_port = InputPort(id="s")
+    return {
+        "float_zeros": Model(
+            id="float_zeros", graphs=[Graph(id="g", nodes=[_node("a", float_port, "x * k + 1")])]
+        ),
+        "int_zeros": Model(
+            id="int_zeros", graphs=[Graph(id="g", nodes=[_node("b", int_port, "n + k")])]
+        ),
+        "scalar_zero": Model(
+            id="scalar_zero", graphs=[Graph(id="g", nodes=[_node("c", scalar_port, "s - k")])]
+        ),
+    }
+
+
+def _stock(paths: dict[str, Path], folder: Path) -> dict:
+    result = folder / "stock.json"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    cases = [f"file:{path}" for path in paths.values()]
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), "stock", str(result), *cases],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(result.read_text())
+
+
+@pytest.fixture(scope="module")
+def stock_and_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("engine_zeros")
+    paths = {}
+    for name, model in _models().items():
+        paths[name] = folder / f"{name}.json"
+        model.to_json_file(str(paths[name]))
+    return _stock(paths, folder), paths
+
+
+@pytest.mark.parametrize("backend", ["auto", "scheduler", "onnxruntime"])
+@pytest.mark.parametrize("name", ["float_zeros", "int_zeros", "scalar_zero"])
+def test_a_shaped_input_without_default_holds_stock_zeros(stock_and_files, name, backend):
+    stock, paths = stock_and_files
+    record = stock[f"file:{paths[name]}"]
+    assert record["error"] is None, record["error"]
+    expected = record["steps"][0]["outputs"]
+    assert mdf_loops.validate(paths[name]) == []
+    ours = mdf_loops.run(paths[name], backend=backend)
+    assert {key: _exact(describe(np.asarray(value))) for key, value in ours.items()} == {
+        key: _exact(text) for key, text in expected.items()
+    }
+
+
+def _exact(described: str) -> tuple[str, str, str]:
+    """Dtype, shape and bytes of stock_runner's description of an array or a numpy
+    scalar (``run`` returns a 0-d array for stock's scalar), without the repr."""
+    fields = described.split(" ")
+    if fields[0] == "ndarray":
+        shape_end = next(k for k, f in enumerate(fields) if f.endswith(")"))
+        return fields[1], " ".join(fields[2 : shape_end + 1]), fields[shape_end + 1]
+    return fields[0], "()", fields[1]
+
+
+def test_the_zeros_are_what_the_numbers_say(caplog):
+    with caplog.at_level("WARNING", logger="mdf_loops"):
+        ours = mdf_loops.run(_models()["float_zeros"])
+    assert "inputs ['x'] not given and without a default_value read zeros" in caplog.text
+    assert ours["a.out"].tolist() == [1.0, 1.0] and ours["a.out"].dtype == np.float64
+    given = mdf_loops.run(_models()["float_zeros"], {"x": [1.0, 2.0]})
+    assert given["a.out"].tolist() == [4.0, 7.0]
+
+
+def test_a_scalar_input_without_default_holds_a_stock_zero():
+    port = InputPort(id="x")
+    model = Model(id="m", graphs=[Graph(id="g", nodes=[_node("a", port, "x * k + 1")])])
+    assert mdf_loops.run(model)["a.out"] == 1
+    assert mdf_loops.run(model, {"x": 2.0})["a.out"] == 7.0
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_an_input_that_reduces_must_be_given(reduce):
+    port = InputPort(id="x", shape=(2,), reduce=reduce)
+    model = Model(id="m", graphs=[Graph(id="g", nodes=[_node("a", port, "x * k")])])
+    with pytest.raises(InputError, match=r"missing inputs \['x'\].*default_value"):
+        mdf_loops.run(model)
+
+
+def test_zeros_that_do_not_fit_the_declared_type_leave_the_input_missing():
+    port = InputPort(id="x", metadata=mdf_loops.model.port_type("n"))
+    model = Model(id="m", graphs=[Graph(id="g", nodes=[_node("a", port, "x * k")])])
+    with pytest.raises(InputError, match=r"missing inputs \['x'\]"):
+        mdf_loops.run(model)
