@@ -20,6 +20,7 @@ CLIMBING = {
     ("mdf_loops/safety/sandbox.py", "run.py"),
     ("mdf_loops/safety/evaluation.py", "backends"),
     ("mdf_loops/backends/jax/batch.py", "run.py"),
+    ("mdf_loops/sweep/worker.py", "__init__.py"),
 }
 
 
