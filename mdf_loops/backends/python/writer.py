@@ -161,7 +161,7 @@ class StepWriter:
             or param.conditions
         ):
             raise NotCompilable(f"node '{node.id}' parameter '{param.id}': stateful in a body")
-        return self._expression(param.value, scope, node.id)
+        return self._expression(param.value, scope, node.id, param.id)
 
     def _standard_call(self, node: Node, param, expression: str, scope: dict) -> ast.expr:
         """A call of an MDF standard function, its args inlined in order (as stock
@@ -171,9 +171,9 @@ class StepWriter:
             local[key] = self._expression(value, local, node.id)
         return self._expression(expression, local, node.id)
 
-    def _expression(self, value: Any, scope: dict, node_id: str) -> ast.expr:
+    def _expression(self, value: Any, scope: dict, node_id: str, name: str = "value") -> ast.expr:
         if not isinstance(value, str):
-            return _literal(value, node_id, "value")
+            return _literal(value, node_id, name)
         text = value.strip()
         if text.isidentifier() and not keyword.iskeyword(text):
             return scope.get(text) or _load(text)  # a bare name (half of a body's values)
@@ -288,8 +288,34 @@ def _literal(value: Any, node_id: str, name: str, weight: bool = False) -> ast.e
     if isinstance(value, (bool, int, float)) or weight:
         return ast.parse(repr(value), mode="eval").body
     if isinstance(value, list):
+        if _more_numbers_than(value, LARGEST_LITERAL):
+            raise NotCompilable(
+                f"node '{node_id}' '{name}': a constant of more than {LARGEST_LITERAL:,} numbers "
+                "(the python backend writes constants into its code; onnxruntime holds them "
+                "as tensors)"
+            )
         return ast.parse(f"numpy.array({value!r})", mode="eval").body
     raise NotCompilable(f"node '{node_id}' '{name}': value {value!r:.40} is not a number")
+
+
+#: the most numbers a constant the loop's code holds as a literal may have (writing,
+#: parsing and compiling a literal takes about 30 µs per 1,000 numbers)
+LARGEST_LITERAL = 10_000
+
+
+def _more_numbers_than(value: list, limit: int) -> bool:
+    """Whether the nested list ``value`` holds more than ``limit`` numbers (counted
+    row by row, stopping once past it)."""
+    count, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if item and isinstance(item[0], list):
+            pending.extend(item)
+        else:
+            count += len(item)
+            if count > limit:
+                return True
+    return False
 
 
 def _topological(graph: Graph) -> list[Node]:

@@ -162,3 +162,29 @@ def test_specialize_turns_a_selection_between_known_floats_into_a_conditional():
     exec(written, scope)  # noqa: S102 - the test's own code
     assert scope["c"] == np.where(1.5 > 3.0, 1.5, 3.0) and type(scope["c"]) is float
     assert scope["d"] == 7.0
+
+
+def test_a_large_constant_goes_to_onnxruntime_not_into_the_code(caplog):
+    """A weight of more than LARGEST_LITERAL numbers is refused by the python backend by
+    name (written as a literal, it took seconds to parse and compile); auto runs it on
+    onnxruntime with the values of the loop written in numpy."""
+    from mdf_loops.backends.python.writer import LARGEST_LITERAL
+
+    side = int(LARGEST_LITERAL**0.5) + 1
+    weights = np.arange(side * side, dtype=float).reshape(side, side) / side**2
+    node = Node(id="n", parameters=[
+        Parameter(id="W", value=weights.tolist()),
+        Parameter(id="x", default_initial_value=1.0, time_derivative="-x * numpy.mean(W)"),
+    ], output_ports=[OutputPort(id="o", value="x")])
+    model = Model(id="big", graphs=[Graph(id="g", nodes=[node])])
+    with pytest.raises(NotCompilable, match=r"node 'n' 'W': a constant of more than 10,000"):
+        mdf_loops.simulate(model, dt=0.1, steps=5, record=["n.x"], backend="python")
+    with caplog.at_level("INFO", logger="mdf_loops"):
+        traces = mdf_loops.simulate(model, dt=0.1, steps=5, record=["n.x"])
+    assert traces.backend == "onnxruntime"
+    assert "does not compile to Python" in caplog.text and "'W'" in caplog.text
+    x, expected = 1.0, [1.0]
+    for _ in range(4):
+        x = x + (-x * weights.mean()) * 0.1
+        expected.append(x)
+    np.testing.assert_allclose(traces["n.x"], expected, rtol=1e-12)
