@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import needs_dot
+from conftest import needs_dot, needs_input_port_fields
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
 
 import mdf_loops
@@ -205,8 +205,8 @@ def test_commands_called_in_a_process_with_jax_loaded_run_limited_in_a_new_pytho
 
 def test_the_fix_a_limit_error_suggests_works_on_the_command_that_hit_it(tmp_path):
     """Each command's message names its own option (also from the child --timeout
-    starts), and running with that option gives the answer; the oracle for the answer is
-    the model's own count and FitzHugh-Nagumo's Euler step in numpy."""
+    starts, below), and running with that option gives the answer: the model's own count
+    here, FitzHugh-Nagumo's Euler step in numpy for simulate."""
     counter = _counter_model(tmp_path / "counter.json", "x < 120")
     hit = _command("run", counter, "-i", "start=0", "--backend", "scheduler",
                    "--max-iterations", "50")
@@ -215,6 +215,9 @@ def test_the_fix_a_limit_error_suggests_works_on_the_command_that_hit_it(tmp_pat
                      "--max-iterations", "500")
     assert fixed.returncode == 0 and "120" in fixed.stdout, fixed.stderr
 
+
+@needs_input_port_fields  # time loops need modeci-mdf >= 0.4.14
+def test_the_fix_a_limit_error_suggests_works_on_simulate(tmp_path):
     fn = str(EXAMPLES / "timeloops" / "fitzhugh_nagumo.json")
     out = tmp_path / "fn.npz"
     for extra in ([], ["--timeout", "120"]):

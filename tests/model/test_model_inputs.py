@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
+from conftest import needs_input_port_fields
 from stock_runner import describe
 
 import mdf_loops
@@ -114,6 +115,7 @@ def test_a_scalar_input_without_default_holds_a_stock_zero():
     assert mdf_loops.run(model, {"x": 2.0})["a.out"] == 7.0
 
 
+@needs_input_port_fields  # InputPort.reduce is a field from modeci-mdf 0.4.14
 @pytest.mark.parametrize("reduce", ["add", "multiply"])
 def test_an_input_that_reduces_must_be_given(reduce):
     port = InputPort(id="x", shape=(2,), reduce=reduce)
