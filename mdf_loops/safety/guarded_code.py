@@ -158,9 +158,6 @@ class _Rewrite(ast.NodeTransformer):
             self._where = {name: at.get(name) for name in LOCATION}
         return self._where
 
-    def _float(self, *nodes: ast.AST) -> bool:
-        return all(self.kinds.get(id(n)) == "float" for n in nodes)
-
     def visit(self, node: ast.AST) -> Any:
         cls = node.__class__
         if cls is ast.Name and node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
@@ -220,7 +217,10 @@ class _Rewrite(ast.NodeTransformer):
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         if isinstance(node.op, ast.Not):
             return self.generic_visit(node)
-        if isinstance(node.op, (ast.USub, ast.UAdd)) and self._float(node.operand):
+        if (
+            isinstance(node.op, (ast.USub, ast.UAdd))
+            and self.kinds.get(id(node.operand)) in _NUMBERS
+        ):
             operand = self.visit(node.operand)
             if operand is node.operand:
                 return node
@@ -231,7 +231,7 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         values = [node.left, *node.comparators]
-        if all(self.kinds.get(id(v)) in ("float", "int") for v in values) and all(
+        if all(self.kinds.get(id(v)) in _NUMBERS for v in values) and all(
             isinstance(op, _ORDERS) for op in node.ops
         ):  # numbers of fixed size compared: a bool, as _compare gives
             inline = ast.Compare(
@@ -279,7 +279,8 @@ class _Rewrite(ast.NodeTransformer):
         return self.helper("_mdf_call", [target, *args], node, keywords)
 
 
-_NUMBERS = ("float", "int")
+#: proven kinds of bounded numbers: a float, a bounded int, or either ("number")
+_NUMBERS = ("float", "int", "number")
 _ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _KNOWN = (
     ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.IfExp,
@@ -315,9 +316,11 @@ def guarded_function(
     statement (the expressions kept as they are may be located anywhere).
 
     ``kinds_of(tree)`` may prove expressions of the parsed ``source`` to be floats
-    (``{id(expression): "float"}``; ``"int"``, ``"bool"`` likewise): an operator on a
-    proven float and a proven float or Python integer runs inline, as its guard would run
-    it (a float with a number makes a number of fixed size). The caller answers for the proof.
+    (``{id(expression): "float"}``; ``"int"``, ``"bool"`` likewise, and ``"number"``: a
+    float or a bounded int): an operator on a proven float and a proven number runs
+    inline, as its guard would run it (a float with a number makes a number of fixed
+    size), and so do a proven number negated and proven numbers compared. The caller
+    answers for the proof.
     """
     tree = ast.parse(source) if isinstance(source, str) else source
     kinds = kinds_of(tree) if kinds_of is not None else {}

@@ -116,6 +116,9 @@ def binary(op: type, left: Any, right: Any) -> Any:
         and (kinds[0] in _FIXED_SIZE or kinds[1] in _FIXED_SIZE)
     ):  # a float or fixed-width number: a number of fixed size whatever the other
         return BINARY[op](left, right)
+    if kinds[0] is int and kinds[1] is int:  # two Python integers (a counter): bits first
+        _check_bits(_integer_bits(op, left, right), _SYMBOLS[op])
+        return BINARY[op](left, right)
     symbol = _SYMBOLS[op]
     left, right = _numpy_operands(left, right)
     numeric(left, symbol)

@@ -154,12 +154,16 @@ def test_guarded_code_computes_what_the_interpreter_does():
             run(x, 7)
 
 
-def _loop_source(step: str) -> str:
-    """A time-loop function as the python backend writes it, carrying ``c0``."""
+def _loop_source(step: str, first: str = "c0") -> str:
+    """A time-loop function as the python backend writes it, carrying ``c0`` (``first``:
+    the value the first step gives it)."""
     return textwrap.dedent(f"""\
         def time_loop(start, stop, cond, c0, s0, _where=_where, _scalar=_scalar):
             iteration = 0
             _append0 = s0.append
+            if start == 0 and stop > 0 and cond:
+                cond, c0 = (cond, {first})
+                start = 1
             for iteration in range(max(start, 1), stop if cond else 0):
                 v_n__x = {step}
                 c0 = v_n__x
@@ -168,18 +172,26 @@ def _loop_source(step: str) -> str:
         """)
 
 
-@pytest.mark.parametrize("step, proven", [
-    ("c0 * c0 + 0.5 * iteration", [0]),  # floats and the step number: floats
-    ("c0 ** 2 - c0 / 3", [0]),  # a float to an integer power
-    ("c0 + numpy.ones(3)", []),  # a call: not proven, every operator guarded
-    ("c0 ** 0.5", []),  # a negative float to a fractional power is complex
-    ("c0 // 2 if c0 > 0 else 1.0", []),  # // is not proven to give a float
-    ("-c0 if c0 > 1 else c0 * 2", [0]),
+@pytest.mark.parametrize("step, first, proven", [
+    ("c0 * c0 + 0.5 * iteration", "c0", {0: "float"}),  # floats, the step number: floats
+    ("c0 ** 2 - c0 / 3", "c0", {0: "float"}),  # a float to an integer power
+    ("c0 + numpy.ones(3)", "c0", {}),  # a call: not proven, every operator guarded
+    ("c0 ** 0.5", "c0", {}),  # a negative float to a fractional power is complex
+    ("c0 // 2 if c0 > 0 else 1.0", "c0", {}),  # // is not proven to give a float
+    ("-c0 if c0 > 1 else c0 * 2", "c0", {0: "float"}),
+    # modeci-mdf's models: an integer first (``"default_initial_value": 90``), floats after
+    ("c0 + -0.1 * (c0 - 20) * 0.01", "90", {0: "number"}),
+    ("c0 + (-1 * 0.5 * c0 + (1 - 1)) * 0.01", "-1 * 3 - 2", {0: "number"}),  # ints negated
+    # a number with no float beside it may be an integer: its operator stays guarded
+    # (the guard sizes the integer), and its result is a number again
+    ("c0 * c0", "3", {0: "number"}),
+    ("c0 + 1", "0", {0: "number"}),  # a counter
+    ("(c0 + 1) / 2 + c0 // 2", "0", {}),  # // of numbers is not proven: neither is the sum
 ])
-def test_which_carried_values_the_float_proof_covers(step, proven):
+def test_which_carried_values_the_float_proof_covers(step, first, proven):
     from mdf_loops.backends.python.untrusted import float_kinds
 
-    assert float_kinds(ast.parse(_loop_source(step)), 1)[1] == proven
+    assert float_kinds(ast.parse(_loop_source(step, first)), 1)[1] == proven
 
 
 def test_a_carried_value_that_is_not_a_float_runs_with_every_operator_guarded():

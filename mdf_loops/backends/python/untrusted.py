@@ -12,9 +12,12 @@ Where the carried values are floats, most of a step's arithmetic is proven to st
 floats (:func:`float_kinds`): Python's ``+ - * /`` on floats and bounded integers (the
 step number, integer literals the guard has checked) give floats, so those operators
 run inline, as their guard would run them, and a float step costs about what the
-trusted loop costs. The proof assumes the carried values it was made for are floats;
-each call checks that assumption on the values it is given and runs the loop with
-every operator guarded where it does not hold.
+trusted loop costs. A carried value may also be a *number*: a bounded integer on some
+steps and a float on the others, as modeci-mdf's models often start (``"90"``, then
+``T + dT_dt * dt``); with a float it makes a float too. The proof assumes the carried
+values it was made for are floats (or numbers); each call checks that assumption on
+the values it is given and runs the loop with every operator guarded where it does not
+hold.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from mdf_loops.backends.python.compiled import CompiledTimeLoop, LoopSource, _scalar
 from mdf_loops.safety.guarded_code import guarded_function
-from mdf_loops.safety.untrusted_values import FLOATS
+from mdf_loops.safety.untrusted_values import FLOATS, MAX_INTEGER_BITS
 
 __all__ = ["guarded_time_loop"]
 
@@ -36,11 +39,11 @@ _HELPERS = frozenset({"_where", "_scalar"})
 def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
     """The loop of ``code`` with its model's expressions evaluated as an untrusted model's are."""
     namespace = {"_scalar": _scalar}
-    proven: list[int] = []  # the carried values the float proof assumes are floats
+    proven: dict[int, str] = {}  # the carried values the proof assumes: floats or numbers
 
     def kinds(tree: ast.Module) -> dict[int, str | None]:
-        found, floats = float_kinds(tree, code.n_carried)
-        proven.extend(floats)
+        found, carried = float_kinds(tree, code.n_carried)
+        proven.update(carried)
         return found
 
     tree = code.tree  # guarded twice where the proof's assumption can fail: not changed
@@ -48,10 +51,13 @@ def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
     if not proven:
         return CompiledTimeLoop(code, typed)
     plain: list[Callable[..., Any]] = []  # every operator guarded: made when first needed
-    positions = [3 + k for k in proven]  # after start, stop, cond
+    floats = [3 + k for k, kind in proven.items() if kind == "float"]  # after start, stop, cond
+    numbers = [3 + k for k, kind in proven.items() if kind == "number"]
 
     def run(*args: Any) -> Any:
-        if all(type(args[p]) in FLOATS for p in positions):
+        if all(type(args[p]) in FLOATS for p in floats) and all(
+            _is_number(args[p]) for p in numbers
+        ):
             return typed(*args)
         if not plain:
             plain.append(guarded_function(tree, "time_loop", namespace, _model_parts, _HELPERS))
@@ -61,48 +67,61 @@ def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
 
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
-_NUMBERS = frozenset({"float", "int"})
+_INTEGER_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult)
+#: kinds of bounded numbers: with a float, ``+ - * /`` give a float
+_NUMBERS = frozenset({"float", "int", "number"})
 _CONSTANT_KINDS = {float: "float", int: "int", bool: "bool"}
 
 
-def float_kinds(tree: ast.Module, n_carried: int) -> tuple[dict[int, str | None], list[int]]:
+def _is_number(value: Any) -> bool:
+    """A float, or an integer as bounded as the literals the guard lets through."""
+    kind = type(value)
+    return kind in FLOATS or (kind is int and value.bit_length() <= MAX_INTEGER_BITS)
+
+
+def float_kinds(tree: ast.Module, n_carried: int) -> tuple[dict[int, str | None], dict[int, str]]:
     """Which expressions of the time-loop function in ``tree`` are proven floats, ints
-    (the step number, integer literals) or bools, and the carried values (``c0``...) the
-    proof assumes are floats when the function is called.
+    (the step number, integer literals), numbers (a carried value that is a bounded int
+    or a float) or bools, and what the proof assumes of the carried values (``c0``...)
+    when the function is called: ``{k: "float"}``, or ``"number"`` for one that a step
+    may hand on as a bounded integer (a literal, the step number).
 
     The assumption is the largest set of carried values that every step gives back as
-    floats again (a fixed point: first all, then those a step proves float, until it
-    holds); each step's variables are assigned once, in order."""
+    floats or numbers again (a fixed point: first all floats, then what each step
+    proves, until it holds); each step's variables are assigned once, in order."""
     function = next(s for s in tree.body if isinstance(s, ast.FunctionDef))
-    floats = set(range(n_carried))
+    assumed = dict.fromkeys(range(n_carried), "float")
     while True:
         kinds: dict[int, str | None] = {}
-        env: dict[str, str | None] = {f"c{k}": "float" for k in floats}
-        _statements(function.body, env, kinds, floats)
-        kept = {k for k in floats if env.get(f"c{k}") == "float"}
-        if kept == floats:
-            return kinds, sorted(floats)
-        floats = kept
+        env: dict[str, str | None] = {f"c{k}": kind for k, kind in assumed.items()}
+        _statements(function.body, env, kinds, assumed)
+        kept = {k: env[f"c{k}"] for k in assumed if env.get(f"c{k}") in ("float", "number")}
+        if kept == assumed:
+            return kinds, {k: str(kind) for k, kind in kept.items()}
+        assumed = {k: str(kind) for k, kind in kept.items()}
 
 
 def _statements(
     body: list[ast.stmt],
     env: dict[str, str | None],
     kinds: dict[int, str | None],
-    floats: set[int],
+    assumed: dict[int, str],
 ) -> None:
     """Walk ``body`` in order; a block (the first step, the steady steps) must hand every
-    carried value of ``floats`` on as a float, else it is dropped from ``env``."""
+    carried value of ``assumed`` on as it entered (a float as a float; a number as a
+    float or a bounded int), else ``env`` marks it a number or drops it."""
     for statement in body:
         if isinstance(statement, ast.Assign):
             _assign(statement, env, kinds)
         elif isinstance(statement, (ast.If, ast.For)):
             inner = dict(env)
             inner["iteration"] = "int"
-            _statements(statement.body, inner, kinds, floats)
-            for k in floats:  # what leaves the block must be what entered it
-                if inner.get(f"c{k}") != "float":
-                    env[f"c{k}"] = None
+            _statements(statement.body, inner, kinds, assumed)
+            for k in assumed:  # what leaves the block must be what entered it
+                name = f"c{k}"
+                left = inner.get(name)
+                if left != "float" and env.get(name) is not None:
+                    env[name] = "number" if left in _NUMBERS else None
         elif isinstance(statement, ast.Expr):
             _kind(statement.value, env, kinds)
 
@@ -140,14 +159,16 @@ def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | Non
         left, right = _kind(fields["left"], env, kinds), _kind(fields["right"], env, kinds)
         op = fields["op"].__class__
         numbers = left in _NUMBERS and right in _NUMBERS
-        if op in _ARITHMETIC and numbers and "float" in (left, right):
-            kind = "float"  # a float and a float or bounded int: a float
+        if op in _ARITHMETIC and numbers and ("float" in (left, right) or op is ast.Div):
+            kind = "float"  # a float and a bounded number, or a quotient: a float
+        elif op in _INTEGER_ARITHMETIC and numbers:  # guarded: the guard sizes an integer
+            kind = "int" if left == right == "int" else "number"
         elif op is ast.Pow and left == "float" and right == "int":
             kind = "float"  # a float to an integer power: a float (never complex)
     elif isinstance(node, ast.UnaryOp):
         operand = _kind(node.operand, env, kinds)
-        if isinstance(node.op, (ast.USub, ast.UAdd)) and operand == "float":
-            kind = "float"
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and operand in _NUMBERS:
+            kind = operand  # a bounded number negated: as bounded, of its kind
     elif isinstance(node, ast.Compare):
         for value in (node.left, *node.comparators):
             _kind(value, env, kinds)

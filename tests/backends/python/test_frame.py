@@ -84,7 +84,7 @@ def test_the_tree_guarded_for_floats_is_guarded_again_unchanged_for_integers():
     # guarded from the same tree with every operator checked, and grows past the limit
     code = time_loop_source(_model([Parameter(id="x", default_initial_value=3.0,
                                               value="x * x")], "x"))
-    assert float_kinds(code.definition, 1)[1] == [0]  # the proof covers x
+    assert float_kinds(code.definition, 1)[1] == {0: "float"}  # the proof covers x
     before = ast.dump(code.definition, include_attributes=True)
     loop = guarded_time_loop(code)
     # the steps after the first (the first starts from the model's own initial value)
