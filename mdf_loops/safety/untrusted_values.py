@@ -119,6 +119,10 @@ def binary(op: type, left: Any, right: Any) -> Any:
     if kinds[0] is int and kinds[1] is int:  # two Python integers (a counter): bits first
         _check_bits(_integer_bits(op, left, right), _SYMBOLS[op])
         return BINARY[op](left, right)
+    elements = _elementwise(left, right) if op is not ast.MatMult else None
+    if elements is not None:  # the commonest array operation: its size known at once
+        check_elements(elements, f"the result of `{_SYMBOLS[op]}`")
+        return BINARY[op](left, right)
     symbol = _SYMBOLS[op]
     left, right = _numpy_operands(left, right)
     numeric(left, symbol)
@@ -129,6 +133,20 @@ def binary(op: type, left: Any, right: Any) -> Any:
         plan = _matmul_elements if op is ast.MatMult else _broadcast_elements
         check_elements(plan(left, right), f"the result of `{symbol}`")
     return BINARY[op](left, right)
+
+
+def _elementwise(a: Any, b: Any) -> int | None:
+    """The elements of ``a <op> b`` (element by element) for a numeric array and a number
+    or a numeric array of the same shape; None for any other pair (planned in full)."""
+    if type(a) is np.ndarray:
+        if a.dtype.kind not in "biufc":
+            return None
+        if type(b) is np.ndarray:
+            return a.size if b.shape == a.shape and b.dtype.kind in "biufc" else None
+        return a.size if type(b) in _SCALARS else None
+    if type(b) is np.ndarray and type(a) in _SCALARS and b.dtype.kind in "biufc":
+        return b.size
+    return None
 
 
 def _numpy_operands(left: Any, right: Any) -> tuple[Any, Any]:
