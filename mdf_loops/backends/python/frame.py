@@ -9,6 +9,7 @@
         if start == 0 and stop > 0 and cond:
             <the first step>
             start = 1
+        <the values every step makes alike>    # made once (invariants.py)
         for iteration in range(max(start, 1), stop if cond else 0):
             <the steps after the first>        # no condition can end the loop: steady
         return cond, [c0, ...], stop if cond else start
@@ -26,7 +27,7 @@ reads, for a traceback of the trusted function.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,10 +54,12 @@ def loop_function(
     rest: list[ast.stmt],
     steady: bool,
     lines: Iterator[int],
+    invariant: Sequence[ast.stmt] = (),
 ) -> ast.Module:
     """The module defining ``time_loop`` around ``first`` and ``rest`` (the steps, each
     statement located; ``steady``: no step can change the condition), each statement
-    of the frame on the next of ``lines``."""
+    of the frame on the next of ``lines``; ``invariant``: the statements of the steps
+    that make the same value each time, made before the loop."""
     at = _Lines(lines)
     names = ["start", "stop", "cond", *frame.arguments, "_where", "_scalar"]
     header = place(1)
@@ -86,6 +89,7 @@ def loop_function(
     first_step = at.statement(ast.If, {"test": test, "body": [*first], "orelse": []})
     first_step.body.append(at.assign("start", at.const(1)))
     body.append(first_step)
+    body += invariant
     loop, done = _steps_loop(at, rest, steady)
     body.append(loop)
     carried = at.node(ast.List, {"elts": [at.load(c) for c in frame.carried], "ctx": LOAD})

@@ -15,6 +15,7 @@ from typing import Any
 from modeci_mdf.mdf import Node
 
 from mdf_loops.backends.python.frame import LoopFrame, loop_function
+from mdf_loops.backends.python.invariants import hoisted
 from mdf_loops.backends.python.simplify import carried_types, simplify
 from mdf_loops.backends.python.writer import APPEND, variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
@@ -95,8 +96,8 @@ def function_source(
     frame = LoopFrame(
         (*carried, *series, *scans), carried, tuple(range(time_step is not None, n_scan))
     )
-    steps = rest_code if steady is None else steady
-    module = loop_function(frame, first_code, steps, steady is not None, lines)
+    invariant, steps = hoisted(rest_code if steady is None else steady)
+    module = loop_function(frame, first_code, steps, steady is not None, lines, invariant)
     return module, time_step
 
 
