@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import keyword
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -110,7 +110,9 @@ def string_attributes(functions: Iterable[Any]) -> frozenset[str]:
     return names
 
 
-def is_attribute_text(name: Any, value: Any, attributes: frozenset[str], scope: Any) -> bool:
+def is_attribute_text(
+    name: Any, value: Any, attributes: frozenset[str], scope: Container[str]
+) -> bool:
     """Whether ``value``, of the parameter or argument ``name``, is the text of a string
     attribute: one name (``"constant"``), ``name`` one of the ``attributes`` of
     :func:`string_attributes`, and no name of ``scope`` (the node's ports, parameters,
@@ -144,8 +146,8 @@ def attribute_texts_as_lists(node: Any) -> Any:
     return node
 
 
-def _texts_as_lists(item: Any, attributes: frozenset[str], names: set) -> Any:
-    args = item.args if isinstance(item.args, dict) else {}
+def _texts_as_lists(item: Any, attributes: frozenset[str], names: set[str]) -> Any:
+    args = item.args if isinstance(item.args, Mapping) else {}
     scope = names | set(args)
     value = getattr(item, "value", None)
     texts = {k for k, v in args.items() if is_attribute_text(k, v, attributes, scope)}
