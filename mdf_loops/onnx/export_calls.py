@@ -17,7 +17,11 @@ from modeci_mdf.mdf import Node
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import BODY_ATTRIBUTES, quoted_name, variadic_items
-from mdf_loops.onnx.attributes import attribute_value
+from mdf_loops.onnx.attributes import (
+    attribute_value,
+    is_attribute_text,
+    schema_string_attributes,
+)
 from mdf_loops.onnx.builder import GraphBuilder, Weak
 from mdf_loops.onnx.domains import DEFAULT, OperatorDomain
 from mdf_loops.onnx.export_items import Outputs, output_names, outputs_used
@@ -136,8 +140,9 @@ def _call_attributes(
     """The operator's attributes from the call's args of the same names, as modeci-mdf's
     engine passes them (PsyNeuLink's ``"axes": 0`` before opset 13), else from the node's
     parameters of the same names (bodies aside); an expression must be known at export
-    time."""
+    time; the text of a string attribute (``"constant"``) is that text."""
     attributes = {}
+    texts = schema_string_attributes(schema)
     for name in schema.attributes:
         if name in BODY_ATTRIBUTES.get(op_type, ()):
             continue
@@ -148,7 +153,9 @@ def _call_attributes(
             value = None if param is None else param.value
         if value is None:
             continue
-        if isinstance(value, str):
+        if is_attribute_text(name, value, texts, env.keys() | args.keys()):
+            pass  # the attribute's own text, not a name to read
+        elif isinstance(value, str):
             weak = translate(value, env, builder, f"node '{node.id}' attribute '{name}'")
             if not isinstance(weak, Weak):
                 raise ModelError(

@@ -141,22 +141,29 @@ _ALLOWED_SYNTAX = (
 )
 
 
-def expression_refusal(text: str, names: frozenset, text_is_data: bool = False) -> str | None:
+def expression_refusal(
+    text: str, names: frozenset, text_is_data: bool = False, bound_later: frozenset = frozenset()
+) -> str | None:
     """Why ``text`` may not be evaluated (naming the offending piece), or None when it may.
 
     ``names`` are the names the node binds for this expression. With
     ``text_is_data`` (an input port's default value, evaluated only when a bare
     name reads it) text that is not an expression is accepted as data.
+    ``bound_later``: names of builtins the node binds only after this expression
+    is evaluated (a parameter ``input`` listed after this one), for the refusal's advice.
     """
-    return _ExpressionCheck(names, text_is_data).refusal(text)
+    return _ExpressionCheck(names, text_is_data, bound_later).refusal(text)
 
 
 class _ExpressionCheck:
     """The first piece of one expression outside the allow-list, as a sentence (or None)."""
 
-    def __init__(self, names: frozenset, text_is_data: bool = False):
+    def __init__(
+        self, names: frozenset, text_is_data: bool = False, bound_later: frozenset = frozenset()
+    ):
         self.names = names
         self.text_is_data = text_is_data
+        self.bound_later = bound_later
 
     def refusal(self, text: str) -> str | None:
         if text.isascii() and text.isidentifier() and not iskeyword(text):
@@ -217,6 +224,12 @@ class _ExpressionCheck:
             return "a dunder name"
         if is_base and name in ("numpy", "math"):
             return None
+        if name in UNSAFE_BUILTINS and not called and name in self.bound_later:
+            return (
+                f"it is read before the node's parameter '{name}' is evaluated, where "
+                f"modeci-mdf would read the Python builtin '{name}'; list parameter "
+                f"'{name}' before the one that reads it"
+            )
         if name in UNSAFE_BUILTINS and (called or name not in self.names):
             return f"the Python builtin '{name}' is not allowed"
         if called:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from modeci_mdf.mdf import Graph, Model, Node
@@ -152,22 +151,6 @@ def _walked(model: Model, structure: bool = True) -> _ModelWalker:
 _NOTHING_TO_CHECK = frozenset({type(None), int, float, bool})
 
 
-@dataclass(frozen=True)
-class _Scope:
-    """The names an expression of one node may read, and those it may not call."""
-
-    always: frozenset  # input ports: bound before anything of the node is evaluated
-    node: frozenset  # every id of the node: ports, parameters, functions
-
-    def evaluated_late(self) -> frozenset:
-        """Names bound for output ports (evaluated after every parameter and function)."""
-        return self.node
-
-    def evaluated_early(self) -> frozenset:
-        """Names bound for parameters and functions: a builtin's name only by an input port."""
-        return self.always | (self.node - UNSAFE_BUILTINS)
-
-
 class _ModelWalker:
     """Walks a model, its bodies at every depth, collecting structure and expression problems."""
 
@@ -179,6 +162,7 @@ class _ModelWalker:
         self.expressions: list[Problem] = []
         self._open: set[int] = set()  # bodies being walked: one seen again contains itself
         self._max_depth = current_limits().max_depth
+        self._bound_later: frozenset = frozenset()  # see node()
 
     def model(self, model: Model) -> None:
         for graph in self._elements(model, "graphs", ()):
@@ -198,35 +182,40 @@ class _ModelWalker:
             self._elements(node, field, path)
             for field in ("input_ports", "output_ports", "parameters", "functions")
         )
-        inputs = frozenset(p.id for p in input_ports_)
-        scope = _Scope(inputs, inputs | {p.id for p in parameters} | {f.id for f in functions})
-        early = scope.evaluated_early()
+        names = frozenset(item.id for item in (*input_ports_, *parameters, *functions))
+        # A parameter named like a builtin ('input') is read as the node's value (the
+        # allow-list refuses calling it) where modeci-mdf has evaluated it: in the node's
+        # functions, output ports and the parameters listed after it. modeci-mdf orders
+        # parameters counting every builtin's name as known, so one listed before it
+        # would meet the builtin.
+        unbound = frozenset(p.id for p in parameters) & UNSAFE_BUILTINS
         for port in input_ports_:  # text here is data: evaluated only if a bare name reads it
             self.value(
                 input_default(port),
                 path + ("input_ports", port.id, "default_value"),
-                early,
+                names,
                 depth,
                 text_is_data=True,
             )
         for parameter in parameters:
             where = path + ("parameters", parameter.id)
-            self._callable(parameter, where, early, depth)
+            bound, self._bound_later = names - unbound, unbound
+            self._callable(parameter, where, bound, depth)
             conditions = parameter.conditions or ()
             for index, condition in enumerate(conditions if isinstance(conditions, list) else ()):
                 cid = field_of(condition, "id") or index
                 for field in ("test", "value"):
                     self.value(
-                        field_of(condition, field), where + ("conditions", cid, field), early, depth
+                        field_of(condition, field), where + ("conditions", cid, field), bound, depth
                     )
+            unbound -= {parameter.id}
+        self._bound_later = frozenset()
         for function in functions:
-            self._callable(function, path + ("functions", function.id), early, depth)
+            self._callable(function, path + ("functions", function.id), names, depth)
         for port in output_ports:
-            self.value(
-                port.value, path + ("output_ports", port.id, "value"), scope.evaluated_late(), depth
-            )
+            self.value(port.value, path + ("output_ports", port.id, "value"), names, depth)
 
-    def _callable(self, item: Any, where: tuple, early: frozenset, depth: int) -> frozenset:
+    def _callable(self, item: Any, where: tuple, node_names: frozenset, depth: int) -> frozenset:
         """Check a parameter's or function's value fields and args; return its names."""
         args = item.args or {}
         if not isinstance(args, Mapping):
@@ -237,7 +226,7 @@ class _ModelWalker:
                 )
             )
             args = {}
-        names = early | (frozenset(args) - UNSAFE_BUILTINS) if args else early
+        names = node_names | frozenset(args) if args else node_names
         for field in ("value", "default_initial_value", "time_derivative"):
             value = getattr(item, field, None)
             if type(value) not in _NOTHING_TO_CHECK:  # what value() returns at once for
@@ -269,7 +258,7 @@ class _ModelWalker:
         if type(value) in _NOTHING_TO_CHECK:  # most fields
             return
         if isinstance(value, str):
-            reason = expression_refusal(value, names, text_is_data)
+            reason = expression_refusal(value, names, text_is_data, self._bound_later)
             if reason:
                 (self.expressions if _parses(value) else self.mistakes).append(
                     Problem(format_path(path), reason)
@@ -287,7 +276,7 @@ class _ModelWalker:
         while stack:
             item, where = stack.pop()
             if isinstance(item, str):
-                reason = expression_refusal(item, names, text_is_data=True)
+                reason = expression_refusal(item, names, True, self._bound_later)
                 if reason:
                     self.expressions.append(Problem(format_path(where), reason))
             elif isinstance(item, Mapping):

@@ -11,7 +11,10 @@ model document, through :mod:`mdf_loops.validation.rules`) and :func:`mdf_loops.
   take (``initial_state_and_scan_input``), and a required one that is missing;
 * a scan direction other than 0 (forward) and 1 (backward), which a run would
   otherwise read as a direction;
-* a parameter or output port whose value is one name the node does not define;
+* a parameter or output port whose value is one name the node does not define
+  (except the text of a string attribute of an ONNX operator the node calls, a
+  parameter ``"mode": "constant"`` beside ``onnx::Pad``:
+  :func:`mdf_loops.onnx.attributes.is_attribute_text`);
 * a graph written where a node belongs (what stock modeci-mdf's ``pytorch_to_mdf``
   writes for a loop), whose nodes a run would silently leave out (in a loaded model;
   in a file's document: :func:`mdf_loops.model.documents.graphs_as_nodes`).
@@ -29,6 +32,7 @@ from mdf_loops.errors import ModelError, Problem, did_you_mean
 from mdf_loops.model.convention import CONTROL_FLOW_FUNCTIONS, body_graph
 from mdf_loops.model.documents import format_path, graph_as_node, refuse
 from mdf_loops.model.signatures import IfSignature, LoopSignature, ScanSignature
+from mdf_loops.onnx.attributes import is_attribute_text, string_attributes
 from mdf_loops.safety.checks import function_names, known_function
 
 __all__ = [
@@ -163,6 +167,7 @@ def _node(node: Node, path: tuple, problems: list[Problem], open_: set) -> None:
     scope = {str(item.id) for item in named if getattr(item, "id", None) is not None}
     functions = [getattr(item, "function", None) for _, item in calls]
     function = next((f for f in functions if isinstance(f, str)), None)
+    attributes = string_attributes(functions)
     for port in _listed(node.output_ports):
         message = name_problem(getattr(port, "value", None), scope)
         if message:
@@ -182,7 +187,8 @@ def _node(node: Node, path: tuple, problems: list[Problem], open_: set) -> None:
         message = direction_problem(value) if item.id in DIRECTIONS else None
         if message and function == "onnx::Scan":
             problems.append(Problem(format_path(where), message))
-        message = name_problem(value, scope) if field == "parameters" else None
+        is_text = is_attribute_text(item.id, value, attributes, scope | set(args))
+        message = name_problem(value, scope) if field == "parameters" and not is_text else None
         if message:
             problems.append(Problem(format_path(where + ("value",)), message))
         if isinstance(value, (Graph, Mapping)):

@@ -81,6 +81,15 @@ HOOKS: tuple[Hook, ...] = (
         "nothing",
     ),
     Hook(
+        "node_init",
+        f"{_EE}.EvaluableNode",
+        "__init__",
+        "under ONNX semantics the bare text of an ONNX operator's string attribute "
+        '(pytorch_to_mdf\'s "mode": "reflect") is data: the node is built from a copy '
+        "holding it as a one-element list, which the engine does not read as a name",
+        "nothing",
+    ),
+    Hook(
         "graph_init",
         f"{_EE}.EvaluableGraph",
         "__init__",
@@ -165,6 +174,7 @@ _REPLACEMENTS: dict[str, Callable[[], Callable]] = {
     "evaluate_onnx_expr": lambda: _r.evaluate_onnx_expr,
     "parameter_evaluate": lambda: _r.evaluate_parameter,
     "node_evaluate": lambda: _r.evaluate_node,
+    "node_init": lambda: _r.init_node,
     "graph_init": lambda: _r.init_graph,
     "graph_evaluate": lambda: _r.evaluate_graph,
     "print": lambda: _r.engine_print,

@@ -35,6 +35,7 @@ from mdf_loops.model.semantics import (
     onnx_semantics_active,
     onnx_semantics_of,
 )
+from mdf_loops.onnx.attributes import attribute_texts_as_lists
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import current_limits
 
@@ -176,6 +177,14 @@ def evaluate_node(self, *args: Any, **kwargs: Any) -> Any:
     finally:
         _CURRENT_NODE.reset(current)
         pop_frame(frame)
+
+
+def init_node(self, node: Any, *args: Any, **kwargs: Any) -> None:
+    """``EvaluableNode.__init__``; under ONNX semantics the bare text of a string attribute
+    (``"mode": "reflect"`` beside ``onnx::Pad``) is data, as on every other backend."""
+    if onnx_semantics_active():
+        node = attribute_texts_as_lists(node)
+    _stock("node_init")(self, node, *args, **kwargs)
 
 
 def _marked(graph: Any) -> ExitStack:  # for __init__, once per graph
