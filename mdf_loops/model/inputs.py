@@ -16,15 +16,18 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
   written as JSON on the command line are float64 (see ``mdf_loops/cli/io.py``).
 * An input not given takes its ports' ``default_value`` (a constant), typed by the
   same rules; a port without one reads zeros of its ``shape``, as modeci-mdf's engine
-  fills it (:func:`engine_zeros`), with a WARNING naming the inputs. An input must be
-  given when those zeros do not fit what the model declares (a port typed with a
-  free dimension), or its ``reduce`` adds or multiplies (the engine holds nothing).
+  reads it (:func:`engine_zeros`: float zeros where the port's ``reduce`` adds or
+  multiplies, since nothing arrived to add to or multiply), with a WARNING naming the
+  inputs, once per graph object (again after an edit). An input must be given when
+  those zeros do not fit what the model declares (a port typed with a free dimension).
 * Strings, ragged lists and other objects are refused with the input's name.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +37,7 @@ from modeci_mdf.mdf import Graph, InputPort
 
 from mdf_loops.errors import InputError, ModelError, closest_names
 from mdf_loops.model.compat import input_default
+from mdf_loops.model.content import content_version
 
 _log = logging.getLogger(__name__)
 
@@ -246,22 +250,27 @@ def default_input(ports: Iterable[InputPort]) -> tuple[bool, Any]:
 
 
 def _engine_default(ports: list[InputPort]) -> np.ndarray | None:
-    """The zeros modeci-mdf's engine holds at ``ports`` when none has a ``default_value``
-    and one overwrites (the default ``reduce``; the others hold nothing), else None."""
-    if any(input_default(port) is not None for port in ports):
+    """The zeros modeci-mdf's engine reads at ``ports`` when none has a ``default_value``
+    (:func:`engine_zeros` of the first), else None."""
+    if not ports or any(input_default(port) is not None for port in ports):
         return None
-    for port in ports:
-        if (getattr(port, "reduce", None) or "overwrite") == "overwrite":
-            return engine_zeros(port)
-    return None
+    return engine_zeros(ports[0])
 
 
 def engine_zeros(port: InputPort) -> np.ndarray:
-    """What modeci-mdf's ``EvaluableInput`` holds at an input port with no
-    ``default_value`` before anything is sent to it: ``numpy.full(shape, 0)``, ``0.0``
-    for a ``type`` naming a float (a port without a shape: a scalar)."""
+    """What modeci-mdf's ``EvaluableInput`` gives at an input port with no
+    ``default_value`` when nothing is sent to it (a port without a shape: a scalar).
+
+    A port that overwrites (the default ``reduce``) holds ``numpy.full(shape, 0)`` from
+    the start, ``0.0`` for a ``type`` naming a float. A port that adds or multiplies
+    holds nothing until a value arrives, and reads ``numpy.full(shape, 0.0)`` when none
+    did: float zeros whatever its ``type``, for ``multiply`` too (not ones).
+    """
+    shape = tuple(port.shape or ())
+    if (getattr(port, "reduce", None) or "overwrite") != "overwrite":
+        return np.full(shape, 0.0)
     zero = 0.0 if port.type and "float" in port.type else 0
-    return np.full(tuple(port.shape or ()), zero)
+    return np.full(shape, zero)
 
 
 # ---------------------------------------------------------------- the one check
@@ -316,13 +325,33 @@ def check_inputs(
             "for each, or a default_value on its input port"
         )
     if zeros:
-        _log.warning(
-            "graph '%s': inputs %s not given and without a default_value read zeros of "
-            "their ports' shape, as modeci-mdf's engine does; give them to set them",
-            graph.id,
-            sorted(zeros),
-        )
+        _warn_zeros(graph, sorted(zeros))
     return typed
+
+
+#: the graphs warned of inputs that read zeros: the graph's content version then, and
+#: the inputs named (weakly keyed: an entry goes with its graph)
+_WARNED: weakref.WeakKeyDictionary[Graph, tuple[int, tuple[str, ...]]] = weakref.WeakKeyDictionary()
+_WARNED_LOCK = threading.Lock()
+
+
+def _warn_zeros(graph: Graph, names: list[str]) -> None:
+    """The WARNING that ``names`` read zeros, once per graph object (a sweep or a training
+    loop runs one model thousands of times), and again after the graph was edited."""
+    seen = (content_version(graph), tuple(names))
+    with _WARNED_LOCK:
+        try:
+            if _WARNED.get(graph) == seen:
+                return
+            _WARNED[graph] = seen
+        except TypeError:  # not weakly referable: warned each time
+            pass
+    _log.warning(
+        "graph '%s': inputs %s not given and without a default_value read zeros of "
+        "their ports' shape, as modeci-mdf's engine does; give them to set them",
+        graph.id,
+        names,
+    )
 
 
 def _not_given(name: str, ports: list[InputPort], declared: DeclaredInput) -> tuple[str, Any]:
