@@ -15,8 +15,12 @@ from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops, run_plans
 from mdf_loops.backends import BACKENDS, Backend
-from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
-from mdf_loops.caches import CompileCache
+from mdf_loops.backends.onnxruntime.compiled import (
+    CompileError,
+    cached_compile,
+    onnxruntime_message,
+)
+from mdf_loops.caches import CompileCache, input_signature
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.model.content import unchanged_during
 from mdf_loops.model.inputs import check_inputs, graph_input_types
@@ -63,8 +67,9 @@ def run(
         backend: ``"scheduler"`` (node by node through modeci-mdf's ``EvaluableGraph``),
             ``"onnxruntime"`` (one ONNX model, compiled once and cached), ``"jax"`` (one
             ``jax.jit`` function, docs/jax.md), ``"torch"`` (torch operations, eagerly,
-            docs/pytorch.md) or ``"auto"`` (onnxruntime when the model
-            compiles, else the scheduler, with a logged WARNING giving the reason).
+            docs/pytorch.md) or ``"auto"`` (onnxruntime when it runs the model, else
+            the scheduler: a model onnxruntime cannot compile, open a session for or
+            run, with a logged WARNING giving the reason, once per model and input form).
         threads: onnxruntime's intra-op threads (loops of small operations: one).
         external_data_dir: the only folder an ONNX file's external data may be read from;
             without it, only ``trusted`` files read it, from their own folder.
@@ -76,7 +81,7 @@ def run(
     given_limits = (max_iterations, max_total_iterations, max_depth, max_elements)
     plan_key = _plan_key(graph, backend, trusted, threads, given_limits)
     if external_data_dir is None and isinstance(model, Model):
-        outputs = run_plans.replay(model, inputs, plan_key)
+        outputs = _replayed(model, inputs, plan_key)
         if outputs is not None:  # a call repeated: run as the last one ran (run_plans)
             return outputs
     backend, changed = _checked_arguments(backend, given_limits)
@@ -90,6 +95,13 @@ def run(
             stack.enter_context(untrusted_expressions())
         limits = None if trusted else ops.current_limits()
         return _run_checked(_Call(model, graph, backend, threads, limits, plan_key), inputs)
+
+
+def _replayed(model: Model, inputs: Mapping[str, Any] | None, plan_key: tuple) -> dict | None:
+    try:
+        return run_plans.replay(model, inputs, plan_key)
+    except _PassedOver:
+        return None  # auto: onnxruntime failed on these values; the full path decides
 
 
 def _plan_key(graph, backend, trusted, threads, given_limits) -> tuple:
@@ -124,7 +136,20 @@ def planned_runner(
     given_limits = (max_iterations, max_total_iterations, max_depth, max_elements)
     key = _plan_key(graph, backend, trusted, threads, given_limits)
     plan = run_plans.find(model, inputs, key)
-    return None if plan is None else plan.run
+    if plan is None or backend != "auto":
+        return None if plan is None else plan.run
+    limits: dict[str, Any] = dict(zip(_LIMIT_NAMES, given_limits, strict=True))
+    full = functools.partial(run, model, graph=graph, trusted=trusted, threads=threads, **limits)
+    return functools.partial(_or_passed_over, plan.run, full)
+
+
+def _or_passed_over(planned: run_plans.Runner, full: run_plans.Runner, inputs) -> dict:
+    """An ``auto`` plan's outputs, or where onnxruntime fails on these inputs, those of the
+    full path (which passes onnxruntime over, as ``run`` does)."""
+    try:
+        return planned(inputs)
+    except _PassedOver:
+        return full(inputs)
 
 
 def _loaded(model: Model | str | os.PathLike, trusted: bool, external_data_dir) -> Model:
@@ -194,9 +219,42 @@ def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any
     runner = _compiled_runner(call, prepared.target.id, typed)
     if runner is None:
         return _run_scheduler(model, prepared, typed)
-    outputs = runner(typed)
+    try:
+        outputs = runner(typed)
+    except _PassedOver as exc:  # auto: onnxruntime cannot run it; the scheduler may
+        choice = _auto_choice(call, prepared.target.id, typed)
+        _pass_over(model, choice, str(exc), remember=False)
+        outputs = _run_scheduler(model, prepared, typed)  # its error, naming the node, if any
+        choice.passed_over = str(exc)  # the scheduler can: later calls go straight to it
+        return outputs
     run_plans.keep(model, call.plan_key, runner, given, typed)
     return outputs
+
+
+@dataclass
+class _AutoChoice:
+    """Whether ``auto`` passes onnxruntime over for one model (until it is edited), graph,
+    input form, threads and limits, and why (None: onnxruntime runs it)."""
+
+    passed_over: str | None = None
+
+
+_AUTO: CompileCache[_AutoChoice] = CompileCache()
+
+
+def _auto_choice(call: _Call, graph_id: str, typed: dict) -> _AutoChoice:
+    key = (graph_id, call.threads, call.limits, input_signature(typed))
+    return _AUTO.get(call.model, key, _AutoChoice)
+
+
+def _pass_over(model: Model, choice: _AutoChoice, reason: str, remember: bool = True) -> None:
+    """The WARNING that ``auto`` runs ``model`` on the scheduler, once per choice."""
+    if choice.passed_over is None:
+        log.warning(
+            "model '%s' runs on the scheduler, not onnxruntime (slower): %s", model.id, reason
+        )
+    if remember:
+        choice.passed_over = reason
 
 
 def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runner | None:
@@ -213,30 +271,40 @@ def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runne
         return torch_backend.torch_runner(module, call.limits)
     if call.backend == "scheduler":
         return None
+    choice = _auto_choice(call, graph_id, typed) if call.backend == "auto" else None
+    if choice is not None and choice.passed_over is not None:
+        return None  # passed over before, with its WARNING
     try:
         compiled = cached_compile(
             call.model, typed, graph=graph_id, threads=call.threads, limits=call.limits
         )
     except CompileError as exc:
-        if call.backend == "onnxruntime":
+        if choice is None:
             raise
-        log.warning(
-            "model '%s' runs on the scheduler, not onnxruntime (slower): %s", call.model.id, exc
-        )
+        _pass_over(call.model, choice, str(exc))
         return None
-    return functools.partial(_onnxruntime_outputs, compiled, graph_id)
+    return functools.partial(_onnxruntime_outputs, compiled, graph_id, choice is not None)
 
 
-def _onnxruntime_outputs(compiled, graph_id: str, inputs: dict) -> dict[str, Any]:
+class _PassedOver(EvaluationError):
+    """onnxruntime failed to run a model that ``auto`` then runs on the scheduler."""
+
+
+def _onnxruntime_outputs(compiled, graph_id: str, auto: bool, inputs: dict) -> dict[str, Any]:
     try:
         outputs = compiled.run(inputs)
-    except MdfLoopsError:
+    except MdfLoopsError:  # the limits, checked values: every backend's verdict
         raise
-    except Exception as exc:  # onnxruntime's errors name no model element
+    except Exception as exc:  # onnxruntime's own: a kernel it lacks, or one that failed
+        where = f"graph '{graph_id}' (onnxruntime backend)"
+        reason = f"onnxruntime cannot run it: {onnxruntime_message(exc)}"
+        if auto:
+            raise _PassedOver(reason, where) from None
         raise EvaluationError(
-            f"graph '{graph_id}' (onnxruntime backend): {exc}; run with "
-            "backend='scheduler' (--backend scheduler) to find the failing node"
-        ) from exc
+            f"{reason}; backend='auto' or 'scheduler' (--backend on the command line) runs it "
+            "on modeci-mdf's engine, which names the failing node if one fails there too",
+            where,
+        ) from None
     return {name: to_user(value) for name, value in outputs.items()}
 
 
