@@ -15,12 +15,8 @@ from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops, run_plans
 from mdf_loops.backends import BACKENDS, Backend
-from mdf_loops.backends.onnxruntime.compiled import (
-    CompileError,
-    cached_compile,
-    onnxruntime_message,
-)
-from mdf_loops.caches import CompileCache, input_signature
+from mdf_loops.backends.onnxruntime.runner import PassedOver, auto_choice, onnxruntime_runner
+from mdf_loops.caches import CompileCache
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.model.content import unchanged_during
 from mdf_loops.model.inputs import check_inputs, graph_input_types
@@ -100,7 +96,7 @@ def run(
 def _replayed(model: Model, inputs: Mapping[str, Any] | None, plan_key: tuple) -> dict | None:
     try:
         return run_plans.replay(model, inputs, plan_key)
-    except _PassedOver:
+    except PassedOver:
         return None  # auto: onnxruntime failed on these values; the full path decides
 
 
@@ -140,16 +136,26 @@ def planned_runner(
         return None if plan is None else plan.run
     limits: dict[str, Any] = dict(zip(_LIMIT_NAMES, given_limits, strict=True))
     full = functools.partial(run, model, graph=graph, trusted=trusted, threads=threads, **limits)
-    return functools.partial(_or_passed_over, plan.run, full)
+    return _AutoPlan(plan.run, full)
 
 
-def _or_passed_over(planned: run_plans.Runner, full: run_plans.Runner, inputs) -> dict:
-    """An ``auto`` plan's outputs, or where onnxruntime fails on these inputs, those of the
-    full path (which passes onnxruntime over, as ``run`` does)."""
-    try:
-        return planned(inputs)
-    except _PassedOver:
-        return full(inputs)
+class _AutoPlan:
+    """An ``auto`` plan's runner, until onnxruntime fails on some inputs that the full path
+    then runs (passing onnxruntime over, as ``run`` does); the full path from then on."""
+
+    def __init__(self, planned: run_plans.Runner, full: run_plans.Runner) -> None:
+        self.planned: run_plans.Runner | None = planned
+        self.full = full
+
+    def __call__(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        if self.planned is not None:
+            try:
+                return self.planned(inputs)
+            except PassedOver:
+                pass
+        outputs = self.full(inputs)
+        self.planned = None  # the scheduler ran what onnxruntime could not
+        return outputs
 
 
 def _loaded(model: Model | str | os.PathLike, trusted: bool, external_data_dir) -> Model:
@@ -221,40 +227,15 @@ def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any
         return _run_scheduler(model, prepared, typed)
     try:
         outputs = runner(typed)
-    except _PassedOver as exc:  # auto: onnxruntime cannot run it; the scheduler may
-        choice = _auto_choice(call, prepared.target.id, typed)
-        _pass_over(model, choice, str(exc), remember=False)
+    except PassedOver as exc:  # auto: onnxruntime cannot run it; the scheduler may
+        choice = auto_choice(model, prepared.target.id, call.threads, call.limits, typed)
+        choice.warn(model.id, str(exc))
         outputs = _run_scheduler(model, prepared, typed)  # its error, naming the node, if any
-        choice.passed_over = str(exc)  # the scheduler can: later calls go straight to it
+        choice.remember(str(exc))  # the scheduler ran it: later calls go straight there
+        run_plans.forget(model, call.plan_key)
         return outputs
     run_plans.keep(model, call.plan_key, runner, given, typed)
     return outputs
-
-
-@dataclass
-class _AutoChoice:
-    """Whether ``auto`` passes onnxruntime over for one model (until it is edited), graph,
-    input form, threads and limits, and why (None: onnxruntime runs it)."""
-
-    passed_over: str | None = None
-
-
-_AUTO: CompileCache[_AutoChoice] = CompileCache()
-
-
-def _auto_choice(call: _Call, graph_id: str, typed: dict) -> _AutoChoice:
-    key = (graph_id, call.threads, call.limits, input_signature(typed))
-    return _AUTO.get(call.model, key, _AutoChoice)
-
-
-def _pass_over(model: Model, choice: _AutoChoice, reason: str, remember: bool = True) -> None:
-    """The WARNING that ``auto`` runs ``model`` on the scheduler, once per choice."""
-    if choice.passed_over is None:
-        log.warning(
-            "model '%s' runs on the scheduler, not onnxruntime (slower): %s", model.id, reason
-        )
-    if remember:
-        choice.passed_over = reason
 
 
 def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runner | None:
@@ -271,41 +252,9 @@ def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runne
         return torch_backend.torch_runner(module, call.limits)
     if call.backend == "scheduler":
         return None
-    choice = _auto_choice(call, graph_id, typed) if call.backend == "auto" else None
-    if choice is not None and choice.passed_over is not None:
-        return None  # passed over before, with its WARNING
-    try:
-        compiled = cached_compile(
-            call.model, typed, graph=graph_id, threads=call.threads, limits=call.limits
-        )
-    except CompileError as exc:
-        if choice is None:
-            raise
-        _pass_over(call.model, choice, str(exc))
-        return None
-    return functools.partial(_onnxruntime_outputs, compiled, graph_id, choice is not None)
-
-
-class _PassedOver(EvaluationError):
-    """onnxruntime failed to run a model that ``auto`` then runs on the scheduler."""
-
-
-def _onnxruntime_outputs(compiled, graph_id: str, auto: bool, inputs: dict) -> dict[str, Any]:
-    try:
-        outputs = compiled.run(inputs)
-    except MdfLoopsError:  # the limits, checked values: every backend's verdict
-        raise
-    except Exception as exc:  # onnxruntime's own: a kernel it lacks, or one that failed
-        where = f"graph '{graph_id}' (onnxruntime backend)"
-        reason = f"onnxruntime cannot run it: {onnxruntime_message(exc)}"
-        if auto:
-            raise _PassedOver(reason, where) from None
-        raise EvaluationError(
-            f"{reason}; backend='auto' or 'scheduler' (--backend on the command line) runs it "
-            "on modeci-mdf's engine, which names the failing node if one fails there too",
-            where,
-        ) from None
-    return {name: to_user(value) for name, value in outputs.items()}
+    return onnxruntime_runner(
+        call.model, typed, graph_id, call.threads, call.limits, auto=call.backend == "auto"
+    )
 
 
 def _typed_inputs(prepared: _Prepared, inputs: Mapping[str, Any] | None) -> dict:
