@@ -15,7 +15,7 @@ from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops, run_plans
 from mdf_loops.backends import BACKENDS, Backend
-from mdf_loops.backends.onnxruntime.runner import PassedOver, auto_choice, onnxruntime_runner
+from mdf_loops.backends.onnxruntime.runner import _PassedOver, auto_choice, onnxruntime_runner
 from mdf_loops.caches import CompileCache
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.model.content import unchanged_during
@@ -96,7 +96,7 @@ def run(
 def _replayed(model: Model, inputs: Mapping[str, Any] | None, plan_key: tuple) -> dict | None:
     try:
         return run_plans.replay(model, inputs, plan_key)
-    except PassedOver:
+    except _PassedOver:
         return None  # auto: onnxruntime failed on these values; the full path decides
 
 
@@ -151,7 +151,7 @@ class _AutoPlan:
         if self.planned is not None:
             try:
                 return self.planned(inputs)
-            except PassedOver:
+            except _PassedOver:
                 pass
         outputs = self.full(inputs)
         self.planned = None  # the scheduler ran what onnxruntime could not
@@ -227,7 +227,7 @@ def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any
         return _run_scheduler(model, prepared, typed)
     try:
         outputs = runner(typed)
-    except PassedOver as exc:  # auto: onnxruntime cannot run it; the scheduler may
+    except _PassedOver as exc:  # auto: onnxruntime cannot run it; the scheduler may
         choice = auto_choice(model, prepared.target.id, call.threads, call.limits, typed)
         choice.warn(model.id, str(exc))
         outputs = _run_scheduler(model, prepared, typed)  # its error, naming the node, if any

@@ -6,7 +6,7 @@ inputs, or None where ``auto`` runs the call on the scheduler instead. ``auto`` 
 onnxruntime over where onnxruntime cannot run the model: the export or the session fails
 (a :class:`CompileError`: an operator without a kernel at the model's types, say), or
 onnxruntime fails while running it (its LSTM refuses float64 then): the runner raises
-:class:`PassedOver`, ``run`` runs the scheduler, and once the scheduler has run the inputs
+:class:`_PassedOver`, ``run`` runs the scheduler, and once the scheduler has run the inputs
 :meth:`AutoChoice.remember` keeps the choice. A choice is kept per model (until it is
 edited), graph, input form, threads and limits, so its WARNING comes once, and ``auto``
 fails only where the scheduler fails. With ``backend="onnxruntime"`` a failure is one
@@ -34,13 +34,14 @@ from mdf_loops.model.values import to_user
 from mdf_loops.ops.common import Limits
 from mdf_loops.run_plans import Runner
 
-__all__ = ["AutoChoice", "PassedOver", "auto_choice", "onnxruntime_runner"]
+__all__ = ["AutoChoice", "auto_choice", "onnxruntime_runner"]
 
 log = logging.getLogger(__name__)
 
 
-class PassedOver(EvaluationError):
-    """onnxruntime failed to run a model that ``auto`` then runs on the scheduler."""
+class _PassedOver(EvaluationError):
+    """onnxruntime failed to run a model that ``auto`` then runs on the scheduler: raised
+    to ``mdf_loops.run`` alone, which runs the call on the scheduler (never to the user)."""
 
 
 @dataclass
@@ -108,7 +109,7 @@ def _outputs(
         where = f"graph '{graph_id}' (onnxruntime backend)"
         reason = f"onnxruntime cannot run it: {onnxruntime_message(exc)}"
         if auto:
-            raise PassedOver(reason, where) from None
+            raise _PassedOver(reason, where) from None
         raise EvaluationError(
             f"{reason}; backend='auto' or 'scheduler' (--backend on the command line) runs it "
             "on modeci-mdf's engine, which names the failing node if one fails there too",
