@@ -54,6 +54,7 @@ class AutoChoice:
     def warn(self, model_id: str, reason: str) -> None:
         """The WARNING that the model runs on the scheduler, unless this choice gave it."""
         if self.passed_over is None:
+            reason = " ".join(reason.split())  # one line: a ModelError's may span several
             log.warning(
                 "model '%s' runs on the scheduler, not onnxruntime (slower): %s", model_id, reason
             )
