@@ -220,7 +220,7 @@ class _Call:
 def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any]:
     model = call.model
     prepared = _PREPARED.get(model, call.graph, lambda: _prepare(model, call.graph))
-    typed = _typed_inputs(prepared, inputs)
+    typed = _typed_inputs(model, prepared, inputs)
     given = dict(inputs or {})
     runner = _compiled_runner(call, prepared.target.id, typed)
     if runner is None:
@@ -257,11 +257,13 @@ def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runne
     )
 
 
-def _typed_inputs(prepared: _Prepared, inputs: Mapping[str, Any] | None) -> dict:
+def _typed_inputs(model: Model, prepared: _Prepared, inputs: Mapping[str, Any] | None) -> dict:
     """The given inputs and the defaults of the rest, each fitted to its declared type
     (the one check of every entry point: :func:`mdf_loops.model.inputs.check_inputs`)."""
-    interface = prepared.interface
-    return check_inputs(prepared.target, interface.inputs, inputs, prepared.types, prepared.ports)
+    target, interface = prepared.target, prepared.interface
+    return check_inputs(
+        target, interface.inputs, inputs, prepared.types, prepared.ports, model=model
+    )
 
 
 def _run_scheduler(model: Model, prepared: _Prepared, inputs: dict) -> dict[str, Any]:

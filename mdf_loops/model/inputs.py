@@ -18,7 +18,7 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
   same rules; a port without one reads zeros of its ``shape``, as modeci-mdf's engine
   reads it (:func:`engine_zeros`: float zeros where the port's ``reduce`` adds or
   multiplies, since nothing arrived to add to or multiply), with a WARNING naming the
-  inputs, once per graph object (again after an edit). An input must be given when
+  inputs, once per model object (again after an edit). An input must be given when
   those zeros do not fit what the model declares (a port typed with a free dimension).
 * Strings, ragged lists and other objects are refused with the input's name.
 """
@@ -282,6 +282,7 @@ def check_inputs(
     inputs: Any,
     types: Mapping[str, DeclaredInput] | None = None,
     ports: Mapping[str, list[InputPort]] | None = None,
+    model: Any = None,
 ) -> dict[str, Any]:
     """The inputs of ``graph`` as a run takes them: each given value fitted to its declared
     type (:func:`fit_input`), each input not given its ports' default, the same way for
@@ -289,6 +290,8 @@ def check_inputs(
 
     ``interface_inputs`` maps input names to port ids; ``types`` and ``ports`` (from
     :func:`graph_input_types` and :func:`input_ports`) may be passed when already known.
+    The WARNING of inputs read as zeros comes once per ``model`` (the graph's model;
+    without it, per graph object), and again after it was edited.
     Raises :class:`InputError` naming the input: not a mapping, unknown names, a
     missing input, a value of the wrong shape or type.
     """
@@ -325,31 +328,37 @@ def check_inputs(
             "for each, or a default_value on its input port"
         )
     if zeros:
-        _warn_zeros(graph, sorted(zeros))
+        _warn_zeros(graph if model is None else model, graph.id, sorted(zeros))
     return typed
 
 
-#: the graphs warned of inputs that read zeros: the graph's content version then, and
-#: the inputs named (weakly keyed: an entry goes with its graph)
-_WARNED: weakref.WeakKeyDictionary[Graph, tuple[int, tuple[str, ...]]] = weakref.WeakKeyDictionary()
+#: the models (or graphs) warned of inputs that read zeros: the content version then,
+#: and the graph and inputs named (weakly keyed: an entry goes with its model)
+_WARNED: weakref.WeakKeyDictionary[Any, tuple[int, str, tuple[str, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
 _WARNED_LOCK = threading.Lock()
 
 
-def _warn_zeros(graph: Graph, names: list[str]) -> None:
-    """The WARNING that ``names`` read zeros, once per graph object (a sweep or a training
-    loop runs one model thousands of times), and again after the graph was edited."""
-    seen = (content_version(graph), tuple(names))
+def _warn_zeros(owner: Any, graph_id: str, names: list[str]) -> None:
+    """The WARNING that ``names`` read zeros, once per model object (a sweep or a training
+    loop runs one model thousands of times), and again after the model was edited.
+
+    ``mdf_loops.run`` compares the model with its snapshot once per call already, so the
+    version costs a lookup there; a graph (``owner`` without a model) gets a snapshot of
+    its own."""
+    seen = (content_version(owner), graph_id, tuple(names))
     with _WARNED_LOCK:
         try:
-            if _WARNED.get(graph) == seen:
+            if _WARNED.get(owner) == seen:
                 return
-            _WARNED[graph] = seen
+            _WARNED[owner] = seen
         except TypeError:  # not weakly referable: warned each time
             pass
     _log.warning(
         "graph '%s': inputs %s not given and without a default_value read zeros of "
         "their ports' shape, as modeci-mdf's engine does; give them to set them",
-        graph.id,
+        graph_id,
         names,
     )
 

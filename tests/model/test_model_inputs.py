@@ -25,6 +25,7 @@ from stock_runner import describe
 
 import mdf_loops
 from mdf_loops.errors import InputError
+from mdf_loops.model.inputs import check_inputs
 
 RUNNER = Path(__file__).resolve().parents[1] / "stock_runner.py"
 
@@ -200,6 +201,10 @@ def test_the_warning_of_inputs_read_as_zeros_comes_once_per_model(caplog):
         model.graphs[0].nodes[0].parameters[0].value = 4  # an edit: k = 4
         assert mdf_loops.run(model, backend="scheduler")["a.out"].tolist() == [1.0, 1.0]
         assert len(warnings()) == 3
+        graph = model.graphs[0]  # the one check of other entry points: once per graph
+        for _ in range(2):
+            check_inputs(graph, {"x": "x"}, {})
+        assert len(warnings()) == 4
     assert warnings()[0] == (
         "graph 'g': inputs ['x'] not given and without a default_value read zeros of their "
         "ports' shape, as modeci-mdf's engine does; give them to set them"
