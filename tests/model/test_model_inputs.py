@@ -25,6 +25,7 @@ from stock_runner import describe
 
 import mdf_loops
 from mdf_loops.errors import InputError
+from mdf_loops.model.compat import INPUT_DEFAULTS
 from mdf_loops.model.inputs import check_inputs
 
 RUNNER = Path(__file__).resolve().parents[1] / "stock_runner.py"
@@ -70,9 +71,11 @@ def _stock(paths: dict[str, Path], folder: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def stock_and_files(tmp_path_factory):
+    """Stock's outputs for every model of this file (one subprocess: about 3 s)."""
     folder = tmp_path_factory.mktemp("engine_zeros")
     paths = {}
-    for name, model in _models().items():
+    models = {**_models(), **(_reducing_models() if INPUT_DEFAULTS else {})}
+    for name, model in models.items():
         paths[name] = folder / f"{name}.json"
         model.to_json_file(str(paths[name]))
     return _stock(paths, folder), paths
@@ -150,21 +153,13 @@ def _reducing_models() -> dict[str, Model]:
     }
 
 
-@pytest.fixture(scope="module")
-def stock_reducing(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("reducing_zeros")
-    paths = {}
-    for name, model in _reducing_models().items():
-        paths[name] = folder / f"{name}.json"
-        model.to_json_file(str(paths[name]))
-    return _stock(paths, folder), paths
-
-
 @needs_input_port_fields  # InputPort.reduce is a field from modeci-mdf 0.4.14
-@pytest.mark.parametrize("backend", ["auto", "scheduler", "onnxruntime"])
+@pytest.mark.parametrize("backend", ["auto", "scheduler", "onnxruntime", "jax", "torch"])
 @pytest.mark.parametrize("name", ["add_zeros", "multiply_zeros", "unfed_event_port"])
-def test_a_reducing_input_no_edge_feeds_reads_stock_float_zeros(stock_reducing, name, backend):
-    stock, paths = stock_reducing
+def test_a_reducing_input_no_edge_feeds_reads_stock_float_zeros(stock_and_files, name, backend):
+    if backend in ("jax", "torch"):
+        pytest.importorskip(backend)
+    stock, paths = stock_and_files
     record = stock[f"file:{paths[name]}"]
     assert record["error"] is None, record["error"]
     expected = record["steps"][0]["outputs"]
