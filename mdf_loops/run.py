@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -29,8 +28,6 @@ from mdf_loops.safety.onnx_files import onnx_file_access
 from mdf_loops.validation.gate import verify_model
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
-
-log = logging.getLogger(__name__)
 
 
 def run(
