@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -15,7 +14,7 @@ from modeci_mdf.mdf import Graph, Model
 
 from mdf_loops import ops, run_plans
 from mdf_loops.backends import BACKENDS, Backend
-from mdf_loops.backends.onnxruntime.compiled import CompileError, cached_compile
+from mdf_loops.backends.onnxruntime.runner import _PassedOver, auto_choice, onnxruntime_runner
 from mdf_loops.caches import CompileCache
 from mdf_loops.errors import EvaluationError, MdfLoopsError, ModelError
 from mdf_loops.model.content import unchanged_during
@@ -29,8 +28,6 @@ from mdf_loops.safety.onnx_files import onnx_file_access
 from mdf_loops.validation.gate import verify_model
 
 __all__ = ["run", "load_model", "GraphInterface", "graph_interface", "BACKENDS"]
-
-log = logging.getLogger(__name__)
 
 
 def run(
@@ -63,8 +60,9 @@ def run(
         backend: ``"scheduler"`` (node by node through modeci-mdf's ``EvaluableGraph``),
             ``"onnxruntime"`` (one ONNX model, compiled once and cached), ``"jax"`` (one
             ``jax.jit`` function, docs/jax.md), ``"torch"`` (torch operations, eagerly,
-            docs/pytorch.md) or ``"auto"`` (onnxruntime when the model
-            compiles, else the scheduler, with a logged WARNING giving the reason).
+            docs/pytorch.md) or ``"auto"`` (onnxruntime when it runs the model, else
+            the scheduler: a model onnxruntime cannot compile, open a session for or
+            run, with a logged WARNING giving the reason, once per model and input form).
         threads: onnxruntime's intra-op threads (loops of small operations: one).
         external_data_dir: the only folder an ONNX file's external data may be read from;
             without it, only ``trusted`` files read it, from their own folder.
@@ -76,7 +74,7 @@ def run(
     given_limits = (max_iterations, max_total_iterations, max_depth, max_elements)
     plan_key = _plan_key(graph, backend, trusted, threads, given_limits)
     if external_data_dir is None and isinstance(model, Model):
-        outputs = run_plans.replay(model, inputs, plan_key)
+        outputs = _replayed(model, inputs, plan_key)
         if outputs is not None:  # a call repeated: run as the last one ran (run_plans)
             return outputs
     backend, changed = _checked_arguments(backend, given_limits)
@@ -90,6 +88,13 @@ def run(
             stack.enter_context(untrusted_expressions())
         limits = None if trusted else ops.current_limits()
         return _run_checked(_Call(model, graph, backend, threads, limits, plan_key), inputs)
+
+
+def _replayed(model: Model, inputs: Mapping[str, Any] | None, plan_key: tuple) -> dict | None:
+    try:
+        return run_plans.replay(model, inputs, plan_key)
+    except _PassedOver:
+        return None  # auto: onnxruntime failed on these values; the full path decides
 
 
 def _plan_key(graph, backend, trusted, threads, given_limits) -> tuple:
@@ -124,7 +129,30 @@ def planned_runner(
     given_limits = (max_iterations, max_total_iterations, max_depth, max_elements)
     key = _plan_key(graph, backend, trusted, threads, given_limits)
     plan = run_plans.find(model, inputs, key)
-    return None if plan is None else plan.run
+    if plan is None or backend != "auto":
+        return None if plan is None else plan.run
+    limits: dict[str, Any] = dict(zip(_LIMIT_NAMES, given_limits, strict=True))
+    full = functools.partial(run, model, graph=graph, trusted=trusted, threads=threads, **limits)
+    return _AutoPlan(plan.run, full)
+
+
+class _AutoPlan:
+    """An ``auto`` plan's runner, until onnxruntime fails on some inputs that the full path
+    then runs (passing onnxruntime over, as ``run`` does); the full path from then on."""
+
+    def __init__(self, planned: run_plans.Runner, full: run_plans.Runner) -> None:
+        self.planned: run_plans.Runner | None = planned
+        self.full = full
+
+    def __call__(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        if self.planned is not None:
+            try:
+                return self.planned(inputs)
+            except _PassedOver:
+                pass
+        outputs = self.full(inputs)
+        self.planned = None  # the scheduler ran what onnxruntime could not
+        return outputs
 
 
 def _loaded(model: Model | str | os.PathLike, trusted: bool, external_data_dir) -> Model:
@@ -189,12 +217,20 @@ class _Call:
 def _run_checked(call: _Call, inputs: Mapping[str, Any] | None) -> dict[str, Any]:
     model = call.model
     prepared = _PREPARED.get(model, call.graph, lambda: _prepare(model, call.graph))
-    typed = _typed_inputs(prepared, inputs)
+    typed = _typed_inputs(model, prepared, inputs)
     given = dict(inputs or {})
     runner = _compiled_runner(call, prepared.target.id, typed)
     if runner is None:
         return _run_scheduler(model, prepared, typed)
-    outputs = runner(typed)
+    try:
+        outputs = runner(typed)
+    except _PassedOver as exc:  # auto: onnxruntime cannot run it; the scheduler may
+        choice = auto_choice(model, prepared.target.id, call.threads, call.limits, typed)
+        choice.warn(model.id, str(exc))
+        outputs = _run_scheduler(model, prepared, typed)  # its error, naming the node, if any
+        choice.remember(str(exc))  # the scheduler ran it: later calls go straight there
+        run_plans.forget(model, call.plan_key)
+        return outputs
     run_plans.keep(model, call.plan_key, runner, given, typed)
     return outputs
 
@@ -213,38 +249,18 @@ def _compiled_runner(call: _Call, graph_id: str, typed: dict) -> run_plans.Runne
         return torch_backend.torch_runner(module, call.limits)
     if call.backend == "scheduler":
         return None
-    try:
-        compiled = cached_compile(
-            call.model, typed, graph=graph_id, threads=call.threads, limits=call.limits
-        )
-    except CompileError as exc:
-        if call.backend == "onnxruntime":
-            raise
-        log.warning(
-            "model '%s' runs on the scheduler, not onnxruntime (slower): %s", call.model.id, exc
-        )
-        return None
-    return functools.partial(_onnxruntime_outputs, compiled, graph_id)
+    return onnxruntime_runner(
+        call.model, typed, graph_id, call.threads, call.limits, auto=call.backend == "auto"
+    )
 
 
-def _onnxruntime_outputs(compiled, graph_id: str, inputs: dict) -> dict[str, Any]:
-    try:
-        outputs = compiled.run(inputs)
-    except MdfLoopsError:
-        raise
-    except Exception as exc:  # onnxruntime's errors name no model element
-        raise EvaluationError(
-            f"graph '{graph_id}' (onnxruntime backend): {exc}; run with "
-            "backend='scheduler' (--backend scheduler) to find the failing node"
-        ) from exc
-    return {name: to_user(value) for name, value in outputs.items()}
-
-
-def _typed_inputs(prepared: _Prepared, inputs: Mapping[str, Any] | None) -> dict:
+def _typed_inputs(model: Model, prepared: _Prepared, inputs: Mapping[str, Any] | None) -> dict:
     """The given inputs and the defaults of the rest, each fitted to its declared type
     (the one check of every entry point: :func:`mdf_loops.model.inputs.check_inputs`)."""
-    interface = prepared.interface
-    return check_inputs(prepared.target, interface.inputs, inputs, prepared.types, prepared.ports)
+    target, interface = prepared.target, prepared.interface
+    return check_inputs(
+        target, interface.inputs, inputs, prepared.types, prepared.ports, model=model
+    )
 
 
 def _run_scheduler(model: Model, prepared: _Prepared, inputs: dict) -> dict[str, Any]:

@@ -53,7 +53,7 @@ import numpy as np
 from mdf_loops.caches import CompileCache
 from mdf_loops.model.content import edit_test
 
-__all__ = ["Dispatching", "Plan", "find", "keep", "replay"]
+__all__ = ["Dispatching", "Plan", "find", "forget", "keep", "replay"]
 
 Runner = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -239,6 +239,17 @@ def keep(
         kept = _PLANS.kept[id(model)] = _Kept(weakref.ref(model, _forget(id(model))), still)
     kept.plans[key] = plan
     kept.last = (key, plan)
+
+
+def forget(model: Any, key: Hashable) -> None:
+    """Drop the plan of ``model`` for the arguments and limits of ``key``: its runner no
+    longer answers for the call (``auto`` passed onnxruntime over for it)."""
+    kept = _PLANS.kept.get(id(model))
+    if kept is None or kept.model() is not model:
+        return
+    kept.plans.pop(key, None)
+    if kept.last is not None and kept.last[0] == key:
+        kept.last = None
 
 
 def _forget(number: int) -> Callable[[weakref.ref], None]:

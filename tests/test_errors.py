@@ -448,7 +448,8 @@ def test_auto_falls_back_at_compile_time_with_a_warning_giving_the_reason(caplog
     assert "runs" in warnings[0].getMessage().split(":", 1)[1]  # the reason names the parameter
 
 
-def test_auto_does_not_rerun_after_a_failure_on_onnxruntime(monkeypatch):
+def test_auto_reruns_on_the_scheduler_after_a_failure_on_onnxruntime_and_gives_its_error(
+        monkeypatch, caplog):
     import importlib
 
     run_module = importlib.import_module("mdf_loops.run")
@@ -457,13 +458,20 @@ def test_auto_does_not_rerun_after_a_failure_on_onnxruntime(monkeypatch):
     def fail(self, inputs):
         raise RuntimeError("onnxruntime failed")
 
-    def never(*args):
-        raise AssertionError("the scheduler must not rerun the model")
+    def scheduler_fails(*args):
+        raise mdf_loops.errors.EvaluationError("the scheduler's own error", "node 'counter'")
 
     monkeypatch.setattr(CompiledModel, "run", fail)
-    monkeypatch.setattr(run_module, "_run_scheduler", never)
-    with pytest.raises(mdf_loops.errors.EvaluationError, match="onnxruntime failed.*backend='scheduler'"):
+    with caplog.at_level(logging.WARNING, logger="mdf_loops"):
+        assert float(mdf_loops.run(_counting_loop(True), {"n": 2})["counter.total"]) == 2.0
+    assert "onnxruntime cannot run it: onnxruntime failed" in caplog.text
+    monkeypatch.setattr(run_module, "_run_scheduler", scheduler_fails)
+    with pytest.raises(mdf_loops.errors.EvaluationError, match="node 'counter': the scheduler's"):
         mdf_loops.run(_counting_loop(True), {"n": 2})
+    with pytest.raises(mdf_loops.errors.EvaluationError,
+                       match="onnxruntime failed; backend='auto' or 'scheduler'") as info:
+        mdf_loops.run(_counting_loop(True), {"n": 2}, backend="onnxruntime")
+    assert info.value.__suppress_context__  # no traceback of onnxruntime's under ours
 
 
 @pytest.mark.parametrize("declaration", [{"tensorType": {"elemType": "A"}},

@@ -16,15 +16,18 @@ One set of rules for :func:`mdf_loops.run` and the ``mdf-loops`` command line:
   written as JSON on the command line are float64 (see ``mdf_loops/cli/io.py``).
 * An input not given takes its ports' ``default_value`` (a constant), typed by the
   same rules; a port without one reads zeros of its ``shape``, as modeci-mdf's engine
-  fills it (:func:`engine_zeros`), with a WARNING naming the inputs. An input must be
-  given when those zeros do not fit what the model declares (a port typed with a
-  free dimension), or its ``reduce`` adds or multiplies (the engine holds nothing).
+  reads it (:func:`engine_zeros`: float zeros where the port's ``reduce`` adds or
+  multiplies, since nothing arrived to add to or multiply), with a WARNING naming the
+  inputs, once per model object (again after an edit). An input must be given when
+  those zeros do not fit what the model declares (a port typed with a free dimension).
 * Strings, ragged lists and other objects are refused with the input's name.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +37,7 @@ from modeci_mdf.mdf import Graph, InputPort
 
 from mdf_loops.errors import InputError, ModelError, closest_names
 from mdf_loops.model.compat import input_default
+from mdf_loops.model.content import content_version
 
 _log = logging.getLogger(__name__)
 
@@ -246,22 +250,27 @@ def default_input(ports: Iterable[InputPort]) -> tuple[bool, Any]:
 
 
 def _engine_default(ports: list[InputPort]) -> np.ndarray | None:
-    """The zeros modeci-mdf's engine holds at ``ports`` when none has a ``default_value``
-    and one overwrites (the default ``reduce``; the others hold nothing), else None."""
-    if any(input_default(port) is not None for port in ports):
+    """The zeros modeci-mdf's engine reads at ``ports`` when none has a ``default_value``
+    (:func:`engine_zeros` of the first), else None."""
+    if not ports or any(input_default(port) is not None for port in ports):
         return None
-    for port in ports:
-        if (getattr(port, "reduce", None) or "overwrite") == "overwrite":
-            return engine_zeros(port)
-    return None
+    return engine_zeros(ports[0])
 
 
 def engine_zeros(port: InputPort) -> np.ndarray:
-    """What modeci-mdf's ``EvaluableInput`` holds at an input port with no
-    ``default_value`` before anything is sent to it: ``numpy.full(shape, 0)``, ``0.0``
-    for a ``type`` naming a float (a port without a shape: a scalar)."""
+    """What modeci-mdf's ``EvaluableInput`` gives at an input port with no
+    ``default_value`` when nothing is sent to it (a port without a shape: a scalar).
+
+    A port that overwrites (the default ``reduce``) holds ``numpy.full(shape, 0)`` from
+    the start, ``0.0`` for a ``type`` naming a float. A port that adds or multiplies
+    holds nothing until a value arrives, and reads ``numpy.full(shape, 0.0)`` when none
+    did: float zeros whatever its ``type``, for ``multiply`` too (not ones).
+    """
+    shape = tuple(port.shape or ())
+    if (getattr(port, "reduce", None) or "overwrite") != "overwrite":
+        return np.full(shape, 0.0)
     zero = 0.0 if port.type and "float" in port.type else 0
-    return np.full(tuple(port.shape or ()), zero)
+    return np.full(shape, zero)
 
 
 # ---------------------------------------------------------------- the one check
@@ -273,6 +282,7 @@ def check_inputs(
     inputs: Any,
     types: Mapping[str, DeclaredInput] | None = None,
     ports: Mapping[str, list[InputPort]] | None = None,
+    model: Any = None,
 ) -> dict[str, Any]:
     """The inputs of ``graph`` as a run takes them: each given value fitted to its declared
     type (:func:`fit_input`), each input not given its ports' default, the same way for
@@ -280,6 +290,8 @@ def check_inputs(
 
     ``interface_inputs`` maps input names to port ids; ``types`` and ``ports`` (from
     :func:`graph_input_types` and :func:`input_ports`) may be passed when already known.
+    The WARNING of inputs read as zeros comes once per ``model`` (the graph's model;
+    without it, per graph object), and again after it was edited.
     Raises :class:`InputError` naming the input: not a mapping, unknown names, a
     missing input, a value of the wrong shape or type.
     """
@@ -316,13 +328,39 @@ def check_inputs(
             "for each, or a default_value on its input port"
         )
     if zeros:
-        _log.warning(
-            "graph '%s': inputs %s not given and without a default_value read zeros of "
-            "their ports' shape, as modeci-mdf's engine does; give them to set them",
-            graph.id,
-            sorted(zeros),
-        )
+        _warn_zeros(graph if model is None else model, graph.id, sorted(zeros))
     return typed
+
+
+#: the models (or graphs) warned of inputs that read zeros: the content version then,
+#: and the graph and inputs named (weakly keyed: an entry goes with its model)
+_WARNED: weakref.WeakKeyDictionary[Any, tuple[int, str, tuple[str, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+_WARNED_LOCK = threading.Lock()
+
+
+def _warn_zeros(owner: Any, graph_id: str, names: list[str]) -> None:
+    """The WARNING that ``names`` read zeros, once per model object (a sweep or a training
+    loop runs one model thousands of times), and again after the model was edited.
+
+    ``mdf_loops.run`` compares the model with its snapshot once per call already, so the
+    version costs a lookup there; a graph (``owner`` without a model) gets a snapshot of
+    its own."""
+    seen = (content_version(owner), graph_id, tuple(names))
+    with _WARNED_LOCK:
+        try:
+            if _WARNED.get(owner) == seen:
+                return
+            _WARNED[owner] = seen
+        except TypeError:  # not weakly referable: warned each time
+            pass
+    _log.warning(
+        "graph '%s': inputs %s not given and without a default_value read zeros of "
+        "their ports' shape, as modeci-mdf's engine does; give them to set them",
+        graph_id,
+        names,
+    )
 
 
 def _not_given(name: str, ports: list[InputPort], declared: DeclaredInput) -> tuple[str, Any]:

@@ -37,7 +37,14 @@ from mdf_loops.onnx.ort_safe import make_safe
 from mdf_loops.ops.common import Limits, how_to_raise
 from mdf_loops.ops.loop import not_one_boolean
 
-__all__ = ["CompiledModel", "compile_model", "cached_compile", "clear_compiled", "CompileError"]
+__all__ = [
+    "CompiledModel",
+    "compile_model",
+    "cached_compile",
+    "clear_compiled",
+    "CompileError",
+    "onnxruntime_message",
+]
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +155,24 @@ def compile_model(
         runnable, flags = guard_model(runnable, limits, result.labels)
         runnable, totals = count_total(runnable, limits.max_total_iterations, result.labels)
         flags.update(totals)
+    session, arena = _session(runnable, exported.graph.name, threads, limits)
+    return CompiledModel(
+        exported,
+        session,
+        tuple(i.name for i in runnable.graph.input),  # session.get_inputs() omits defaulted ones
+        tuple(o.name for o in session.get_outputs()),
+        limits,
+        flags,
+        planned,
+        arena,
+    )
+
+
+def _session(
+    runnable: onnx.ModelProto, graph_id: str, threads: int | None, limits: Limits | None
+) -> tuple[ort.InferenceSession, int | None]:
+    """onnxruntime's session for ``runnable``, and the capped arena it allocates from (with
+    ``limits``); :class:`CompileError` where onnxruntime cannot open one."""
     options = ort.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads
@@ -159,17 +184,17 @@ def compile_model(
             runnable.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/NotImplemented
-        raise CompileError(f"onnxruntime refuses the exported model: {exc}") from exc
-    return CompiledModel(
-        exported,
-        session,
-        tuple(i.name for i in runnable.graph.input),  # session.get_inputs() omits defaulted ones
-        tuple(o.name for o in session.get_outputs()),
-        limits,
-        flags,
-        planned,
-        arena,
-    )
+        raise CompileError(  # (its operator lacks a kernel for these types, most often)
+            f"graph '{graph_id}': onnxruntime cannot open a session for it: "
+            f"{onnxruntime_message(exc)}; backend='auto' or 'scheduler' (--backend on the "
+            "command line) runs it on modeci-mdf's engine"
+        ) from None
+    return session, arena
+
+
+def onnxruntime_message(exc: BaseException) -> str:
+    """onnxruntime's message of ``exc`` on one line (its kernels' messages span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _exported(model: Model, graph: str | None, example_inputs, limits: Limits | None):
