@@ -29,6 +29,7 @@ import numpy as np
 
 from mdf_loops.caches import by_text
 from mdf_loops.errors import did_you_mean
+from mdf_loops.model.references import id_refusal, referenced_id
 from mdf_loops.safety.literal_sizes import (
     SIZED_CONSTRUCTORS,
     allocation_refusal,
@@ -146,9 +147,19 @@ def expression_refusal(text: str, names: frozenset, text_is_data: bool = False) 
 
     ``names`` are the names the node binds for this expression. With
     ``text_is_data`` (an input port's default value, evaluated only when a bare
-    name reads it) text that is not an expression is accepted as data.
+    name reads it) text that is not an expression is accepted as data. Text that is
+    exactly the id of a name the node binds is that value
+    (:func:`~mdf_loops.model.references.referenced_id`).
     """
-    return _ExpressionCheck(names, text_is_data).refusal(text)
+    if referenced_id(text, names) is not None:
+        return None
+    return _with_id_advice(_ExpressionCheck(names, text_is_data).refusal(text), text, names)
+
+
+def _with_id_advice(refusal: str | None, text: str, names: frozenset) -> str | None:
+    """``refusal`` with what to do when ``text`` holds an id that is not a Python name."""
+    advice = id_refusal(text, names) if refusal else None
+    return f"{refusal}; {advice}" if advice else refusal
 
 
 class _ExpressionCheck:
