@@ -1,4 +1,5 @@
-"""mdf_loops/model/references.py: an expression that is exactly an id is that value, as stock reads it.
+"""mdf_loops/model/references.py: an expression that is exactly an id is that value, as stock
+reads it.
 
 modeci-mdf's own ONNX importer (``modeci_mdf.interfaces.onnx.onnx_to_mdf``) names nodes
 and parameters by ONNX node names (``/A/Add``) and writes an output port
@@ -92,6 +93,7 @@ def _node(parameters: dict, outputs: dict, inputs: dict | None = None) -> dict:
 
 
 ADD = {"function": "onnx::Add", "args": {"A": "x", "B": "x"}}
+MUL_BY_A_B = {"function": "onnx::Mul", "args": {"A": "a b", "B": "x"}}
 #: hand-written models stock runs: ids that are no Python names, read only whole
 RUNS = {
     "port_reads_input": _hand_written({"n 1": _node({}, {"o": "/x"}, {"/x": {"shape": [2]}})}),
@@ -110,7 +112,7 @@ REFUSED = {
         "modeci-mdf's engine reads a parameter's expressions as Python to order them",
     ),
     "argument_reads_an_id": (
-        _hand_written({"/A": _node({"a b": {"value": 2}, "y": {**ADD, "args": {"A": "a b", "B": "x"}}}, {"o": "y"})}),
+        _hand_written({"/A": _node({"a b": {"value": 2}, "y": MUL_BY_A_B}, {"o": "y"})}),
         "'a b' is an id but not a Python name, and modeci-mdf's engine",
     ),
 }
@@ -162,7 +164,7 @@ def test_run_gives_stocks_answer(files, stock, name, backend):
 @pytest.mark.parametrize("backend", ["scheduler", "onnxruntime", "auto"])
 def test_run_gives_onnxruntimes_answer_on_the_original_model(files, backend):
     session = onnxruntime.InferenceSession(str(files["onnx"]), providers=["CPUExecutionProvider"])
-    expected = dict(zip(OUTPUTS, session.run(list(OUTPUTS), {"input": INPUT})))
+    expected = dict(zip(OUTPUTS, session.run(list(OUTPUTS), {"input": INPUT}), strict=True))
     ours = mdf_loops.run(files["importer"], {"input": INPUT}, backend=backend)
     assert sorted(ours) == sorted(OUTPUTS.values())  # '/D/Cos._D_Cos_output_0', as stock's
     for onnx_name, name in OUTPUTS.items():
@@ -175,8 +177,9 @@ def test_the_export_names_the_value_the_reference_names(files, tmp_path):
     original = onnxruntime.InferenceSession(str(files["onnx"]), providers=["CPUExecutionProvider"])
     ours = onnxruntime.InferenceSession(str(exported), providers=["CPUExecutionProvider"])
     assert sorted(o.name for o in ours.get_outputs()) == sorted(OUTPUTS.values())
-    expected = dict(zip(OUTPUTS, original.run(list(OUTPUTS), {"input": INPUT})))
-    got = dict(zip(OUTPUTS.values(), ours.run(list(OUTPUTS.values()), {"input": INPUT})))
+    expected = dict(zip(OUTPUTS, original.run(list(OUTPUTS), {"input": INPUT}), strict=True))
+    names = list(OUTPUTS.values())
+    got = dict(zip(names, ours.run(names, {"input": INPUT}), strict=True))
     for onnx_name, name in OUTPUTS.items():
         np.testing.assert_allclose(got[name], expected[onnx_name], rtol=1e-12)
 
@@ -189,10 +192,18 @@ def test_what_stock_cannot_run_is_refused_the_same_by_validate_and_run(files, st
     for backend in ("scheduler", "onnxruntime", "auto"):
         for trusted in (False, True):
             if "inside" in name and trusted:
-                continue  # the allow-list applies to a model not trusted
+                continue  # the allow-list applies to a model not trusted: below
             with pytest.raises(ModelError) as caught:
                 mdf_loops.run(files[name], backend=backend, trusted=trusted)
             assert str(problem) in str(caught.value)
+
+
+def test_a_trusted_run_of_an_id_inside_an_expression_fails_naming_it(files):
+    path = files["id_inside_an_expression"]
+    with pytest.raises(MdfLoopsError, match="'/A/Add' is an id but not a Python name"):
+        mdf_loops.run(path, backend="onnxruntime", trusted=True)
+    with pytest.raises(MdfLoopsError, match=r"node '/A'.*/A/Add \+ 1"):  # stock's own words
+        mdf_loops.run(path, backend="scheduler", trusted=True)
 
 
 @pytest.mark.parametrize("bad_id", ["a.b", ""])
