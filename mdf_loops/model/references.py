@@ -83,8 +83,8 @@ def parameter_reference_refusal(expression: Any, scope: Container[str]) -> str |
     ``'/A/Add'`` (a ValueError or SyntaxError before anything runs).
     """
     name = referenced_id(expression, scope)
-    if name is None or is_python_name(name):
-        return None
+    if name is None or is_python_name(name) or id_problem(name):
+        return None  # an id that is no id at all is reported where it is defined
     return (
         f"'{name}' is an id but not a Python name, and modeci-mdf's engine reads a "
         "parameter's expressions as Python to order them (it cannot build this node); "

@@ -25,7 +25,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 import mdf_loops
 from mdf_loops.errors import MdfLoopsError, ModelError
-from mdf_loops.model.references import ids_inside, is_python_name, referenced_id
+from mdf_loops.model.references import (
+    id_problem,
+    ids_inside,
+    is_python_name,
+    parameter_reference_refusal,
+    referenced_id,
+)
 
 RUNNER = Path(__file__).resolve().parents[1] / "stock_runner.py"
 INPUT = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
@@ -146,6 +152,7 @@ def test_the_importer_writes_the_construct(files):
     assert {"/A/Add", "/B/Mul", "/C/Sin", "/D/Cos"} <= set(nodes)
     assert nodes["/A/Add"]["output_ports"]["_A_Add_output_0"] == {"value": "/A/Add"}
     assert "/A/Add" in nodes["/A/Add"]["parameters"]
+    assert mdf_loops.validate(mdf_loops.load_model(files["importer"])) == []
 
 
 @pytest.mark.parametrize("backend", ["scheduler", "onnxruntime", "auto"])
@@ -234,6 +241,18 @@ def test_a_reference_is_the_text_exactly():
     assert [is_python_name(t) for t in ("x", "/A", "if", "é")] == [True, False, False, False]
     assert ids_inside("/A/Add + x * 2x", scope) == ["/A/Add", "2x"]
     assert ids_inside("/A/Add", scope) == []  # whole: a reference, not a piece
+
+
+def test_what_no_id_can_be_and_where_a_reference_cannot_stand():
+    assert id_problem("/A/Add") is None and id_problem("a b") is None
+    assert all("is not an id" in str(id_problem(bad)) for bad in ("x.3", ""))
+    scope = {"/A/Add", "x", "x.3"}
+    assert str(parameter_reference_refusal("/A/Add", scope)).startswith(
+        "'/A/Add' is an id but not a Python name, and modeci-mdf's engine"
+    )
+    assert parameter_reference_refusal("x", scope) is None
+    assert parameter_reference_refusal("/A/Mul", scope) is None  # no reference
+    assert parameter_reference_refusal("x.3", scope) is None  # reported where it is defined
 
 
 def test_simulate_gives_stocks_answer_where_only_stateless_ids_are_no_python_names(tmp_path):
