@@ -8,10 +8,12 @@ names nodes and parameters by ONNX node names (``/A/Add``) and writes an output 
 ``{"value": "/A/Add"}``. An id that is not a Python name can be named only so: inside
 a larger expression (``/A/Add + 1``) it is Python's syntax, not a name.
 
-Every consumer asks :func:`referenced_id` (the allow-list, the untrusted evaluator, the
-scheduler's expression evaluator, the ONNX exporter, validation), so the rule is
-stated once. An id holds no ``'.'``: ``node.port`` names an output and an edge's ends
-(the JSON Schema refuses it, :func:`id_refusal`).
+Every consumer asks :func:`referenced_id` (the allow-list, which validation and the
+safety checks apply; the scheduler's expression evaluator, trusted or not; the ONNX
+exporter, which the compiled backends start from), so the rule is stated once. Where
+stock's engine cannot read such a reference (a parameter's fields) and which ids no
+element can hold (empty, or with ``'.'``, which splits ``node.port``) are stated here
+too: :func:`parameter_reference_refusal`, :func:`id_problem`.
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ def id_refusal(expression: str, scope: Iterable[str]) -> str | None:
 
 
 def parameter_reference_refusal(expression: Any, scope: Container[str]) -> str | None:
-    """Why a parameter's field (value, argument, derivative, condition) may not be exactly
-    an id that is not a Python name, else None.
+    """Why a parameter's field (value, argument, initial value, derivative) may not be
+    exactly an id that is not a Python name, else None.
 
     Stock modeci-mdf reads such a reference only in an output port's value: building a
     node, its engine orders the parameters by the Python names their expressions read
