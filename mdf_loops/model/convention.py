@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
-from keyword import iskeyword
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from modeci_mdf.mdf import Graph, Node, Parameter
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.compat import input_default
+from mdf_loops.model.references import is_python_name
 
 __all__ = [
     "BODY_ATTRIBUTES",
@@ -222,11 +222,11 @@ def variadic_items(expression: Any) -> list[str] | None:
     if not isinstance(expression, str):
         return None
     text = expression.strip()
-    if _is_name(text):
+    if is_python_name(text):
         return None  # one name (a list held by a port or parameter): no parse
     if text[:1] == "[" and text[-1:] == "]":
         names = [item.strip() for item in text[1:-1].split(",")]
-        if all(_is_name(name) for name in names):  # "[h0, x]": the items as unparsed
+        if all(is_python_name(name) for name in names):  # "[h0, x]": the items as unparsed
             return names
     tree = ast.parse(text, mode="eval").body
     if isinstance(tree, (ast.List, ast.Tuple)):
@@ -242,14 +242,9 @@ def quoted_name(item: str) -> str | None:
     scheduler and the exporter read such an item the same way.
     """
     text = item.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and _is_name(text[1:-1]):
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and is_python_name(text[1:-1]):
         return text[1:-1]
     return None
-
-
-def _is_name(text: str) -> bool:
-    """One bare name as the parser reads it (ASCII: it normalizes other names)."""
-    return text.isascii() and text.isidentifier() and not iskeyword(text)
 
 
 def output_reference(expression: Any) -> tuple[str, int] | None:

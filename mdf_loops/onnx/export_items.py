@@ -99,6 +99,8 @@ def attribute_parameter_names(node: Node, version_of) -> set[str]:
 
 
 def names_in(expression: Any) -> set[str]:
+    """The names ``expression`` may read: its Python names, and the text itself, which
+    is a reference when it is exactly an id in scope (``model/references.py``)."""
     if not isinstance(expression, str):
         if isinstance(expression, list):
             return set().union(*(names_in(e) for e in expression)) if expression else set()
@@ -106,8 +108,8 @@ def names_in(expression: Any) -> set[str]:
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError:
-        return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        return {expression}
+    return {expression} | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
 def names_used(item) -> set[str]:

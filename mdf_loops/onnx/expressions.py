@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from mdf_loops.errors import ExpressionError
+from mdf_loops.model.references import id_refusal, referenced_id
 from mdf_loops.model.values import promoted_dtype
 from mdf_loops.onnx.builder import GraphBuilder, Weak, onnx_dtype
 from mdf_loops.onnx.expression_calls import translate_call
@@ -55,11 +56,17 @@ def translate(
     """
     if not isinstance(expression, str):
         return Weak(np.asarray(expression))
+    reference = referenced_id(expression, env)  # exactly an id: that value, as stock reads it
+    if reference is not None:
+        value = env[reference]
+        return value if keep_items else stacked(value, builder, where)
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
+        advice = id_refusal(expression, env)  # an id that is no Python name, inside
         raise ExpressionError(
             f"{where}: cannot parse expression {expression!r}: {exc.msg}"
+            + (f"; {advice}" if advice else "")
         ) from None
     translator = ExpressionTranslator(env, builder, where, expression)
     return translator.evaluate(tree.body) if keep_items else translator.visit(tree.body)

@@ -29,6 +29,7 @@ import numpy as np
 
 from mdf_loops.caches import by_text
 from mdf_loops.errors import did_you_mean
+from mdf_loops.model.references import id_refusal, referenced_id
 from mdf_loops.safety.literal_sizes import (
     SIZED_CONSTRUCTORS,
     allocation_refusal,
@@ -151,8 +152,19 @@ def expression_refusal(
     name reads it) text that is not an expression is accepted as data.
     ``bound_later``: names of builtins the node binds only after this expression
     is evaluated (a parameter ``input`` listed after this one), for the refusal's advice.
+    Text that is exactly the id of a name the node binds is that value
+    (:func:`~mdf_loops.model.references.referenced_id`).
     """
-    return _ExpressionCheck(names, text_is_data, bound_later).refusal(text)
+    if referenced_id(text, names) is not None:
+        return None
+    refusal = _ExpressionCheck(names, text_is_data, bound_later).refusal(text)
+    return _with_id_advice(refusal, text, names)
+
+
+def _with_id_advice(refusal: str | None, text: str, names: frozenset) -> str | None:
+    """``refusal`` with what to do when ``text`` holds an id that is not a Python name."""
+    advice = id_refusal(text, names) if refusal else None
+    return f"{refusal}; {advice}" if advice else refusal
 
 
 class _ExpressionCheck:

@@ -26,6 +26,7 @@ from mdf_loops.errors import ModelError, Problem, UnsafeExpressionError, did_you
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph
 from mdf_loops.model.documents import format_path
+from mdf_loops.model.references import id_problem, parameter_reference_refusal
 from mdf_loops.onnx.domains import DOMAINS, domain_of_function
 from mdf_loops.ops.common import current_limits
 from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
@@ -233,6 +234,7 @@ class _ModelWalker:
                 self.value(value, where + (field,), names, depth)
         for name, arg in args.items():
             self.value(arg, where + ("args", name), names, depth)
+        self.structure.extend(_parameter_references(item, args, where, names))
         function = getattr(item, "function", None)
         if function is None:
             return names
@@ -316,4 +318,25 @@ class _ModelWalker:
         """The elements of a list field, after reporting a field of another type or repeated ids."""
         items, problems = listed_elements(owner, field, path)
         self.structure.extend(problems)
+        if field != "edges":  # an edge's id is a label (modeci-mdf writes 'a.out_b.in')
+            self.structure.extend(_id_problems(items, path + (field,)))
         return items
+
+
+def _id_problems(items: list, path: tuple) -> list[Problem]:
+    """The ids no element can hold (empty, or with '.': ``model/references.py``)."""
+    found = (id_problem(item.id) for item in items)
+    return [Problem(format_path(path), problem) for problem in found if problem]
+
+
+def _parameter_references(item: Any, args: Mapping, where: tuple, names: frozenset) -> list:
+    """A parameter's fields that are exactly an id that is not a Python name, which
+    modeci-mdf's engine cannot build (``model/references.py``)."""
+    fields: list[tuple[tuple, Any]] = [(("args", name), arg) for name, arg in args.items()]
+    for field in ("value", "default_initial_value", "time_derivative"):
+        fields.append(((field,), getattr(item, field, None)))
+    return [
+        Problem(format_path(where + field), refusal)
+        for field, text in fields
+        if (refusal := parameter_reference_refusal(text, names))
+    ]

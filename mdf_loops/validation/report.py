@@ -32,6 +32,7 @@ from modeci_mdf.mdf import Graph, Model, Node
 
 from mdf_loops.errors import ModelError, Problem
 from mdf_loops.model.documents import format_path, graphs_as_nodes, read_document
+from mdf_loops.model.references import id_problem
 from mdf_loops.validation.conformance import conforms
 
 if TYPE_CHECKING:
@@ -252,8 +253,8 @@ def _schema_problems(document: Any) -> list[Problem]:
 #: schema keywords that, failing on the document itself, mean it is not one model
 _WHOLE_FILE = ("type", "minProperties", "maxProperties")
 
-#: the schema's pattern of ids that expressions name (``$defs.identifier``)
-_IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
+#: the schema's pattern of ids (``$defs.id``)
+_ID = "^[^.]+$"
 
 
 def _most_specific(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
@@ -268,13 +269,8 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
     if keyword == "type":
         allowed = expected if isinstance(expected, list) else [expected]
         return f"expected {' or '.join(allowed)}, found {_json_type(instance)}"
-    if keyword == "pattern" and expected == _IDENTIFIER:
-        return (
-            f"{_short.repr(instance)} does not match {expected}: expressions name ids, so "
-            "an id is letters, digits and '_', not starting with a digit; rename it "
-            "(modeci-mdf's ONNX importer writes ids such as '/A/Add': give mdf-loops the "
-            ".onnx file itself, or `mdf-loops import` it)"
-        )
+    if keyword == "pattern" and expected == _ID and (problem := id_problem(instance)):
+        return problem
     if keyword == "pattern":
         return f"{_short.repr(instance)} does not match {expected}"
     if keyword == "enum":

@@ -650,7 +650,7 @@ def test_a_valid_model_runs_and_validates_without_jsonschema(tmp_path):
     """Whether a file conforms to the JSON Schema is answered without jsonschema, which
     is imported only to say what is wrong in a file that does not."""
     broken = json.loads(LEAKY.read_text())
-    broken["leaky_integrator"]["graphs"]["main"]["nodes"]["integrate"]["parameters"]["p-q"] = {}
+    broken["leaky_integrator"]["graphs"]["main"]["nodes"]["integrate"]["parameters"]["p.q"] = {}
     (tmp_path / "broken.json").write_text(json.dumps(broken))
     shown = _fresh_python(
         "import sys, contextlib, io\n"
@@ -664,7 +664,7 @@ def test_a_valid_model_runs_and_validates_without_jsonschema(tmp_path):
         "print(before, 'jsonschema' in sys.modules, repr(out.getvalue()))")
     before, after, report = shown.splitlines()[-1].split(" ", 2)
     assert (before, after) == ("False", "True")
-    assert "nodes.integrate.parameters: 'p-q' does not match" in report
+    assert "nodes.integrate.parameters: 'p.q' is not an id" in report
 
 
 @pytest.mark.parametrize("order", ["mdf_loops first", "engine first"])

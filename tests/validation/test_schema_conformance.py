@@ -183,7 +183,12 @@ CORNERS = {  # edit of the leaky-integrator document, and whether the result con
         lambda d: _parameters(d).__setitem__("p\n", {"value": 1}),
         True,
     ),
-    "an id with a dash": (lambda d: _parameters(d).__setitem__("p-q", {"value": 1}), False),
+    "an id with a dash (modeci-mdf's ONNX importer writes '/A/Add')": (
+        lambda d: _parameters(d).__setitem__("/p-q", {"value": 1}),
+        True,
+    ),
+    "an id with a dot": (lambda d: _parameters(d).__setitem__("p.q", {"value": 1}), False),
+    "an empty id": (lambda d: _parameters(d).__setitem__("", {"value": 1}), False),
     "a repeated formal input": (
         lambda d: _parameters(d)["body"]["value"]["graph_integrator_step"]["metadata"][
             "formal_inputs"

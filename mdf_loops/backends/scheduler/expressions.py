@@ -29,6 +29,7 @@ import numpy as np
 from modelspec.utils import evaluate as _stock_evaluate
 
 from mdf_loops.errors import EvaluationError, MdfLoopsError
+from mdf_loops.model.references import referenced_id
 from mdf_loops.model.semantics import onnx_semantics_active
 from mdf_loops.safety.allowlist import expression_numpy, expressions_untrusted
 from mdf_loops.safety.interpreter import evaluate_untrusted
@@ -96,8 +97,9 @@ def _first_attempt(expr: Any, parameters: Mapping[str, Any], cast_to_int: bool) 
     when the attempt fails and it evaluates the expression as Python.
     """
     try:
-        if type(expr) is str and expr in parameters:
-            expr = parameters[expr]
+        reference = referenced_id(expr, parameters)  # exactly an id: that value
+        if reference is not None:
+            expr = parameters[reference]
         if type(expr) is str:
             number = _number(expr)
             if number is _NOT_A_NUMBER:
