@@ -29,7 +29,7 @@ import numpy as np
 
 from mdf_loops.caches import by_text
 from mdf_loops.errors import did_you_mean
-from mdf_loops.model.references import id_refusal, referenced_id
+from mdf_loops.model.references import id_refusal, is_python_name, referenced_id
 from mdf_loops.safety.literal_sizes import (
     SIZED_CONSTRUCTORS,
     allocation_refusal,
@@ -152,10 +152,11 @@ def expression_refusal(
     name reads it) text that is not an expression is accepted as data.
     ``bound_later``: names of builtins the node binds only after this expression
     is evaluated (a parameter ``input`` listed after this one), for the refusal's advice.
-    Text that is exactly the id of a name the node binds is that value
-    (:func:`~mdf_loops.model.references.referenced_id`).
+    Text that is exactly the id of a name the node binds, an id that is no Python name
+    (``/A/Add``), is that value (:func:`~mdf_loops.model.references.referenced_id`); a
+    Python name is checked as one (a dunder stays refused though the node binds it).
     """
-    if referenced_id(text, names) is not None:
+    if not is_python_name(text) and referenced_id(text, names) is not None:
         return None
     refusal = _ExpressionCheck(names, text_is_data, bound_later).refusal(text)
     return _with_id_advice(refusal, text, names)

@@ -296,10 +296,16 @@ def math_function(name: str) -> Any:
         return member  # math.pi
 
     def call(*args: Any) -> Any:
-        if name in ("prod", "lcm"):  # integer products: plan their size
-            numbers = list(args[0]) if name == "prod" and args else list(args)
-            bits = sum(abs(n).bit_length() for n in numbers if isinstance(n, int))
-            _check_bits(bits, f"math.{name}")
+        if name == "prod" and len(args) == 1:  # start * e1 * e2 ..., each product planned
+            result: Any = 1  # (numpy arrays broadcast: math.prod([a, x]) is a * x)
+            try:
+                for factor in list(args[0]):
+                    result = binary(ast.Mult, result, factor)
+            except SizeLimitError as exc:
+                raise SizeLimitError(f"math.prod: {exc}") from None
+            return result
+        if name == "lcm":  # an integer product: plan its size
+            _check_bits(sum(abs(n).bit_length() for n in args if isinstance(n, int)), "math.lcm")
         return member(*args)
 
     return _callable(call)

@@ -92,6 +92,17 @@ def test_an_unknown_name_is_left_to_the_engine():
         _evaluate("unknown + 1")
 
 
+def test_math_prod_of_arrays_plans_each_product():
+    # math.prod multiplies its factors with Python's *: numpy broadcasts a (150, 1) and a
+    # (150,) to 22,500 elements, which the property below once found unplanned
+    with pytest.raises(SizeLimitError, match=r"the result of `\*` has 22500 elements"):
+        _evaluate("math.prod([a, x])", max_elements=10_000)
+    np.testing.assert_array_equal(_evaluate("math.prod([0.5, x, 2])"), 0.5 * SCOPE["x"] * 2)
+    assert _evaluate("math.prod([2, 3, 4])") == 24 and _evaluate("math.prod([])") == 1
+    with pytest.raises(SizeLimitError, match="integer of up to"):
+        _evaluate("math.prod([10 ** 4000, 10 ** 4000, 10 ** 4000, 10 ** 4000])")
+
+
 # ---------------------------------------------------------------- a property over the grammar
 
 _LEAVES = st.sampled_from(["a", "x", "m", "s", "n", "l", "t", "3", "10 ** 40", "0.5", "[1, 2]",
