@@ -164,7 +164,7 @@ def _onnxruntime(proto: onnx.ModelProto, input_names: Sequence[str], name: str) 
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.log_severity_level = 3  # onnxruntime's warnings stay off the terminal
+    options.log_severity_level = 4  # its errors reach the caller as exceptions, not prints
     try:
         session = ort.InferenceSession(
             proto.SerializeToString(), options, providers=["CPUExecutionProvider"]

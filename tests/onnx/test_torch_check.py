@@ -106,3 +106,31 @@ def test_outputs_flatten_nested_tuples_and_refuse_anything_else():
         flat_outputs((a, 3), "'m'")
     with pytest.raises(ModelError, match="forward returned tuple"):
         flat_outputs((), "'m'")
+
+
+class _DoubleLSTM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(3, 4).double()
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
+def test_a_kernel_onnxruntime_lacks_leaves_no_line_on_the_terminal(capfd):
+    # onnxruntime has no double LSTM: the check falls back to onnx's reference evaluator,
+    # and onnxruntime's own error line (written to the process's stderr) stays unwritten
+    import numpy as np
+
+    import mdf_loops
+
+    torch.manual_seed(0)
+    module = _DoubleLSTM()
+    x = torch.randn(5, 1, 3, dtype=torch.float64)
+    model = mdf_loops.from_pytorch(module, (x,))
+    captured = capfd.readouterr()
+    assert "onnxruntime" not in captured.err and "LSTM" not in captured.err, captured.err
+    expected = module(x).detach().numpy()
+    (out,) = mdf_loops.run(model, {model.graphs[0].nodes[0].input_ports[0].id: x.numpy()},
+                           backend="scheduler").values()
+    np.testing.assert_allclose(out, expected, rtol=1e-10)
