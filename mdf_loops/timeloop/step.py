@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
 
 from mdf_loops.errors import ModelError
+from mdf_loops.model.references import is_python_name
 from mdf_loops.timeloop.functions import (
     function_parameters,
     in_stock_order,
@@ -80,6 +81,9 @@ def step_node(
     reads = [_reads(p) for p in params]
     old = _old_values_read(params, index, functions, reads) if not conditioned else set(index)
     carried = [p.id for p in params if p.id in old]
+    _refuse_unnamed(source.id, carried, "parameter")
+    if conditioned:
+        _refuse_unnamed(source.id, [p.id for p in source.output_ports], "output port")
     node = Node(id=source.id, metadata=dict(source.metadata or {}))
     _input_ports(source, node, conditioned, carried)
     old_name = {name: f"{name}__old" for name in carried}
@@ -97,6 +101,20 @@ def step_node(
     )
     _check_clashes(source, node)
     return StepNode(node, carried, [p.id for p in source.output_ports] if conditioned else [])
+
+
+def _refuse_unnamed(node_id: str, carried: list[str], kind: str) -> None:
+    """A ModelError where a value the loop carries has no Python name: its port and
+    variables are named ``<node>__<name>`` from the ids, which an expression then reads."""
+    for name in carried:
+        if not (is_python_name(node_id) and is_python_name(name)):
+            raise ModelError(
+                f"node '{node_id}' {kind} '{name}': a time loop carries its value from step "
+                f"to step as '{carried_port(node_id, name)}', a name its expressions read, "
+                "and an id that is no Python name (as modeci-mdf's ONNX importer writes "
+                "'/A/Add') cannot make one; rename the node and the "
+                f"{kind} to letters, digits and '_'"
+            )
 
 
 def _input_ports(source: Node, node: Node, conditioned: bool, carried: list[str]) -> None:

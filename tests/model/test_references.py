@@ -271,8 +271,11 @@ def test_simulate_gives_stocks_answer_where_only_stateless_ids_are_no_python_nam
 def test_simulate_refuses_a_stateful_node_whose_id_is_no_python_name(tmp_path):
     path = tmp_path / "state.json"
     path.write_text(json.dumps(_stateful("/A/v", "/A/Int", "/A/out")))
-    with pytest.raises(MdfLoopsError, match="/A/Int"):
-        mdf_loops.simulate(path, dt=0.1, steps=5, record=["/A/Int./A/out"])
+    for trusted in (False, True):  # refused by the time loop, before any backend sees it
+        with pytest.raises(ModelError, match=r"^node '/A/Int' parameter '/A/v': a time loop "
+                                             r"carries its value .* rename the node"):
+            mdf_loops.simulate(path, dt=0.1, steps=5, record=["/A/Int./A/out"],
+                               trusted=trusted)
 
 
 def _stateful(state: str, node: str, port: str) -> dict:
