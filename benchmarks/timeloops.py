@@ -28,6 +28,10 @@ The last lines, DECIDING ROWS, hold the targets: the first call against stock fr
 steps, ``auto`` against the numpy loop from 10^4 steps (each ``--repeat`` times,
 interleaved, with the median and the range of the ratio), and peak memory at
 ``--memory-steps`` against the recorded values' size.
+
+``--stock-models FOLDER`` (a checkout's ``examples``) adds the first call against stock on
+some of ModECI/MDF's own stateful files (``STOCK_FILES``), at the smallest ``--steps``:
+not deciding rows, as the repository does not hold the files.
 """
 
 from __future__ import annotations
@@ -262,6 +266,31 @@ def run(steps_list: list[int], stock_max: int, scheduler_max: int, memory_steps:
             "stock_measured_up_to": stock_max}
 
 
+#: ModECI/MDF's own stateful files (``--stock-models``, a checkout's ``examples``) and a
+#: dt each runs without blowing up; every output port recorded
+STOCK_FILES = {"MDF/FN.mdf.json": 5e-5, "NeuroML/FN.mdf.json": 5e-5,
+               "MDF/NewtonCoolingModel.json": 0.01, "MDF/States.json": 0.01,
+               "MDF/RNN/IAF_net2.json": 0.01, "NeuroML/IzhikevichTest.mdf.json": 5e-5}
+
+
+def stock_file_rows(folder: Path, steps: int, stock_max: int, runs: int,
+                    repeat: int) -> list[dict]:
+    """The first call (not trusted, as a user calls it on a file) against stock's loop on
+    ModECI/MDF's own files: not deciding (the repository does not hold them)."""
+    from modeci_mdf.utils import load_mdf
+
+    rows = []
+    for name, dt in STOCK_FILES.items():
+        path = folder / name
+        if not path.exists():
+            continue
+        graph = load_mdf(str(path)).graphs[0]
+        record = [f"{n.id}.{p.id}" for n in graph.nodes for p in n.output_ports]
+        row = _first_call_ratios(name, path, steps, dt, record, stock_max, runs, repeat)
+        rows.append(row)
+    return rows
+
+
 def _print(table: dict) -> None:
     print(f"{'model':16s} {'steps':>7s} {'runner':26s} {'seconds':>10s} {'x stock':>9s} "
           f"{'x numpy time':>12s}")
@@ -278,6 +307,13 @@ def _print(table: dict) -> None:
         print(f"{r['model']:16s} {r['steps']:7d} {r['runner']:22s} "
               f"peak {r['peak_python_mb']:.1f} MB (recorded values: {r['recorded_mb']:.1f} MB)")
     _print_deciding(table)
+    if table.get("stock_files"):
+        print("\nMODECI/MDF'S OWN FILES (first call, not trusted, vs stock's loop; not deciding)")
+        for r in table["stock_files"]:
+            x, first = r["x_faster_than_stock"], r["first_call_seconds"]
+            print(f"  {r['model']:34s} {r['steps']:>6d} steps: {x['median']:7.0f}x "
+                  f"[{x['min']:.0f}-{x['max']:.0f}], first call {first['median'] * 1e3:.2f} ms, "
+                  f"stock {r['stock_seconds']['median']:.2f} s")
 
 
 def _print_deciding(table: dict) -> None:
@@ -314,9 +350,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="interleaved repeats of the deciding rows (their spread)")
     parser.add_argument("--json", help="also write the table as JSON")
+    parser.add_argument("--stock-models", type=Path,
+                        help="ModECI/MDF's examples folder: also time its own stateful files")
     args = parser.parse_args(argv)
     table = run(args.steps, args.stock_max, args.scheduler_max, args.memory_steps, args.runs,
                 args.repeat)
+    if args.stock_models:
+        table["stock_files"] = stock_file_rows(args.stock_models, min(args.steps),
+                                               args.stock_max, args.runs, args.repeat)
     _print(table)
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))

@@ -265,10 +265,10 @@ def _callable(function: Callable) -> Callable:
 
 def _sum(values: Any, start: Any = 0) -> Any:
     """``sum`` of numbers and numeric arrays only (no lists or tuples added together)."""
-    if isinstance(values, np.ndarray):
+    if isinstance(values, np.ndarray) and type(start) in _SCALARS:  # rows added: a row's size
         check_elements(values[0].size if values.ndim and len(values) else 1, "the result of sum")
         return builtins.sum(values, start)
-    total = start
+    total = start  # each sum planned (an array start broadcasts with the rows)
     for item in values:
         total = binary(ast.Add, total, item)
     return total
@@ -286,8 +286,15 @@ def _plain(name: str) -> Callable:
     return _callable(call)
 
 
+def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
+    """``divmod``: ``(a // b, a % b)``, as Python and numpy define it, each planned (two
+    arrays broadcast, as ``divmod(a, x)`` does)."""
+    return binary(ast.FloorDiv, a, b), binary(ast.Mod, a, b)
+
+
 BUILTINS: dict[str, Callable] = {name: _plain(name) for name in SAFE_BUILTINS}
 BUILTINS["sum"] = _callable(_sum)
+BUILTINS["divmod"] = _callable(_divmod)
 
 
 def math_function(name: str) -> Any:

@@ -103,6 +103,24 @@ def test_math_prod_of_arrays_plans_each_product():
         _evaluate("math.prod([10 ** 4000, 10 ** 4000, 10 ** 4000, 10 ** 4000])")
 
 
+@pytest.mark.parametrize("expression", ["divmod(a, x)", "sum(numpy.ones((3, 150)), a)"])
+def test_builtins_that_broadcast_plan_their_results(expression):
+    # divmod's two results and sum's array start broadcast (150, 1) with (150,) rows
+    with pytest.raises(SizeLimitError, match="22500 elements"):
+        _evaluate(expression, max_elements=10_000)
+
+
+def test_divmod_and_sum_give_pythons_and_numpys_values():
+    x = SCOPE["x"]
+    quotient, remainder = _evaluate("divmod(x, 0.3)")
+    np.testing.assert_array_equal(quotient, np.floor_divide(x, 0.3))
+    np.testing.assert_array_equal(remainder, np.remainder(x, 0.3))
+    assert _evaluate("divmod(-7, 2)") == divmod(-7, 2) == (-4, 1)
+    assert _evaluate("divmod(7.5, -2)") == divmod(7.5, -2) == (-4.0, -0.5)
+    np.testing.assert_array_equal(_evaluate("sum(numpy.ones((3, 150)), x)"), x + 3.0)
+    assert _evaluate("sum(x, 1)") == sum(x, 1)
+
+
 # ---------------------------------------------------------------- a property over the grammar
 
 _LEAVES = st.sampled_from(["a", "x", "m", "s", "n", "l", "t", "3", "10 ** 40", "0.5", "[1, 2]",
@@ -111,7 +129,8 @@ _BINARY = st.sampled_from(["+", "-", "*", "/", "//", "%", "**", "@", "<<", "&", 
 _CALLS = st.sampled_from(["numpy.outer", "numpy.transpose", "numpy.ravel", "numpy.diag",
                           "numpy.tril", "numpy.concatenate", "numpy.stack", "numpy.ones",
                           "numpy.arange", "numpy.ones_like", "sum", "max", "abs", "int",
-                          "numpy.tensordot", "numpy.dot", "numpy.inner", "math.prod", "len"])
+                          "numpy.tensordot", "numpy.dot", "numpy.inner", "math.prod", "len",
+                          "divmod"])
 
 
 def _expressions() -> st.SearchStrategy[str]:
