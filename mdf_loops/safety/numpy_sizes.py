@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -175,7 +176,10 @@ _CONSTRUCTORS: dict[str, Plan] = {
     "eye": lambda N, M=None, *a, **k: abs(int(N)) * abs(int(N if M is None else M)),
     "identity": lambda n, *a, **k: abs(int(n)) ** 2,
     "arange": _arange,
-    "linspace": lambda start, stop, num=50, *a, **k: abs(int(num)),
+    # num points of the broadcast shape of the ends (array ends: a row of each per point)
+    "linspace": lambda start, stop, num=50, *a, **k: (
+        abs(int(num)) * max(_broadcast(start, stop), 1)
+    ),
     "zeros_like": _like,
     "ones_like": _like,
     "full_like": _full_like,
@@ -204,9 +208,40 @@ def plan_for(name: str) -> Plan:
         return _CONSTRUCTORS[name]
     if name in _PRODUCTS:
         return _PRODUCTS[name]
-    if name in _BROADCASTING or isinstance(getattr(np, name, None), np.ufunc):
+    function = getattr(np, name, None)
+    if isinstance(function, np.ufunc) and function.signature:
+        return _generalized(function.signature)
+    if name in _BROADCASTING or isinstance(function, np.ufunc):
         return _broadcast
     return _inputs
+
+
+def _generalized(signature: str) -> Plan:
+    """The plan of a generalized ufunc (``matvec``: ``(m,n),(n)->(m)``): the broadcast of
+    its inputs' loop dimensions times each output's core dimensions, as its signature
+    binds them (``n?``: a dimension that may be missing; ``3``: a fixed one)."""
+    inputs, outputs = (
+        [[d for d in core.split(",") if d] for core in re.findall(r"\(([^)]*)\)", side)]
+        for side in signature.replace(" ", "").split("->")
+    )
+
+    def plan(*args: Any, **kwargs: Any) -> int:
+        sizes: dict[str, int] = {}
+        loops = []
+        for value, core in zip(args[: len(inputs)], inputs, strict=False):
+            shape = _shape(value)
+            # an operand of fewer dimensions lacks its optional ones (matmul's vector)
+            names = core if len(shape) >= len(core) else [d for d in core if d[-1:] != "?"]
+            loops.append(shape[: len(shape) - len(names)])
+            for name, size in zip(names, shape[len(shape) - len(names) :], strict=True):
+                sizes[name.rstrip("?")] = size
+        loop = math.prod(np.broadcast_shapes(*loops))
+        return sum(
+            loop * math.prod(int(d) if d.isdigit() else sizes.get(d.rstrip("?"), 1) for d in core)
+            for core in outputs
+        )
+
+    return plan
 
 
 def planned_elements(plan: Plan, args: tuple, kwargs: dict) -> int:
