@@ -200,7 +200,7 @@ class _ModelWalker:
             )
         for parameter in parameters:
             where = path + ("parameters", parameter.id)
-            bound, self._bound_later = names - unbound, unbound
+            bound, self._bound_later = (names - unbound if unbound else names), unbound
             self._callable(parameter, where, bound, depth)
             conditions = parameter.conditions or ()
             for index, condition in enumerate(conditions if isinstance(conditions, list) else ()):
@@ -232,9 +232,10 @@ class _ModelWalker:
             value = getattr(item, field, None)
             if type(value) not in _NOTHING_TO_CHECK:  # what value() returns at once for
                 self.value(value, where + (field,), names, depth)
+                self._reference(value, where + (field,), names)
         for name, arg in args.items():
             self.value(arg, where + ("args", name), names, depth)
-        self.structure.extend(_parameter_references(item, args, where, names))
+            self._reference(arg, where + ("args", name), names)
         function = getattr(item, "function", None)
         if function is None:
             return names
@@ -253,6 +254,14 @@ class _ModelWalker:
             else:
                 self.value(function, where + ("function",), names, depth)  # run as code
         return names
+
+    def _reference(self, text: Any, path: tuple, names: frozenset) -> None:
+        """A parameter's field that is exactly an id that is not a Python name, which
+        modeci-mdf's engine cannot build (``model/references.py``)."""
+        if type(text) is str and text in names:  # a reference at all (few fields are)
+            refusal = parameter_reference_refusal(text, names)
+            if refusal:
+                self.structure.append(Problem(format_path(path), refusal))
 
     def value(
         self, value: Any, path: tuple, names: frozenset, depth: int, text_is_data: bool = False
@@ -325,18 +334,6 @@ class _ModelWalker:
 
 def _id_problems(items: list, path: tuple) -> list[Problem]:
     """The ids no element can hold (empty, or with '.': ``model/references.py``)."""
-    found = (id_problem(item.id) for item in items)
-    return [Problem(format_path(path), problem) for problem in found if problem]
-
-
-def _parameter_references(item: Any, args: Mapping, where: tuple, names: frozenset) -> list:
-    """A parameter's fields that are exactly an id that is not a Python name, which
-    modeci-mdf's engine cannot build (``model/references.py``)."""
-    fields: list[tuple[tuple, Any]] = [(("args", name), arg) for name, arg in args.items()]
-    for field in ("value", "default_initial_value", "time_derivative"):
-        fields.append(((field,), getattr(item, field, None)))
     return [
-        Problem(format_path(where + field), refusal)
-        for field, text in fields
-        if (refusal := parameter_reference_refusal(text, names))
+        Problem(format_path(path), problem) for item in items if (problem := id_problem(item.id))
     ]

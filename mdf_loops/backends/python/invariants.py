@@ -19,25 +19,24 @@ __all__ = ["hoisted"]
 
 #: ``numpy.array`` as the writer and the models spell it
 _CONSTRUCTORS = frozenset({("numpy", "array"), ("np", "array")})
-_PURE = (ast.Constant, ast.List, ast.Tuple, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
-         ast.expr_context)  # fmt: skip
 
 
 def hoisted(steps: Sequence[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """The statements of ``steps`` (the body of the loop, in order) that make the same
     value on every step, and the others, in their order."""
-    changed = {"iteration"}
+    changed = {"iteration"}  # what the steps assign (straight-line code: its targets)
     for statement in steps:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                changed.add(node.id)
+        if statement.__class__ is ast.Assign:
+            for target in statement.targets:  # type: ignore[attr-defined]
+                elements = target.elts if target.__class__ is ast.Tuple else (target,)
+                changed.update(e.id for e in elements if e.__class__ is ast.Name)
     before: list[ast.stmt] = []
     kept: list[ast.stmt] = []
     for statement in steps:
-        target = _assigned(statement)
-        if target is not None and _constant(statement.value, changed):  # type: ignore[attr-defined]
+        assigned = _assigned(statement)
+        if assigned is not None and _constant(statement.value, changed):  # type: ignore[attr-defined]
             before.append(statement)
-            changed.discard(target)  # assigned once a step: the same value on every step
+            changed.discard(assigned)  # assigned once a step: the same value on every step
         else:
             kept.append(statement)
     return before, kept
@@ -45,41 +44,36 @@ def hoisted(steps: Sequence[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
 
 def _assigned(statement: ast.stmt) -> str | None:
     """The step variable a statement assigns (``v_<node>__<name> = ...``), else None."""
-    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        target = statement.targets[0]
-        if isinstance(target, ast.Name) and target.id.startswith("v_"):
-            return target.id
+    if statement.__class__ is ast.Assign and len(statement.targets) == 1:  # type: ignore[attr-defined]
+        target = statement.targets[0]  # type: ignore[attr-defined]
+        if target.__class__ is ast.Name and target.id.startswith("v_"):
+            return target.id  # type: ignore[no-any-return]
     return None
 
 
-def _constant(value: ast.expr, changed: set[str]) -> bool:
-    """Whether ``value`` is made of literals, step variables made before the loop,
-    arithmetic and ``numpy.array(...)`` alone."""
-    for node in ast.walk(value):
-        if isinstance(node, ast.Name):
-            if node.id in changed or not node.id.startswith("v_"):
-                if not _constructor_base(node, value):
-                    return False
-        elif isinstance(node, ast.Call):
-            function = node.func
-            if not (
-                isinstance(function, ast.Attribute)
-                and isinstance(function.value, ast.Name)
-                and (function.value.id, function.attr) in _CONSTRUCTORS
-                and not node.keywords
-            ):
-                return False
-        elif not isinstance(node, (*_PURE, ast.Attribute)):
-            return False
-    return True
-
-
-def _constructor_base(name: ast.Name, value: ast.expr) -> bool:
-    """Whether ``name`` is the ``numpy`` of a ``numpy.array`` called in ``value``."""
-    return any(
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.value is name
-        and (name.id, node.func.attr) in _CONSTRUCTORS
-        for node in ast.walk(value)
-    )
+def _constant(node: ast.AST, changed: set[str]) -> bool:
+    """Whether ``node`` is made of literals, step variables made before the loop,
+    arithmetic and ``numpy.array(...)`` alone (a walk that stops at the first other
+    piece: most of a step's values read a carried value first)."""
+    cls = node.__class__
+    if cls is ast.Name:
+        name = node.id  # type: ignore[attr-defined]
+        return name.startswith("v_") and name not in changed
+    if cls is ast.Constant:
+        return True
+    if cls is ast.BinOp:
+        return _constant(node.left, changed) and _constant(node.right, changed)  # type: ignore[attr-defined]
+    if cls is ast.UnaryOp:
+        return _constant(node.operand, changed)  # type: ignore[attr-defined]
+    if cls is ast.List or cls is ast.Tuple:
+        return all(_constant(e, changed) for e in node.elts)  # type: ignore[attr-defined]
+    if cls is ast.Call:
+        function = node.func  # type: ignore[attr-defined]
+        return (
+            function.__class__ is ast.Attribute
+            and function.value.__class__ is ast.Name
+            and (function.value.id, function.attr) in _CONSTRUCTORS
+            and not node.keywords  # type: ignore[attr-defined]
+            and all(_constant(a, changed) for a in node.args)  # type: ignore[attr-defined]
+        )
+    return False
