@@ -523,3 +523,22 @@ def test_the_content_key_follows_text_and_structure():
     assert model_digest(model) == key
     node.output_ports.append(OutputPort(id="z", value="x"))
     assert model_digest(model) != key
+
+
+@pytest.mark.parametrize("backend", ["python", "scheduler", "auto"])
+def test_a_time_loop_that_grows_its_state_stops_at_the_step_past_max_elements(
+        tmp_path, backend):
+    # x keeps one element for 4 steps (the conversion's probe sees one shape), then doubles
+    # each step: 2 ** (k - 3) elements at step k, first past 1,000 at k = 13 (iteration 12)
+    doubled = next(k for k in range(100) if k > 3 and 2 ** (k - 3) > 1000)
+    nodes = {"A": {"parameters": {
+        "k": {"value": "k + 1", "default_initial_value": 0},
+        "x": {"value": "numpy.concatenate([x, x]) if k > 3 else x",
+              "default_initial_value": [1.0]}},
+        "output_ports": {"out": {"value": "x[0]"}}}}
+    path = tmp_path / "grow.json"
+    path.write_text(json.dumps({"grow": {"format": "ModECI MDF v0.4", "generating_application":
+                                         "test", "graphs": {"grow": {"nodes": nodes}}}}))
+    with mdf_loops.safety.limits(max_elements=1000), pytest.raises(
+            SizeLimitError, match=rf"iteration {doubled - 1}\b.*1024 elements"):
+        mdf_loops.simulate(path, dt=1.0, steps=40, backend=backend)
