@@ -292,7 +292,29 @@ def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
     return binary(ast.FloorDiv, a, b), binary(ast.Mod, a, b)
 
 
+def _extreme(name: str) -> Callable:
+    """``max``, ``min``: Python compares each item with the best so far (any earlier one),
+    so each comparison of arrays is planned first (``max(a, x)`` of a (n, 1) and a (n,)
+    makes n x n booleans before it finds their truth ambiguous)."""
+    function = _plain(name)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        items = args if len(args) > 1 else args[0] if args else ()
+        if isinstance(items, (list, tuple)):
+            seen: dict[tuple, Any] = {}  # one item of each shape
+            for item in items:
+                for earlier in seen.values():
+                    check_comparison(ast.Gt, item, earlier)
+                seen.setdefault(np.shape(item) if isinstance(item, _NUMPY_VALUES) else (), item)
+        return function(*args, **kwargs)
+
+    call.__name__ = name
+    return _callable(call)
+
+
 BUILTINS: dict[str, Callable] = {name: _plain(name) for name in SAFE_BUILTINS}
+BUILTINS["max"] = _extreme("max")
+BUILTINS["min"] = _extreme("min")
 BUILTINS["sum"] = _callable(_sum)
 BUILTINS["divmod"] = _callable(_divmod)
 

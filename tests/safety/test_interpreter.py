@@ -103,11 +103,25 @@ def test_math_prod_of_arrays_plans_each_product():
         _evaluate("math.prod([10 ** 4000, 10 ** 4000, 10 ** 4000, 10 ** 4000])")
 
 
-@pytest.mark.parametrize("expression", ["divmod(a, x)", "sum(numpy.ones((3, 150)), a)"])
+@pytest.mark.parametrize("expression", [
+    "divmod(a, x)", "sum(numpy.ones((3, 150)), a)", "max(a, x)", "min([x, a])", "max(x, 1.0, a)",
+])
 def test_builtins_that_broadcast_plan_their_results(expression):
-    # divmod's two results and sum's array start broadcast (150, 1) with (150,) rows
+    # divmod's two results, sum's array start, max's and min's comparisons (made before
+    # Python finds their truth ambiguous) broadcast (150, 1) with (150,) rows
     with pytest.raises(SizeLimitError, match="22500 elements"):
         _evaluate(expression, max_elements=10_000)
+    tracemalloc.start()  # again, traced (the first call fills caches)
+    with pytest.raises(SizeLimitError):
+        _evaluate(expression, max_elements=10_000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 22500  # no comparison of 22,500 booleans was made
+
+
+def test_max_and_min_give_pythons_values():
+    assert _evaluate("max(2, 7.5, 3)") == 7.5 and _evaluate("min([3, -1, 2])") == -1
+    assert _evaluate("max(x)") == max(SCOPE["x"]) and _evaluate("min(x[0], a[0, 0])") == -1.0
 
 
 def test_divmod_and_sum_give_pythons_and_numpys_values():
