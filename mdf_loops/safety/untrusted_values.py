@@ -292,6 +292,16 @@ def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
     return binary(ast.FloorDiv, a, b), binary(ast.Mod, a, b)
 
 
+def _round(number: Any, ndigits: Any = None) -> Any:
+    """``round``: an integer rounded to more digits than it has is 0, given without Python's
+    computing ``10 ** -ndigits`` first (``round(7, -10**9)``: hours and gigabytes)."""
+    if isinstance(number, int) and ndigits is not None and hasattr(ndigits, "__index__"):
+        digits = operator.index(ndigits)
+        if -digits > (abs(number).bit_length() + 1) * math.log10(2) + 1:  # 10**-digits > 2|n|
+            return 0
+    return builtins.round(number) if ndigits is None else builtins.round(number, ndigits)
+
+
 def _extreme(name: str) -> Callable:
     """``max``, ``min``: Python compares each item with the best so far (any earlier one),
     so each comparison of arrays is planned first (``max(a, x)`` of a (n, 1) and a (n,)
@@ -313,6 +323,7 @@ def _extreme(name: str) -> Callable:
 
 
 BUILTINS: dict[str, Callable] = {name: _plain(name) for name in SAFE_BUILTINS}
+BUILTINS["round"] = _callable(_round)
 BUILTINS["max"] = _extreme("max")
 BUILTINS["min"] = _extreme("min")
 BUILTINS["sum"] = _callable(_sum)

@@ -250,3 +250,17 @@ def test_a_math_function_a_later_python_adds_is_refused_until_planned():
     assert "sumprod" not in MATH_FUNCTIONS and "prod" in MATH_FUNCTIONS
     with pytest.raises(EvaluationError, match="not an allowed function"):
         _evaluate("math.sumprod([a], [x])")
+
+
+def test_round_of_an_integer_to_more_digits_than_it_has_computes_no_power_of_ten():
+    # Python computes 10 ** 3,000,000 (1.2 MB) for round(7, -3 * 10**6); 10**9 digits: hours
+    _evaluate("round(7, -3)")
+    tracemalloc.start()
+    assert _evaluate("round(7, -3 * 10 ** 6)") == 0 == _evaluate("round(n, -(3 * 10 ** 6))")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 100_000
+    for number in [7, 5, 50, 51, -150, 10**30 + 1, 5 * 10**30, -5 * 10**30, 2**70, True]:
+        for digits in range(-35, 3):  # Python's round is the oracle, value and type
+            value = _evaluate(f"round({number}, {digits})")
+            assert value == round(number, digits) and type(value) is type(round(number, digits))
