@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.errors import EvaluationError
+from mdf_loops.errors import EvaluationError, SizeLimitError
+from mdf_loops.ops.common import current_limits, how_to_raise
 from mdf_loops.safety.operator_sizes import planned_elements as onnx_planned_elements
 
 __all__ = ["planned_elements", "plan_for", "held_elements", "LINALG_PLANS", "Plan"]
@@ -181,10 +182,24 @@ def _diff(a: Any, n: Any = 1, axis: Any = -1, *args: Any, **kwargs: Any) -> int:
     return _inputs(a, *args, **kwargs)
 
 
-def _einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> int:
-    """``numpy.einsum``: the ONNX Einsum plan (the same equation language)."""
+def _einsum(subscripts: Any, *operands: Any, optimize: Any = False, **kwargs: Any) -> int:
+    """``numpy.einsum``: the ONNX Einsum plan (the same equation language). Unoptimized
+    (numpy's default), numpy loops over every combination of the indices, whatever the
+    result's size (``numpy.einsum('i,j,k,l,m->', x, x, x, x, x)`` of 150 values: 10**11
+    steps for one number), so that loop is refused over ``max_elements`` steps."""
     if not isinstance(subscripts, str):
         raise EvaluationError("numpy.einsum: write the subscripts as text ('ij,jk->ik')")
+    terms = subscripts.replace(" ", "").partition("->")[0]
+    every = "".join(sorted({c for c in terms if c.isalpha()}))
+    loop = f"{terms}->{'...' if '...' in terms else ''}{every}"
+    steps = onnx_planned_elements("Einsum", list(operands), {"equation": loop}) or 0
+    limit = current_limits().max_elements
+    if not optimize and steps > limit:
+        raise SizeLimitError(
+            f"numpy.einsum('{subscripts}', ...) loops over {steps} combinations of its "
+            f"indices, over the limit of {limit} (max_elements); pass optimize=True (numpy "
+            f"then contracts two operands at a time), or {how_to_raise('max_elements')}"
+        )
     return onnx_planned_elements("Einsum", list(operands), {"equation": subscripts}) or 0
 
 

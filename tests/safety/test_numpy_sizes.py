@@ -133,3 +133,16 @@ def test_diff_of_more_differences_than_values_is_refused_not_looped():
     with pytest.raises(EvaluationError, match="n is more than the 150 values"):
         _evaluate("numpy.diff(x, 10 ** 9)")
     np.testing.assert_array_equal(_evaluate("numpy.diff(x, 2)"), np.diff(SCOPE["x"], 2))
+
+
+def test_an_unoptimized_einsum_is_planned_by_the_loop_it_runs():
+    # numpy loops over every combination of i, j, k, l, m (40**5 = 102,400,000 steps) for
+    # one number; optimize=True contracts two at a time (numpy's own product the oracle)
+    expression = "numpy.einsum('i,j,k,l,m->', v, v, v, v, v{})"
+    scope = {"v": np.ones(40)}
+    with untrusted_expressions(), mdf_loops.safety.limits(max_elements=10**6):
+        with pytest.raises(SizeLimitError, match="loops over 102400000 combinations"):
+            evaluate_untrusted(expression.format(""), scope)
+        assert evaluate_untrusted(expression.format(", optimize=True"), scope) == 40.0**5
+        np.testing.assert_allclose(evaluate_untrusted("numpy.einsum('ij,j->i', m, x[:30])", SCOPE),
+                                   SCOPE["m"] @ SCOPE["x"][:30])
