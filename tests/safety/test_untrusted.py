@@ -469,10 +469,11 @@ def test_run_limited_runs_a_model_in_a_child_and_stops_a_long_one():
         id="n", input_ports=[InputPort(id="a")],
         output_ports=[OutputPort(id="y", value="numpy.einsum('ij,jk,kl,lm->im', a, a, a, a)")])])])
     small = mdf_loops.safety.run_limited(model, {"a": np.eye(3)}, timeout=60, backend="scheduler")
+    # the einsum loops 1000**5 times: past the plan's max_elements steps unless raised
     assert np.array_equal(small["n.y"], np.eye(3))
     with pytest.raises(ResourceLimitError, match="took longer than 2 s"):
         mdf_loops.safety.run_limited(model, {"a": np.ones((1000, 1000))}, timeout=2,
-                              backend="scheduler")
+                                     backend="scheduler", max_elements=10**16)
 
 
 def test_with_jax_loaded_the_limited_child_is_a_new_process_not_a_fork(tmp_path):
@@ -494,7 +495,8 @@ def test_with_jax_loaded_the_limited_child_is_a_new_process_not_a_fork(tmp_path)
         "small = mdf_loops.safety.run_limited(model, {'a': np.eye(3)}, timeout=120)\n"
         "print('SMALL', small['n.y'].tolist())\n"
         "try:\n"
-        "    mdf_loops.safety.run_limited(model, {'a': np.ones((1000, 1000))}, timeout=2)\n"
+        "    mdf_loops.safety.run_limited(model, {'a': np.ones((1000, 1000))}, timeout=2,\n"
+        "                                 max_elements=10**16)\n"
         "except mdf_loops.MdfLoopsError as exc:\n"
         "    print('LONG', type(exc).__name__, exc)\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
