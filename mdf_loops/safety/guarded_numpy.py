@@ -155,7 +155,8 @@ def _planned(name: str, function: Callable, plan: Plan) -> Callable:
         _check_dtype(name, args, kwargs)
         _check_no_writes(name, out_at, args, kwargs)
         _check_fixed_width(name, (*args, *kwargs.values()))
-        check_elements(planned_elements(plan, args, kwargs), f"the result of numpy.{name}(...)")
+        planned = planned_elements(plan, args, kwargs, f"numpy.{name}(...)")
+        check_elements(planned, f"the result of numpy.{name}(...)")
         return function(*args, **kwargs)
 
     return checked

@@ -216,8 +216,12 @@ def _solve(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
 # constructors: the size asked for
 
 
-def _arange(start: Any, stop: Any = None, step: Any = None, *args: Any, **kwargs: Any) -> int:
-    start, stop = (0, start) if stop is None else (start, stop)
+def _arange(
+    start: Any = None, stop: Any = None, step: Any = None, *args: Any, **kwargs: Any
+) -> int:
+    """``arange(stop)``, ``arange(start, stop, step)``, by position or keyword
+    (``numpy.arange(stop=n)``)."""
+    start, stop = (0, start) if stop is None else (start or 0, stop)
     step = 1 if step is None else step
     return max(math.ceil((float(stop) - float(start)) / float(step)), 0) if step else 0
 
@@ -351,10 +355,21 @@ def _core_last(shape: tuple[int, ...], core: list[str], where: Any) -> tuple[int
     )
 
 
-def planned_elements(plan: Plan, args: tuple, kwargs: dict) -> int:
+def planned_elements(plan: Plan, args: tuple, kwargs: dict, what: str = "a numpy call") -> int:
     """Elements the call will make by ``plan``; 0 when the arguments are malformed (numpy
-    then reports them in its own words)."""
+    then reports them in its own words).
+
+    Raises:
+        EvaluationError: arguments spelled in a way the plan does not read (a keyword
+            it does not name): the call is refused rather than run unplanned.
+    """
     try:
         return plan(*args, **kwargs)
-    except (TypeError, ValueError, OverflowError, IndexError, KeyError):
+    except TypeError as exc:
+        raise EvaluationError(
+            f"{what}: the size of its result cannot be planned from these arguments ({exc}), so "
+            "the call is not made in a model that is not trusted; pass them as numpy "
+            "documents them (by position)"
+        ) from None
+    except (ValueError, OverflowError, IndexError, KeyError):
         return 0

@@ -146,3 +146,14 @@ def test_an_unoptimized_einsum_is_planned_by_the_loop_it_runs():
         assert evaluate_untrusted(expression.format(", optimize=True"), scope) == 40.0**5
         np.testing.assert_allclose(evaluate_untrusted("numpy.einsum('ij,j->i', m, x[:30])", SCOPE),
                                    SCOPE["m"] @ SCOPE["x"][:30])
+
+
+def test_arguments_by_keyword_are_planned_or_the_call_refused():
+    # numpy.arange(stop=n) made n elements unplanned: its plan read only positions
+    with pytest.raises(SizeLimitError, match="1000000 elements"):
+        _evaluate("numpy.arange(stop=10 ** 6)", max_elements=10_000)
+    np.testing.assert_array_equal(_evaluate("numpy.arange(stop=5)"), np.arange(5))
+    np.testing.assert_array_equal(_evaluate("numpy.arange(start=2, stop=5)"), np.arange(2, 5))
+    # a keyword the plan does not name: refused, never run unplanned
+    with pytest.raises(EvaluationError, match=r"numpy.cross\(...\): the size of its result"):
+        _evaluate("numpy.cross(x, x, extra=1)")
