@@ -344,8 +344,10 @@ def math_function(name: str) -> Any:
             except SizeLimitError as exc:
                 raise SizeLimitError(f"math.prod: {exc}") from None
             return result
-        if name == "lcm":  # an integer product: plan its size
-            _check_bits(sum(abs(n).bit_length() for n in args if isinstance(n, int)), "math.lcm")
+        if name == "lcm":  # an integer product: plan its size (numpy integers too: *array)
+            integers = (int, np.integer)
+            bits = sum(abs(int(n)).bit_length() for n in args if isinstance(n, integers))
+            _check_bits(bits, "math.lcm")
         return member(*args)
 
     return _callable(call)
