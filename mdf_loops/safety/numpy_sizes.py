@@ -182,6 +182,10 @@ def _diff(a: Any, n: Any = 1, axis: Any = -1, *args: Any, **kwargs: Any) -> int:
     return _inputs(a, *args, **kwargs)
 
 
+#: operands of an einsum whose contraction order numpy may search exhaustively
+_OPTIMAL_OPERANDS = 6
+
+
 def _einsum(subscripts: Any, *operands: Any, optimize: Any = False, **kwargs: Any) -> int:
     """``numpy.einsum``: the ONNX Einsum plan (the same equation language). Unoptimized
     (numpy's default), numpy loops over every combination of the indices, whatever the
@@ -189,6 +193,13 @@ def _einsum(subscripts: Any, *operands: Any, optimize: Any = False, **kwargs: An
     steps for one number), so that loop is refused over ``max_elements`` steps."""
     if not isinstance(subscripts, str):
         raise EvaluationError("numpy.einsum: write the subscripts as text ('ij,jk->ik')")
+    strategy = optimize[0] if isinstance(optimize, (list, tuple)) and optimize else optimize
+    if strategy == "optimal" and len(operands) > _OPTIMAL_OPERANDS:
+        raise EvaluationError(
+            f"numpy.einsum(..., optimize='optimal') of {len(operands)} operands: its search "
+            "tries every order of contraction (10 operands: half a minute, each more one "
+            f"many times that); use optimize=True (greedy) above {_OPTIMAL_OPERANDS} operands"
+        )
     terms = subscripts.replace(" ", "").partition("->")[0]
     every = "".join(sorted({c for c in terms if c.isalpha()}))
     loop = f"{terms}->{'...' if '...' in terms else ''}{every}"

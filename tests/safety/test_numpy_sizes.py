@@ -157,3 +157,17 @@ def test_arguments_by_keyword_are_planned_or_the_call_refused():
     # a keyword the plan does not name: refused, never run unplanned
     with pytest.raises(EvaluationError, match=r"numpy.cross\(...\): the size of its result"):
         _evaluate("numpy.cross(x, x, extra=1)")
+
+
+def test_an_exhaustive_einsum_path_search_of_many_operands_is_refused():
+    # optimize='optimal' tries every contraction order: 9 operands of 2 x 2 take numpy
+    # seconds, 10 half a minute (greedy, optimize=True, gives the same number at once)
+    scope = {"v": np.ones((2, 2))}
+    chain = ",".join("abcdefghijk"[k : k + 2] for k in range(9)) + "->"
+    call = f"numpy.einsum('{chain}', " + ", ".join(["v"] * 9) + ", optimize={})"
+    with untrusted_expressions(), mdf_loops.safety.limits(max_elements=10**6):
+        with pytest.raises(EvaluationError, match="9 operands: its search"):
+            evaluate_untrusted(call.format("'optimal'"), scope)
+        assert evaluate_untrusted(call.format("True"), scope) == 2.0**10
+        assert evaluate_untrusted("numpy.einsum('ab,bc->', v, v, optimize='optimal')",
+                                  scope) == 8.0
