@@ -171,3 +171,13 @@ def test_an_exhaustive_einsum_path_search_of_many_operands_is_refused():
         assert evaluate_untrusted(call.format("True"), scope) == 2.0**10
         assert evaluate_untrusted("numpy.einsum('ab,bc->', v, v, optimize='optimal')",
                                   scope) == 8.0
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[m]", "M8[s]", "timedelta64[s]"])
+def test_dates_and_times_are_no_dtype_of_an_untrusted_expression(dtype):
+    # numpy.arange of two dates counts the minutes between them (44,640 in January 2000):
+    # texts no plan reads as numbers
+    made = np.arange("2000-01-01", "2000-02-01", dtype="datetime64[m]").size
+    assert made == 31 * 24 * 60 > 10_000
+    with pytest.raises((EvaluationError, SizeLimitError), match="only plain element types"):
+        _evaluate(f"numpy.arange('2000-01-01', '2000-02-01', dtype='{dtype}')", 10_000)
