@@ -144,6 +144,25 @@ def _check_fixed_width(name: str, values: Any) -> None:
             _check_fixed_width(name, value)
 
 
+def _text_width(values: Any) -> int:
+    """float64-sized elements one item of the result may take: 1, or for a text among
+    ``values`` (lists and tuples at any depth, text arrays) its bytes as numpy stores it,
+    4 a character, as the ONNX plans count text (``numpy.full(1000, t)`` of a text of
+    10,000 characters is 40 MB). Words of up to 9 characters (options: ``mode='wrap'``,
+    ``casting='same_kind'``) count as one."""
+    widest = 8
+    for value in values:
+        if isinstance(value, str) and len(value) > 9:
+            widest = max(widest, 4 * len(value))
+        elif isinstance(value, bytes) and len(value) > 9:
+            widest = max(widest, len(value))
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "US":
+            widest = max(widest, value.dtype.itemsize)
+        elif isinstance(value, (list, tuple)):
+            widest = max(widest, 8 * _text_width(value))
+    return -(-widest // 8)
+
+
 def _planned(name: str, function: Callable, plan: Plan) -> Callable:
     """``function`` that refuses a dtype of unbounded size, writing into an argument
     (``out``), and a result of more than ``max_elements`` elements (by ``plan``, before it
@@ -156,6 +175,7 @@ def _planned(name: str, function: Callable, plan: Plan) -> Callable:
         _check_no_writes(name, out_at, args, kwargs)
         _check_fixed_width(name, (*args, *kwargs.values()))
         planned = planned_elements(plan, args, kwargs, f"numpy.{name}(...)")
+        planned *= _text_width((*args, *kwargs.values()))
         check_elements(planned, f"the result of numpy.{name}(...)")
         return function(*args, **kwargs)
 

@@ -181,3 +181,19 @@ def test_dates_and_times_are_no_dtype_of_an_untrusted_expression(dtype):
     assert made == 31 * 24 * 60 > 10_000
     with pytest.raises((EvaluationError, SizeLimitError), match="only plain element types"):
         _evaluate(f"numpy.arange('2000-01-01', '2000-02-01', dtype='{dtype}')", 10_000)
+
+
+@pytest.mark.parametrize("expression", [
+    "numpy.full(1000, t)", "numpy.where(numpy.ones(1000) > 0, t, t)",
+    "numpy.zeros_like(numpy.array([t]), shape=1000)",
+])
+def test_text_is_counted_by_its_bytes_as_numpy_stores_it(expression):
+    # 1,000 texts of 10,000 characters: 40 MB (numpy's nbytes the oracle), 5,000,000
+    # float64-sized elements, where a count of items saw 1,000
+    scope = {"t": "x" * 10_000}
+    with untrusted_expressions():
+        assert evaluate_untrusted(expression, scope).nbytes == 40_000_000
+    with untrusted_expressions(), mdf_loops.safety.limits(max_elements=10_000):
+        with pytest.raises(SizeLimitError, match="5000000 elements"):
+            evaluate_untrusted(expression, scope)
+        assert evaluate_untrusted("numpy.full(3, 'ab')", scope).tolist() == ["ab"] * 3
