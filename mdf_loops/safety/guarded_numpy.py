@@ -125,41 +125,36 @@ def _check_no_writes(name: str, out_at: int | None, args: tuple, kwargs: dict) -
         )
 
 
-def _check_fixed_width(name: str, values: Any) -> None:
-    """Refuse a Python integer that no numpy integer holds, or an object array, among
-    ``values`` (lists and tuples at any depth): numpy would compute with an array of Python
-    integers, whose every product is larger (``numpy.square`` nested k times makes 2**k
-    times the bits), beyond the integer limit of the expression's operators."""
+def _item_width(name: str, values: Any) -> int:
+    """float64-sized elements one item of the result may take, read from the arguments
+    ``values`` (lists and tuples at any depth) in one pass: 1, or for a text its bytes as
+    numpy stores it, 4 a character, as the ONNX plans count text (``numpy.full(1000, t)``
+    of a text of 10,000 characters is 40 MB); words of up to 9 characters (options:
+    ``mode='wrap'``, ``casting='same_kind'``) count as one.
+
+    Refuses a Python integer that no numpy integer holds and an object array: numpy would
+    compute with an array of Python integers, whose every product is larger
+    (``numpy.square`` nested k times makes 2**k times the bits), beyond the integer limit
+    of the expression's operators."""
+    widest = 8
     for value in values:
-        if type(value) is int and not -(2**63) <= value < 2**64:
+        kind = type(value)
+        if kind is np.ndarray:
+            if value.dtype.kind in "US":
+                widest = max(widest, value.dtype.itemsize)
+            elif value.dtype.kind == "O":
+                raise EvaluationError(f"numpy.{name}(...): an array of Python objects is refused")
+        elif kind is int and not -(2**63) <= value < 2**64:
             raise EvaluationError(
                 f"numpy.{name}(...): an integer of {value.bit_length()} bits is no numpy "
                 "number (int64 and uint64 hold 64 bits); numpy would make an array of "
                 "Python integers, whose arithmetic no limit bounds. Compute with it "
                 "outside numpy (+, *, math.prod are sized) or as a float (float(n))"
             )
-        if isinstance(value, np.ndarray) and value.dtype.kind == "O":
-            raise EvaluationError(f"numpy.{name}(...): an array of Python objects is not allowed")
-        if isinstance(value, (list, tuple)):
-            _check_fixed_width(name, value)
-
-
-def _text_width(values: Any) -> int:
-    """float64-sized elements one item of the result may take: 1, or for a text among
-    ``values`` (lists and tuples at any depth, text arrays) its bytes as numpy stores it,
-    4 a character, as the ONNX plans count text (``numpy.full(1000, t)`` of a text of
-    10,000 characters is 40 MB). Words of up to 9 characters (options: ``mode='wrap'``,
-    ``casting='same_kind'``) count as one."""
-    widest = 8
-    for value in values:
-        if isinstance(value, str) and len(value) > 9:
-            widest = max(widest, 4 * len(value))
-        elif isinstance(value, bytes) and len(value) > 9:
-            widest = max(widest, len(value))
-        elif isinstance(value, np.ndarray) and value.dtype.kind in "US":
-            widest = max(widest, value.dtype.itemsize)
-        elif isinstance(value, (list, tuple)):
-            widest = max(widest, 8 * _text_width(value))
+        elif kind is list or kind is tuple:
+            widest = max(widest, 8 * _item_width(name, value))
+        elif isinstance(value, (str, bytes)) and len(value) > 9:
+            widest = max(widest, len(value) * (4 if isinstance(value, str) else 1))
     return -(-widest // 8)
 
 
@@ -168,14 +163,15 @@ def _planned(name: str, function: Callable, plan: Plan) -> Callable:
     (``out``), and a result of more than ``max_elements`` elements (by ``plan``, before it
     is computed)."""
     out_at = _out_position(function)
+    in_place = name in _IN_PLACE
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         _check_dtype(name, args, kwargs)
-        _check_no_writes(name, out_at, args, kwargs)
-        _check_fixed_width(name, (*args, *kwargs.values()))
+        if kwargs or in_place or (out_at is not None and len(args) > out_at):
+            _check_no_writes(name, out_at, args, kwargs)
         planned = planned_elements(plan, args, kwargs, f"numpy.{name}(...)")
-        planned *= _text_width((*args, *kwargs.values()))
+        planned *= _item_width(name, (*args, *kwargs.values()) if kwargs else args)
         check_elements(planned, f"the result of numpy.{name}(...)")
         return function(*args, **kwargs)
 
