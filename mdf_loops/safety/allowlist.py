@@ -91,12 +91,17 @@ NUMPY_FUNCTIONS = frozenset(
     n for n in _NUMPY_OTHER | _NUMPY_UFUNCS | SIZED_CONSTRUCTORS if hasattr(np, n)
 )
 _NUMPY_LINALG = frozenset({"norm", "det", "inv", "solve"})
-#: math functions allowed (factorial, comb and perm can take hours on a large int)
-MATH_FUNCTIONS = frozenset(n for n in dir(math) if not n.startswith("_")) - {
-    "factorial",
-    "comb",
-    "perm",
-}
+#: math functions allowed, named (not every name of this Python's math: one a later Python
+#: adds, such as sumprod, would multiply arrays and integers unplanned); factorial, comb
+#: and perm can take hours on a large int
+MATH_FUNCTIONS = frozenset(
+    """
+    acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh degrees dist e erf erfc
+    exp exp2 expm1 fabs floor fmod frexp fsum gamma gcd hypot inf isclose isfinite isinf isnan
+    isqrt lcm ldexp lgamma log log10 log1p log2 modf nan nextafter pi pow prod radians remainder
+    sin sinh sqrt tan tanh tau trunc ulp
+""".split()
+) & frozenset(dir(math))
 _ATTRIBUTES = {
     ("numpy",): NUMPY_FUNCTIONS | {"linalg"},
     ("numpy", "linalg"): _NUMPY_LINALG,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import inspect
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.errors import SizeLimitError
+from mdf_loops.errors import EvaluationError, SizeLimitError
 from mdf_loops.ops.common import check_elements
 from mdf_loops.safety.allowlist import _NUMPY_LINALG, NUMPY_FUNCTIONS, dtype_refusal
 from mdf_loops.safety.numpy_sizes import LINALG_PLANS, Plan, plan_for, planned_elements
@@ -87,16 +88,91 @@ def _check_dtype(name: str, args: tuple, kwargs: dict) -> None:
             raise SizeLimitError(f"numpy.{name}(...): {reason}")
 
 
+#: arguments that make a function write into its input: (name, position, the value that
+#: does) (``numpy.nan_to_num(x, False)`` replaces x's NaNs in x itself)
+_IN_PLACE = {"nan_to_num": ("copy", 1, False), "median": ("overwrite_input", 3, True)}
+
+
+def _out_position(function: Callable) -> int | None:
+    """Where ``out`` may be given positionally (``numpy.add(x, x, x)`` writes into x)."""
+    if isinstance(function, np.ufunc):
+        return function.nin
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    for position, parameter in enumerate(parameters):
+        if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            return None  # after *operands (einsum): out only by keyword
+        if parameter.name == "out":
+            return position
+    return None
+
+
+def _check_no_writes(name: str, out_at: int | None, args: tuple, kwargs: dict) -> None:
+    """Refuse ``out`` (by keyword or position) and an argument that writes in place: an
+    expression computes new values, it never changes the model's."""
+    written = "out" in kwargs or (out_at is not None and len(args) > out_at)
+    if name in _IN_PLACE:
+        argument, position, writes = _IN_PLACE[name]
+        given = kwargs.get(argument, args[position] if len(args) > position else None)
+        written = written or (given is not None and bool(np.asarray(given).any()) == writes)
+    if written:
+        raise EvaluationError(
+            f"numpy.{name}(...): writing into an argument (out=, a positional out, or "
+            f"{'/'.join(f'{a}={w}' for a, _, w in _IN_PLACE.values())}) is not allowed in "
+            "a model that is not trusted; use the result the call returns"
+        )
+
+
+def _item_width(name: str, values: Any) -> int:
+    """float64-sized elements one item of the result may take, read from the arguments
+    ``values`` (lists and tuples at any depth) in one pass: 1, or for a text its bytes as
+    numpy stores it, 4 a character, as the ONNX plans count text (``numpy.full(1000, t)``
+    of a text of 10,000 characters is 40 MB); words of up to 9 characters (options:
+    ``mode='wrap'``, ``casting='same_kind'``) count as one.
+
+    Refuses a Python integer that no numpy integer holds and an object array: numpy would
+    compute with an array of Python integers, whose every product is larger
+    (``numpy.square`` nested k times makes 2**k times the bits), beyond the integer limit
+    of the expression's operators."""
+    widest = 8
+    for value in values:
+        kind = type(value)
+        if kind is np.ndarray:
+            if value.dtype.kind in "US":
+                widest = max(widest, value.dtype.itemsize)
+            elif value.dtype.kind == "O":
+                raise EvaluationError(f"numpy.{name}(...): an array of Python objects is refused")
+        elif kind is int and not -(2**63) <= value < 2**64:
+            raise EvaluationError(
+                f"numpy.{name}(...): an integer of {value.bit_length()} bits is no numpy "
+                "number (int64 and uint64 hold 64 bits); numpy would make an array of "
+                "Python integers, whose arithmetic no limit bounds. Compute with it "
+                "outside numpy (+, *, math.prod are sized) or as a float (float(n))"
+            )
+        elif kind is list or kind is tuple:
+            widest = max(widest, 8 * _item_width(name, value))
+        elif isinstance(value, (str, bytes)) and len(value) > 9:
+            widest = max(widest, len(value) * (4 if isinstance(value, str) else 1))
+    return -(-widest // 8)
+
+
 def _planned(name: str, function: Callable, plan: Plan) -> Callable:
-    """``function`` that refuses a dtype of unbounded size, ``out=``, and a result of more
-    than ``max_elements`` elements (by ``plan``, before it is computed)."""
+    """``function`` that refuses a dtype of unbounded size, writing into an argument
+    (``out``), and a result of more than ``max_elements`` elements (by ``plan``, before it
+    is computed)."""
+    out_at = _out_position(function)
+    in_place = name in _IN_PLACE
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         _check_dtype(name, args, kwargs)
-        if "out" in kwargs:
-            raise SizeLimitError(f"numpy.{name}(...): out= is not allowed in a model not trusted")
-        check_elements(planned_elements(plan, args, kwargs), f"the result of numpy.{name}(...)")
+        if kwargs or in_place or (out_at is not None and len(args) > out_at):
+            _check_no_writes(name, out_at, args, kwargs)
+        planned = planned_elements(plan, args, kwargs, f"numpy.{name}(...)")
+        planned *= _item_width(name, (*args, *kwargs.values()) if kwargs else args)
+        check_elements(planned, f"the result of numpy.{name}(...)")
         return function(*args, **kwargs)
 
     return checked

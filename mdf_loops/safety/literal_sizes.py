@@ -150,7 +150,9 @@ def dtype_refusal(value: Any) -> str | None:
 
     A sub-array dtype (``('u1', (46000, 46000))``) makes one element of any size,
     so an element count says nothing about the memory; structured, object and
-    void dtypes and dtype objects have no use in an MDF expression.
+    void dtypes and dtype objects have no use in an MDF expression, nor have dates and
+    times (``numpy.arange('1000-01-01', '9999-12-31', dtype='datetime64[s]')`` counts
+    2.8e11 seconds from two texts that no size plan reads as numbers).
     """
     if value is None:
         return None
@@ -163,7 +165,7 @@ def dtype_refusal(value: Any) -> str | None:
     if (
         dtype.subdtype is not None
         or dtype.fields is not None
-        or dtype.kind in "OV"
+        or dtype.kind in "OVMm"
         or dtype.itemsize > _MAX_ITEMSIZE
     ):
         return f"dtype {value!r:.60} is refused: only plain element types (float64, 'int32')"

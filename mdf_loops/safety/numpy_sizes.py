@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from mdf_loops.errors import EvaluationError
+from mdf_loops.errors import EvaluationError, SizeLimitError
+from mdf_loops.ops.common import current_limits, how_to_raise
 from mdf_loops.safety.operator_sizes import planned_elements as onnx_planned_elements
 
 __all__ = ["planned_elements", "plan_for", "held_elements", "LINALG_PLANS", "Plan"]
@@ -75,11 +76,6 @@ def _broadcast(*args: Any, **kwargs: Any) -> int:
         return 0  # shapes that do not broadcast: numpy reports them
 
 
-def _matmul(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
-    """``@`` and ``numpy.matmul``: the ONNX MatMul plan (the same rules)."""
-    return onnx_planned_elements("MatMul", [a, b], {}) or 0
-
-
 def _dot(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
     sa, sb = _shape(a), _shape(b)
     if not sa or not sb:
@@ -114,15 +110,107 @@ def _tensordot(a: Any, b: Any, axes: Any = 2, *args: Any, **kwargs: Any) -> int:
 
 
 def _square_of_vector(m: Any, *args: Any, **kwargs: Any) -> int:
-    """``diag``, ``tril``, ``triu``: a vector of n makes an n x n matrix."""
+    """``tril``, ``triu``: a vector of n makes an n x n matrix (``k`` moves the diagonal)."""
     shape = _shape(m)
     return shape[0] ** 2 if len(shape) == 1 else math.prod(shape)
 
 
-def _einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> int:
-    """``numpy.einsum``: the ONNX Einsum plan (the same equation language)."""
+def _diag(v: Any, k: Any = 0, *args: Any, **kwargs: Any) -> int:
+    """``diag``: a vector of n makes an (n + |k|) x (n + |k|) matrix (``numpy.diag(x, 10**4)``
+    is 10**8 elements), a matrix gives a diagonal of it."""
+    shape = _shape(v)
+    return (shape[0] + abs(operator.index(k))) ** 2 if len(shape) == 1 else math.prod(shape)
+
+
+def _take(a: Any, indices: Any, axis: Any = None, *args: Any, **kwargs: Any) -> int:
+    """``take``: the indices' shape in place of the axis taken (``numpy.take(m, i, axis=0)``
+    makes a row of ``m`` per index), or the indices' shape along the flattened array."""
+    taken = math.prod(_shape(indices))
+    if axis is None:
+        return taken
+    shape = _shape(a)
+    axis = operator.index(axis) % max(len(shape), 1)
+    return math.prod(shape[:axis]) * taken * math.prod(shape[axis + 1 :])
+
+
+def _cross(
+    a: Any, b: Any, axisa: Any = -1, axisb: Any = -1, axisc: Any = -1, axis: Any = None
+) -> int:
+    """``cross``: the broadcast of the operands without their vector axes, 3 a vector (a
+    2-vector beside a 3-vector broadcasts too, where the shapes of the two do not)."""
+    axisa, axisb = (axisa, axisb) if axis is None else (axis, axis)
+    rest = [_without(_shape(v), w) for v, w in ((a, axisa), (b, axisb))]
+    return 3 * math.prod(np.broadcast_shapes(*rest))
+
+
+def _without(shape: tuple[int, ...], axis: Any) -> tuple[int, ...]:
+    axis = operator.index(axis) % max(len(shape), 1)
+    return shape[:axis] + shape[axis + 1 :]
+
+
+def _first(a: Any, *args: Any, **kwargs: Any) -> int:
+    """As many elements as the first argument (``nan_to_num``: its values replaced)."""
+    return held_elements(a)
+
+
+def _where(condition: Any, *args: Any, **kwargs: Any) -> int:
+    """``where(c, x, y)``: their broadcast; ``where(c)``: an index array per dimension."""
+    if args:
+        return _broadcast(condition, *args, **kwargs)
+    return max(len(_shape(condition)), 1) * math.prod(_shape(condition))
+
+
+def _with_mean(a: Any, *args: Any, mean: Any = None, **kwargs: Any) -> int:
+    """``std``, ``var``: a reduction, but ``a - mean`` is computed first, broadcast."""
+    return max(_inputs(a, *args, **kwargs), 0 if mean is None else _broadcast(a, mean))
+
+
+def _diff(a: Any, n: Any = 1, axis: Any = -1, *args: Any, **kwargs: Any) -> int:
+    """``diff``: no more than its arguments; ``n`` differences beyond the axis's length
+    would only loop (``numpy.diff(x, 10**9)``: minutes for an empty result), so refused."""
+    shape = _shape(a)
+    if not shape:
+        return _inputs(a, *args, **kwargs)  # numpy refuses a 0-d array
+    length = shape[operator.index(axis)]
+    extra = sum(math.prod(_shape(v)) or 1 for k, v in kwargs.items() if k in ("prepend", "append"))
+    if operator.index(n) > max(length + extra, 1):
+        raise EvaluationError(
+            f"numpy.diff(..., n={operator.index(n)}): n is more than the {length + extra} "
+            "values along the axis (every difference after them is empty); use an n no "
+            "larger than the axis"
+        )
+    return _inputs(a, *args, **kwargs)
+
+
+#: operands of an einsum whose contraction order numpy may search exhaustively
+_OPTIMAL_OPERANDS = 6
+
+
+def _einsum(subscripts: Any, *operands: Any, optimize: Any = False, **kwargs: Any) -> int:
+    """``numpy.einsum``: the ONNX Einsum plan (the same equation language). Unoptimized
+    (numpy's default), numpy loops over every combination of the indices, whatever the
+    result's size (``numpy.einsum('i,j,k,l,m->', x, x, x, x, x)`` of 150 values: 10**11
+    steps for one number), so that loop is refused over ``max_elements`` steps."""
     if not isinstance(subscripts, str):
         raise EvaluationError("numpy.einsum: write the subscripts as text ('ij,jk->ik')")
+    strategy = optimize[0] if isinstance(optimize, (list, tuple)) and optimize else optimize
+    if strategy == "optimal" and len(operands) > _OPTIMAL_OPERANDS:
+        raise EvaluationError(
+            f"numpy.einsum(..., optimize='optimal') of {len(operands)} operands: its search "
+            "tries every order of contraction (10 operands: half a minute, each more one "
+            f"many times that); use optimize=True (greedy) above {_OPTIMAL_OPERANDS} operands"
+        )
+    terms = subscripts.replace(" ", "").partition("->")[0]
+    every = "".join(sorted({c for c in terms if c.isalpha()}))
+    loop = f"{terms}->{'...' if '...' in terms else ''}{every}"
+    steps = onnx_planned_elements("Einsum", list(operands), {"equation": loop}) or 0
+    limit = current_limits().max_elements
+    if not optimize and steps > limit:
+        raise SizeLimitError(
+            f"numpy.einsum('{subscripts}', ...) loops over {steps} combinations of its "
+            f"indices, over the limit of {limit} (max_elements); pass optimize=True (numpy "
+            f"then contracts two operands at a time), or {how_to_raise('max_elements')}"
+        )
     return onnx_planned_elements("Einsum", list(operands), {"equation": subscripts}) or 0
 
 
@@ -139,8 +227,12 @@ def _solve(a: Any, b: Any, *args: Any, **kwargs: Any) -> int:
 # constructors: the size asked for
 
 
-def _arange(start: Any, stop: Any = None, step: Any = None, *args: Any, **kwargs: Any) -> int:
-    start, stop = (0, start) if stop is None else (start, stop)
+def _arange(
+    start: Any = None, stop: Any = None, step: Any = None, *args: Any, **kwargs: Any
+) -> int:
+    """``arange(stop)``, ``arange(start, stop, step)``, by position or keyword
+    (``numpy.arange(stop=n)``)."""
+    start, stop = (0, start) if stop is None else (start or 0, stop)
     step = 1 if step is None else step
     return max(math.ceil((float(stop) - float(start)) / float(step)), 0) if step else 0
 
@@ -185,16 +277,25 @@ _CONSTRUCTORS: dict[str, Plan] = {
     "full_like": _full_like,
 }
 
-_BROADCASTING = {"where", "clip", "isclose", "cross", "nan_to_num", "around", "round"}
+# allclose: a reduction, but of isclose's broadcast, computed first
+_BROADCASTING = {"clip", "isclose", "allclose", "around", "round"}
+_OTHERS: dict[str, Plan] = {
+    "where": _where,
+    "cross": _cross,
+    "nan_to_num": _first,
+    "take": _take,
+    "std": _with_mean,
+    "var": _with_mean,
+    "diff": _diff,
+}
 _PRODUCTS: dict[str, Plan] = {
-    "matmul": _matmul,
     "dot": _dot,
     "inner": _inner,
     "vdot": _inputs,
     "outer": _outer,
     "tensordot": _tensordot,
     "einsum": _einsum,
-    "diag": _square_of_vector,
+    "diag": _diag,
     "tril": _square_of_vector,
     "triu": _square_of_vector,
 }
@@ -208,12 +309,21 @@ def plan_for(name: str) -> Plan:
         return _CONSTRUCTORS[name]
     if name in _PRODUCTS:
         return _PRODUCTS[name]
+    if name in _OTHERS:
+        return _OTHERS[name]
     function = getattr(np, name, None)
-    if isinstance(function, np.ufunc) and function.signature:
+    if isinstance(function, np.ufunc) and function.signature:  # matmul, matvec, vecdot
         return _generalized(function.signature)
+    if isinstance(function, np.ufunc) and function.nout > 1:  # modf, frexp, divmod
+        return _outputs(function.nout, _broadcast)
     if name in _BROADCASTING or isinstance(function, np.ufunc):
         return _broadcast
     return _inputs
+
+
+def _outputs(count: int, plan: Plan) -> Plan:
+    """``count`` results, each of ``plan``'s elements."""
+    return lambda *args, **kwargs: count * plan(*args, **kwargs)
 
 
 def _generalized(signature: str) -> Plan:
@@ -225,11 +335,11 @@ def _generalized(signature: str) -> Plan:
         for side in signature.replace(" ", "").split("->")
     )
 
-    def plan(*args: Any, **kwargs: Any) -> int:
+    def plan(*args: Any, axes: Any = None, axis: Any = None, **kwargs: Any) -> int:
         sizes: dict[str, int] = {}
         loops = []
-        for value, core in zip(args[: len(inputs)], inputs, strict=False):
-            shape = _shape(value)
+        for k, (value, core) in enumerate(zip(args[: len(inputs)], inputs, strict=False)):
+            shape = _core_last(_shape(value), core, axes[k] if axes is not None else axis)
             # an operand of fewer dimensions lacks its optional ones (matmul's vector)
             names = core if len(shape) >= len(core) else [d for d in core if d[-1:] != "?"]
             loops.append(shape[: len(shape) - len(names)])
@@ -244,10 +354,33 @@ def _generalized(signature: str) -> Plan:
     return plan
 
 
-def planned_elements(plan: Plan, args: tuple, kwargs: dict) -> int:
+def _core_last(shape: tuple[int, ...], core: list[str], where: Any) -> tuple[int, ...]:
+    """``shape`` with the core dimensions that ``axes=`` / ``axis=`` name moved to the end,
+    where the ufunc reads them (``matmul(r, r, axes=[(1, 0), ...])`` of r (1, n) is n x n)."""
+    if where is None or not core:
+        return shape
+    picked = [operator.index(where)] if isinstance(where, (int, np.integer)) else list(where)
+    picked = [operator.index(d) % max(len(shape), 1) for d in picked]
+    return tuple(d for k, d in enumerate(shape) if k not in picked) + tuple(
+        shape[k] for k in picked
+    )
+
+
+def planned_elements(plan: Plan, args: tuple, kwargs: dict, what: str = "a numpy call") -> int:
     """Elements the call will make by ``plan``; 0 when the arguments are malformed (numpy
-    then reports them in its own words)."""
+    then reports them in its own words).
+
+    Raises:
+        EvaluationError: arguments spelled in a way the plan does not read (a keyword
+            it does not name): the call is refused rather than run unplanned.
+    """
     try:
         return plan(*args, **kwargs)
-    except (TypeError, ValueError, OverflowError, IndexError, KeyError):
+    except TypeError as exc:
+        raise EvaluationError(
+            f"{what}: the size of its result cannot be planned from these arguments ({exc}), so "
+            "the call is not made in a model that is not trusted; pass them as numpy "
+            "documents them (by position)"
+        ) from None
+    except (ValueError, OverflowError, IndexError, KeyError):
         return 0

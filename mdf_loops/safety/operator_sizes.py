@@ -231,12 +231,27 @@ def _resize(inputs: list, attributes: Mapping) -> int:
     # strict=False: a malformed node still gets an estimate from what it gives, the
     # kernel reports the mismatch (an error here would skip the check: see planned_elements)
     if sizes is not None and _size(sizes):
-        for axis, size in zip(axes, _ints(sizes), strict=False):
-            shape[axis] = abs(size)
+        _sized(shape, axes, _ints(sizes), attributes.get("keep_aspect_ratio_policy"))
     elif scales is not None and _size(scales):
         for axis, scale in zip(axes, np.asarray(scales, dtype=float).reshape(-1), strict=False):
             shape[axis] = math.floor(shape[axis] * abs(float(scale)))
     return math.prod(shape)
+
+
+def _sized(shape: list[int], axes: list[int], sizes: list[int], policy: Any) -> None:
+    """``shape`` resized to ``sizes`` on ``axes``; kept in aspect (``not_smaller``,
+    ``not_larger``), every axis takes the one scale the policy picks of sizes / shape
+    (``not_smaller`` of sizes (1, 1, 30, 30) on (1, 1, 1, 30) scales every axis by 30)."""
+    policy = policy.decode() if isinstance(policy, bytes) else policy
+    pairs = list(zip(axes, (abs(size) for size in sizes), strict=False))
+    if policy not in ("not_smaller", "not_larger"):
+        for axis, size in pairs:
+            shape[axis] = size
+        return
+    ratios = [size / shape[axis] for axis, size in pairs if shape[axis]]
+    scale = (max if policy == "not_smaller" else min)(ratios, default=1.0)
+    for axis, _ in pairs:
+        shape[axis] = math.ceil(shape[axis] * scale)
 
 
 def _one_hot(inputs: list, attributes: Mapping) -> int:

@@ -292,7 +292,40 @@ def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
     return binary(ast.FloorDiv, a, b), binary(ast.Mod, a, b)
 
 
+def _round(number: Any, ndigits: Any = None) -> Any:
+    """``round``: an integer rounded to more digits than it has is 0, given without Python's
+    computing ``10 ** -ndigits`` first (``round(7, -10**9)``: hours and gigabytes)."""
+    if isinstance(number, int) and ndigits is not None and hasattr(ndigits, "__index__"):
+        digits = operator.index(ndigits)
+        if -digits > (abs(number).bit_length() + 1) * math.log10(2) + 1:  # 10**-digits > 2|n|
+            return 0
+    return builtins.round(number) if ndigits is None else builtins.round(number, ndigits)
+
+
+def _extreme(name: str) -> Callable:
+    """``max``, ``min``: Python compares each item with the best so far (any earlier one),
+    so each comparison of arrays is planned first (``max(a, x)`` of a (n, 1) and a (n,)
+    makes n x n booleans before it finds their truth ambiguous)."""
+    function = _plain(name)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        items = args if len(args) > 1 else args[0] if args else ()
+        if isinstance(items, (list, tuple)):
+            seen: dict[tuple, Any] = {}  # one item of each shape
+            for item in items:
+                for earlier in seen.values():
+                    check_comparison(ast.Gt, item, earlier)
+                seen.setdefault(np.shape(item) if isinstance(item, _NUMPY_VALUES) else (), item)
+        return function(*args, **kwargs)
+
+    call.__name__ = name
+    return _callable(call)
+
+
 BUILTINS: dict[str, Callable] = {name: _plain(name) for name in SAFE_BUILTINS}
+BUILTINS["round"] = _callable(_round)
+BUILTINS["max"] = _extreme("max")
+BUILTINS["min"] = _extreme("min")
 BUILTINS["sum"] = _callable(_sum)
 BUILTINS["divmod"] = _callable(_divmod)
 
@@ -311,8 +344,10 @@ def math_function(name: str) -> Any:
             except SizeLimitError as exc:
                 raise SizeLimitError(f"math.prod: {exc}") from None
             return result
-        if name == "lcm":  # an integer product: plan its size
-            _check_bits(sum(abs(n).bit_length() for n in args if isinstance(n, int)), "math.lcm")
+        if name == "lcm":  # an integer product: plan its size (numpy integers too: *array)
+            integers = (int, np.integer)
+            bits = sum(abs(int(n)).bit_length() for n in args if isinstance(n, integers))
+            _check_bits(bits, "math.lcm")
         return member(*args)
 
     return _callable(call)

@@ -110,3 +110,30 @@ def test_text_arrays_are_counted_by_their_bytes():
     assert element_count(np.array(["x" * 100] * 4)) == 4 * 100 * 4 // 8  # 4 bytes a character
     assert element_count([np.ones(3), [np.ones(2), np.ones(5)]]) == 10
     assert element_count([]) == 0 and element_count(np.ones((2, 3))) == 6
+
+
+@pytest.mark.parametrize("sizes, axes, policy", [
+    ([1, 1, 30, 30], None, "not_smaller"),  # one scale, 30, for every axis: 24,300,000
+    ([30, 30], [2, 3], "not_smaller"),
+    ([1, 1, 30, 5], None, "not_larger"),
+    ([1, 1, 7, 30], None, "stretch"),
+])
+def test_resize_to_sizes_kept_in_aspect_plans_the_scale_the_policy_picks(sizes, axes, policy):
+    x = np.ones((1, 1, 1, 30), np.float32)
+    attributes = {"keep_aspect_ratio_policy": policy, **({"axes": axes} if axes else {})}
+    inputs = [x, None, None, np.array(sizes, np.int64)]
+    if sizes != [1, 1, 30, 30]:
+        made = _reference("Resize", [x, np.array([], np.float32), np.array([], np.float32),
+                                     inputs[3]], attributes, opset=19)
+        assert planned_elements("Resize", inputs, attributes) >= made.size
+    else:  # 24,300,000 elements: the plan, checked, and the refusal through a backend
+        assert planned_elements("Resize", inputs, attributes) == 30 * 30 * 30 * 900
+        node = oh.make_node("Resize", ["x", "", "", "sizes"], ["y"], **attributes)
+        graph = oh.make_graph(
+            [node], "g", [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 30]),
+                          oh.make_tensor_value_info("sizes", TensorProto.INT64, [4])],
+            [oh.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = mdf_loops.onnx_to_mdf(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 19)]))
+        with mdf_loops.safety.limits(max_elements=10**6), pytest.raises(
+                SizeLimitError, match="onnx::Resize has 24300000 elements"):
+            mdf_loops.run(model, {"x": x, "sizes": inputs[3]}, backend="scheduler")

@@ -469,10 +469,11 @@ def test_run_limited_runs_a_model_in_a_child_and_stops_a_long_one():
         id="n", input_ports=[InputPort(id="a")],
         output_ports=[OutputPort(id="y", value="numpy.einsum('ij,jk,kl,lm->im', a, a, a, a)")])])])
     small = mdf_loops.safety.run_limited(model, {"a": np.eye(3)}, timeout=60, backend="scheduler")
+    # the einsum loops 1000**5 times: past the plan's max_elements steps unless raised
     assert np.array_equal(small["n.y"], np.eye(3))
     with pytest.raises(ResourceLimitError, match="took longer than 2 s"):
         mdf_loops.safety.run_limited(model, {"a": np.ones((1000, 1000))}, timeout=2,
-                              backend="scheduler")
+                                     backend="scheduler", max_elements=10**16)
 
 
 def test_with_jax_loaded_the_limited_child_is_a_new_process_not_a_fork(tmp_path):
@@ -494,7 +495,8 @@ def test_with_jax_loaded_the_limited_child_is_a_new_process_not_a_fork(tmp_path)
         "small = mdf_loops.safety.run_limited(model, {'a': np.eye(3)}, timeout=120)\n"
         "print('SMALL', small['n.y'].tolist())\n"
         "try:\n"
-        "    mdf_loops.safety.run_limited(model, {'a': np.ones((1000, 1000))}, timeout=2)\n"
+        "    mdf_loops.safety.run_limited(model, {'a': np.ones((1000, 1000))}, timeout=2,\n"
+        "                                 max_elements=10**16)\n"
         "except mdf_loops.MdfLoopsError as exc:\n"
         "    print('LONG', type(exc).__name__, exc)\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
@@ -523,3 +525,22 @@ def test_the_content_key_follows_text_and_structure():
     assert model_digest(model) == key
     node.output_ports.append(OutputPort(id="z", value="x"))
     assert model_digest(model) != key
+
+
+@pytest.mark.parametrize("backend", ["python", "scheduler", "auto"])
+def test_a_time_loop_that_grows_its_state_stops_at_the_step_past_max_elements(
+        tmp_path, backend):
+    # x keeps one element for 4 steps (the conversion's probe sees one shape), then doubles
+    # each step: 2 ** (k - 3) elements at step k, first past 1,000 at k = 13 (iteration 12)
+    doubled = next(k for k in range(100) if k > 3 and 2 ** (k - 3) > 1000)
+    nodes = {"A": {"parameters": {
+        "k": {"value": "k + 1", "default_initial_value": 0},
+        "x": {"value": "numpy.concatenate([x, x]) if k > 3 else x",
+              "default_initial_value": [1.0]}},
+        "output_ports": {"out": {"value": "x[0]"}}}}
+    path = tmp_path / "grow.json"
+    path.write_text(json.dumps({"grow": {"format": "ModECI MDF v0.4", "generating_application":
+                                         "test", "graphs": {"grow": {"nodes": nodes}}}}))
+    with mdf_loops.safety.limits(max_elements=1000), pytest.raises(
+            SizeLimitError, match=rf"iteration {doubled - 1}\b.*1024 elements"):
+        mdf_loops.simulate(path, dt=1.0, steps=40, backend=backend)
