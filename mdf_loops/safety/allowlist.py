@@ -152,14 +152,13 @@ def expression_refusal(
 ) -> str | None:
     """Why ``text`` may not be evaluated (naming the offending piece), or None when it may.
 
-    ``names`` are the names the node binds for this expression. With
-    ``text_is_data`` (an input port's default value, evaluated only when a bare
-    name reads it) text that is not an expression is accepted as data.
-    ``bound_later``: names of builtins the node binds only after this expression
-    is evaluated (a parameter ``input`` listed after this one), for the refusal's advice.
-    Text that is exactly the id of a name the node binds, an id that is no Python name
-    (``/A/Add``), is that value (:func:`~mdf_loops.model.references.referenced_id`); a
-    Python name is checked as one (a dunder stays refused though the node binds it).
+    ``names`` are the names the node binds for this expression. With ``text_is_data``
+    (an input port's default value, evaluated only when a bare name reads it) text that
+    is not an expression is accepted as data. ``bound_later``: names of builtins the node
+    binds only after this expression is evaluated (a parameter ``input`` listed after
+    this one), for the refusal's advice. Text that is exactly a bound id that is no Python
+    name (``/A/Add``) is that value (:func:`~mdf_loops.model.references.referenced_id`);
+    a Python name is checked as one (a dunder stays refused though the node binds it).
     """
     if not is_python_name(text) and referenced_id(text, names) is not None:
         return None

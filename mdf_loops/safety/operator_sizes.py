@@ -1,13 +1,13 @@
 """How many elements an ONNX operator will produce, computed before its kernel allocates.
 
 Some operators make outputs whose size comes from input *values* or attributes
-(``ConstantOfShape``, ``Expand``, ``Tile``, ``Range``, ``Pad``, ``Resize``,
-``Upsample``, ``OneHot``, ``RandomUniform``/``RandomNormal``), others from a
+(``ConstantOfShape``, ``Expand``, ``Tile``, ``Range``, ``Pad``, ``OneHot``,
+``RandomUniform``/``RandomNormal``), others from a
 product of input shapes (broadcasting element-wise operators, ``MatMul``,
 ``Gemm``, ``Einsum``) or a sum of many inputs (``Concat``); signal operators
 (``HannWindow``, ``HammingWindow``, ``BlackmanWindow``, ``MelWeightMatrix``,
 ``DFT``) take their size from an input value, convolutions, pools, recurrent
-layers, ``STFT``, gathers and attention from attributes and shapes
+layers, ``STFT``, gathers, attention and ``Resize`` from attributes and shapes
 (:mod:`~mdf_loops.safety.window_sizes`), ``StringConcat`` makes texts as
 long as the two it joins (counted by bytes, in float64-sized elements), and
 operators of ``ai.onnx.ml`` make, per input row, as many values as an attribute
@@ -218,42 +218,6 @@ def _like(inputs: list, attributes: Mapping) -> int:
     return _size(inputs[0])
 
 
-def _resize(inputs: list, attributes: Mapping) -> int:
-    shape = _shape(inputs[0])
-    axes = (
-        _ints(attributes["axes"]) if attributes.get("axes") is not None else list(range(len(shape)))
-    )
-    sizes, scales = _given(inputs, 3), _given(inputs, 2)
-    if scales is None and len(inputs) == 2:  # Upsample / Resize-10: (X, scales)
-        scales = inputs[1]
-    if scales is None and attributes.get("scales") is not None:  # Upsample-7
-        scales = attributes["scales"]
-    # strict=False: a malformed node still gets an estimate from what it gives, the
-    # kernel reports the mismatch (an error here would skip the check: see planned_elements)
-    if sizes is not None and _size(sizes):
-        _sized(shape, axes, _ints(sizes), attributes.get("keep_aspect_ratio_policy"))
-    elif scales is not None and _size(scales):
-        for axis, scale in zip(axes, np.asarray(scales, dtype=float).reshape(-1), strict=False):
-            shape[axis] = math.floor(shape[axis] * abs(float(scale)))
-    return math.prod(shape)
-
-
-def _sized(shape: list[int], axes: list[int], sizes: list[int], policy: Any) -> None:
-    """``shape`` resized to ``sizes`` on ``axes``; kept in aspect (``not_smaller``,
-    ``not_larger``), every axis takes the one scale the policy picks of sizes / shape
-    (``not_smaller`` of sizes (1, 1, 30, 30) on (1, 1, 1, 30) scales every axis by 30)."""
-    policy = policy.decode() if isinstance(policy, bytes) else policy
-    pairs = list(zip(axes, (abs(size) for size in sizes), strict=False))
-    if policy not in ("not_smaller", "not_larger"):
-        for axis, size in pairs:
-            shape[axis] = size
-        return
-    ratios = [size / shape[axis] for axis, size in pairs if shape[axis]]
-    scale = (max if policy == "not_smaller" else min)(ratios, default=1.0)
-    for axis, _ in pairs:
-        shape[axis] = math.ceil(shape[axis] * scale)
-
-
 def _one_hot(inputs: list, attributes: Mapping) -> int:
     return _size(inputs[0]) * abs(int(np.asarray(inputs[1]).reshape(-1)[0]))
 
@@ -282,7 +246,7 @@ def _einsum(inputs: list, attributes: Mapping) -> int:
     terms, _, output = equation.partition("->")
     sizes: dict[str, int] = {}
     ellipsis: list[list[int]] = []
-    # strict=False as in _resize: a malformed equation is the kernel's to report
+    # strict=False: a malformed equation is the kernel's to report
     for term, value in zip(terms.split(","), inputs, strict=False):
         shape = _shape(value)
         if "..." in term:
@@ -400,8 +364,6 @@ _PLANNED: dict[str, Callable[[list, Mapping], int]] = {
     "RandomNormal": _random,
     "RandomUniformLike": _like,
     "RandomNormalLike": _like,
-    "Resize": _resize,
-    "Upsample": _resize,
     "OneHot": _one_hot,
     "MatMul": _matmul,
     "Gemm": _gemm,

@@ -6,7 +6,8 @@ frame length), the gathers (the indices' shape times the data's slices), region
 pools (regions times ``pooled_shape``), attention (queries times keys), and the
 operators that take an output shape from an input value (``AffineGrid``,
 ``CenterCropPad``, ``Col2Im``, ``MaxUnpool``) or an attribute (``Multinomial``,
-``TfIdfVectorizer``), and text split into parts (``StringSplit``). Each plan gives
+``TfIdfVectorizer``), text split into parts (``StringSplit``), and resampling
+(``Resize``, ``Upsample``: by scales, or to sizes, kept in aspect or not). Each plan gives
 an upper bound of the elements of the operator's largest output (all outputs
 together where they are of one size) from input shapes, input values and
 attributes, before the kernel runs; :mod:`mdf_loops.safety.operator_sizes`
@@ -219,7 +220,45 @@ def _image_decoder(inputs: list, attributes: Mapping) -> int:
 
 
 #: operators of the default domain planned here
+def _resize(inputs: list, attributes: Mapping) -> int:
+    shape = _shape(inputs[0])
+    axes = (
+        _ints(attributes["axes"]) if attributes.get("axes") is not None else list(range(len(shape)))
+    )
+    sizes, scales = _given(inputs, 3), _given(inputs, 2)
+    if scales is None and len(inputs) == 2:  # Upsample / Resize-10: (X, scales)
+        scales = inputs[1]
+    if scales is None and attributes.get("scales") is not None:  # Upsample-7
+        scales = attributes["scales"]
+    # strict=False: a malformed node still gets an estimate from what it gives, the
+    # kernel reports the mismatch (an error here would skip the check: see planned_elements)
+    if sizes is not None and _size(sizes):
+        _sized(shape, axes, _ints(sizes), attributes.get("keep_aspect_ratio_policy"))
+    elif scales is not None and _size(scales):
+        for axis, scale in zip(axes, np.asarray(scales, dtype=float).reshape(-1), strict=False):
+            shape[axis] = math.floor(shape[axis] * abs(float(scale)))
+    return math.prod(shape)
+
+
+def _sized(shape: list[int], axes: list[int], sizes: list[int], policy: Any) -> None:
+    """``shape`` resized to ``sizes`` on ``axes``; kept in aspect (``not_smaller``,
+    ``not_larger``), every axis takes the one scale the policy picks of sizes / shape
+    (``not_smaller`` of sizes (1, 1, 30, 30) on (1, 1, 1, 30) scales every axis by 30)."""
+    policy = policy.decode() if isinstance(policy, bytes) else policy
+    pairs = list(zip(axes, (abs(size) for size in sizes), strict=False))
+    if policy not in ("not_smaller", "not_larger"):
+        for axis, size in pairs:
+            shape[axis] = size
+        return
+    ratios = [size / shape[axis] for axis, size in pairs if shape[axis]]
+    scale = (max if policy == "not_smaller" else min)(ratios, default=1.0)
+    for axis, _ in pairs:
+        shape[axis] = math.ceil(shape[axis] * scale)
+
+
 WINDOW_PLANS: dict[str, Callable[[list, Mapping], int]] = {
+    "Resize": _resize,
+    "Upsample": _resize,
     "STFT": _stft,
     "Gather": _gather,
     "GatherND": _gather_nd,
