@@ -16,6 +16,7 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 import mdf_loops
 from mdf_loops.backends.python import NotCompilable, compile_time_loop
 from mdf_loops.backends.python.scalar_types import python_type, specialize
+from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import body_graph, wrap_body
 from conftest import needs_input_port_fields
 
@@ -105,8 +106,15 @@ def test_a_loop_that_a_condition_can_end_records_its_time_and_counts_its_steps()
 
 
 def test_a_node_id_that_is_no_identifier_is_refused():
-    with pytest.raises(NotCompilable, match="node 'cell-1' 'ambient': not a Python identifier"):
-        compile_time_loop(_time_loop("cell-1"))
+    # to_time_loop refuses a stateful node so named: its carried names are made of ids
+    with pytest.raises(ModelError, match="node 'cell-1' parameter 'T': a time loop carries"):
+        _time_loop("cell-1")
+    # the writer refuses a body that names a node so (a model no converter makes)
+    extra = Node(id="cell-1", parameters=[Parameter(id="k", value="2.0 * 3")],
+                 output_ports=[OutputPort(id="out", value="k")])
+    model = _edit_body(_time_loop(), lambda body: body.nodes.append(extra))
+    with pytest.raises(NotCompilable, match="node 'cell-1' '.*': not a Python identifier"):
+        compile_time_loop(model)
 
 
 def test_a_graph_of_more_than_the_loop_node_is_refused():
