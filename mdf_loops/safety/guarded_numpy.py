@@ -93,6 +93,11 @@ def _check_dtype(name: str, args: tuple, kwargs: dict) -> None:
 _IN_PLACE = {"nan_to_num": ("copy", 1, False), "median": ("overwrite_input", 3, True)}
 
 
+#: where the functions of numpy's C core take ``out`` positionally: numpy before 2.4 gives
+#: them no signature to read (``dot(a, b, out)``, ``concatenate(arrays, axis, out)``)
+_OUT_WITHOUT_SIGNATURE = {"dot": 2, "concatenate": 2}
+
+
 def _out_position(function: Callable) -> int | None:
     """Where ``out`` may be given positionally (``numpy.add(x, x, x)`` writes into x)."""
     if isinstance(function, np.ufunc):
@@ -100,7 +105,7 @@ def _out_position(function: Callable) -> int | None:
     try:
         parameters = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
-        return None
+        return _OUT_WITHOUT_SIGNATURE.get(getattr(function, "__name__", ""))
     for position, parameter in enumerate(parameters):
         if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
             return None  # after *operands (einsum): out only by keyword

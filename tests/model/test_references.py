@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
+from conftest import needs_input_port_fields
 from onnx import TensorProto, helper, numpy_helper
 
 import mdf_loops
@@ -255,6 +256,7 @@ def test_what_no_id_can_be_and_where_a_reference_cannot_stand():
     assert parameter_reference_refusal("x.3", scope) is None  # reported where it is defined
 
 
+@needs_input_port_fields  # time loops need modeci-mdf 0.4.14
 def test_simulate_gives_stocks_answer_where_only_stateless_ids_are_no_python_names(tmp_path):
     from stock_batch import StockJob, stock_batch
 
@@ -268,6 +270,7 @@ def test_simulate_gives_stocks_answer_where_only_stateless_ids_are_no_python_nam
         np.testing.assert_allclose(np.ravel(ours[name]), np.ravel(expected[name]), rtol=1e-12)
 
 
+@needs_input_port_fields  # time loops need modeci-mdf 0.4.14
 def test_simulate_refuses_a_stateful_node_whose_id_is_no_python_name(tmp_path):
     path = tmp_path / "state.json"
     path.write_text(json.dumps(_stateful("/A/v", "/A/Int", "/A/out")))

@@ -105,6 +105,7 @@ def test_a_broadcast_computed_inside_a_reduction_is_planned(expression):
 
 @pytest.mark.parametrize("expression", [
     "numpy.add(x, x, x)", "numpy.dot(x, x, numpy.zeros(()))", "numpy.sum(m, 0, None, m[0])",
+    "numpy.concatenate([x, x], 0, numpy.zeros(2 * len(x)))",
     "numpy.nan_to_num(x, False)", "numpy.nan_to_num(x, copy=False)", "numpy.median(x, 0, None, True)",
 ])
 def test_no_call_writes_into_a_value(expression):
