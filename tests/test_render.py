@@ -432,9 +432,24 @@ def test_a_dot_that_hangs_is_stopped_and_nothing_is_written(tmp_path, monkeypatc
         render(EXAMPLES / "leaky_integrator.json", target, max_program_seconds=1)
     assert time.monotonic() - started < 30  # not the 60 s of the fake dot
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "children"]  # no picture, no .part
-    sleeper = int(children.read_text())
-    stat = Path(f"/proc/{sleeper}/stat")
-    assert not stat.exists() or stat.read_text().split(")")[1].split()[0] == "Z"  # what dot started ended too
+    assert _ends(int(children.read_text()))  # what dot started ended too
+
+
+def _ends(pid: int, seconds: float = 10.0) -> bool:
+    """Whether process ``pid`` is gone or a zombie within ``seconds``: a process killed
+    closes its pipes before the kernel marks it a zombie, so a reader can see it running
+    for a moment after the end of its output."""
+    stat = Path(f"/proc/{pid}/stat")
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if stat.read_text().split(")")[1].split()[0] == "Z":
+                return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
 
 
 def test_a_failing_dot_gives_its_last_line(tmp_path, monkeypatch):
