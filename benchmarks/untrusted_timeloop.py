@@ -21,7 +21,7 @@ MODEL = Path(__file__).resolve().parents[1] / "examples" / "timeloops" / "fitzhu
 
 
 def _seconds(compiled) -> float:
-    scans = compiled.new_scans()
+    scans = compiled.new_scans(STEPS)
     started = time.process_time()
     compiled.run(0, STEPS, True, -1.0, 1.0, *scans)
     return time.process_time() - started

@@ -25,6 +25,7 @@ from modeci_mdf.mdf import Model
 
 from mdf_loops.backends.python.errors import NotCompilable
 from mdf_loops.backends.python.frame import number_lines
+from mdf_loops.backends.python.recording import Recording
 from mdf_loops.backends.python.scalar_types import python_type
 from mdf_loops.backends.python.source import function_source, scan_kinds
 from mdf_loops.backends.python.writer import StepWriter
@@ -44,8 +45,9 @@ class LoopSource:
     #: leaves its statements as they are (the trusted compile renumbers the lines of a copy)
     definition: ast.Module | str
     n_carried: int
-    #: per scan output: an ``array`` typecode (``'d'`` float64, ``'q'`` int64 scalars), or
-    #: None (values of other types); :class:`~mdf_loops.backends.python.recording.Recording`
+    #: per scan output: an ``array`` typecode (``'d'`` float64, ``'q'`` int64 scalars, which
+    #: the function writes at their step), or None (values of other types, appended);
+    #: :class:`~mdf_loops.backends.python.recording.Recording`
     scan_codes: tuple[str | None, ...]
     #: set when the function leaves the time (scan 0) out: step ``k`` is at ``k * time_step``
     time_step: float | None = None
@@ -54,9 +56,10 @@ class LoopSource:
     #: the input ports whose series the function reads after the carried values, in order
     outer: tuple[str, ...] = ()
 
-    def new_scans(self) -> list[Any]:
-        """Empty scan outputs (lists) for one call of the function."""
-        return [[] for _ in self.scan_codes]
+    def new_scans(self, steps: int) -> list[Any]:
+        """Empty scan outputs for one run of at most ``steps`` steps (the ``scans`` of a
+        :class:`~mdf_loops.backends.python.recording.Recording`)."""
+        return Recording(self.scan_codes, steps, self.time_step is not None).scans
 
     @property
     def tree(self) -> ast.Module:
@@ -76,14 +79,14 @@ class LoopSource:
 @dataclass(frozen=True)
 class CompiledTimeLoop:
     """``run(start, stop, cond, *carried, *series, *scans) -> (cond, carried, done)``: the
-    steps ``start`` to ``stop`` (``done``: the steps run in all), appended to ``scans``
+    steps ``start`` to ``stop`` (``done``: the steps run in all), recorded in ``scans``
     (made by :meth:`new_scans`)."""
 
     code: LoopSource
     run: Callable[..., Any]
 
-    def new_scans(self) -> list[Any]:
-        return self.code.new_scans()
+    def new_scans(self, steps: int) -> list[Any]:
+        return self.code.new_scans(steps)
 
     def time(self, done: int, recorded: Any) -> np.ndarray:
         """The time of the ``done`` steps run: made here, or the ``recorded`` first scan."""
@@ -131,6 +134,7 @@ def time_loop_source(model: Model) -> LoopSource:
         rest,
         writer.tail(n_carried, n_scan),
         [python_type(params[name].value) for name in initial],
+        [k for k, code in enumerate(kinds) if code is not None],
     )
     return LoopSource(tree, n_carried, tuple(kinds), time_step, initial, outer)
 

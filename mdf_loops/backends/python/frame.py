@@ -5,7 +5,7 @@
 
     def time_loop(start, stop, cond, c0, ..., s0, ..., _where=_where, _scalar=_scalar):
         iteration = 0
-        _append1 = s1.append                   # the scans' append methods, bound once
+        _append1 = s1.append                   # appended scans' methods, bound once
         if start == 0 and stop > 0 and cond:
             <the first step>
             start = 1
@@ -14,7 +14,8 @@
             <the steps after the first>        # no condition can end the loop: steady
         return cond, [c0, ...], stop if cond else start
 
-or, where a step can end the loop, ``for iteration in range(max(start, 1), stop):``
+(a float64 or int64 scan is written at its step instead, ``s1[iteration] = x``), or,
+where a step can end the loop, ``for iteration in range(max(start, 1), stop):``
 whose body begins ``if not cond: stop = iteration; break`` and which returns
 ``stop if start else 0`` steps done.
 

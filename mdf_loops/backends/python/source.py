@@ -16,6 +16,7 @@ from modeci_mdf.mdf import Node
 
 from mdf_loops.backends.python.frame import LoopFrame, loop_function
 from mdf_loops.backends.python.invariants import hoisted
+from mdf_loops.backends.python.nodes import LOAD, STORE, new_node
 from mdf_loops.backends.python.simplify import carried_types, simplify
 from mdf_loops.backends.python.writer import APPEND, variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
@@ -60,6 +61,7 @@ def function_source(
     rest: Sequence[ast.stmt],
     tail: Sequence[ast.stmt],
     initial_types: Sequence[str | None],
+    indexed: Sequence[int] = (),
 ) -> tuple[ast.Module, float | None]:
     """The ``time_loop(start, stop, cond, *carried, *series, *scans)`` function (the
     module defining it; each statement located on a line of its own,
@@ -71,7 +73,9 @@ def function_source(
     ``(cond, carried, done)``, ``done`` the number of steps run in all: a long simulation
     runs in chunks, each continuing from the last. ``first``, ``rest``: the written-out
     steps (``StepWriter.step``, not changed here); ``tail``: their ending
-    (``StepWriter.tail``); ``outer``: series.
+    (``StepWriter.tail``); ``outer``: series; ``indexed``: the scan outputs written at
+    their step (``sK[iteration] = x``, into an array made for all the steps:
+    :class:`~mdf_loops.backends.python.recording.Recording`), the others appended to.
 
     When the first scan output (the time) is ``iteration * dt`` on every step and the
     loop runs to ``stop`` (no condition can end it), its appends are left out and the
@@ -92,11 +96,12 @@ def function_source(
     carried = tuple(f"c{k}" for k in range(n_carried))
     series = tuple(variable("outer", p) for p in outer)
     scans = tuple(f"s{k}" for k in range(n_scan))
-    # the scans' append methods bound once (an attribute lookup a step and value less)
-    frame = LoopFrame(
-        (*carried, *series, *scans), carried, tuple(range(time_step is not None, n_scan))
-    )
+    # the other scans' append methods bound once (an attribute lookup a step and value less)
+    appended = tuple(k for k in range(time_step is not None, n_scan) if k not in indexed)
+    frame = LoopFrame((*carried, *series, *scans), carried, appended)
     invariant, steps = hoisted(rest_code if steady is None else steady)
+    if indexed:
+        first_code, steps = _stored(first_code, indexed), _stored(steps, indexed)
     module = loop_function(frame, first_code, steps, steady is not None, lines, invariant)
     return module, time_step
 
@@ -189,9 +194,15 @@ def _appended_time(code: list[ast.stmt]) -> float | None:
     return None
 
 
-def _append_of(statement: ast.stmt, scan: int | None) -> ast.expr | None:
-    """``x`` of the statement ``_appendK(x)`` (the tail's append to scan ``K``; any scan
-    when ``scan`` is None), else None."""
+def _append_of(statement: ast.stmt, scan: int) -> ast.expr | None:
+    """``x`` of the statement ``_appendK(x)`` (the tail's append to scan ``K``) for
+    ``K == scan``, else None."""
+    appended = _appended(statement)
+    return appended[1] if appended is not None and appended[0] == scan else None
+
+
+def _appended(statement: ast.stmt) -> tuple[int, ast.expr] | None:
+    """``(K, x)`` of the statement ``_appendK(x)`` (the tail's append to scan ``K``), else None."""
     if statement.__class__ is not ast.Expr:
         return None
     call = statement.value  # type: ignore[attr-defined]
@@ -200,11 +211,38 @@ def _append_of(statement: ast.stmt, scan: int | None) -> ast.expr | None:
         and isinstance(call.func, ast.Name)
         and call.func.id.startswith(APPEND)
         and call.func.id[len(APPEND) :].isdigit()
-        and (scan is None or int(call.func.id[len(APPEND) :]) == scan)
         and len(call.args) == 1
     ):
-        return call.args[0]
+        return int(call.func.id[len(APPEND) :]), call.args[0]
     return None
+
+
+def _stored(code: list[ast.stmt], indexed: Sequence[int]) -> list[ast.stmt]:
+    """``code`` with each append ``_appendK(x)`` to a scan of ``indexed`` written as
+    ``sK[iteration] = x`` (on the append's line)."""
+    out = []
+    for statement in code:
+        appended = _appended(statement)
+        if appended is None or appended[0] not in indexed:
+            out.append(statement)
+            continue
+        k, value = appended
+        where = {name: getattr(statement, name) for name in _LOCATION}
+        target = new_node(
+            ast.Subscript,
+            {
+                "value": new_node(ast.Name, {"id": f"s{k}", "ctx": LOAD, **where}),
+                "slice": new_node(ast.Name, {"id": "iteration", "ctx": LOAD, **where}),
+                "ctx": STORE,
+                **where,
+            },
+        )
+        fields = {"targets": [target], "value": value, "type_comment": None, **where}
+        out.append(new_node(ast.Assign, fields))
+    return out
+
+
+_LOCATION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
 
 
 def _without_time(code: list[ast.stmt], reads: dict[str, int]) -> list[ast.stmt]:

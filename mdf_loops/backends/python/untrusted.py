@@ -193,8 +193,10 @@ def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | Non
 def _model_parts(statement: ast.stmt) -> tuple[list[ast.expr], str]:
     """The expressions of ``statement`` that come from the model and the element they
     belong to: the values assigned (except the bound ``sK.append`` methods) and the
-    values appended to the scans."""
+    values recorded in the scans (``sK[iteration] = x``, ``_appendK(x)``)."""
     if isinstance(statement, ast.Assign):
+        if isinstance(statement.targets[0], ast.Subscript):  # a scan's value at its step
+            return [statement.value], "a recorded value"
         names = [t.id for t in statement.targets if isinstance(t, ast.Name)]
         for name in names:
             if name.startswith("_append"):

@@ -72,21 +72,22 @@ def test_the_compiled_function_folds_the_first_step_and_records_arrays():
     assert compiled.code.n_carried == 1
     # the time, iteration * DT on every step, is left out of the loop and made after it
     assert compiled.code.time_step == DT and "s0" not in source.split(":", 1)[1]
-    time, temps = compiled.new_scans()
+    time, temps = compiled.new_scans(7)
     cond, carried, done = compiled.run(0, 7, True, T0, time, temps)
     assert cond is True and done == 7 and len(time) == 0
     np.testing.assert_array_equal(compiled.time(done, time), [k * DT for k in range(7)])
-    assert compiled.code.scan_codes == ("d", "d")  # float64 scalars: moved into arrays
+    assert compiled.code.scan_codes == ("d", "d")  # float64 scalars: written into arrays
+    assert "s1[iteration] = " in source and "append" not in source
     np.testing.assert_allclose(np.asarray(temps), _numpy_cooling(7), rtol=1e-12)
     # in chunks: each continues from the carried values the last returned
-    time, temps = compiled.new_scans()
+    time, temps = compiled.new_scans(7)
     cond, carried, done = compiled.run(0, 3, True, T0, time, temps)
     assert done == 3
     assert compiled.run(3, 7, cond, *carried, time, temps)[2] == 7
     np.testing.assert_array_equal(np.asarray(temps), _numpy_cooling(7))
-    empty = compiled.new_scans()
+    empty = compiled.new_scans(0)
     assert compiled.run(0, 0, True, T0, *empty)[2] == 0
-    assert empty[1] == []  # no steps, nothing recorded
+    assert len(empty[1]) == 0  # no steps, nothing recorded
     assert compiled.time(0, empty[0]).dtype == np.float64
 
 
@@ -98,11 +99,12 @@ def test_a_loop_that_a_condition_can_end_records_its_time_and_counts_its_steps()
     assert compiled.code.time_step is None
     expected = _numpy_cooling(50)
     stop = int(np.argmax(expected < 80)) + 1  # the step where it holds is the last
-    time, temps = compiled.new_scans()
+    time, temps = compiled.new_scans(50)
     cond, _, done = compiled.run(0, 50, True, T0, time, temps)
     assert (cond, done) == (False, stop)
-    np.testing.assert_array_equal(compiled.time(done, time), [k * DT for k in range(stop)])
-    np.testing.assert_allclose(np.asarray(temps), expected[:stop], rtol=1e-12)
+    np.testing.assert_array_equal(compiled.time(done, np.asarray(time)[:done]),
+                                  [k * DT for k in range(stop)])
+    np.testing.assert_allclose(np.asarray(temps)[:done], expected[:stop], rtol=1e-12)
 
 
 def test_a_node_id_that_is_no_identifier_is_refused():

@@ -1,5 +1,6 @@
 """The recorded values of a python time loop (mdf_loops/backends/python/recording.py):
-chunks of appended Python numbers moved into one numpy array per scan output."""
+float64 and int64 values written at their step into one numpy array per scan output,
+other values appended to a list and stacked."""
 
 from __future__ import annotations
 
@@ -9,18 +10,18 @@ import pytest
 from mdf_loops.backends.python.recording import Recording
 
 
-def test_chunks_move_into_one_typed_array_per_scan_output():
+def test_typed_values_are_written_at_their_step_and_others_appended():
     recording = Recording(("d", "q", None), steps=5)
     floats, ints, others = recording.scans
-    floats += [0.5, np.float64(1.5)]
-    ints += [1, 2]
-    others += [np.array([1.0, 2.0]), np.array([3.0, 4.0])]
+    for step, (x, n, row) in enumerate([(0.5, 1, [1.0, 2.0]), (np.float64(1.5), 2, [3.0, 4.0])]):
+        floats[step], ints[step] = x, n  # as the loop writes them: sK[iteration] = x
+        others.append(np.array(row))
     chunk = recording.move(0, 2)
-    assert recording.scans == [[], [], []]  # the lists are emptied for the next chunk
+    assert recording.scans[2] == []  # the list is emptied for the next chunk
     np.testing.assert_array_equal(chunk[0], [0.5, 1.5])
+    np.testing.assert_array_equal(chunk[1], [1, 2])
     np.testing.assert_array_equal(chunk[2], [[1.0, 2.0], [3.0, 4.0]])
-    floats.append(np.nan)
-    ints.append(3)
+    floats[2], ints[2] = np.nan, 3
     others.append(np.array([5.0, 6.0]))
     chunk = recording.move(2, 3)  # the last chunk: only the steps it ran
     np.testing.assert_array_equal(chunk[0], [np.nan])
@@ -30,11 +31,16 @@ def test_chunks_move_into_one_typed_array_per_scan_output():
     np.testing.assert_array_equal(out[1], [1, 2, 3])
     np.testing.assert_array_equal(out[2], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     assert out[0].base is None  # a run that stopped early keeps no room for the rest
+    full = Recording(("d",), steps=2)
+    full.scans[0][0], full.scans[0][1] = 1.0, 2.0
+    assert full.arrays(2)[0].tolist() == [1.0, 2.0]
 
 
-def test_a_time_made_after_the_run_is_not_moved_and_no_steps_give_empty_floats():
+def test_a_time_made_after_the_run_is_not_recorded_and_no_steps_give_empty_floats():
     recording = Recording(("d", "d"), steps=4, time_made=True)
-    recording.scans[1] += [1.0, 2.0, 3.0, 4.0]
+    assert recording.scans[0] == []  # the time is made after the run: nothing written
+    for step in range(4):
+        recording.scans[1][step] = step + 1.0
     recording.move(0, 4)
     time, values = recording.arrays(4)
     assert time.shape == (0,) and time.dtype == np.float64
@@ -43,9 +49,20 @@ def test_a_time_made_after_the_run_is_not_moved_and_no_steps_give_empty_floats()
     assert [(a.shape, a.dtype) for a in empty] == [((0,), np.float64)] * 2
 
 
-def test_a_float_in_an_int64_output_is_refused_not_cut():
-    # the loop's values are converted as an array('q') would take them: 2.5 is no int64
+@pytest.mark.parametrize("value", [2.5, np.float64(2.0), np.array(4.0), "x", None])
+def test_what_is_no_int64_is_refused_in_an_int64_output_not_cut(value):
+    # written as an array('q') takes values: a float (even a whole one) is no int64
     recording = Recording(("q",), steps=2)
-    recording.scans[0] += [1, 2.5]
+    recording.scans[0][0] = np.int64(1)
     with pytest.raises(TypeError):
-        recording.move(0, 2)
+        recording.scans[0][1] = value
+    assert recording.arrays(1)[0].tolist() == [1]
+
+
+def test_a_float64_output_takes_what_a_float_array_takes():
+    recording = Recording(("d",), steps=4)
+    for step, value in enumerate([1, True, np.float32(0.5), np.int64(-3)]):
+        recording.scans[0][step] = value
+    assert recording.arrays(4)[0].tolist() == [1.0, 1.0, 0.5, -3.0]
+    with pytest.raises(TypeError):
+        recording.scans[0][0] = np.array([1.0])

@@ -110,12 +110,13 @@ def test_a_number_given_as_a_huge_integer_or_a_counter_stays_guarded():
     code = time_loop_source(mdf_loops.to_time_loop(
         counter_beside_a_float(), dt=DT, steps=STEPS, record=["n.count_out", "n.x_out"]))
     loop = guarded_time_loop(code)
-    initial = [0, 0, 0.0]  # count, its value before the step, x
-    _, carried, _ = loop.run(0, 5, True, *initial, *loop.new_scans())
+    assert code.n_carried == 2
+    initial = [0, 0.0]  # count, x
+    _, carried, _ = loop.run(0, 5, True, *initial, *loop.new_scans(5))
     x = 0
     for _ in range(4):  # the first step gives x its initial value; then Euler steps
         x = x + (-1 * 2 * x + 1) * DT
     assert carried[-1] == x and type(carried[-1]) is float
     big = 2 ** 13_999  # as many bits as an integer may have: one more step would exceed
     with pytest.raises(SizeLimitError, match=r"iteration 1: .*14000 bits"):
-        loop.run(1, 3, True, big, big, 0.0, *loop.new_scans())
+        loop.run(1, 3, True, big, 0.0, *loop.new_scans(3))
