@@ -117,11 +117,11 @@ def time_loop_source(model: Model) -> LoopSource:
     # a ModelError unless v_initial gives one value per carried input
     LoopSignature.from_body(loop, signature)
     n_carried = len(signature.formal_inputs) - 2
-    writer = StepWriter(body, signature)
-    first = writer.step(first=True)
-    writer.reset()
-    rest = writer.step(first=False)
     n_scan = len(signature.formal_outputs) - 1 - n_carried
+    writer = StepWriter(body, signature)
+    first = writer.step(True, n_carried, n_scan)
+    writer.reset()
+    rest = writer.step(False, n_carried, n_scan)
     kinds = scan_kinds(loop, n_scan)
     names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
     initial = tuple(n.strip() for n in names if n.strip())
@@ -132,7 +132,6 @@ def time_loop_source(model: Model) -> LoopSource:
         n_scan,
         first,
         rest,
-        writer.tail(n_carried, n_scan),
         [python_type(params[name].value) for name in initial],
         [k for k, code in enumerate(kinds) if code is not None],
     )
