@@ -3,7 +3,7 @@
 :func:`loop_function` makes the module of ``time_loop`` from the lean steps that
 :mod:`~mdf_loops.backends.python.source` makes; what it builds reads, as text::
 
-    def time_loop(start, stop, cond, c0, ..., s0, ..., _where=_where, _scalar=_scalar):
+    def time_loop(start, stop, cond, c0, ..., s0, ..., _where=_where):  # the helpers read
         iteration = 0
         _append1 = s1.append                   # appended scans' methods, bound once
         if start == 0 and stop > 0 and cond:
@@ -47,6 +47,8 @@ class LoopFrame:
     arguments: tuple[str, ...]
     carried: tuple[str, ...]
     bound_scans: tuple[int, ...]
+    #: the writer's helpers (``_where``, ``_scalar``) the steps call: bound as defaults
+    helpers: tuple[str, ...] = ("_where", "_scalar")
 
 
 def loop_function(
@@ -62,7 +64,7 @@ def loop_function(
     of the frame on the next of ``lines``; ``invariant``: the statements of the steps
     that make the same value each time, made before the loop."""
     at = _Lines(lines)
-    names = ["start", "stop", "cond", *frame.arguments, "_where", "_scalar"]
+    names = ["start", "stop", "cond", *frame.arguments, *frame.helpers]
     header = place(1)
     arguments = new_node(
         ast.arguments,
@@ -73,7 +75,9 @@ def loop_function(
             "kwonlyargs": [],
             "kw_defaults": [],
             "kwarg": None,
-            "defaults": [new_node(ast.Name, {"id": n, "ctx": LOAD, **header}) for n in names[-2:]],
+            "defaults": [
+                new_node(ast.Name, {"id": n, "ctx": LOAD, **header}) for n in frame.helpers
+            ],
         },
     )
     body: list[ast.stmt] = [at.assign("iteration", at.const(0))]

@@ -97,7 +97,8 @@ def function_source(
     scans = tuple(f"s{k}" for k in range(n_scan))
     # the other scans' append methods bound once (an attribute lookup a step and value less)
     appended = tuple(k for k in range(time_step is not None, n_scan) if k not in indexed)
-    frame = LoopFrame((*carried, *series, *scans), carried, appended)
+    helpers = tuple(h for h in ("_where", "_scalar") if h in first_reads or h in rest_reads)
+    frame = LoopFrame((*carried, *series, *scans), carried, appended, helpers)
     invariant, steps = hoisted(rest_code if steady is None else steady)
     if indexed:
         first_code, steps = _stored(first_code, indexed), _stored(steps, indexed)
