@@ -80,7 +80,7 @@ def to_time_loop(
     ``time`` and one stacked trajectory per recorded value (see :func:`time_loop_spec`).
     """
     source_model = load_model(model)
-    return time_loop_of(
+    return converted_loop(
         source_model,
         source_model is not model,  # read from a file here: no one else holds it
         dt=dt,
@@ -91,12 +91,7 @@ def to_time_loop(
         inputs=inputs,
         graph=graph,
         trusted=trusted,
-    )
-
-
-def time_loop_of(source_model: Model, owned: bool, **conversion: Any) -> Model:
-    """:func:`to_time_loop` of a loaded model (the keywords are :func:`converted_loop`'s)."""
-    return converted_loop(source_model, owned, **conversion).model
+    ).model
 
 
 def converted_loop(
