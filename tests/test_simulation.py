@@ -62,9 +62,11 @@ def made(monkeypatch) -> list[str]:
     return calls
 
 
-@pytest.mark.parametrize("backend", ["python", "auto"])
-def test_the_python_backend_runs_a_conversion_without_making_its_loop_model(made, backend):
-    traces = mdf_loops.simulate(_decay(), dt=DT, steps=STEPS, record=["N.out"], backend=backend)
+@pytest.mark.parametrize(("backend", "trusted"), [("python", False), ("auto", False), ("auto", True)])
+def test_the_python_backend_runs_a_conversion_without_making_its_loop_model(made, backend, trusted):
+    traces = mdf_loops.simulate(
+        _decay(), dt=DT, steps=STEPS, record=["N.out"], backend=backend, trusted=trusted
+    )
     assert traces.backend == "python"
     assert made == []
     np.testing.assert_allclose(traces["N.out"], _numpy_decay(STEPS), rtol=1e-13, atol=0)
