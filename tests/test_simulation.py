@@ -62,8 +62,12 @@ def made(monkeypatch) -> list[str]:
     return calls
 
 
-@pytest.mark.parametrize(("backend", "trusted"), [("python", False), ("auto", False), ("auto", True)])
-def test_the_python_backend_runs_a_conversion_without_making_its_loop_model(made, backend, trusted):
+@pytest.mark.parametrize(
+    ("backend", "trusted"), [("python", False), ("auto", False), ("auto", True)]
+)
+def test_the_python_backend_runs_a_conversion_without_making_its_loop_model(
+    made, backend, trusted
+):
     traces = mdf_loops.simulate(
         _decay(), dt=DT, steps=STEPS, record=["N.out"], backend=backend, trusted=trusted
     )
