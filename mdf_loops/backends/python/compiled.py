@@ -191,11 +191,11 @@ def loop_source(parts: LoopParts) -> LoopSource:
     :func:`stored_parts`, or held by the conversion that made them)."""
     signature = parts.signature
     n_carried = len(signature.formal_inputs) - 2
-    writer = StepWriter(parts.body, signature)
-    first = writer.step(first=True)
-    writer.reset()
-    rest = writer.step(first=False)
     n_scan = len(parts.scalar_scans)
+    writer = StepWriter(parts.body, signature)
+    first = writer.step(True, n_carried, n_scan)
+    writer.reset()
+    rest = writer.step(False, n_carried, n_scan)
     kinds = tuple(_ARRAY_CODES.get(d) if d is not None else None for d in parts.scalar_scans)
     outer = tuple(signature.outer_scope_inputs)
     tree, time_step = function_source(
@@ -204,7 +204,6 @@ def loop_source(parts: LoopParts) -> LoopSource:
         n_scan,
         first,
         rest,
-        writer.tail(n_carried, n_scan),
         [python_type(value) for value in parts.start.initial],
         [k for k, code in enumerate(kinds) if code is not None],
     )

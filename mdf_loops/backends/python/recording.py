@@ -32,7 +32,7 @@ class Recording:
             np.empty(steps, _DTYPES[c]) if c in _DTYPES and not (time_made and k == 0) else None
             for k, c in enumerate(codes)
         ]
-        self.scans: list[Any] = [[] if a is None else memoryview(a) for a in self._arrays]
+        self.scans: list[Any] = [[] if a is None else a.data for a in self._arrays]
         self._lists: list[list[Any]] = [[] for _ in codes]
 
     def move(self, start: int, stop: int) -> list[np.ndarray]:

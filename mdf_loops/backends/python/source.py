@@ -18,7 +18,7 @@ from mdf_loops.backends.python.frame import LoopFrame, loop_function
 from mdf_loops.backends.python.invariants import hoisted
 from mdf_loops.backends.python.nodes import LOAD, STORE, new_node
 from mdf_loops.backends.python.simplify import carried_types, simplify
-from mdf_loops.backends.python.writer import APPEND, variable
+from mdf_loops.backends.python.writer import APPEND, Written, variable
 from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
 __all__ = ["function_source", "scan_kinds"]
@@ -57,9 +57,8 @@ def function_source(
     outer: Sequence[str],
     n_carried: int,
     n_scan: int,
-    first: Sequence[ast.stmt],
-    rest: Sequence[ast.stmt],
-    tail: Sequence[ast.stmt],
+    first: Sequence[Written],
+    rest: Sequence[Written],
     initial_types: Sequence[str | None],
     indexed: Sequence[int] = (),
 ) -> tuple[ast.Module, float | None]:
@@ -72,10 +71,10 @@ def function_source(
     called with ``cond`` true), appends to the scan outputs it is given, and returns
     ``(cond, carried, done)``, ``done`` the number of steps run in all: a long simulation
     runs in chunks, each continuing from the last. ``first``, ``rest``: the written-out
-    steps (``StepWriter.step``, not changed here); ``tail``: their ending
-    (``StepWriter.tail``); ``outer``: series; ``indexed``: the scan outputs written at
-    their step (``sK[iteration] = x``, into an array made for all the steps:
-    :class:`~mdf_loops.backends.python.recording.Recording`), the others appended to.
+    steps (``StepWriter.step``, not changed here); ``outer``: series; ``indexed``: the
+    scan outputs written at their step (``sK[iteration] = x``, into an array made for all
+    the steps: :class:`~mdf_loops.backends.python.recording.Recording`), the others
+    appended to.
 
     When the first scan output (the time) is ``iteration * dt`` on every step and the
     loop runs to ``stop`` (no condition can end it), its appends are left out and the
@@ -84,7 +83,7 @@ def function_source(
     """
     lines = itertools.count(1)  # each statement on a line of its own
     (first_code, first_reads), (rest_code, rest_reads) = _lean_steps(
-        list(first), list(rest), list(tail), initial_types, lines
+        list(first), list(rest), initial_types, lines
     )
     steady = _without_steady_condition(rest_code)  # the same names read, but ``cond``
     time_step = None
@@ -107,21 +106,20 @@ def function_source(
 
 
 def _lean_steps(
-    first: list[ast.stmt],
-    rest: list[ast.stmt],
-    tail: list[ast.stmt],
+    first: list[Written],
+    rest: list[Written],
     initial_types: Sequence[str | None],
     lines: Iterator[int],
 ) -> tuple[tuple[list[ast.stmt], dict[str, int]], tuple[list[ast.stmt], dict[str, int]]]:
-    """The first and the later steps, each with ``tail``, simplified, and how many of
-    their statements read each name; the carried types assumed from the initial values
+    """The first and the later steps simplified, and how many of their statements read
+    each name; the carried types assumed from the initial values
     and kept where every step returns them (the later steps simplified again with fewer
     types assumed until they are; where those steps call no ``_where``, no type changes
     them, and they are simplified once)."""
     assumed = list(initial_types)
-    first_code, first_out, first_reads = simplify(first + tail, _env(initial_types), lines)
+    first_code, first_out, first_reads = simplify(first, _env(initial_types), lines)
     while True:
-        rest_code, rest_out, rest_reads = simplify(rest + tail, _env(assumed), lines)
+        rest_code, rest_out, rest_reads = simplify(rest, _env(assumed), lines)
         if rest_out is None:
             return (first_code, first_reads), (rest_code, rest_reads)
         if first_out is None:  # the types the first step gives, worked out once needed

@@ -6,6 +6,12 @@ types as modeci-mdf's engine). On the first step the ``numpy.where(first__step, 
 selections of the initial values fold away. Only expressions and ``onnx::Gather``
 (input time series) are written out; :class:`NotCompilable` says why another is not.
 
+A value that is a copy or a literal (an atom) is not assigned: it stands for its
+variable wherever that is read after it (every variable of a step is assigned once, in
+edge order), so a step's statements compute what its body does and copy nothing. Each
+statement comes with the names it reads, for the lean code made of them
+(:func:`~mdf_loops.backends.python.simplify.simplify`).
+
 The statements are syntax trees, not text: each expression's text is parsed once per
 writer (both steps share it) and its names replaced on a copy of the path to them, so
 the tree parsed stays as it was and the statements written may share its unchanged
@@ -28,12 +34,15 @@ from mdf_loops.backends.python.nodes import LOAD, NOWHERE, STORE, new_node, with
 from mdf_loops.backends.python.simplify import is_atom
 from mdf_loops.model.compat import input_default
 
-__all__ = ["APPEND", "StepWriter", "variable"]
+__all__ = ["APPEND", "StepWriter", "Written", "variable"]
 
 _FIRST_FLAG = "iteration == 0"
 
 #: ``_appendK``: the ``append`` method of scan output ``K``, bound once by the loop
 APPEND = "_append"
+
+#: a statement written and the names it reads
+Written = tuple[ast.stmt, set[str]]
 
 
 def variable(node: str, name: str) -> str:
@@ -61,54 +70,84 @@ class StepWriter:
 
     def reset(self) -> None:
         self.constants: dict[str, bool] = {}  # variable -> known boolean this step
+        self.replace: dict[str, ast.expr] = {}  # variable -> the atom it holds this step
+        self.written: list[Written] = []
+        self.loaded: set[str] = set()  # the names the value being written reads
 
-    def step(self, first: bool) -> list[ast.stmt]:
-        statements: list[ast.stmt] = []
+    def step(self, first: bool, n_carried: int, n_scan: int) -> list[Written]:
+        """The step's statements, each with the names it reads, ending with the carried
+        values and the scans (:meth:`_tail`); call :meth:`reset` before the next step."""
         for node in self.order:
-            statements += self._node(node, first)
-        return statements
+            self._node(node, first)
+        self._tail(n_carried, n_scan)
+        return self.written
 
-    def tail(self, n_carried: int, n_scan: int) -> list[ast.stmt]:
+    def _tail(self, n_carried: int, n_scan: int) -> None:
         """``cond, c0, ... = (out0, out1, ...)`` and ``_appendK(outK)`` per scan output
         (``_appendK``: the bound ``append`` of scan output ``sK``, the loop's)."""
-        outputs: list[ast.expr] = [_load(variable(n, p)) for n, p in self.signature.formal_outputs]
+        outputs = [variable(n, p) for n, p in self.signature.formal_outputs]
+        self.loaded = set()
+        carried = [self._read(var) for var in outputs[: 1 + n_carried]]
         targets: list[ast.expr] = [_store("cond"), *[_store(f"c{k}") for k in range(n_carried)]]
-        values = new_node(ast.Tuple, {"elts": outputs[: 1 + n_carried], "ctx": LOAD, **NOWHERE})
+        values = new_node(ast.Tuple, {"elts": carried, "ctx": LOAD, **NOWHERE})
         target = new_node(ast.Tuple, {"elts": targets, "ctx": STORE, **NOWHERE})
         fields = {"targets": [target], "value": values, "type_comment": None, **NOWHERE}
-        statements: list[ast.stmt] = [new_node(ast.Assign, fields)]
+        self.written.append((new_node(ast.Assign, fields), self.loaded))
         for k in range(n_scan):
-            call = _call(f"{APPEND}{k}", [outputs[1 + n_carried + k]])
-            statements.append(new_node(ast.Expr, {"value": call, **NOWHERE}))
-        return statements
+            self.loaded = set()
+            call = _call(f"{APPEND}{k}", [self._read(outputs[1 + n_carried + k])])
+            self.written.append((new_node(ast.Expr, {"value": call, **NOWHERE}), self.loaded))
 
-    def _node(self, node: Node, first: bool) -> list[ast.stmt]:
-        statements: list[ast.stmt] = []
+    def _read(self, var: str) -> ast.expr:
+        """What stands for ``var`` where it is read: its atom, a known flag's value, or
+        the variable (a name read)."""
+        value = self.replace.get(var)
+        if value is None:
+            flag = self.constants.get(var)
+            if flag is not None:
+                return _constant(flag)
+            value = _load(var)
+        if value.__class__ is ast.Name:
+            self.loaded.add(value.id)  # type: ignore[attr-defined]
+        return value
+
+    def _assign(self, var: str, value: ast.expr) -> None:
+        """``var = value``, or ``value`` standing for ``var`` where it is an atom (a
+        known flag read as its value)."""
+        if value.__class__ is ast.Name and value.id in self.constants:  # type: ignore[attr-defined]
+            value = _constant(self.constants[value.id])  # type: ignore[attr-defined]
+        if is_atom(value):
+            self.replace[var] = value
+        else:
+            self.written.append((_assign(var, value), self.loaded))
+
+    def _node(self, node: Node, first: bool) -> None:
         scope: dict[str, ast.expr] = {}
         for port in node.input_ports:
             var = variable(node.id, port.id)
+            self.loaded = set()
             value = self._input(node, port, var, self.formal)
             if is_atom(value) and (node.id, port.id) not in self.read_by_name:
                 scope[port.id] = value  # a copy: the node's expressions read the value
             else:
-                statements.append(_assign(var, value))
-                scope[port.id] = _load(var)
+                self._assign(var, value)
+                scope[port.id] = self.replace.get(var) or _load(var)
         for param in node.parameters:
+            self.loaded = set()
             value = self._parameter(node, param, scope)
             if self._atom(value):  # a parameter is read by its node's expressions only
                 scope[param.id] = value
                 continue
             var = variable(node.id, param.id)
-            statements.append(_assign(var, value))
-            scope[param.id] = _load(var)
+            self._assign(var, value)
+            scope[param.id] = self.replace.get(var) or _load(var)
         for port in node.output_ports:
             var = variable(node.id, port.id)
             if isinstance(port.value, str) and port.value.strip() == _FIRST_FLAG:
                 self.constants[var] = first
-                statements.append(_assign(var, _constant(first)))
                 continue
-            statements.append(_assign(var, self._expression(port.value, scope, node.id)))
-        return statements
+            self.loaded = set()
+            self._assign(var, self._expression(port.value, scope, node.id))
 
     def _atom(self, value: ast.expr) -> bool:
         """Whether ``value`` may stand for its variable: a copy or a literal (as
@@ -126,18 +165,19 @@ class StepWriter:
             if sender in self.constants:
                 self.constants[var] = self.constants[sender]
             if type(weight) in (int, float) and weight == 1:
-                return _load(sender)
+                # a flag is read by its name, so that the selections on it fold
+                return _load(sender) if sender in self.constants else self._read(sender)
             fields = {
                 "left": _literal(weight, node.id, port.id, weight=True),
                 "op": ast.Mult(),
-                "right": _load(sender),
+                "right": self._read(sender),
             }
             return new_node(ast.BinOp, {**fields, **NOWHERE})  # type: ignore[no-any-return]
         if port.id in formal:
             k = formal[port.id]
-            return _load("iteration" if k == 0 else "cond" if k == 1 else f"c{k - 2}")
+            return self._read("iteration" if k == 0 else "cond" if k == 1 else f"c{k - 2}")
         if port.id in self.signature.outer_scope_inputs:
-            return _load(variable("outer", port.id))
+            return self._read(variable("outer", port.id))
         if input_default(port) is not None:
             return _literal(input_default(port), node.id, port.id)
         raise NotCompilable(f"node '{node.id}' port '{port.id}': no value")
@@ -176,27 +216,41 @@ class StepWriter:
             return _literal(value, node_id, name)
         text = value.strip()
         if text.isidentifier() and not keyword.iskeyword(text):
-            return scope.get(text) or _load(text)  # a bare name (half of a body's values)
+            found = scope.get(text) or _load(text)  # a bare name (half of a body's values)
+            if found.__class__ is ast.Name:
+                self.loaded.add(found.id)  # type: ignore[attr-defined]
+            return found
         tree = self.parsed.get(text)
         if tree is None:
             tree = self.parsed[text] = ast.parse(text, mode="eval").body
-        return _Rewrite(scope, self.constants).visit(tree)
+        return _Rewrite(scope, self.constants, self.loaded).visit(tree)
 
 
 class _Rewrite:
     """An expression over the step's variables: names from ``scope``, selections on flags
-    known this step folded, ``numpy.where`` as ``_where``, ``x[()]`` as ``_scalar(x)``.
+    known this step folded (a flag read otherwise is its value), ``numpy.where`` as
+    ``_where``, ``x[()]`` as ``_scalar(x)``; the names it reads are added to ``loaded``.
 
     The tree visited is not changed: a node whose children change is copied (with them),
     the others are returned as they are."""
 
-    def __init__(self, scope: dict[str, ast.expr], constants: dict[str, bool]) -> None:
-        self.scope, self.constants = scope, constants
+    def __init__(
+        self, scope: dict[str, ast.expr], constants: dict[str, bool], loaded: set[str]
+    ) -> None:
+        self.scope, self.constants, self.loaded = scope, constants, loaded
 
     def visit(self, n: ast.AST) -> Any:
         cls = n.__class__
         if cls is ast.Name:
-            return self.scope.get(n.id, n) if n.ctx.__class__ is ast.Load else n  # type: ignore[attr-defined]
+            if n.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
+                return n
+            value = self.scope.get(n.id, n)  # type: ignore[attr-defined]
+            if value.__class__ is ast.Name:
+                flag = self.constants.get(value.id)  # type: ignore[attr-defined]
+                if flag is not None:
+                    return _constant(flag)
+                self.loaded.add(value.id)  # type: ignore[attr-defined]
+            return value
         if cls is ast.Constant:
             return n
         if cls is ast.BinOp:  # the most common operation: its two operands
@@ -208,12 +262,14 @@ class _Rewrite:
             folded = _fold_where(n.value, self.scope, self.constants)
             if folded is not None:
                 return self.visit(folded)
+            self.loaded.add("_scalar")
             return _call("_scalar", [self.visit(n.value)])
         if isinstance(n, ast.Call):
             folded = _fold_where(n, self.scope, self.constants)
             if folded is not None:
                 return self.visit(folded)
             if _is_where(n):
+                self.loaded.add("_where")
                 return _call("_where", [self.visit(a) for a in n.args])
         return with_fields(n, self.visit)
 
