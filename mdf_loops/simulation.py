@@ -30,7 +30,8 @@ from mdf_loops.errors import (
 from mdf_loops.model.interface import load_model
 from mdf_loops.ops import observe_iterations
 from mdf_loops.timeloop import chunks
-from mdf_loops.timeloop.convert import time_loop_of
+from mdf_loops.timeloop.convert import converted_loop
+from mdf_loops.timeloop.parts import ConvertedLoop
 from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
 from mdf_loops.timeloop.trajectories import Trajectories
 from mdf_loops.timeloop.watch import SimulationWatch
@@ -87,13 +88,13 @@ def simulate(
                 [f"{n.id}.{p.id}" for n in graph.nodes for p in n.output_ports] if graph else []
             )
         owned = model is not given  # read from the file here: probed without a copy
-        loop_of = functools.partial(time_loop_of, dt=dt, steps=steps, duration=duration)
-        model = loop_of(
+        loop_of = functools.partial(converted_loop, dt=dt, steps=steps, duration=duration)
+        converted = loop_of(
             model, owned, until=until, record=record, inputs=dict(inputs or {}), trusted=trusted
         )
         # its expressions passed the allow-list in to_time_loop: the python backend's
         # check of the same expressions, renamed, is not repeated
-        return _run(model, {}, backend, trusted, progress, checked=True)
+        return _run(converted, {}, backend, trusted, progress, checked=True)
     if until is not None or duration is not None or record is not None or dt is not None:
         raise ModelError(
             f"model '{model.id}' is a time-loop model already: its dt, until, "
@@ -119,33 +120,38 @@ def _stored_loop_inputs(
 
 
 def _run(
-    model: Model,
+    loop: Model | ConvertedLoop,
     inputs: dict,
     backend: str,
     trusted: bool,
     progress: Callable[[int, int], None] | None,
     checked: bool = False,
 ) -> Trajectories:
-    spec = time_loop_spec(model)
+    """The simulation of a stored time-loop model, or of a conversion's loop (its model
+    made only for a backend other than python)."""
+    if isinstance(loop, ConvertedLoop):
+        spec, model_id = loop.spec, loop.parts.model_id
+    else:
+        spec, model_id = time_loop_spec(loop), loop.id
     steps = inputs.get("steps", spec.steps)
     try:
         steps = operator.index(steps)
     except TypeError:
-        raise ModelError(f"model '{model.id}': steps must be an integer, not {steps!r}") from None
+        raise ModelError(f"model '{model_id}': steps must be an integer, not {steps!r}") from None
     with ExitStack() as stack:
         if progress is not None:
             stack.enter_context(
                 observe_iterations(lambda _where, done, _total: progress(done, steps))
             )
-        watch = SimulationWatch(model.id, steps, spec.dt)
-        traces = _on_backend(model, inputs, backend, trusted, spec, watch, checked)
+        watch = SimulationWatch(model_id, steps, spec.dt)
+        traces = _on_backend(loop, inputs, backend, trusted, spec, watch, checked)
     if traces.backend != "python":  # the python backend looks at each chunk as it runs
         watch.check_all(traces.values.items())
     return traces
 
 
 def _on_backend(
-    model: Model,
+    loop: Model | ConvertedLoop,
     inputs: dict,
     backend: str,
     trusted: bool,
@@ -154,35 +160,13 @@ def _on_backend(
     checked: bool,
 ) -> Trajectories:
     """The simulation on ``backend``; ``auto`` tries python, onnxruntime, then the scheduler,
-    and says why it passed one over (a WARNING when a backend that compiled failed)."""
+    and says why it passed one over (a WARNING when a backend that compiled failed).
+    A conversion's loop makes its model only for onnxruntime or the scheduler."""
     if backend in ("auto", "python"):
-        from mdf_loops.backends.python import NotCompilable, run_time_loop
-
-        try:
-            return run_time_loop(model, inputs, spec, trusted, watch, checked)
-        except NotCompilable as exc:
-            if backend == "python":
-                raise
-            log.info(
-                "model '%s' does not compile to Python (%s); trying onnxruntime", model.id, exc
-            )
-        except (LimitError, UnsafeExpressionError, ModelError):
-            raise  # the other backends refuse it too
-        except Exception as exc:
-            if backend == "python" and isinstance(exc, MdfLoopsError):
-                raise
-            if backend == "python":
-                raise EvaluationError(
-                    f"model '{model.id}': the python backend failed: {type(exc).__name__}: "
-                    f"{exc}; backend='scheduler' runs each step through modeci-mdf's engine "
-                    "and names the node"
-                ) from exc
-            log.warning(
-                "model '%s': the python backend failed (%s: %s); trying onnxruntime",
-                model.id,
-                type(exc).__name__,
-                exc,
-            )
+        traces = _on_python(loop, inputs, backend, trusted, spec, watch, checked)
+        if traces is not None:
+            return traces
+    model = loop.model if isinstance(loop, ConvertedLoop) else loop
     if backend == "auto":
         try:
             return _on_run(model, inputs, "onnxruntime", trusted, spec, watch)
@@ -197,6 +181,47 @@ def _on_backend(
             )
         return _on_run(model, inputs, "scheduler", trusted, spec, watch)
     return _on_run(model, inputs, backend, trusted, spec, watch)
+
+
+def _on_python(
+    loop: Model | ConvertedLoop,
+    inputs: dict,
+    backend: str,
+    trusted: bool,
+    spec,
+    watch: SimulationWatch,
+    checked: bool,
+) -> Trajectories | None:
+    """The simulation on the python backend; None where ``auto`` goes on to onnxruntime
+    (said in the log: a WARNING when the loop compiled and failed)."""
+    from mdf_loops.backends.python import NotCompilable, run_time_loop
+
+    model_id = watch.model_id
+    try:
+        runs = loop.parts if isinstance(loop, ConvertedLoop) else loop
+        return run_time_loop(runs, inputs, spec, trusted, watch, checked)
+    except NotCompilable as exc:
+        if backend == "python":
+            raise
+        log.info("model '%s' does not compile to Python (%s); trying onnxruntime", model_id, exc)
+    except (LimitError, UnsafeExpressionError, ModelError):
+        raise  # the other backends refuse it too
+    except Exception as exc:
+        if backend == "python" and isinstance(exc, MdfLoopsError):
+            raise
+        if backend == "python":
+            raise EvaluationError(
+                f"model '{model_id}': the python backend failed: {type(exc).__name__}: "
+                f"{exc}; backend='scheduler' runs each step through modeci-mdf's engine "
+                "and names the node"
+            ) from exc
+        log.warning(
+            "model '%s': the python backend failed (%s: %s); trying onnxruntime",
+            model_id,
+            type(exc).__name__,
+            exc,
+        )
+    return None
 
 
 def _on_run(

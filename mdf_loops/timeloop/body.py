@@ -18,7 +18,7 @@ import numpy as np
 from modeci_mdf.mdf import Edge, Graph, InputPort, Node, OutputPort, Parameter
 
 from mdf_loops.errors import ModelError
-from mdf_loops.model.convention import set_body_signature
+from mdf_loops.model.convention import BodySignature, set_body_signature
 from mdf_loops.model.inputs import engine_zeros
 from mdf_loops.timeloop.conditions import SchedulePlan
 from mdf_loops.timeloop.schedule import (
@@ -78,7 +78,7 @@ class BodyBuilder:
         body = Graph(id=f"{self.source.id}_step")
         masked = self.plan.masked
         carried_in: list[str] = []
-        carried_out: list[str] = []
+        carried_out: list[tuple[str, str]] = []
         initial: list[tuple[str, Any]] = []
         integers: dict[str, set[str]] = {}  # per node, the values modeci-mdf holds as ints
         for (owner, name), value in self.values.items():
@@ -95,11 +95,11 @@ class BodyBuilder:
             body.nodes.append(built.node)
             for name in built.carried_parameters:
                 carried_in.append(carried_port(node.id, name))
-                carried_out.append(f"{node.id}.{value_port(name)}")
+                carried_out.append((node.id, value_port(name)))
                 initial.append((carried_port(node.id, name), self._initial(node.id, name)))
             for port in built.carried_outputs:
                 carried_in.append(carried_port(node.id, port))
-                carried_out.append(f"{node.id}.{port}")
+                carried_out.append((node.id, port))
                 initial.append((carried_port(node.id, port), self._initial(node.id, port)))
         body.edges.extend([_copied_edge(e) for e in self.source.edges])
         self._clock(body)
@@ -108,7 +108,7 @@ class BodyBuilder:
             body.nodes.append(schedule_node(self.plan, self.scheduler))
             for name in counter_ports(self.plan):
                 carried_in.append(name)
-                carried_out.append(f"{self.scheduler}.{name}__next")
+                carried_out.append((self.scheduler, f"{name}__next"))
                 initial.append((name, 0))
             for n in masked:
                 self._edge(body, self.scheduler, f"runs__{n}", n, RUNS)
@@ -120,14 +120,27 @@ class BodyBuilder:
                 self._edge(body, self.scheduler, f"{name}__next", self.control, f"end__{name}")
             for read in self.plan.thresholds:
                 self._edge(body, *self._reference(read.node, read.name), self.control, read.port)
-        scans = [f"{self.clock}.time"] + [f"{n}.{p}" for n, p in self.recorded.values()]
+        self.signature = self._signature(body, carried_in, carried_out)
+        return body, initial, self._initial_condition()
+
+    def _signature(
+        self, body: Graph, carried_in: list[str], carried_out: list[tuple[str, str]]
+    ) -> BodySignature:
+        """The body's signature, written into its metadata and kept (:attr:`signature`)
+        for a backend that compiles the body as built."""
+        outputs = [(self.control, "cond_out"), *carried_out, (self.clock, "time")]
+        signature = BodySignature(
+            ("iteration", "cond_in", *carried_in),
+            (*outputs, *self.recorded.values()),
+            tuple(f"{p}__series" for p in self.series),
+        )
         set_body_signature(
             body,
-            ["iteration", "cond_in", *carried_in],
-            [f"{self.control}.cond_out", *carried_out, *scans],
-            [f"{p}__series" for p in self.series],
+            signature.formal_inputs,
+            [f"{node}.{port}" for node, port in signature.formal_outputs],
+            signature.outer_scope_inputs,
         )
-        return body, initial, self._initial_condition()
+        return signature
 
     def _initial(self, node_id: str, name: str) -> Any:
         value = self.values.get((node_id, name))

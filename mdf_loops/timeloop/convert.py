@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -20,6 +21,7 @@ from mdf_loops.timeloop.body import BodyBuilder
 from mdf_loops.timeloop.conditions import SchedulePlan, plan_schedule
 from mdf_loops.timeloop.infer import infer_values
 from mdf_loops.timeloop.lean_engine import lean_engine
+from mdf_loops.timeloop.parts import ConvertedLoop, LoopParts, LoopStart
 from mdf_loops.timeloop.probe import build_engine, probe
 from mdf_loops.timeloop.spec import (
     LOOP_FUNCTION,
@@ -32,7 +34,14 @@ from mdf_loops.timeloop.spec import (
 log = logging.getLogger("mdf_loops.timeloop")
 
 #: the spec's names stay importable from here
-__all__ = ["to_time_loop", "TimeLoopSpec", "time_loop_spec", "LOOP_NODE", "METADATA_KEY"]
+__all__ = [
+    "to_time_loop",
+    "converted_loop",
+    "TimeLoopSpec",
+    "time_loop_spec",
+    "LOOP_NODE",
+    "METADATA_KEY",
+]
 
 
 def to_time_loop(
@@ -71,7 +80,7 @@ def to_time_loop(
     ``time`` and one stacked trajectory per recorded value (see :func:`time_loop_spec`).
     """
     source_model = load_model(model)
-    return time_loop_of(
+    return converted_loop(
         source_model,
         source_model is not model,  # read from a file here: no one else holds it
         dt=dt,
@@ -82,10 +91,10 @@ def to_time_loop(
         inputs=inputs,
         graph=graph,
         trusted=trusted,
-    )
+    ).model
 
 
-def time_loop_of(
+def converted_loop(
     source_model: Model,
     owned: bool,
     *,
@@ -97,9 +106,10 @@ def time_loop_of(
     inputs: Mapping[str, Any] | None = None,
     graph: str | None = None,
     trusted: bool = False,
-) -> Model:
-    """:func:`to_time_loop` of a loaded model; ``owned``: the model was read from a file
-    for this conversion, so the stock engine probes its graph rather than a copy."""
+) -> ConvertedLoop:
+    """The time loop of :func:`to_time_loop` on a loaded model, in the parts a backend runs
+    (its model made when asked for); ``owned``: the model was read from a file for this
+    conversion, so the stock engine probes its graph rather than a copy."""
     require_input_defaults("to_time_loop")  # the body's ports use default_value and reduce
     source = select_graph(source_model, graph)
     dt = float(dt)
@@ -111,9 +121,29 @@ def time_loop_of(
     builder = BodyBuilder(source, dt, plan, values, series)
     records = builder.records(record)
     body, initial, cond0 = builder.build(until)
-    return _loop_model(
-        source_model, source, body, initial, cond0, n_steps, dt, series, records, builder
+    spec = TimeLoopSpec(
+        dt, n_steps, "time", _record_ports(records), {name: f"{name}__series" for name in series}
     )
+    model_id, graph_id = f"{source_model.id}_time_loop", f"{source.id}_time_loop"
+    start = LoopStart(
+        n_steps,
+        tuple(value for _, value in initial),
+        # as the Loop node's port holds it (a list) and the backend reads it back
+        tuple(None if s is None else np.asarray(s.tolist()) for s in series.values()),
+        bool(cond0),
+    )
+    examples = _record_examples(records, values)
+    parts = LoopParts(
+        model_id,
+        graph_id,
+        body,
+        builder.signature,
+        tuple(_initial_name(name) for name, _ in initial),
+        (np.dtype("float64"), *(e.dtype if e.shape == () else None for e in examples)),
+        start,
+    )
+    make = functools.partial(_loop_model, source_model, parts, spec, series, examples)
+    return ConvertedLoop(parts, spec, make)
 
 
 def _plan_and_probe(
@@ -227,32 +257,21 @@ def _refuse_cycles(graph: Graph) -> None:
 
 
 def _loop_model(
-    source_model, source, body, initial, cond0, n_steps, dt, series, records, builder
+    source_model: Model,
+    parts: LoopParts,
+    spec: TimeLoopSpec,
+    series: dict,
+    examples: Sequence[np.ndarray],
 ) -> Model:
     """The result of :func:`to_time_loop`: one graph of the Loop node and its metadata."""
     loop = Node(id=LOOP_NODE)
-    _loop_inputs(loop, n_steps, series)
-    _loop_parameters(loop, body, initial, cond0)
-    record_ports = _loop_outputs(loop, len(initial), records, builder.values)
-    graph = Graph(
-        id=f"{source.id}_time_loop",
-        nodes=[loop],
-        metadata={
-            METADATA_KEY: {
-                "dt": dt,
-                "steps": n_steps,
-                "time": "time",
-                "records": record_ports,
-                "inputs": {name: f"{name}__series" for name in series},
-            }
-        },
+    _loop_inputs(loop, spec.steps, series)
+    _loop_parameters(loop, parts)
+    _loop_outputs(loop, len(parts.initial_names), spec.records, examples)
+    graph = Graph(id=parts.graph_id, nodes=[loop], metadata={METADATA_KEY: spec.to_metadata()})
+    return Model(
+        id=parts.model_id, graphs=[graph], metadata={**(source_model.metadata or {})} or None
     )
-    result = Model(
-        id=f"{source_model.id}_time_loop",
-        graphs=[graph],
-        metadata={**(source_model.metadata or {})} or None,
-    )
-    return result
 
 
 def _loop_inputs(loop: Node, n_steps: int, series: dict) -> None:
@@ -272,43 +291,56 @@ def _loop_inputs(loop: Node, n_steps: int, series: dict) -> None:
         )
 
 
-def _loop_parameters(loop: Node, body: Graph, initial: list, cond0: bool) -> None:
+def _initial_name(carried: str) -> str:
+    """The Loop node's parameter holding the initial value of the ``carried`` value."""
+    return f"init__{carried}"
+
+
+def _loop_parameters(loop: Node, parts: LoopParts) -> None:
     """The initial values, the body, the first condition and the ``onnx::Loop`` call."""
-    init_names = []
-    for name, value in initial:
-        init_names.append(f"init__{name}")
-        loop.parameters.append(Parameter(id=f"init__{name}", value=value))
+    for name, value in zip(parts.initial_names, parts.start.initial, strict=True):
+        loop.parameters.append(Parameter(id=name, value=value))
     loop.parameters.extend(
         [
-            Parameter(id="body", value=wrap_body(body)),
-            Parameter(id="continue0", value=bool(cond0)),
+            Parameter(id="body", value=wrap_body(parts.body)),
+            Parameter(id="continue0", value=parts.start.cond),
             Parameter(
                 id=LOOP_FUNCTION,
                 function="onnx::Loop",
                 args={
                     "M": "steps",
                     "cond": "continue0",
-                    "v_initial": "[" + ", ".join(init_names) + "]",
+                    "v_initial": "[" + ", ".join(parts.initial_names) + "]",
                 },
             ),
         ]
     )
 
 
+def _record_ports(records: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """Record -> the Loop node's output port of its trajectory."""
+    return {ref: ref.replace(".", "__") for ref in records}
+
+
+def _record_examples(records: Mapping[str, tuple[str, str]], values: dict) -> list[np.ndarray]:
+    """A probed value of each record (its dtype and shape at one step)."""
+    examples = []
+    for node, port in records.values():
+        example = values.get((node, port))
+        if example is None:
+            example = values[(node, port[: -len("__value")])]
+        examples.append(example)
+    return examples
+
+
 def _loop_outputs(
-    loop: Node, first_scan: int, records: dict[str, tuple[str, str]], values: dict
-) -> dict[str, str]:
-    """``time`` and one stacked trajectory per record; returns record -> output port."""
+    loop: Node, first_scan: int, record_ports: Mapping[str, str], examples: Sequence[np.ndarray]
+) -> None:
+    """``time`` and one stacked trajectory per record (``examples``: a probed value of each)."""
     loop.output_ports.append(
         OutputPort(id="time", value=f"{LOOP_FUNCTION}[{first_scan}]", metadata=port_type("steps"))
     )
-    record_ports = {}
-    for k, ref in enumerate(records):
-        port = ref.replace(".", "__")
-        record_ports[ref] = port
-        example = values.get(records[ref])
-        if example is None:
-            example = values[(records[ref][0], records[ref][1][: -len("__value")])]
+    for k, (port, example) in enumerate(zip(record_ports.values(), examples, strict=True)):
         loop.output_ports.append(
             OutputPort(
                 id=port,
@@ -316,4 +348,3 @@ def _loop_outputs(
                 metadata=port_type("steps", *example.shape, dtype=example.dtype),
             )
         )
-    return record_ports

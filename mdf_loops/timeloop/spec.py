@@ -28,6 +28,16 @@ class TimeLoopSpec:
     records: dict[str, str]
     inputs: dict[str, str]  # input-port id fed a time series -> Loop-node input port
 
+    def to_metadata(self) -> dict:
+        """The graph metadata (under :data:`METADATA_KEY`) that :func:`time_loop_spec` reads."""
+        return {
+            "dt": self.dt,
+            "steps": self.steps,
+            "time": self.time_port,
+            "records": dict(self.records),
+            "inputs": dict(self.inputs),
+        }
+
 
 def time_loop_spec(model: Model) -> TimeLoopSpec:
     """The time-loop description stored in a model made by :func:`to_time_loop`."""

@@ -119,7 +119,7 @@ def test_auto_passes_a_failing_backend_over_with_a_warning(monkeypatch, caplog):
     def broken(model):
         raise RuntimeError("a bug in the writer")
 
-    monkeypatch.setattr(python_simulate, "time_loop_source", broken)  # untrusted: its text
+    monkeypatch.setattr(python_simulate, "loop_source", broken)  # untrusted: its text
     with caplog.at_level(logging.WARNING, logger="mdf_loops"):
         traces = mdf_loops.simulate(decay, dt=0.1, steps=10, record=["N.out"])
     assert traces.backend == "onnxruntime"

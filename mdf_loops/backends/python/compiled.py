@@ -15,25 +15,35 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
-from modeci_mdf.mdf import Model
+from modeci_mdf.mdf import Model, Node
 
 from mdf_loops.backends.python.errors import NotCompilable
 from mdf_loops.backends.python.frame import number_lines
 from mdf_loops.backends.python.recording import Recording
 from mdf_loops.backends.python.scalar_types import python_type
-from mdf_loops.backends.python.source import function_source, scan_kinds
+from mdf_loops.backends.python.source import function_source
 from mdf_loops.backends.python.writer import StepWriter
+from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.model.signatures.loop import LoopSignature
+from mdf_loops.timeloop.parts import LoopParts, LoopStart
 from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE
 
-__all__ = ["CompiledTimeLoop", "LoopSource", "compile_time_loop", "time_loop_source"]
+__all__ = [
+    "CompiledTimeLoop",
+    "LoopSource",
+    "compile_time_loop",
+    "loop_source",
+    "stored_parts",
+    "stored_start",
+    "time_loop_source",
+]
 
 
 @dataclass(frozen=True)
@@ -95,16 +105,23 @@ class CompiledTimeLoop:
         return np.asarray(recorded, dtype=np.float64)
 
 
-def compile_time_loop(model: Model) -> CompiledTimeLoop:
-    """Compile the ``onnx::Loop`` body of a time-loop model made by ``to_time_loop``."""
-    code = time_loop_source(model)
-    return CompiledTimeLoop(code, _function(code.tree, model.graphs[0].id))
+def compile_time_loop(model: Model | LoopParts) -> CompiledTimeLoop:
+    """Compile the ``onnx::Loop`` body of a time-loop model made by ``to_time_loop``
+    (or of the parts a conversion holds)."""
+    parts = model if isinstance(model, LoopParts) else stored_parts(model)
+    code = loop_source(parts)
+    return CompiledTimeLoop(code, _function(code.tree, parts.graph_id))
 
 
 def time_loop_source(model: Model) -> LoopSource:
     """The time-loop function of a time-loop model made by ``to_time_loop``
     (what :func:`compile_time_loop` compiles; an untrusted model's is compiled by
     :func:`~mdf_loops.backends.python.untrusted.guarded_time_loop` instead)."""
+    return loop_source(stored_parts(model))
+
+
+def stored_parts(model: Model) -> LoopParts:
+    """The parts of the time loop a time-loop model stores (its ``onnx::Loop`` node read)."""
     graph = model.graphs[0]
     loop = next((n for n in graph.nodes if n.id == LOOP_NODE), None)
     if loop is None or len(graph.nodes) != 1:
@@ -116,15 +133,70 @@ def time_loop_source(model: Model) -> LoopSource:
     signature = body_signature(body)
     # a ModelError unless v_initial gives one value per carried input
     LoopSignature.from_body(loop, signature)
+    n_scan = len(signature.formal_outputs) - len(signature.formal_inputs) + 1
+    names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
+    initial = tuple(n.strip() for n in names if n.strip())
+    return LoopParts(
+        model.id,
+        graph.id,
+        body,
+        signature,
+        initial,
+        _scalar_scans(loop, n_scan),
+        stored_start(loop, initial, signature.outer_scope_inputs),
+    )
+
+
+def stored_start(loop: Node, initial: Sequence[str], outer: Sequence[str]) -> LoopStart:
+    """What the stored Loop node ``loop`` starts from: its trip count, the ``initial``
+    parameters' values, the ``outer`` ports' series and ``continue0``."""
+    params = {p.id: p.value for p in loop.parameters}
+    ports = {p.id: p for p in loop.input_ports}
+    series = [input_default(ports[name]) for name in outer]
+    return LoopStart(
+        input_default(ports["steps"]),
+        tuple(params[name] for name in initial),
+        tuple(None if value is None else np.asarray(value) for value in series),
+        bool(params["continue0"]),
+    )
+
+
+def _scalar_scans(loop: Node, n_scan: int) -> tuple[np.dtype | None, ...]:
+    """Per scan output, from its port's ``onnx_type``: the dtype of the scalar it records
+    each step (one dimension, the steps), else None."""
+    by_index = {}
+    for port in loop.output_ports:
+        value = (port.value or "").strip()
+        if value.startswith(f"{LOOP_FUNCTION}[") and value.endswith("]"):
+            by_index[int(value[len(LOOP_FUNCTION) + 1 : -1])] = port
+    first = min(by_index) if by_index else 0
+    dtypes: list[np.dtype | None] = []
+    for k in range(n_scan):
+        port = by_index.get(first + k)
+        meta = (port.metadata or {}) if port is not None else {}
+        tensor = (meta.get("onnx_type") or {}).get("tensorType") or {}
+        dims = (tensor.get("shape") or {}).get("dim") or []
+        dtypes.append(_ELEMENT_DTYPES.get(tensor.get("elemType")) if len(dims) == 1 else None)
+    return tuple(dtypes)
+
+
+#: ONNX element types of the scalars the function writes at their step
+_ELEMENT_DTYPES: dict[Any, np.dtype] = {11: np.dtype("float64"), 7: np.dtype("int64")}
+#: the dtypes of the scalars the function writes at their step -> ``array`` typecode
+_ARRAY_CODES = {np.dtype("float64"): "d", np.dtype("int64"): "q"}
+
+
+def loop_source(parts: LoopParts) -> LoopSource:
+    """The time-loop function of a time loop's ``parts`` (read from a stored model by
+    :func:`stored_parts`, or held by the conversion that made them)."""
+    signature = parts.signature
     n_carried = len(signature.formal_inputs) - 2
-    n_scan = len(signature.formal_outputs) - 1 - n_carried
-    writer = StepWriter(body, signature)
+    n_scan = len(parts.scalar_scans)
+    writer = StepWriter(parts.body, signature)
     first = writer.step(True, n_carried, n_scan)
     writer.reset()
     rest = writer.step(False, n_carried, n_scan)
-    kinds = scan_kinds(loop, n_scan)
-    names = params[LOOP_FUNCTION].args["v_initial"].strip().strip("[]").split(",")
-    initial = tuple(n.strip() for n in names if n.strip())
+    kinds = tuple(_ARRAY_CODES.get(d) if d is not None else None for d in parts.scalar_scans)
     outer = tuple(signature.outer_scope_inputs)
     tree, time_step = function_source(
         outer,
@@ -132,10 +204,10 @@ def time_loop_source(model: Model) -> LoopSource:
         n_scan,
         first,
         rest,
-        [python_type(params[name].value) for name in initial],
+        [python_type(value) for value in parts.start.initial],
         [k for k, code in enumerate(kinds) if code is not None],
     )
-    return LoopSource(tree, n_carried, tuple(kinds), time_step, initial, outer)
+    return LoopSource(tree, n_carried, kinds, time_step, parts.initial_names, outer)
 
 
 def _function(tree: ast.Module, graph_id: str) -> Callable[..., Any]:
