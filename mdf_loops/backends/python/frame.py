@@ -75,9 +75,7 @@ def loop_function(
             "kwonlyargs": [],
             "kw_defaults": [],
             "kwarg": None,
-            "defaults": [
-                new_node(ast.Name, {"id": n, "ctx": LOAD, **header}) for n in frame.helpers
-            ],
+            "defaults": [_load_at(n, header) for n in frame.helpers],
         },
     )
     body: list[ast.stmt] = [at.assign("iteration", at.const(0))]
@@ -136,6 +134,10 @@ def _steps_loop(at: _Lines, rest: list[ast.stmt], steady: bool) -> tuple[ast.stm
         "type_comment": None,
     }
     return at.statement(ast.For, fields), done
+
+
+def _load_at(name: str, where: dict[str, int]) -> ast.Name:
+    return new_node(ast.Name, {"id": name, "ctx": LOAD, **where})  # type: ignore[no-any-return]
 
 
 def _argument(name: str, where: dict[str, int]) -> ast.arg:

@@ -10,47 +10,14 @@ from __future__ import annotations
 import ast
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import Any
-
-from modeci_mdf.mdf import Node
 
 from mdf_loops.backends.python.frame import LoopFrame, loop_function
 from mdf_loops.backends.python.invariants import hoisted
 from mdf_loops.backends.python.nodes import LOAD, STORE, new_node
 from mdf_loops.backends.python.simplify import carried_types, simplify
 from mdf_loops.backends.python.writer import APPEND, Written, variable
-from mdf_loops.timeloop.spec import LOOP_FUNCTION
 
-__all__ = ["function_source", "scan_kinds"]
-
-#: ONNX element type -> array typecode, for one-dimensional float64 and int64 series
-_ARRAY_CODES: dict[Any, str] = {1: "d", 11: "d", 7: "q"}
-
-
-def scan_kinds(loop: Node, n_scan: int) -> list[str | None]:
-    """Per scan output: the ``array`` typecode (``'d'``/``'q'``) for float64/int64 scalars,
-    else None (a list).
-
-    An ``array`` holds 8 bytes a step where a list of Python numbers holds 32.
-    """
-    by_index = {}
-    for port in loop.output_ports:
-        value = (port.value or "").strip()
-        if value.startswith(f"{LOOP_FUNCTION}[") and value.endswith("]"):
-            by_index[int(value[len(LOOP_FUNCTION) + 1 : -1])] = port
-    first = min(by_index) if by_index else 0
-    kinds: list[str | None] = []
-    for k in range(n_scan):
-        port = by_index.get(first + k)
-        tensor = (
-            (((port.metadata or {}).get("onnx_type") or {}).get("tensorType") or {})
-            if port is not None
-            else {}
-        )
-        dims = (tensor.get("shape") or {}).get("dim") or []
-        code = _ARRAY_CODES.get(tensor.get("elemType")) if len(dims) == 1 else None
-        kinds.append(None if tensor.get("elemType") == 1 else code)
-    return kinds
+__all__ = ["function_source"]
 
 
 def function_source(
