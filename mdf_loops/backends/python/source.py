@@ -119,13 +119,11 @@ def _without_steady_condition(code: list[ast.stmt]) -> list[ast.stmt] | None:
             found = True
             targets, values = tree.targets[0].elts[1:], tree.value.elts[1:]
             if targets:
-                target = ast.Tuple(elts=targets, ctx=ast.Store())
-                value = ast.Tuple(elts=values, ctx=ast.Load())
-                assign = ast.Assign(
-                    targets=[ast.copy_location(target, tree.targets[0])],
-                    value=ast.copy_location(value, tree.value),
-                )
-                out.append(ast.copy_location(assign, tree))
+                where = {name: getattr(tree, name) for name in _LOCATION}
+                target = new_node(ast.Tuple, {"elts": targets, "ctx": STORE, **where})
+                value = new_node(ast.Tuple, {"elts": values, "ctx": LOAD, **where})
+                fields = {"targets": [target], "value": value, "type_comment": None, **where}
+                out.append(new_node(ast.Assign, fields))
             continue
         out.append(tree)
     return out if found else None
