@@ -28,6 +28,10 @@ from typing import Any
 import numpy as np
 
 from mdf_loops.ops.common import check_elements, current_limits
+from mdf_loops.safety.input_shapes import given as _given
+from mdf_loops.safety.input_shapes import ints as _ints
+from mdf_loops.safety.input_shapes import shape as _shape
+from mdf_loops.safety.input_shapes import size as _size
 from mdf_loops.safety.window_sizes import WINDOW_PLANS
 
 __all__ = [
@@ -157,27 +161,10 @@ def planned_elements(
 # ---------------------------------------------------------------- shapes
 
 
-def _shape(value: Any) -> list[int]:
-    return [] if value is None else list(np.shape(value))
-
-
-def _size(value: Any) -> int:
-    """Elements of a numpy array, a torch tensor or a JAX value (from its shape)."""
-    return math.prod(_shape(value))
-
-
-def _ints(value: Any) -> list[int]:
-    return [int(d) for d in np.asarray(value).reshape(-1)]
-
-
 def _broadcast(*shapes: Sequence[int]) -> list[int]:
     rank = max((len(s) for s in shapes), default=0)
     padded = [[1] * (rank - len(s)) + list(s) for s in shapes]
     return [max((abs(int(s[k])) for s in padded), default=1) for k in range(rank)]
-
-
-def _given(inputs: list, index: int) -> Any:
-    return inputs[index] if len(inputs) > index and inputs[index] is not None else None
 
 
 # ---------------------------------------------------------------- operators

@@ -23,24 +23,17 @@ from typing import Any
 
 import numpy as np
 
+from mdf_loops.safety.input_shapes import given as _given
+from mdf_loops.safety.input_shapes import ints
+from mdf_loops.safety.input_shapes import shape as _shape
+from mdf_loops.safety.input_shapes import size as _size
+
 __all__ = ["WINDOW_PLANS"]
 
 
-def _shape(value: Any) -> list[int]:
-    return [] if value is None else [int(d) for d in np.shape(value)]
-
-
-def _size(value: Any) -> int:
-    """Elements of a numpy array, a torch tensor or a JAX value (from its shape)."""
-    return math.prod(_shape(value))
-
-
 def _ints(value: Any) -> list[int]:
-    return [abs(int(d)) for d in np.asarray(value).reshape(-1)]
-
-
-def _given(inputs: list, index: int) -> Any:
-    return inputs[index] if len(inputs) > index and inputs[index] is not None else None
+    """The magnitudes of the integers an input holds (a size read as at least its own)."""
+    return [abs(d) for d in ints(value)]
 
 
 def _stft(inputs: list, attributes: Mapping) -> int:
