@@ -32,7 +32,7 @@ from mdf_loops.ops import observe_iterations
 from mdf_loops.timeloop import chunks
 from mdf_loops.timeloop.convert import converted_loop
 from mdf_loops.timeloop.parts import ConvertedLoop
-from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, time_loop_spec
+from mdf_loops.timeloop.spec import LOOP_NODE, METADATA_KEY, TimeLoopSpec, time_loop_spec
 from mdf_loops.timeloop.trajectories import Trajectories
 from mdf_loops.timeloop.watch import SimulationWatch
 
@@ -155,7 +155,7 @@ def _on_backend(
     inputs: dict,
     backend: str,
     trusted: bool,
-    spec,
+    spec: TimeLoopSpec,
     watch: SimulationWatch,
     checked: bool,
 ) -> Trajectories:
@@ -188,7 +188,7 @@ def _on_python(
     inputs: dict,
     backend: str,
     trusted: bool,
-    spec,
+    spec: TimeLoopSpec,
     watch: SimulationWatch,
     checked: bool,
 ) -> Trajectories | None:
@@ -225,7 +225,12 @@ def _on_python(
 
 
 def _on_run(
-    model: Model, inputs: dict, backend: str, trusted: bool, spec, watch: SimulationWatch
+    model: Model,
+    inputs: dict,
+    backend: str,
+    trusted: bool,
+    spec: TimeLoopSpec,
+    watch: SimulationWatch,
 ) -> Trajectories:
     """The simulation through :func:`mdf_loops.run` on the onnxruntime or scheduler backend;
     a long one on onnxruntime in chunks of steps (:mod:`mdf_loops.timeloop.chunks`)."""
