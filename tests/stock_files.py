@@ -44,9 +44,16 @@ def stock_outputs(models: dict[str, Model], folder: Path) -> dict[str, dict[str,
     return outputs
 
 
+#: Python scalars as stock_runner's ``describe`` writes them: the type, then the repr
+_PYTHON_SCALARS = {"int": int, "float": float, "bool": lambda text: text == "True"}
+
+
 def described_array(described: str) -> np.ndarray:
-    """The array of stock_runner's ``describe`` of an array or a numpy scalar, bit-exact."""
+    """The array of stock_runner's ``describe`` of an array, a numpy scalar or a Python
+    number, bit-exact (a Python number as numpy holds it)."""
     fields = described.split(" ")
+    if fields[0] in _PYTHON_SCALARS:
+        return np.asarray(_PYTHON_SCALARS[fields[0]](fields[1]))
     if fields[0] == "ndarray":
         end = next(k for k, f in enumerate(fields) if f.endswith(")"))
         shape = tuple(int(n) for n in " ".join(fields[2:end + 1]).strip("()").split(",") if n.strip())

@@ -6,29 +6,21 @@ examples (FN, the condition examples, the files its ONNX importer writes) rely o
 A port whose ``reduce`` adds or multiplies and that no edge feeds reads
 ``numpy.full(shape, 0.0)`` there (its NeuroML and PyNN examples).
 The oracle is stock's ``EvaluableGraph`` in a subprocess without ``import mdf_loops``
-(tests/stock_runner.py).
+(tests/stock_files.py).
 """
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Parameter
 from conftest import needs_input_port_fields
-from stock_runner import describe
+from stock_files import stock_outputs
 
 import mdf_loops
 from mdf_loops.errors import InputError
 from mdf_loops.model.compat import INPUT_DEFAULTS
 from mdf_loops.model.inputs import check_inputs
-
-RUNNER = Path(__file__).resolve().parents[1] / "stock_runner.py"
 
 
 def _node(node_id: str, port: InputPort, value: str) -> Node:
@@ -57,52 +49,32 @@ def _models() -> dict[str, Model]:
     }
 
 
-def _stock(paths: dict[str, Path], folder: Path) -> dict:
-    result = folder / "stock.json"
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    cases = [f"file:{path}" for path in paths.values()]
-    done = subprocess.run(
-        [sys.executable, str(RUNNER), "stock", str(result), *cases],
-        env=env, capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(result.read_text())
-
-
 @pytest.fixture(scope="module")
 def stock_and_files(tmp_path_factory):
-    """Stock's outputs for every model of this file (one subprocess: about 3 s)."""
+    """Stock's outputs for every model of this file (one subprocess: about 3 s), and the
+    files it ran."""
     folder = tmp_path_factory.mktemp("engine_zeros")
-    paths = {}
     models = {**_models(), **(_reducing_models() if INPUT_DEFAULTS else {})}
-    for name, model in models.items():
-        paths[name] = folder / f"{name}.json"
-        model.to_json_file(str(paths[name]))
-    return _stock(paths, folder), paths
+    return stock_outputs(models, folder), {name: folder / f"{name}.json" for name in models}
 
 
 @pytest.mark.parametrize("backend", ["auto", "scheduler", "onnxruntime"])
 @pytest.mark.parametrize("name", ["float_zeros", "int_zeros", "scalar_zero"])
 def test_a_shaped_input_without_default_holds_stock_zeros(stock_and_files, name, backend):
     stock, paths = stock_and_files
-    record = stock[f"file:{paths[name]}"]
-    assert record["error"] is None, record["error"]
-    expected = record["steps"][0]["outputs"]
+    expected = stock[name]
+    assert not isinstance(expected, str), expected
     assert mdf_loops.validate(paths[name]) == []
     ours = mdf_loops.run(paths[name], backend=backend)
-    assert {key: _exact(describe(np.asarray(value))) for key, value in ours.items()} == {
-        key: _exact(text) for key, text in expected.items()
+    assert {key: _exact(value) for key, value in ours.items()} == {
+        key: _exact(value) for key, value in expected.items()
     }
 
 
-def _exact(described: str) -> tuple[str, str, str]:
-    """Dtype, shape and bytes of stock_runner's description of an array or a numpy
-    scalar (``run`` returns a 0-d array for stock's scalar), without the repr."""
-    fields = described.split(" ")
-    if fields[0] == "ndarray":
-        shape_end = next(k for k, f in enumerate(fields) if f.endswith(")"))
-        return fields[1], " ".join(fields[2 : shape_end + 1]), fields[shape_end + 1]
-    return fields[0], "()", fields[1]
+def _exact(value) -> tuple[str, tuple, bytes]:
+    """Dtype, shape and bytes of a value (``run`` returns a 0-d array for stock's scalar)."""
+    array = np.asarray(value)
+    return array.dtype.str, array.shape, array.tobytes()
 
 
 def test_the_zeros_are_what_the_numbers_say(caplog):
@@ -160,13 +132,12 @@ def test_a_reducing_input_no_edge_feeds_reads_stock_float_zeros(stock_and_files,
     if backend in ("jax", "torch"):
         pytest.importorskip(backend)
     stock, paths = stock_and_files
-    record = stock[f"file:{paths[name]}"]
-    assert record["error"] is None, record["error"]
-    expected = record["steps"][0]["outputs"]
+    expected = stock[name]
+    assert not isinstance(expected, str), expected
     assert mdf_loops.validate(paths[name]) == []
     ours = mdf_loops.run(paths[name], backend=backend)  # the outputs no edge leaves
     assert ours and set(ours) <= set(expected)
-    assert {key: _exact(describe(np.asarray(value))) for key, value in ours.items()} == {
+    assert {key: _exact(value) for key, value in ours.items()} == {
         key: _exact(expected[key]) for key in ours
     }
 
