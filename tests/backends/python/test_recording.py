@@ -64,5 +64,5 @@ def test_a_float64_output_takes_what_a_float_array_takes():
     for step, value in enumerate([1, True, np.float32(0.5), np.int64(-3)]):
         recording.scans[0][step] = value
     assert recording.arrays(4)[0].tolist() == [1.0, 1.0, 0.5, -3.0]
-    with pytest.raises(TypeError):
-        recording.scans[0][0] = np.array([1.0])
+    with pytest.raises(TypeError):  # an array of two values is no float on any numpy
+        recording.scans[0][0] = np.array([1.0, 2.0])
