@@ -290,7 +290,7 @@ def element_count(value: Any) -> int:
 
 def check_elements(count: int, what: str, iteration: int | None = None) -> None:
     """Raise :class:`SizeLimitError` when ``what`` holds more than ``max_elements`` elements."""
-    limit = current_limits().max_elements
+    limit = _LIMITS.get().max_elements  # current_limits(), a call less: run per operation
     if count > limit:
         at = "" if iteration is None else f" at iteration {iteration}"
         raise SizeLimitError(

@@ -54,6 +54,7 @@ from mdf_loops.safety.untrusted_values import (
     FLOATS,
     UNARY,
     binary,
+    broadcast_shape,
     check_comparison,
     checked_integer,
     numeric,
@@ -110,8 +111,7 @@ def _call(function: Callable, *args: Any, **kwargs: Any) -> Any:
 
 def _where(condition: Any, a: Any, b: Any) -> Any:
     """``numpy.where`` (the writer's ``_where``), its broadcast size planned first."""
-    shape = np.broadcast_shapes(np.shape(condition), np.shape(a), np.shape(b))
-    check_elements(math.prod(shape), "the result of numpy.where(...)")
+    check_elements(math.prod(broadcast_shape(condition, a, b)), "the result of numpy.where(...)")
     if type(condition) in (bool, np.bool_) and np.ndim(a) == 0 and np.ndim(b) == 0:
         return a if condition else b
     return np.where(condition, a, b)

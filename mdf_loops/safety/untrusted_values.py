@@ -34,6 +34,7 @@ __all__ = [
     "COMPARE",
     "BUILTINS",
     "binary",
+    "broadcast_shape",
     "numeric",
     "check_comparison",
     "checked_integer",
@@ -203,9 +204,25 @@ def checked_integer(value: Any) -> Any:
     return value
 
 
+def broadcast_shape(*values: Any) -> tuple[int, ...]:
+    """``numpy.broadcast_shapes`` of the values' shapes (a ValueError, as numpy's, where
+    they do not broadcast). Values of one shape beside numbers, the commonest case in a
+    step, are answered here: numpy's function makes arrays to find it, a few microseconds
+    per call."""
+    shapes = [
+        v.shape if type(v) is np.ndarray else () if type(v) in _SCALARS else np.shape(v)
+        for v in values
+    ]
+    widest = max(shapes, key=len)
+    for shape in shapes:
+        if shape != widest and shape != ():
+            return tuple(np.broadcast_shapes(*shapes))
+    return widest
+
+
 def _broadcast_elements(a: Any, b: Any) -> int:
     try:
-        return math.prod(np.broadcast_shapes(np.shape(a), np.shape(b)))
+        return math.prod(broadcast_shape(a, b))
     except ValueError:
         return 0  # numpy reports shapes that do not broadcast
 
