@@ -23,7 +23,7 @@ from mdf_loops.model.interface import GraphInterface, graph_interface, load_mode
 from mdf_loops.model.values import OnnxSequence, to_engine, to_user
 from mdf_loops.onnx.domains import other_opsets
 from mdf_loops.ops.common import iteration_budget
-from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.safety.onnx_files import onnx_file_access
 from mdf_loops.validation.gate import verify_model
 

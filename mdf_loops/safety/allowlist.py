@@ -39,9 +39,6 @@ from mdf_loops.safety.literal_sizes import (
 
 __all__ = [
     "expression_refusal",
-    "expression_numpy",
-    "untrusted_expressions",
-    "expressions_untrusted",
     "SAFE_BUILTINS",
     "UNSAFE_BUILTINS",
     "NUMPY_FUNCTIONS",
@@ -392,9 +389,17 @@ def text_number(text: str) -> int | float | None:
     return None
 
 
-# the numpy namespace expressions see (kept importable from here)
-from mdf_loops.safety.guarded_numpy import (  # noqa: E402
-    expression_numpy,
-    expressions_untrusted,
-    untrusted_expressions,
+#: the numpy namespace expressions see, kept importable from here (looked up when asked
+#: for: guarded_numpy imports this module, so an import here would make a cycle that fails
+#: whichever of the two is imported first)
+_FROM_GUARDED_NUMPY = frozenset(
+    {"expression_numpy", "expressions_untrusted", "untrusted_expressions"}
 )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_GUARDED_NUMPY:
+        from mdf_loops.safety import guarded_numpy
+
+        return getattr(guarded_numpy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mdf_loops.safety.allowlist import expressions_untrusted
+from mdf_loops.safety.guarded_numpy import expressions_untrusted
 
 __all__ = ["engine_expression", "function_refusal", "guarded_evaluate_expr", "DISPATCH_MARKERS"]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import operator
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from mdf_loops.ops.common import check_elements
 from mdf_loops.safety.allowlist import _NUMPY_LINALG, NUMPY_FUNCTIONS, dtype_refusal
 from mdf_loops.safety.numpy_sizes import LINALG_PLANS, Plan, plan_for, planned_elements
 
-__all__ = ["expression_numpy", "untrusted_expressions", "expressions_untrusted"]
+__all__ = ["expression_numpy", "untrusted_expressions", "expressions_untrusted", "bounded_decimals"]
 
 
 _UNTRUSTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -183,11 +184,49 @@ def _planned(name: str, function: Callable, plan: Plan) -> Callable:
     return checked
 
 
+#: decimals past which numpy's rounding of any dtype gives what it gives at this many:
+#: a float's ``10**decimals`` is infinite (long double's too), an integer's wraps to 0
+SATURATED_DECIMALS = 5000
+
+
+def bounded_decimals(decimals: Any) -> Any:
+    """``decimals`` for numpy's rounding, cut to :data:`SATURATED_DECIMALS` (same sign)
+    where it is larger: numpy computes ``10**decimals`` one multiplication at a time, about
+    0.7 s for ``round(x, -10**9)``, and gives the same result as at the cut. Decimals that
+    numpy refuses (no C int) or that are no integer are left for numpy to refuse."""
+    if isinstance(decimals, (bool, np.bool_)) or not hasattr(decimals, "__index__"):
+        return decimals
+    value = operator.index(decimals)
+    if SATURATED_DECIMALS < abs(value) < 2**31:
+        return SATURATED_DECIMALS if value > 0 else -SATURATED_DECIMALS
+    return decimals
+
+
+def _bounded_rounding(function: Callable) -> Callable:
+    """numpy's ``round``/``around`` with :func:`bounded_decimals`."""
+
+    @functools.wraps(function)
+    def rounded(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            args = (bounded_decimals(args[0]), *args[1:])
+        if "decimals" in kwargs:
+            kwargs["decimals"] = bounded_decimals(kwargs["decimals"])
+        return function(a, *args, **kwargs)
+
+    return rounded
+
+
+#: the numpy functions that take decimals
+_ROUNDING = frozenset({"round", "around"})
+
+
 @functools.lru_cache(maxsize=1)
 def _guarded_numpy() -> types.SimpleNamespace:
     members = {}
     for name in NUMPY_FUNCTIONS:
         member = getattr(np, name)
+        if name in _ROUNDING:
+            member = _bounded_rounding(member)
         if callable(member) and not isinstance(member, type):  # types (float64) stay types
             member = _planned(name, member, plan_for(name))
         members[name] = member

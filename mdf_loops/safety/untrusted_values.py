@@ -23,7 +23,7 @@ from mdf_loops.errors import EvaluationError, SizeLimitError
 from mdf_loops.model.documents import MAX_INTEGER_BITS  # the same bound as a file's integers
 from mdf_loops.ops.common import check_elements
 from mdf_loops.safety.allowlist import SAFE_BUILTINS
-from mdf_loops.safety.guarded_numpy import expression_numpy
+from mdf_loops.safety.guarded_numpy import bounded_decimals, expression_numpy
 from mdf_loops.safety.numpy_sizes import plan_for, planned_elements
 
 __all__ = [
@@ -311,7 +311,10 @@ def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
 
 def _round(number: Any, ndigits: Any = None) -> Any:
     """``round``: an integer rounded to more digits than it has is 0, given without Python's
-    computing ``10 ** -ndigits`` first (``round(7, -10**9)``: hours and gigabytes)."""
+    computing ``10 ** -ndigits`` first (``round(7, -10**9)``: hours and gigabytes); a
+    numpy number's digits bounded as numpy's rounding needs (:func:`bounded_decimals`)."""
+    if ndigits is not None and isinstance(number, _NUMPY_VALUES):
+        ndigits = bounded_decimals(ndigits)
     if isinstance(number, int) and ndigits is not None and hasattr(ndigits, "__index__"):
         digits = operator.index(ndigits)
         if -digits > (abs(number).bit_length() + 1) * math.log10(2) + 1:  # 10**-digits > 2|n|

@@ -162,8 +162,8 @@ def _plan_and_probe(
     """
     with ExitStack() as stack:
         if not trusted:
-            from mdf_loops.safety.allowlist import untrusted_expressions
             from mdf_loops.safety.checks import check_model
+            from mdf_loops.safety.guarded_numpy import untrusted_expressions
 
             check_model(source_model)
             stack.enter_context(untrusted_expressions())

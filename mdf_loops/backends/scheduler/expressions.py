@@ -31,7 +31,7 @@ from modelspec.utils import evaluate as _stock_evaluate
 from mdf_loops.errors import EvaluationError, MdfLoopsError
 from mdf_loops.model.references import referenced_id
 from mdf_loops.model.semantics import onnx_semantics_active
-from mdf_loops.safety.allowlist import expression_numpy, expressions_untrusted
+from mdf_loops.safety.guarded_numpy import expression_numpy, expressions_untrusted
 from mdf_loops.safety.interpreter import evaluate_untrusted
 
 __all__ = ["evaluate_expression"]
