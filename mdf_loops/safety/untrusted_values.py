@@ -110,15 +110,12 @@ def _kind(value: Any) -> str:
 
 def binary(op: type, left: Any, right: Any) -> Any:
     """``left <op> right`` for numbers and numeric arrays, its size planned first."""
-    kinds = (type(left), type(right))
-    if (
-        kinds[0] in _SCALARS
-        and kinds[1] in _SCALARS
-        and (kinds[0] in _FIXED_SIZE or kinds[1] in _FIXED_SIZE)
-    ):  # a float or fixed-width number: a number of fixed size whatever the other
-        return BINARY[op](left, right)
-    if kinds[0] is int and kinds[1] is int:  # two Python integers (a counter): bits first
-        _check_bits(_integer_bits(op, left, right), _SYMBOLS[op])
+    left_kind, right_kind = type(left), type(right)
+    if left_kind in _SCALARS and right_kind in _SCALARS:
+        if not (left_kind in _FIXED_SIZE or right_kind in _FIXED_SIZE):
+            # two Python integers or bools (a counter): their bits first
+            _check_bits(_integer_bits(op, left, right), _SYMBOLS[op])
+        # else a float or fixed-width number beside: a number of fixed size
         return BINARY[op](left, right)
     elements = _elementwise(left, right) if op is not ast.MatMult else None
     if elements is not None:  # the commonest array operation: its size known at once
@@ -209,15 +206,15 @@ def broadcast_shape(*values: Any) -> tuple[int, ...]:
     they do not broadcast). Values of one shape beside numbers, the commonest case in a
     step, are answered here: numpy's function makes arrays to find it, a few microseconds
     per call."""
-    shapes = [
-        v.shape if type(v) is np.ndarray else () if type(v) in _SCALARS else np.shape(v)
-        for v in values
-    ]
-    widest = max(shapes, key=len)
-    for shape in shapes:
-        if shape != widest and shape != ():
-            return tuple(np.broadcast_shapes(*shapes))
-    return widest
+    found: tuple[int, ...] = ()
+    for value in values:
+        kind = type(value)
+        shape = value.shape if kind is np.ndarray else () if kind in _SCALARS else np.shape(value)
+        if shape and shape != found:
+            if found:
+                return tuple(np.broadcast_shapes(*(np.shape(v) for v in values)))
+            found = shape
+    return found
 
 
 def _broadcast_elements(a: Any, b: Any) -> int:

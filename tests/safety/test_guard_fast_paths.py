@@ -1,5 +1,7 @@
-"""The broadcast shape the guards size a result by, against numpy's own: the shape of
-``numpy.where``'s and a comparison's result, and a refusal exactly past ``max_elements``."""
+"""The guards' fast paths against the oracles they stand for: the broadcast shape a result
+is sized by against numpy's own (``numpy.where``, comparisons, refused exactly past
+``max_elements``), and two Python numbers against Python's arithmetic (a Python integer or
+bool beside another still has its bits sized first)."""
 
 import ast
 import itertools
@@ -8,9 +10,10 @@ import numpy as np
 import pytest
 
 from mdf_loops.errors import SizeLimitError
+from mdf_loops.model.documents import MAX_INTEGER_BITS
 from mdf_loops.ops.common import limits
 from mdf_loops.safety.guarded_code import GUARDED_HELPERS
-from mdf_loops.safety.untrusted_values import broadcast_shape, check_comparison
+from mdf_loops.safety.untrusted_values import BINARY, binary, broadcast_shape, check_comparison
 
 VALUES = [
     1.5,
@@ -81,3 +84,39 @@ def test_a_comparison_is_refused_exactly_past_the_limit():
         check_comparison(ast.Lt, left, right)
     with limits(max_elements=size - 1), pytest.raises(SizeLimitError, match="comparison"):
         check_comparison(ast.Lt, left, right)
+
+
+NUMBERS = [True, False, 3, -7, 2.5, np.float64(-1.5), np.int64(4), np.bool_(True)]
+OPS = [ast.Add, ast.Sub, ast.Mult, ast.LShift, ast.Pow, ast.BitAnd]
+
+
+def test_two_numbers_give_pythons_result():
+    for op, a, b in itertools.product(OPS, NUMBERS, NUMBERS):
+        try:
+            expected = BINARY[op](a, b)  # the oracle: the operator itself
+        except (TypeError, ValueError, ZeroDivisionError) as exc:
+            with pytest.raises(type(exc)):
+                binary(op, a, b)
+            continue
+        got = binary(op, a, b)
+        assert type(got) is type(expected) and (got == expected or got != got), (op, a, b)
+
+
+@pytest.mark.parametrize(
+    ("op", "a", "b"),
+    [
+        (ast.LShift, True, 10**6),
+        (ast.LShift, 1, 10**6),
+        (ast.Pow, 3, 10**5),
+        (ast.Mult, 10**4000, 10**4000),
+    ],
+)
+def test_python_integers_and_bools_have_their_bits_sized_first(op, a, b):
+    assert abs(a).bit_length() <= MAX_INTEGER_BITS  # the operands themselves are allowed
+    with pytest.raises(SizeLimitError, match="bits"):
+        binary(op, a, b)
+
+
+def test_a_float_beside_an_integer_is_computed_at_once():
+    assert binary(ast.Pow, 2.0, 10) == 1024.0
+    assert binary(ast.Mult, np.float64(0.5), 10**300) == 0.5 * 10**300
