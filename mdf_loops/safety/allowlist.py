@@ -11,9 +11,9 @@ or ``__import__``, lambdas, comprehensions, f-strings, calls of computed values)
 is refused, as are literal sizes that would allocate more than ``max_elements``
 elements and literal exponents that would make giant Python integers
 (:mod:`mdf_loops.safety.literal_sizes`). Sizes computed at run time are checked
-then: inside :func:`untrusted_expressions`, ``numpy.`` in an expression is
-:func:`expression_numpy`, a namespace of the allowed functions whose
-constructors check ``max_elements`` before allocating.
+then (:mod:`mdf_loops.safety.guarded_numpy`): inside ``untrusted_expressions()``,
+``numpy.`` in an expression is ``expression_numpy()``, a namespace of the allowed
+functions whose constructors check ``max_elements`` before allocating.
 """
 
 from __future__ import annotations
@@ -387,19 +387,3 @@ def text_number(text: str) -> int | float | None:
         except (ValueError, OverflowError):
             pass
     return None
-
-
-#: the numpy namespace expressions see, kept importable from here (looked up when asked
-#: for: guarded_numpy imports this module, so an import here would make a cycle that fails
-#: whichever of the two is imported first)
-_FROM_GUARDED_NUMPY = frozenset(
-    {"expression_numpy", "expressions_untrusted", "untrusted_expressions"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_GUARDED_NUMPY:
-        from mdf_loops.safety import guarded_numpy
-
-        return getattr(guarded_numpy, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

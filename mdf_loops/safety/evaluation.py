@@ -14,7 +14,7 @@ modeci-mdf evaluates a model in two ways that the expression allow-list of
 :func:`function_refusal` says which ``function`` fields a model that is not
 trusted may use, and :func:`guarded_evaluate_expr` replaces modeci-mdf's
 ``evaluate_expr`` (one entry of :mod:`mdf_loops.backends.scheduler.hooks`):
-inside :func:`~mdf_loops.safety.allowlist.untrusted_expressions` text read
+inside :func:`~mdf_loops.safety.guarded_numpy.untrusted_expressions` text read
 through a name is data, never evaluated.
 """
 

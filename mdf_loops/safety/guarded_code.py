@@ -38,6 +38,7 @@ from mdf_loops.ops.common import check_elements
 from mdf_loops.safety.allowlist import SAFE_BUILTINS
 from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.safety.interpreter import resolve_function
+from mdf_loops.safety.proven_kinds import NUMBERS, ArrayKind, Kind
 from mdf_loops.safety.tree_edits import (
     LOAD,
     LOCATION,
@@ -125,6 +126,8 @@ GUARDED_HELPERS: dict[str, Any] = {
     "_mdf_unpacked": unpacked,
     "_mdf_slice": slice,
     "_where": _where,
+    # the writer's _where on arrays whose shapes a proof knows (their size checked before)
+    "_mdf_sized_where": np.where,
 }
 
 
@@ -135,7 +138,7 @@ class _Rewrite(ast.NodeTransformer):
         self,
         known_calls: frozenset[str],
         constants: dict[str, Any],
-        kinds: Mapping[int, str | None],
+        kinds: Mapping[int, Kind],
     ):
         self.known_calls = known_calls  # the caller's own helpers a statement may call
         self.constants = constants  # resolved functions and their names
@@ -201,11 +204,18 @@ class _Rewrite(ast.NodeTransformer):
         self.constants[name] = value
         return made(ast.Name, self.where, {"id": name, "ctx": LOAD})  # type: ignore[no-any-return]
 
+    def _array(self, node: ast.AST) -> bool:
+        """Whether ``node`` is proven a numeric array of a known shape: its operands are
+        proven numeric arrays or numbers, and the caller checks its size before it runs."""
+        return isinstance(self.kinds.get(id(node)), ArrayKind)
+
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         left_kind, right_kind = self.kinds.get(id(node.left)), self.kinds.get(id(node.right))
-        if (left_kind == "float" and right_kind in _NUMBERS) or (
-            right_kind == "float" and left_kind in _NUMBERS
-        ):  # a float and a number: binary()'s first case, inline
+        if (
+            (left_kind == "float" and right_kind in NUMBERS)
+            or (right_kind == "float" and left_kind in NUMBERS)
+            or self._array(node)
+        ):  # a float and a number (binary()'s first case), or arrays of known sizes: inline
             left, right = self.visit(node.left), self.visit(node.right)
             if left is node.left and right is node.right:
                 return node  # nothing inside rewritten: shared, as generic_visit does
@@ -217,9 +227,8 @@ class _Rewrite(ast.NodeTransformer):
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         if isinstance(node.op, ast.Not):
             return self.generic_visit(node)
-        if (
-            isinstance(node.op, (ast.USub, ast.UAdd))
-            and self.kinds.get(id(node.operand)) in _NUMBERS
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and (
+            self.kinds.get(id(node.operand)) in NUMBERS or self._array(node)
         ):
             operand = self.visit(node.operand)
             if operand is node.operand:
@@ -231,9 +240,10 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         values = [node.left, *node.comparators]
-        if all(self.kinds.get(id(v)) in _NUMBERS for v in values) and all(
-            isinstance(op, _ORDERS) for op in node.ops
-        ):  # numbers of fixed size compared: a bool, as _compare gives
+        if self._array(node) or (
+            all(self.kinds.get(id(v)) in NUMBERS for v in values)
+            and all(isinstance(op, _ORDERS) for op in node.ops)
+        ):  # numbers of fixed size compared (a bool, as _compare gives), or arrays of known sizes
             inline = ast.Compare(
                 self.visit(node.left), node.ops, [self.visit(c) for c in node.comparators]
             )
@@ -268,6 +278,9 @@ class _Rewrite(ast.NodeTransformer):
             placed(ast.keyword(k.arg, self.visit(k.value)), self.where) for k in node.keywords
         ]
         func = node.func
+        if isinstance(func, ast.Name) and func.id == "_where" and self._array(node):
+            func = made(ast.Name, self.where, {"id": "_mdf_sized_where", "ctx": LOAD})
+            return placed(ast.Call(func, args, keywords), self.where)  # its size is known
         if isinstance(func, ast.Name) and func.id in self.known_calls:
             return placed(ast.Call(func, args, keywords), self.where)
         if isinstance(func, ast.Name) and func.id in SAFE_BUILTINS:
@@ -279,8 +292,6 @@ class _Rewrite(ast.NodeTransformer):
         return self.helper("_mdf_call", [target, *args], node, keywords)
 
 
-#: proven kinds of bounded numbers: a float, a bounded int, or either ("number")
-_NUMBERS = ("float", "int", "number")
 _ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _KNOWN = (
     ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.IfExp,
@@ -294,7 +305,7 @@ def guarded_function(
     namespace: Mapping[str, Any],
     model_parts: Callable[[ast.stmt], tuple[list[ast.expr], str]],
     known_calls: frozenset[str] = frozenset(),
-    kinds_of: Callable[[ast.Module], Mapping[int, str | None]] | None = None,
+    kinds_of: Callable[[ast.Module], Mapping[int, Kind]] | None = None,
 ) -> Callable[..., Any]:
     """The function ``name`` defined by ``source`` (its text, or the module parsed), its
     model statements guarded.
@@ -319,8 +330,10 @@ def guarded_function(
     (``{id(expression): "float"}``; ``"int"``, ``"bool"`` likewise, and ``"number"``: a
     float or a bounded int): an operator on a proven float and a proven number runs
     inline, as its guard would run it (a float with a number makes a number of fixed
-    size), and so do a proven number negated and proven numbers compared. The caller
-    answers for the proof.
+    size), and so do a proven number negated and proven numbers compared; so does an
+    operation proven to make a numeric array of a known shape (:class:`~mdf_loops.safety.
+    proven_kinds.ArrayKind`), the caller checking the arrays it gives and their sizes
+    against ``max_elements`` before the function runs. The caller answers for the proof.
     """
     tree = ast.parse(source) if isinstance(source, str) else source
     kinds = kinds_of(tree) if kinds_of is not None else {}

@@ -16,7 +16,8 @@ from test_untrusted import _document
 
 import mdf_loops
 from mdf_loops.errors import EvaluationError, MdfLoopsError, SizeLimitError
-from mdf_loops.safety.allowlist import MATH_FUNCTIONS, untrusted_expressions
+from mdf_loops.safety.allowlist import MATH_FUNCTIONS
+from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.safety.interpreter import MAX_INTEGER_BITS, evaluate_untrusted
 from mdf_loops.safety.numpy_sizes import held_elements
 

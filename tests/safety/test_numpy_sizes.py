@@ -10,7 +10,7 @@ import pytest
 
 import mdf_loops
 from mdf_loops.errors import EvaluationError, SizeLimitError
-from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.safety.interpreter import evaluate_untrusted
 from mdf_loops.safety.numpy_sizes import _generalized, held_elements, plan_for
 

@@ -11,11 +11,8 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Model, Node, OutputPort, Para
 import mdf_loops
 from mdf_loops.errors import SizeLimitError
 from conftest import control_flow_cases, expression_node, loop_node, mdf_body, mdf_model, input_port
-from mdf_loops.safety.allowlist import (
-    expression_numpy,
-    expression_refusal,
-    untrusted_expressions,
-)
+from mdf_loops.safety.allowlist import expression_refusal
+from mdf_loops.safety.guarded_numpy import expression_numpy, untrusted_expressions
 from mdf_loops.safety.checks import UnsafeExpressionError, check_model, check_structure, find_unsafe
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -13,7 +13,7 @@ from modeci_mdf.mdf import Graph, InputPort, Node, OutputPort, Parameter, Parame
 from probe_graphs import example_and_construct_graphs, random_scalar_graphs
 
 from mdf_loops.errors import ModelError
-from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.timeloop.infer import infer_values
 from mdf_loops.timeloop.lean_engine import lean_engine
 from mdf_loops.timeloop.probe import build_engine, probe

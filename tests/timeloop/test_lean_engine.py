@@ -26,7 +26,7 @@ import mdf_loops
 from mdf_loops.errors import ModelError
 from mdf_loops.model import mark_onnx_semantics
 from mdf_loops.model.interface import load_model
-from mdf_loops.safety.allowlist import untrusted_expressions
+from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.timeloop.conditions import plan_schedule
 from mdf_loops.timeloop.lean_engine import lean_engine, required_names
 from mdf_loops.timeloop.probe import build_engine, probe

@@ -32,6 +32,7 @@ from mdf_loops.backends.python.writer import StepWriter
 from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph, body_signature
 from mdf_loops.model.signatures.loop import LoopSignature
+from mdf_loops.safety.proven_kinds import NUMERIC_DTYPE_KINDS
 from mdf_loops.timeloop.parts import LoopParts, LoopStart
 from mdf_loops.timeloop.spec import LOOP_FUNCTION, LOOP_NODE
 
@@ -65,6 +66,9 @@ class LoopSource:
     initial: tuple[str, ...] = ()
     #: the input ports whose series the function reads after the carried values, in order
     outer: tuple[str, ...] = ()
+    #: per carried value, the shape of its initial value where that is a numeric array
+    #: (one dimension at least), else None: what a proof of the function may assume
+    initial_shapes: tuple[tuple[int, ...] | None, ...] = ()
 
     def new_scans(self, steps: int) -> list[Any]:
         """Empty scan outputs for one run of at most ``steps`` steps (the ``scans`` of a
@@ -207,7 +211,17 @@ def loop_source(parts: LoopParts) -> LoopSource:
         [python_type(value) for value in parts.start.initial],
         [k for k, code in enumerate(kinds) if code is not None],
     )
-    return LoopSource(tree, n_carried, kinds, time_step, parts.initial_names, outer)
+    shapes = tuple(_array_shape(value) for value in parts.start.initial)
+    return LoopSource(tree, n_carried, kinds, time_step, parts.initial_names, outer, shapes)
+
+
+def _array_shape(initial: Any) -> tuple[int, ...] | None:
+    """The shape of the array a carried value starts as (a list: ``run_time_loop`` makes
+    it an array), where that is numeric and of one dimension at least; else None."""
+    if not isinstance(initial, list):
+        return None
+    array = np.asarray(initial)
+    return array.shape if array.ndim and array.dtype.kind in NUMERIC_DTYPE_KINDS else None
 
 
 def _function(tree: ast.Module, graph_id: str) -> Callable[..., Any]:

@@ -23,11 +23,13 @@ hold.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mdf_loops.backends.python.compiled import CompiledTimeLoop, LoopSource, _scalar
+from mdf_loops.ops.common import current_limits
 from mdf_loops.safety.guarded_code import guarded_function
+from mdf_loops.safety.proven_kinds import ArrayKind, Kind, array_result, largest_array
 from mdf_loops.safety.untrusted_values import FLOATS, MAX_INTEGER_BITS
 
 __all__ = ["guarded_time_loop"]
@@ -39,11 +41,13 @@ _HELPERS = frozenset({"_where", "_scalar"})
 def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
     """The loop of ``code`` with its model's expressions evaluated as an untrusted model's are."""
     namespace = {"_scalar": _scalar}
-    proven: dict[int, str] = {}  # the carried values the proof assumes: floats or numbers
+    proven: dict[int, Kind] = {}  # the carried values the proof assumes: floats, numbers, arrays
+    largest = [0]  # the most elements of a proven array: at most max_elements when run
 
-    def kinds(tree: ast.Module) -> dict[int, str | None]:
-        found, carried = float_kinds(tree, code.n_carried)
+    def kinds(tree: ast.Module) -> dict[int, Kind]:
+        found, carried = float_kinds(tree, code.n_carried, code.initial_shapes)
         proven.update(carried)
+        largest[0] = largest_array(found.values())
         return found
 
     tree = code.tree  # guarded twice where the proof's assumption can fail: not changed
@@ -53,10 +57,14 @@ def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
     plain: list[Callable[..., Any]] = []  # every operator guarded: made when first needed
     floats = [3 + k for k, kind in proven.items() if kind == "float"]  # after start, stop, cond
     numbers = [3 + k for k, kind in proven.items() if kind == "number"]
+    arrays = [(3 + k, kind) for k, kind in proven.items() if isinstance(kind, ArrayKind)]
 
     def run(*args: Any) -> Any:
-        if all(type(args[p]) in FLOATS for p in floats) and all(
-            _is_number(args[p]) for p in numbers
+        if (
+            all(type(args[p]) in FLOATS for p in floats)
+            and all(_is_number(args[p]) for p in numbers)
+            and all(kind.holds(args[p]) for p, kind in arrays)
+            and largest[0] <= current_limits().max_elements
         ):
             return typed(*args)
         if not plain:
@@ -79,37 +87,51 @@ def _is_number(value: Any) -> bool:
     return kind in FLOATS or (kind is int and value.bit_length() <= MAX_INTEGER_BITS)
 
 
-def float_kinds(tree: ast.Module, n_carried: int) -> tuple[dict[int, str | None], dict[int, str]]:
+def float_kinds(
+    tree: ast.Module, n_carried: int, initial_shapes: Sequence[tuple[int, ...] | None] = ()
+) -> tuple[dict[int, Kind], dict[int, Kind]]:
     """Which expressions of the time-loop function in ``tree`` are proven floats, ints
     (the step number, integer literals), numbers (a carried value that is a bounded int
-    or a float) or bools, and what the proof assumes of the carried values (``c0``...)
-    when the function is called: ``{k: "float"}``, or ``"number"`` for one that a step
-    may hand on as a bounded integer (a literal, the step number).
+    or a float), bools or numeric arrays of a known shape
+    (:class:`~mdf_loops.safety.proven_kinds.ArrayKind`), and what the proof assumes of
+    the carried values (``c0``...) when the function is called: ``{k: "float"}``,
+    ``"number"`` for one that a step may hand on as a bounded integer (a literal, the
+    step number), or an array of the shape of its initial value (``initial_shapes``:
+    per carried value, the shape of its initial value where that is a numeric array).
 
     The assumption is the largest set of carried values that every step gives back as
-    floats or numbers again (a fixed point: first all floats, then what each step
-    proves, until it holds); each step's variables are assigned once, in order."""
+    they came (a fixed point: first all floats or arrays, then what each step proves,
+    until it holds); each step's variables are assigned once, in order."""
     function = next(s for s in tree.body if isinstance(s, ast.FunctionDef))
-    assumed = dict.fromkeys(range(n_carried), "float")
+    shapes = list(initial_shapes) + [None] * (n_carried - len(initial_shapes))
+    assumed: dict[int, Kind] = {
+        k: "float" if shape is None else ArrayKind(shape) for k, shape in enumerate(shapes)
+    }
     while True:
-        kinds: dict[int, str | None] = {}
-        env: dict[str, str | None] = {f"c{k}": kind for k, kind in assumed.items()}
+        kinds: dict[int, Kind] = {}
+        env: dict[str, Kind] = {f"c{k}": kind for k, kind in assumed.items()}
         _statements(function.body, env, kinds, assumed)
-        kept = {k: env[f"c{k}"] for k in assumed if env.get(f"c{k}") in ("float", "number")}
+        kept = {k: env[f"c{k}"] for k in assumed if _carried(env.get(f"c{k}"))}
         if kept == assumed:
-            return kinds, {k: str(kind) for k, kind in kept.items()}
-        assumed = {k: str(kind) for k, kind in kept.items()}
+            return kinds, kept
+        assumed = kept
+
+
+def _carried(kind: Kind) -> bool:
+    """Whether a carried value of this kind can be checked when the function is called."""
+    return kind in ("float", "number") or isinstance(kind, ArrayKind)
 
 
 def _statements(
     body: list[ast.stmt],
-    env: dict[str, str | None],
-    kinds: dict[int, str | None],
-    assumed: dict[int, str],
+    env: dict[str, Kind],
+    kinds: dict[int, Kind],
+    assumed: dict[int, Kind],
 ) -> None:
     """Walk ``body`` in order; a block (the first step, the steady steps) must hand every
     carried value of ``assumed`` on as it entered (a float as a float; a number as a
-    float or a bounded int), else ``env`` marks it a number or drops it."""
+    float or a bounded int; an array as an array of its shape), else ``env`` marks it a
+    number or drops it."""
     for statement in body:
         if isinstance(statement, ast.Assign):
             _assign(statement, env, kinds)
@@ -119,16 +141,16 @@ def _statements(
             _statements(statement.body, inner, kinds, assumed)
             for k in assumed:  # what leaves the block must be what entered it
                 name = f"c{k}"
-                left = inner.get(name)
-                if left != "float" and env.get(name) is not None:
+                left, entered = inner.get(name), env.get(name)
+                if isinstance(entered, ArrayKind):
+                    env[name] = entered if left == entered else None
+                elif left != "float" and entered is not None:
                     env[name] = "number" if left in _NUMBERS else None
         elif isinstance(statement, ast.Expr):
             _kind(statement.value, env, kinds)
 
 
-def _assign(
-    statement: ast.Assign, env: dict[str, str | None], kinds: dict[int, str | None]
-) -> None:
+def _assign(statement: ast.Assign, env: dict[str, Kind], kinds: dict[int, Kind]) -> None:
     value, target = statement.value, statement.targets[0]
     if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
         found = [_kind(v, env, kinds) for v in value.elts]
@@ -146,10 +168,10 @@ def _assign(
                     env[name.id] = None
 
 
-def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | None]) -> str | None:
-    """``"float"``, ``"int"`` or ``"bool"`` where ``node`` is proven one, else None
-    (recorded in ``kinds`` for ``node`` and every expression inside it)."""
-    kind: str | None = None
+def _kind(node: ast.expr, env: dict[str, Kind], kinds: dict[int, Kind]) -> Kind:
+    """``"float"``, ``"int"``, ``"bool"`` or an array's kind where ``node`` is proven one,
+    else None (recorded in ``kinds`` for ``node`` and every expression inside it)."""
+    kind: Kind = None
     cls, fields = node.__class__, node.__dict__  # the commonest classes first, by identity
     if cls is ast.Name:
         kind = env.get(fields["id"])
@@ -165,14 +187,26 @@ def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | Non
             kind = "int" if left == right == "int" else "number"
         elif op is ast.Pow and left == "float" and right == "int":
             kind = "float"  # a float to an integer power: a float (never complex)
+        elif op in _ARITHMETIC:  # numeric arrays and numbers: an array of their broadcast
+            kind = array_result(left, right)
+        elif op is ast.MatMult:
+            kind = _matmul_kind(left, right)
     elif isinstance(node, ast.UnaryOp):
         operand = _kind(node.operand, env, kinds)
-        if isinstance(node.op, (ast.USub, ast.UAdd)) and operand in _NUMBERS:
-            kind = operand  # a bounded number negated: as bounded, of its kind
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and (
+            operand in _NUMBERS or isinstance(operand, ArrayKind)
+        ):
+            kind = operand  # negated: as bounded, of its kind (an array of its shape)
     elif isinstance(node, ast.Compare):
-        for value in (node.left, *node.comparators):
-            _kind(value, env, kinds)
+        found = [_kind(value, env, kinds) for value in (node.left, *node.comparators)]
         kind = "bool"
+        if len(found) == 2 and isinstance(node.ops[0], _ORDERS):  # arrays: booleans
+            kind = array_result(*found) or kind
+    elif isinstance(node, ast.Call) and _is_where(node):
+        found = [_kind(arg, env, kinds) for arg in node.args]
+        kind = array_result(*found, scalars=_NUMBERS | {"bool"})
+    elif isinstance(node, ast.Call) and _is_array_literal(node):
+        kind = _literal_kind(node.args[0])
     elif isinstance(node, ast.IfExp):
         _kind(node.test, env, kinds)
         body, orelse = _kind(node.body, env, kinds), _kind(node.orelse, env, kinds)
@@ -188,6 +222,74 @@ def _kind(node: ast.expr, env: dict[str, str | None], kinds: dict[int, str | Non
                         _kind(item, env, kinds)
     kinds[id(node)] = kind
     return kind
+
+
+_ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+
+
+def _matmul_kind(left: Kind, right: Kind) -> ArrayKind | None:
+    """``a @ b`` of a matrix and a vector or matrix, or a vector and a matrix (numpy's
+    shapes; a vector with a vector is a 0-d array, not a proven kind)."""
+    if not (isinstance(left, ArrayKind) and isinstance(right, ArrayKind)):
+        return None
+    a, b = left.shape, right.shape
+    if len(a) == 2 and len(b) in (1, 2) and a[1] == b[0]:
+        return ArrayKind((a[0], *b[1:]))
+    if len(a) == 1 and len(b) == 2 and a[0] == b[0]:
+        return ArrayKind((b[1],))
+    return None
+
+
+def _is_where(node: ast.Call) -> bool:
+    """The writer's ``_where(condition, a, b)``."""
+    return (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "_where"
+        and len(node.args) == 3
+        and not node.keywords
+    )
+
+
+def _is_array_literal(node: ast.Call) -> bool:
+    """``numpy.array([...])``: one list or tuple written out, nothing else."""
+    func = node.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "array"
+        and isinstance(func.value, ast.Name)
+        and func.value.id in ("numpy", "np")
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], (ast.List, ast.Tuple))
+    )
+
+
+def _literal_kind(literal: ast.expr) -> ArrayKind | None:
+    """The array ``numpy.array`` makes of a literal of nested lists of int, float or bool
+    constants, all rows alike (else None)."""
+    shape: list[int] = []
+    level = [literal]
+    while all(isinstance(item, (ast.List, ast.Tuple)) for item in level):
+        lengths = {len(item.elts) for item in level}  # type: ignore[attr-defined]
+        if len(lengths) != 1:
+            return None  # ragged: numpy refuses it
+        shape.append(lengths.pop())
+        level = [element for item in level for element in item.elts]  # type: ignore[attr-defined]
+        if not level:
+            break
+    if not all(_is_number_literal(item) for item in level):
+        return None
+    return ArrayKind(tuple(shape))
+
+
+def _is_number_literal(node: ast.expr) -> bool:
+    """A bool, a float or an int64 written out (``-70`` is the literal negated)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if not isinstance(node, ast.Constant):
+        return False
+    value = node.value
+    return type(value) in (bool, float) or (type(value) is int and -(2**63) <= value < 2**63)
 
 
 def _model_parts(statement: ast.stmt) -> tuple[list[ast.expr], str]:
