@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import needs_input_port_fields
 
 import mdf_loops
 from mdf_loops.safety.guarded_numpy import (
@@ -95,6 +96,7 @@ def test_numpy_refuses_decimals_past_a_c_int_as_before():
     assert _ours("round", np.float64(1.5), 2**40) == "OverflowError"
 
 
+@needs_input_port_fields  # a time loop
 def test_a_model_that_rounds_to_a_billion_digits_each_step_finishes(tmp_path):
     """Through the python backend, not trusted: 40 steps, each of which cost numpy's slow
     loop before (about 30 s in all); the result is numpy's (NaN)."""
