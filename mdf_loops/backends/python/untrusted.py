@@ -29,7 +29,7 @@ from typing import Any
 from mdf_loops.backends.python.compiled import CompiledTimeLoop, LoopSource, _scalar
 from mdf_loops.ops.common import current_limits
 from mdf_loops.safety.guarded_code import guarded_function
-from mdf_loops.safety.proven_kinds import ArrayKind, Kind, array_result, largest_array
+from mdf_loops.safety.proven_kinds import NUMBERS, ArrayKind, Kind, array_result, largest_array
 from mdf_loops.safety.untrusted_values import FLOATS, MAX_INTEGER_BITS
 
 __all__ = ["guarded_time_loop"]
@@ -76,8 +76,6 @@ def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 _INTEGER_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult)
-#: kinds of bounded numbers: with a float, ``+ - * /`` give a float
-_NUMBERS = frozenset({"float", "int", "number"})
 _CONSTANT_KINDS = {float: "float", int: "int", bool: "bool"}
 
 
@@ -145,7 +143,7 @@ def _statements(
                 if isinstance(entered, ArrayKind):
                     env[name] = entered if left == entered else None
                 elif left != "float" and entered is not None:
-                    env[name] = "number" if left in _NUMBERS else None
+                    env[name] = "number" if left in NUMBERS else None
         elif isinstance(statement, ast.Expr):
             _kind(statement.value, env, kinds)
 
@@ -180,7 +178,7 @@ def _kind(node: ast.expr, env: dict[str, Kind], kinds: dict[int, Kind]) -> Kind:
     elif cls is ast.BinOp:
         left, right = _kind(fields["left"], env, kinds), _kind(fields["right"], env, kinds)
         op = fields["op"].__class__
-        numbers = left in _NUMBERS and right in _NUMBERS
+        numbers = left in NUMBERS and right in NUMBERS
         if op in _ARITHMETIC and numbers and ("float" in (left, right) or op is ast.Div):
             kind = "float"  # a float and a bounded number, or a quotient: a float
         elif op in _INTEGER_ARITHMETIC and numbers:  # guarded: the guard sizes an integer
@@ -194,7 +192,7 @@ def _kind(node: ast.expr, env: dict[str, Kind], kinds: dict[int, Kind]) -> Kind:
     elif isinstance(node, ast.UnaryOp):
         operand = _kind(node.operand, env, kinds)
         if isinstance(node.op, (ast.USub, ast.UAdd)) and (
-            operand in _NUMBERS or isinstance(operand, ArrayKind)
+            operand in NUMBERS or isinstance(operand, ArrayKind)
         ):
             kind = operand  # negated: as bounded, of its kind (an array of its shape)
     elif isinstance(node, ast.Compare):
@@ -204,7 +202,7 @@ def _kind(node: ast.expr, env: dict[str, Kind], kinds: dict[int, Kind]) -> Kind:
             kind = array_result(*found) or kind
     elif isinstance(node, ast.Call) and _is_where(node):
         found = [_kind(arg, env, kinds) for arg in node.args]
-        kind = array_result(*found, scalars=_NUMBERS | {"bool"})
+        kind = array_result(*found, scalars=NUMBERS | {"bool"})
     elif isinstance(node, ast.Call) and _is_array_literal(node):
         kind = _literal_kind(node.args[0])
     elif isinstance(node, ast.IfExp):
