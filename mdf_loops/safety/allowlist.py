@@ -219,18 +219,21 @@ class _ExpressionCheck:
         return f"`{piece:.80}` is refused: {reason} (in `{source:.120}`)"
 
     def _node(self, node: ast.AST, called: bool, is_base: bool) -> str | None:
-        if type(node) in _REFUSED_SYNTAX:
-            return _REFUSED_SYNTAX[type(node)]
-        if not isinstance(node, _ALLOWED_SYNTAX):
-            return f"{type(node).__name__} is not part of MDF expressions"
-        if isinstance(node, ast.Name):
-            return self._name(node.id, called, is_base)
-        if isinstance(node, ast.Attribute):
-            return _attribute(node, called, is_base)
-        if isinstance(node, ast.Call):
-            return _call(node)
-        if isinstance(node, ast.BinOp):
-            return literal_operation_refusal(node)
+        cls = node.__class__  # the parser makes these classes, never subclasses of them
+        if cls is ast.Name:  # the most common pieces first
+            return self._name(node.id, called, is_base)  # type: ignore[attr-defined]
+        if cls is ast.Constant:
+            return None
+        if cls is ast.BinOp:
+            return literal_operation_refusal(node)  # type: ignore[arg-type]
+        if cls in _REFUSED_SYNTAX:
+            return _REFUSED_SYNTAX[cls]
+        if cls not in _ALLOWED_CLASSES:
+            return f"{cls.__name__} is not part of MDF expressions"
+        if cls is ast.Attribute:
+            return _attribute(node, called, is_base)  # type: ignore[arg-type]
+        if cls is ast.Call:
+            return _call(node)  # type: ignore[arg-type]
         return None
 
     def _name(self, name: str, called: bool, is_base: bool) -> str | None:
@@ -343,6 +346,8 @@ def _subclasses(kind: type) -> set[type]:
 
 #: the classes of those pieces (the parser makes instances of these classes only)
 _UNCHECKED_CLASSES = frozenset().union(*(_subclasses(kind) for kind in _UNCHECKED))
+#: the classes of the allowed syntax, looked up by a piece's own class
+_ALLOWED_CLASSES = frozenset().union(*(_subclasses(kind) for kind in _ALLOWED_SYNTAX))
 
 
 def expression_pieces(tree: ast.AST) -> list[ast.AST]:

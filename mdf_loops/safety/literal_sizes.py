@@ -57,9 +57,9 @@ def allocation_refusal(function: str, node: ast.Call) -> str | None:
 def literal_operation_refusal(node: ast.BinOp) -> str | None:
     """Why a binary operation may not be evaluated: a giant literal exponent, or an operand
     that is a literal list, tuple, dict, set or text."""
-    right = _literal_int(node.right)
-    if isinstance(node.op, (ast.Pow, ast.LShift)) and right is not None:
-        if abs(right) > _MAX_EXPONENT:
+    if isinstance(node.op, (ast.Pow, ast.LShift)):
+        right = _literal_int(node.right)
+        if right is not None and abs(right) > _MAX_EXPONENT:
             return f"a literal exponent or shift above {_MAX_EXPONENT}"
     if _is_literal_data(node.left) or _is_literal_data(node.right):
         return (

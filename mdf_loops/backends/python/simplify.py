@@ -71,7 +71,10 @@ _WHERE = "_where"
 
 def is_atom(node: ast.AST) -> bool:
     """A name, a literal, or a negated literal number."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-        return isinstance(node, ast.Constant) and type(node.value) in (int, float)
-    return isinstance(node, (ast.Name, ast.Constant))
+    cls = node.__class__  # the writer's nodes and the parser's: these classes exactly
+    if cls is ast.Name or cls is ast.Constant:
+        return True
+    if cls is ast.UnaryOp and node.op.__class__ is ast.USub:  # type: ignore[attr-defined]
+        node = node.operand  # type: ignore[attr-defined]
+        return node.__class__ is ast.Constant and type(node.value) in (int, float)  # type: ignore[attr-defined]
+    return False
