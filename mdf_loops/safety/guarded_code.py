@@ -38,7 +38,7 @@ from mdf_loops.ops.common import check_elements
 from mdf_loops.safety.allowlist import SAFE_BUILTINS
 from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.safety.interpreter import resolve_function
-from mdf_loops.safety.proven_kinds import NUMBERS, ArrayKind, Kind
+from mdf_loops.safety.proven_kinds import NUMBERS, ORDERS, ArrayKind, Kind
 from mdf_loops.safety.tree_edits import (
     LOAD,
     LOCATION,
@@ -242,7 +242,7 @@ class _Rewrite(ast.NodeTransformer):
         values = [node.left, *node.comparators]
         if self._array(node) or (
             all(self.kinds.get(id(v)) in NUMBERS for v in values)
-            and all(isinstance(op, _ORDERS) for op in node.ops)
+            and all(isinstance(op, ORDERS) for op in node.ops)
         ):  # numbers of fixed size compared (a bool, as _compare gives), or arrays of known sizes
             inline = ast.Compare(
                 self.visit(node.left), node.ops, [self.visit(c) for c in node.comparators]
@@ -292,7 +292,6 @@ class _Rewrite(ast.NodeTransformer):
         return self.helper("_mdf_call", [target, *args], node, keywords)
 
 
-_ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _KNOWN = (
     ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.IfExp,
     ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Call, ast.keyword, ast.UnaryOp,

@@ -12,16 +12,21 @@ size the caller checks against ``max_elements`` once, before the code runs
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ArrayKind", "NUMBERS", "Kind", "array_result", "largest_array"]
+__all__ = ["ArrayKind", "NUMBERS", "ORDERS", "Kind", "array_result", "largest_array"]
 
 #: proven kinds of bounded numbers: a float, a bounded int, or either ("number")
 NUMBERS = frozenset({"float", "int", "number"})
+
+#: the comparisons of proven numbers that run inline (a bool, as the guard's compare
+#: gives), and of proven arrays (an array of booleans); never ``is``, ``in``
+ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 
 #: the dtype kinds of the arrays a proof may speak of: bool, signed and unsigned
 #: integers, floats (no complex numbers, no text, no objects)

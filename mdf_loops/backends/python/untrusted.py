@@ -29,7 +29,14 @@ from typing import Any
 from mdf_loops.backends.python.compiled import CompiledTimeLoop, LoopSource, _scalar
 from mdf_loops.ops.common import current_limits
 from mdf_loops.safety.guarded_code import guarded_function
-from mdf_loops.safety.proven_kinds import NUMBERS, ArrayKind, Kind, array_result, largest_array
+from mdf_loops.safety.proven_kinds import (
+    NUMBERS,
+    ORDERS,
+    ArrayKind,
+    Kind,
+    array_result,
+    largest_array,
+)
 from mdf_loops.safety.untrusted_values import FLOATS, MAX_INTEGER_BITS
 
 __all__ = ["guarded_time_loop"]
@@ -198,7 +205,7 @@ def _kind(node: ast.expr, env: dict[str, Kind], kinds: dict[int, Kind]) -> Kind:
     elif isinstance(node, ast.Compare):
         found = [_kind(value, env, kinds) for value in (node.left, *node.comparators)]
         kind = "bool"
-        if len(found) == 2 and isinstance(node.ops[0], _ORDERS):  # arrays: booleans
+        if len(found) == 2 and isinstance(node.ops[0], ORDERS):  # arrays: booleans
             kind = array_result(*found) or kind
     elif isinstance(node, ast.Call) and _is_where(node):
         found = [_kind(arg, env, kinds) for arg in node.args]
@@ -220,9 +227,6 @@ def _kind(node: ast.expr, env: dict[str, Kind], kinds: dict[int, Kind]) -> Kind:
                         _kind(item, env, kinds)
     kinds[id(node)] = kind
     return kind
-
-
-_ORDERS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 
 
 def _matmul_kind(left: Kind, right: Kind) -> ArrayKind | None:
