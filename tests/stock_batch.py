@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,21 @@ def stock_traces(jobs: Mapping[str, StockJob], folder: Path) -> dict[str, dict[s
     for name, result in results.items():
         assert "__error__" not in result, (name, result.get("__error__"))
     return results
+
+
+def output_refs(model: Any) -> list[str]:
+    """Every output port of a ``modeci_mdf`` model's first graph, as ``"node.port"``."""
+    return [f"{n.id}.{p.id}" for n in model.graphs[0].nodes for p in n.output_ports]
+
+
+def every_output_on_stock(
+    makers: Mapping[str, Callable[[], Any]], dt: float, steps: int, folder: Path
+) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`stock_traces` of each model ``makers[name]()`` makes, every output port
+    recorded (:func:`output_refs`)."""
+    models = {name: make() for name, make in makers.items()}
+    jobs = {name: StockJob(m, dt, steps, output_refs(m)) for name, m in models.items()}
+    return stock_traces(jobs, folder)
 
 
 def stock_run(

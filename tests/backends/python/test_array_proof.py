@@ -25,7 +25,7 @@ from modeci_mdf.mdf import (
     Parameter,
     ParameterCondition,
 )
-from stock_batch import StockJob, stock_traces
+from stock_batch import every_output_on_stock, output_refs
 
 import mdf_loops
 from mdf_loops.backends.python.compiled import time_loop_source
@@ -104,22 +104,17 @@ def _numpy_leaky(n: int, steps: int) -> np.ndarray:
 MODELS = {"iaf_network": iaf_network, "leaky_cells": leaky_cells}
 
 
-def _record(model: Model) -> list[str]:
-    return [f"{n.id}.{p.id}" for n in model.graphs[0].nodes for p in n.output_ports]
-
-
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory):
-    jobs = {name: StockJob(make(), DT, STEPS, _record(make())) for name, make in MODELS.items()}
-    return stock_traces(jobs, tmp_path_factory.mktemp("array_proof"))
+    return every_output_on_stock(MODELS, DT, STEPS, tmp_path_factory.mktemp("array_proof"))
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_an_array_model_not_trusted_equals_stock(name, stock):
     model = MODELS[name]()
-    traces = mdf_loops.simulate(model, dt=DT, steps=STEPS, record=_record(model),
+    traces = mdf_loops.simulate(model, dt=DT, steps=STEPS, record=output_refs(model),
                                 backend="python")
-    for ref in _record(model):
+    for ref in output_refs(model):
         np.testing.assert_array_equal(traces[ref], stock[name][ref], err_msg=ref)
 
 
@@ -132,7 +127,7 @@ def test_the_leaky_cells_equal_a_numpy_loop():
 def test_the_proof_assumes_the_carried_arrays_of_their_initial_shapes():
     model = iaf_network()
     code = time_loop_source(mdf_loops.to_time_loop(model, dt=DT, steps=STEPS,
-                                                   record=_record(model)))
+                                                   record=output_refs(model)))
     _, carried = float_kinds(code.tree, code.n_carried, code.initial_shapes)
     named = {code.initial[k].removeprefix("init__"): kind for k, kind in carried.items()}
     assert named["cells__v"] == ArrayKind((N,))

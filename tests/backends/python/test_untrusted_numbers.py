@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import needs_input_port_fields
 from modeci_mdf.mdf import Graph, InputPort, Model, Node, OutputPort, Parameter
-from stock_batch import StockJob, stock_traces
+from stock_batch import every_output_on_stock, output_refs
 
 import mdf_loops
 from mdf_loops.backends.python.compiled import time_loop_source
@@ -79,24 +79,19 @@ PROVEN = {
 }
 
 
-def _record(model: Model) -> list[str]:
-    return [f"{n.id}.{p.id}" for n in model.graphs[0].nodes for p in n.output_ports]
-
-
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory):
-    jobs = {name: StockJob(make(), DT, STEPS, _record(make())) for name, make in MODELS.items()}
-    return stock_traces(jobs, tmp_path_factory.mktemp("untrusted_numbers"))
+    return every_output_on_stock(MODELS, DT, STEPS, tmp_path_factory.mktemp("untrusted_numbers"))
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_a_model_not_trusted_runs_its_proven_arithmetic_inline_and_equals_stock(name, stock):
     model = MODELS[name]()
-    traces = mdf_loops.simulate(model, dt=DT, steps=STEPS, record=_record(model),
+    traces = mdf_loops.simulate(model, dt=DT, steps=STEPS, record=output_refs(model),
                                 backend="python")
-    for ref in _record(model):
+    for ref in output_refs(model):
         np.testing.assert_array_equal(traces[ref], stock[name][ref], err_msg=ref)
-    loop = mdf_loops.to_time_loop(model, dt=DT, steps=STEPS, record=_record(model))
+    loop = mdf_loops.to_time_loop(model, dt=DT, steps=STEPS, record=output_refs(model))
     code = time_loop_source(loop)
     _, carried = float_kinds(code.tree, code.n_carried)
     node = model.graphs[0].nodes[0].id
