@@ -14,6 +14,7 @@ import operator
 import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -144,32 +145,38 @@ def _run(
                 observe_iterations(lambda _where, done, _total: progress(done, steps))
             )
         watch = SimulationWatch(model_id, steps, spec.dt)
-        traces = _on_backend(loop, inputs, backend, trusted, spec, watch, checked)
+        call = _Call(inputs, backend, trusted, spec, watch, checked)
+        traces = _on_backend(loop, call)
     if traces.backend != "python":  # the python backend looks at each chunk as it runs
         watch.check_all(traces.values.items())
     return traces
 
 
-def _on_backend(
-    loop: Model | ConvertedLoop,
-    inputs: dict,
-    backend: str,
-    trusted: bool,
-    spec: TimeLoopSpec,
-    watch: SimulationWatch,
-    checked: bool,
-) -> Trajectories:
-    """The simulation on ``backend``; ``auto`` tries python, onnxruntime, then the scheduler,
-    and says why it passed one over (a WARNING when a backend that compiled failed).
-    A conversion's loop makes its model only for onnxruntime or the scheduler."""
+@dataclass(frozen=True)
+class _Call:
+    """What one simulation runs with, whichever backend runs it."""
+
+    inputs: dict
+    backend: str  # the one asked for ("auto" included)
+    trusted: bool
+    spec: TimeLoopSpec
+    watch: SimulationWatch
+    checked: bool  # the allow-list has passed the loop's expressions
+
+
+def _on_backend(loop: Model | ConvertedLoop, call: _Call) -> Trajectories:
+    """The simulation on ``call.backend``; ``auto`` tries python, onnxruntime, then the
+    scheduler, and says why it passed one over (a WARNING when a backend that compiled
+    failed). A conversion's loop makes its model only for onnxruntime or the scheduler."""
+    backend = call.backend
     if backend in ("auto", "python"):
-        traces = _on_python(loop, inputs, backend, trusted, spec, watch, checked)
+        traces = _on_python(loop, call)
         if traces is not None:
             return traces
     model = loop.model if isinstance(loop, ConvertedLoop) else loop
     if backend == "auto":
         try:
-            return _on_run(model, inputs, "onnxruntime", trusted, spec, watch)
+            return _on_run(model, call, "onnxruntime")
         except (LimitError, UnsafeExpressionError):
             raise
         except Exception as exc:
@@ -179,27 +186,19 @@ def _on_backend(
                 type(exc).__name__,
                 exc,
             )
-        return _on_run(model, inputs, "scheduler", trusted, spec, watch)
-    return _on_run(model, inputs, backend, trusted, spec, watch)
+        return _on_run(model, call, "scheduler")
+    return _on_run(model, call, backend)
 
 
-def _on_python(
-    loop: Model | ConvertedLoop,
-    inputs: dict,
-    backend: str,
-    trusted: bool,
-    spec: TimeLoopSpec,
-    watch: SimulationWatch,
-    checked: bool,
-) -> Trajectories | None:
+def _on_python(loop: Model | ConvertedLoop, call: _Call) -> Trajectories | None:
     """The simulation on the python backend; None where ``auto`` goes on to onnxruntime
     (said in the log: a WARNING when the loop compiled and failed)."""
     from mdf_loops.backends.python import NotCompilable, run_time_loop
 
-    model_id = watch.model_id
+    model_id, backend = call.watch.model_id, call.backend
     try:
         runs = loop.parts if isinstance(loop, ConvertedLoop) else loop
-        return run_time_loop(runs, inputs, spec, trusted, watch, checked)
+        return run_time_loop(runs, call.inputs, call.spec, call.trusted, call.watch, call.checked)
     except NotCompilable as exc:
         if backend == "python":
             raise
@@ -224,18 +223,12 @@ def _on_python(
     return None
 
 
-def _on_run(
-    model: Model,
-    inputs: dict,
-    backend: str,
-    trusted: bool,
-    spec: TimeLoopSpec,
-    watch: SimulationWatch,
-) -> Trajectories:
-    """The simulation through :func:`mdf_loops.run` on the onnxruntime or scheduler backend;
-    a long one on onnxruntime in chunks of steps (:mod:`mdf_loops.timeloop.chunks`)."""
+def _on_run(model: Model, call: _Call, backend: str) -> Trajectories:
+    """The simulation through :func:`mdf_loops.run` on ``backend``, onnxruntime or the
+    scheduler; a long one on onnxruntime in chunks of steps (:mod:`mdf_loops.timeloop.chunks`)."""
     from mdf_loops.run import run  # onnxruntime's import: only where it runs
 
+    inputs, trusted, spec, watch = call.inputs, call.trusted, call.spec, call.watch
     if backend == "onnxruntime" and watch.steps > chunks.CHUNK:
         variant = chunks.chunked_variant(model)
         if variant is not None:
