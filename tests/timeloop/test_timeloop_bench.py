@@ -56,8 +56,11 @@ def test_runs_past_the_scheduler_limit_and_prints_the_deciding_rows(capsys):
         ratio = row["x_faster_than_stock"]
         assert ratio["n"] == 2 and ratio["min"] <= ratio["median"] <= ratio["max"]
         assert not row["stock_measured"]
+        waited = row["first_call_after_wait_seconds"]  # the warm-up, a first call too
+        assert waited["n"] == 2 and waited["min"] > 0
     bench._print(table)
     out = capsys.readouterr().out
     assert "DECIDING ROWS" in out
     assert out.count("first call vs stock") == 2
+    assert out.count("the call right after stock's run") == 2
     assert out.count("auto / numpy loop") == 2
