@@ -39,4 +39,5 @@ def test_the_last_lines_say_whether_the_target_is_met(capsys):
             bench.Row("mdf-loops run newton.json", True, 1.6, (1.6, 1.6), 1, 0.6, 1.6, 1.2)]
     bench._print(rows)
     last = capsys.readouterr().out.splitlines()[-1]
-    assert last.split() == ["torch", "installed", "1.60", "NOT", "MET", "(CPU", "time:", "1.20)"]
+    assert last.split() == ["mdf-loops", "run", "newton.json:", "torch", "installed", "1.60",
+                            "NOT", "MET", "(CPU", "time:", "1.20)"]

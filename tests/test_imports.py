@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_input_port_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ["modeci_mdf.execution_engine", "graph_scheduler", "pint", "torch"]
@@ -69,6 +70,45 @@ result = [len(problems), root, len(exported.graph.node), len(imported.graphs)]
     problems, root, exported_nodes, imported_graphs = report["result"]
     assert problems == 0 and exported_nodes > 0 and imported_graphs == 1
     assert root == pytest.approx(NEWTON_ROOT, rel=1e-12)
+    assert report["imported"] == []
+
+
+def _fitzhugh_nagumo(steps: int, dt: float) -> tuple[list[float], list[float]]:
+    """The oracle: examples/timeloops/fitzhugh_nagumo.json stepped as modeci-mdf steps it
+    (V's Euler step first; W's reads the new V), recording from the initial values on."""
+    v, w = -1.0, 1.0
+    vs, ws = [v], [w]
+    for _ in range(steps - 1):
+        v = v + (v - v**3 / 3 - w + 0.5) * dt
+        w = w + (v + 0.7 - 0.8 * w) / 12.5 * dt
+        vs.append(v)
+        ws.append(w)
+    return vs, ws
+
+
+@needs_input_port_fields
+def test_simulating_a_stateful_model_on_python_leaves_the_engine_out(tmp_path):
+    """``simulate`` and ``mdf-loops simulate`` of a stateful model the python backend runs:
+    planned, typed, written and run without modeci-mdf's engine (which imports torch,
+    where installed), graph-scheduler or pint."""
+    out = tmp_path / "fn.npz"
+    report = _run_python(f"""
+import contextlib, io
+import numpy as np
+import mdf_loops
+from mdf_loops.cli.commands import main
+traces = mdf_loops.simulate("examples/timeloops/fitzhugh_nagumo.json", dt=0.05, steps=200)
+with contextlib.redirect_stdout(io.StringIO()):
+    status = main(["simulate", "examples/timeloops/fitzhugh_nagumo.json", "--dt", "0.05",
+                   "--steps", "200", "-q", "-o", {str(out)!r}])
+saved = np.load({str(out)!r})
+result = [traces.backend, traces["fn.V_out"].tolist(), traces["fn.W_out"].tolist(), status,
+          saved["fn.V_out"].tolist()]
+""")
+    backend, v, w, status, saved = report["result"]
+    expected_v, expected_w = _fitzhugh_nagumo(200, 0.05)
+    assert backend == "python" and status == 0
+    assert v == expected_v and w == expected_w and saved == expected_v
     assert report["imported"] == []
 
 

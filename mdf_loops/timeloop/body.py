@@ -20,7 +20,7 @@ from modeci_mdf.mdf import Edge, Graph, InputPort, Node, OutputPort, Parameter
 from mdf_loops.errors import ModelError
 from mdf_loops.model.convention import BodySignature, set_body_signature
 from mdf_loops.model.inputs import engine_zeros
-from mdf_loops.timeloop.conditions import SchedulePlan
+from mdf_loops.timeloop.plan import SchedulePlan
 from mdf_loops.timeloop.schedule import (
     control_node,
     counter_ports,

@@ -18,10 +18,10 @@ from mdf_loops.model.compat import require_input_defaults
 from mdf_loops.model.convention import port_type, wrap_body
 from mdf_loops.model.interface import load_model, select_graph
 from mdf_loops.timeloop.body import BodyBuilder
-from mdf_loops.timeloop.conditions import SchedulePlan, plan_schedule
 from mdf_loops.timeloop.infer import infer_values
 from mdf_loops.timeloop.lean_engine import lean_engine
 from mdf_loops.timeloop.parts import ConvertedLoop, LoopParts, LoopStart
+from mdf_loops.timeloop.plan import SchedulePlan
 from mdf_loops.timeloop.probe import build_engine, probe
 from mdf_loops.timeloop.spec import (
     LOOP_FUNCTION,
@@ -178,6 +178,8 @@ def _plan_and_probe(
                 return lean.plan, probe(source, dt, series, lean).values
             except ModelError:
                 pass  # the stock engine below fails too, in its own words
+        from mdf_loops.timeloop.conditions import plan_schedule  # graph-scheduler's
+
         engine = build_engine(source, copy_graph=not owned)
         plan = plan_schedule(engine, source.id)  # refuse before running anything
         probed = probe(source, dt, series, engine)

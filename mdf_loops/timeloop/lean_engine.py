@@ -25,25 +25,22 @@ and the caller builds the stock engine:
 
 from __future__ import annotations
 
+import ast
+import builtins
 import functools
 import keyword
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from modeci_mdf import execution_engine as engine_module
-from modeci_mdf.execution_engine import (
-    EvaluableGraph,
-    EvaluableInput,
-    EvaluableNode,
-    EvaluableOutput,
-    EvaluableParameter,
-)
 from modeci_mdf.mdf import Graph, Node
 
 from mdf_loops.caches import by_text
 from mdf_loops.model.semantics import onnx_semantics_of
-from mdf_loops.timeloop.conditions import SchedulePlan
+from mdf_loops.timeloop.plan import SchedulePlan
+
+if TYPE_CHECKING:
+    from modeci_mdf.execution_engine import EvaluableNode
 
 __all__ = ["LeanEngine", "lean_engine", "required_names", "is_stateful"]
 
@@ -53,7 +50,13 @@ class LeanEngine:
     ``enodes`` and ``evaluate``, for a graph :func:`lean_engine` accepts."""
 
     verbose = False
-    evaluate_edge = EvaluableGraph.evaluate_edge  # reads ``enodes`` and ``verbose`` only
+
+    def evaluate_edge(self, edge: Any, time_increment: float | None = None) -> None:
+        """``EvaluableGraph.evaluate_edge``, modeci-mdf's own (it reads ``enodes`` and
+        ``verbose`` only)."""
+        from modeci_mdf.execution_engine import EvaluableGraph
+
+        EvaluableGraph.evaluate_edge(self, edge, time_increment=time_increment)  # type: ignore[arg-type]
 
     def __init__(self, graph: Graph, sets: list[list[str]]) -> None:
         self.graph = graph
@@ -156,8 +159,7 @@ def _stock_builds(node: Node) -> bool:
             return False
         value = parameter.value
         if type(value) is str and not all(
-            name in own or name in engine_module.KNOWN_PARAMETERS  # modeci-mdf's, as it is
-            for name in required_names(value)
+            name in own or name in KNOWN_PARAMETERS for name in required_names(value)
         ):
             return False
     return True
@@ -165,10 +167,13 @@ def _stock_builds(node: Node) -> bool:
 
 def _evaluable_node(node: Node) -> EvaluableNode:
     """The ``EvaluableNode`` modeci-mdf builds for a node :func:`_stock_builds` accepts."""
+    from modeci_mdf.execution_engine import EvaluableNode, EvaluableOutput, EvaluableParameter
+
     enode = EvaluableNode.__new__(EvaluableNode)
     enode.verbose = False
     enode.node = node
-    enode.evaluable_inputs = {p.id: _QuietInput(p, False) for p in node.input_ports}
+    quiet_input = _quiet_input_class()
+    enode.evaluable_inputs = {p.id: quiet_input(p, False) for p in node.input_ports}
     enode.evaluable_parameters = OrderedDict(
         (p.id, EvaluableParameter(p, False)) for p in node.parameters
     )
@@ -177,13 +182,37 @@ def _evaluable_node(node: Node) -> EvaluableNode:
     return enode
 
 
+#: modeci-mdf's ``execution_engine.KNOWN_PARAMETERS``: the names every node knows (its
+#: definition in every supported version; ``tests/timeloop/test_lean_engine.py`` compares)
+KNOWN_PARAMETERS = frozenset(["constant", "math", "numpy", *dir(builtins)])
+
+
 @by_text(maxsize=4096)
 def required_names(expression: str) -> frozenset[str]:
     """The names modeci-mdf requires a node to know for a parameter's value (a pure
-    function of the text, asked of the same few expressions on every conversion)."""
+    function of the text, asked of the same few expressions on every conversion):
+    ``execution_engine.get_required_variables_from_expression``.
+
+    That function cuts the text into pieces at its brackets and keeps the names of each
+    piece's parse, the piece's ends stripped of `` ,+-*/%^&``, then ``])`` and ``[(``. A
+    text without brackets is one piece: its names are read here the same way, without
+    importing the engine (which imports torch, where installed: about a second). A text
+    with brackets, or one whose piece does not parse (the engine raises its own error),
+    is the engine's to answer.
+    """
     if expression.isascii() and expression.isidentifier() and not keyword.iskeyword(expression):
         return frozenset((expression,))  # what its parse gives a bare name
-    return frozenset(engine_module.get_required_variables_from_expression(expression))
+    if "[" not in expression and "]" not in expression:  # one piece, parsed as stock does
+        piece = expression.strip(" ,+-*/%^&").lstrip("])").rstrip("[(")
+        try:
+            tree = ast.parse(piece)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+        else:
+            return frozenset(str(n.id) for n in ast.walk(tree) if isinstance(n, ast.Name))
+    from modeci_mdf.execution_engine import get_required_variables_from_expression
+
+    return frozenset(get_required_variables_from_expression(expression))
 
 
 def is_stateful(parameter: Any) -> bool:
@@ -194,15 +223,21 @@ def is_stateful(parameter: Any) -> bool:
     return type(value) is str and parameter.id in required_names(value)
 
 
-class _QuietInput(EvaluableInput):
-    """modeci-mdf's input port, less the print of each value it is set to (the engine's
-    prints are DEBUG log lines; formatting a numpy value for one costs more than the
-    step): a first or overwriting value is kept as it comes, the rest is stock's."""
+@functools.cache
+def _quiet_input_class() -> type:
+    """modeci-mdf's ``EvaluableInput``, less the print of each value it is set to (the
+    engine's prints are DEBUG log lines; formatting a numpy value for one costs more than
+    the step): a first or overwriting value is kept as it comes, the rest is stock's.
+    Made when a node is first stepped, so that the engine is imported only then."""
+    from modeci_mdf.execution_engine import EvaluableInput
 
-    curr_value: Any
+    class QuietInput(EvaluableInput):  # type: ignore[misc]
+        curr_value: Any
 
-    def set_input_value(self, value: Any) -> None:
-        if self.curr_value is None or self.input_port.reduce == "overwrite":
-            self.curr_value = value
-        else:
-            super().set_input_value(value)
+        def set_input_value(self, value: Any) -> None:
+            if self.curr_value is None or self.input_port.reduce == "overwrite":
+                self.curr_value = value
+            else:
+                super().set_input_value(value)
+
+    return QuietInput

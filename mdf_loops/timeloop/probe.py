@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from modeci_mdf.execution_engine import EvaluableGraph
 from modeci_mdf.mdf import Graph
 
 from mdf_loops.errors import ModelError
 from mdf_loops.model.semantics import prints_logged
 
 if TYPE_CHECKING:
+    from modeci_mdf.execution_engine import EvaluableGraph
+
     from mdf_loops.timeloop.lean_engine import LeanEngine
 
 __all__ = ["Probe", "probe", "build_engine", "common_value"]
@@ -34,6 +35,8 @@ def build_engine(graph: Graph, *, copy_graph: bool = True) -> EvaluableGraph:
     """modeci-mdf's engine on a copy of ``graph`` (its scheduler parses the conditions);
     ``copy_graph=False``: on ``graph`` itself, for a graph no one else holds (one just
     read from a file for this conversion)."""
+    from modeci_mdf.execution_engine import EvaluableGraph  # the engine: only where it runs
+
     try:
         with prints_logged():
             return EvaluableGraph(copy.deepcopy(graph) if copy_graph else graph)

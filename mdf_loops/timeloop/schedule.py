@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from modeci_mdf.mdf import InputPort, Node, OutputPort, Parameter
 
-from mdf_loops.timeloop.conditions import Counts, SchedulePlan, expression
+from mdf_loops.timeloop.plan import Counts, SchedulePlan
 
 __all__ = ["schedule_node", "control_node", "counter_ports", "termination_expression"]
 
@@ -16,6 +16,8 @@ def counter_ports(plan: SchedulePlan) -> list[str]:
 
 def schedule_node(plan: SchedulePlan, node_id: str) -> Node:
     """A node computing, pass by pass, which nodes run, and the counts after the step."""
+    from mdf_loops.timeloop.conditions import expression  # graph-scheduler's conditions
+
     node = Node(id=node_id)
     node.input_ports.append(InputPort(id="iteration"))
     node.input_ports.extend([InputPort(id=p) for p in counter_ports(plan)])
@@ -87,6 +89,8 @@ def _counts(calls: dict, ran: dict, useable: dict) -> Counts:
 
 def termination_expression(plan: SchedulePlan, calls, useable, passes: str, threshold) -> str:
     """The termination condition at the start of a step, after ``passes`` steps."""
+    from mdf_loops.timeloop.conditions import expression  # graph-scheduler's conditions
+
     counts = Counts(
         calls=calls, calls_trial=lambda n: "0", passes=passes, useable=useable, threshold=threshold
     )

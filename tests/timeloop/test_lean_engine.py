@@ -5,7 +5,9 @@ the graphs it declines; and the errors, which stay stock's."""
 
 from __future__ import annotations
 
+import json
 from contextlib import nullcontext
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,7 +30,7 @@ from mdf_loops.model import mark_onnx_semantics
 from mdf_loops.model.interface import load_model
 from mdf_loops.safety.guarded_numpy import untrusted_expressions
 from mdf_loops.timeloop.conditions import plan_schedule
-from mdf_loops.timeloop.lean_engine import lean_engine, required_names
+from mdf_loops.timeloop.lean_engine import KNOWN_PARAMETERS, lean_engine, required_names
 from mdf_loops.timeloop.probe import build_engine, probe
 
 pytestmark = needs_input_port_fields
@@ -160,13 +162,55 @@ def test_a_node_reading_an_unknown_name_keeps_stocks_refusal():
         mdf_loops.to_time_loop(model, dt=DT, steps=3, trusted=True)
 
 
-@pytest.mark.parametrize(
-    "text", ["level", "v_th", "_x1", "True", "None", "numpy", "a + b", "numpy.where(v >= t, 1, 0)"]
-)
-def test_required_names_are_modeci_mdfs(text):
+#: texts whose ends modeci-mdf strips before it parses them, that do not parse, that hold
+#: brackets (cut into pieces), and every string value of the example models
+_TEXTS = [
+    "level", "v_th", "_x1", "True", "None", "numpy", "a + b", "numpy.where(v >= t, 1, 0)",
+    "-a", "- -a * b", "+(b)", "a,", " a ", "\ta + b", "a\n", "", " ", "a +", "* a, b",
+    "(a)", ") + a", "a + (", "lambda q: q", "'s' + t", "a.b.c", "f(x)(y)", "a if b else c",
+    "not a", "a and b or c", "1e-5 * v", "a % b ^ c & d", "x[0] + y", "numpy.array([a, 1])",
+    "a[", "]a", "s = 1", "a; b", "é + b", "numpy.sin(x) * 2 / tau", "(a, b)", "{a: b}",
+]
+
+
+def _example_texts() -> list[str]:
+    texts = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "examples").rglob("*.json")):
+        stack = [json.loads(path.read_text())]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, str):
+                texts.append(item)
+    return sorted(set(texts))
+
+
+def _outcome(function, text):
+    try:
+        return frozenset(function(text))
+    except Exception as exc:  # noqa: BLE001  (stock's error, by type)
+        return type(exc)
+
+
+@pytest.mark.parametrize("texts", [_TEXTS, _example_texts()], ids=["edge cases", "examples"])
+def test_required_names_are_modeci_mdfs(texts):
+    """Read without the engine where a text has no brackets: the same names, or the same
+    error, as modeci-mdf's own ``get_required_variables_from_expression``."""
     from modeci_mdf.execution_engine import get_required_variables_from_expression
 
-    assert required_names(text) == set(get_required_variables_from_expression(text))
+    assert len(texts) > 30
+    for text in texts:
+        stock = _outcome(get_required_variables_from_expression, text)
+        assert _outcome(required_names, text) == stock, text
+
+
+def test_the_names_every_node_knows_are_modeci_mdfs():
+    from modeci_mdf.execution_engine import KNOWN_PARAMETERS as stock
+
+    assert KNOWN_PARAMETERS == frozenset(stock)
 
 
 @pytest.mark.parametrize("name", ["fitzhugh_nagumo", "iaf_network", "hodgkin_huxley"])
