@@ -17,8 +17,9 @@ It answers only what it can prove and returns None for anything else (the lean o
 probe then runs): values that are not scalars, names that do not resolve, expressions
 other than numbers, names, ``+ - * / **``, unary ``-``/``+``, one order comparison and
 ``numpy.where``, a Python operation that raises or gives a complex or huge number, a
-whole-number check of a non-finite float, input ports without a value, reductions,
-input time series.
+whole-number check of a non-finite float, array input ports nothing is sent to,
+reductions, input time series. A scalar input port nothing is sent to holds modeci-mdf's
+zeros, a numpy value (:func:`_ports`).
 
 It runs after the allow-list, on the model's own text, and its work is bounded: Python
 arithmetic on numbers, each int result under 2**62 and each int power's exponent at most
@@ -36,6 +37,7 @@ import numpy as np
 from modeci_mdf.mdf import Graph, Node, Parameter
 
 from mdf_loops.caches import by_text
+from mdf_loops.model.inputs import engine_zeros
 from mdf_loops.safety.allowlist import parsed_expression, text_number
 from mdf_loops.safety.untrusted_values import BINARY, COMPARE, UNARY
 from mdf_loops.timeloop.lean_engine import is_stateful
@@ -79,21 +81,30 @@ def _steps(
     seen: dict[tuple[str, str], list[Any]] = {}
     for step in range(2):
         for node_id in (n for s in sets for n in s):
-            ports = _ports(nodes[node_id], incoming[node_id], outputs)
+            ports = _ports(nodes[node_id], incoming[node_id], outputs, step)
             _node_step(nodes[node_id], ports, state[node_id], outputs[node_id], step, dt)
             for name, value in (*state[node_id].items(), *outputs[node_id].items()):
                 seen.setdefault((node_id, name), []).append(np.asarray(value))
     return {key: common_value(values, key) for key, values in seen.items()}
 
 
-def _ports(node: Node, edges: list, outputs: Mapping[str, dict]) -> dict[str, Any]:
+def _ports(node: Node, edges: list, outputs: Mapping[str, dict], step: int) -> dict[str, Any]:
     """The node's input-port values this step: an edge's (weighted) value, else the port's
-    default (its sender ran earlier in the step: the lean engine's order)."""
+    default (its sender ran earlier in the step: the lean engine's order), else what
+    modeci-mdf's ``EvaluableInput`` gives at a scalar port nothing is sent to: the 0-d
+    array it starts with, ``numpy.full((), 0)`` (``0.0`` for a float ``type``), on the
+    first step, and ``numpy.full((), 0.0)`` on the later ones (its value is read once and
+    forgotten, then made again as float zeros): numpy values here."""
     values = {}
     for port in node.input_ports:
         if port.reduce not in (None, "overwrite"):
             raise Unproven
-        values[port.id] = _number(port.default_value) if port.default_value is not None else None
+        if port.default_value is not None:
+            values[port.id] = _number(port.default_value)
+        elif port.shape:
+            values[port.id] = None  # an array, unless an edge below sends it a value
+        else:
+            values[port.id] = engine_zeros(port) if step == 0 else np.full((), 0.0)
     for edge in edges:
         value = outputs[edge.sender][edge.sender_port]
         weight = (edge.parameters or {}).get("weight", 1)
@@ -101,7 +112,7 @@ def _ports(node: Node, edges: list, outputs: Mapping[str, dict]) -> dict[str, An
             value = _binary(ast.Mult, _number(weight), value)
         values[edge.receiver_port] = value
     if any(value is None for value in values.values()):
-        raise Unproven  # stock's zeros of the port's shape and type: the probe says
+        raise Unproven  # stock's zeros of the port's shape: an array, the probe says
     return values
 
 

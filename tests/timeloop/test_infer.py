@@ -128,10 +128,31 @@ def test_what_the_inference_leaves_to_the_probe(parameters):
     assert infer_values(graph, lean_engine(graph).sets, DT) is None
 
 
-def test_an_input_port_without_a_value_is_left_to_the_probe():
-    graph = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i")])
+@pytest.mark.parametrize(
+    "port, expected",
+    [
+        (InputPort(id="i", default_value=2), "int64"),  # a Python int: an int
+        # modeci-mdf's numpy.full((), 0) on the first step, numpy.full((), 0.0) after
+        (InputPort(id="i"), "float64"),
+        (InputPort(id="i", type="float"), "float64"),  # numpy.full((), 0.0)
+    ],
+)
+def test_an_input_port_that_nothing_is_sent_to_holds_what_stock_holds(port, expected):
+    graph = _node(
+        Parameter(id="p", value="i + 1"),
+        Parameter(id="v", default_initial_value=1.0, time_derivative="i * 0.5 - v"),
+        ports=[port],
+        outputs=("p", "v", "i"),
+    )
+    for trusted in (True, False):
+        ours, stock = _inferred_and_stock(graph, trusted)
+        assert str(stock[("n", "p")].dtype) == expected  # the oracle says so
+        _assert_equal(ours, stock, f"{port}")
+
+
+@pytest.mark.parametrize(
+    "port", [InputPort(id="i", shape=(2,)), InputPort(id="i", reduce="add")]
+)
+def test_an_array_port_or_one_that_sums_is_left_to_the_probe(port):
+    graph = _node(Parameter(id="p", value="i + 1"), ports=[port])
     assert infer_values(graph, [["n"]], DT) is None
-    graph = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i", default_value=2)])
-    ours, stock = _inferred_and_stock(graph, trusted=True)
-    _assert_equal(ours, stock, "a port's default")
-    assert str(ours[("n", "p")].dtype) == "int64"
