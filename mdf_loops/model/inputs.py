@@ -257,17 +257,19 @@ def _engine_default(ports: list[InputPort]) -> np.ndarray | None:
     return engine_zeros(ports[0])
 
 
-def engine_zeros(port: InputPort) -> np.ndarray:
+def engine_zeros(port: InputPort, read_before: bool = False) -> np.ndarray:
     """What modeci-mdf's ``EvaluableInput`` gives at an input port with no
     ``default_value`` when nothing is sent to it (a port without a shape: a scalar).
 
     A port that overwrites (the default ``reduce``) holds ``numpy.full(shape, 0)`` from
     the start, ``0.0`` for a ``type`` naming a float. A port that adds or multiplies
     holds nothing until a value arrives, and reads ``numpy.full(shape, 0.0)`` when none
-    did: float zeros whatever its ``type``, for ``multiply`` too (not ones).
+    did: float zeros whatever its ``type``, for ``multiply`` too (not ones). Once read
+    (``read_before``: on a later evaluation) every port forgets its value and reads
+    those float zeros.
     """
     shape = tuple(port.shape or ())
-    if (getattr(port, "reduce", None) or "overwrite") != "overwrite":
+    if read_before or (getattr(port, "reduce", None) or "overwrite") != "overwrite":
         return np.full(shape, 0.0)
     zero = 0.0 if port.type and "float" in port.type else 0
     return np.full(shape, zero)

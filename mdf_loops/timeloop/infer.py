@@ -104,7 +104,7 @@ def _ports(node: Node, edges: list, outputs: Mapping[str, dict], step: int) -> d
         elif port.shape:
             values[port.id] = None  # an array, unless an edge below sends it a value
         else:
-            values[port.id] = engine_zeros(port) if step == 0 else np.full((), 0.0)
+            values[port.id] = engine_zeros(port, read_before=step > 0)
     for edge in edges:
         value = outputs[edge.sender][edge.sender_port]
         weight = (edge.parameters or {}).get("weight", 1)
