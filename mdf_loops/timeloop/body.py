@@ -265,22 +265,31 @@ class BodyBuilder:
 
 
 def _default_input(node: Node, port_id: str) -> None:
-    """An input port without an edge reads what modeci-mdf reads there: its
-    ``default_value``, else ``numpy.full(shape, 0)`` (``0.0`` for a float ``type``).
+    """An input port without an edge reads what modeci-mdf reads there
+    (:func:`~mdf_loops.model.inputs.engine_zeros`): its ``default_value``, else
+    ``numpy.full(shape, 0)`` (``0.0`` for a float ``type``) on the first evaluation and
+    float zeros after it.
 
     An array of zeros becomes a constant parameter of the step node with the port's id
     (a list-valued parameter is an array on every backend; a list ``default_value``
-    would reach the expressions as a Python list).
+    would reach the expressions as a Python list). So do int zeros that turn into float
+    zeros: ``numpy.where(first__step, 0, 0.0)``, which the python backend folds to stock's
+    int on the first step and float after; the engine and ONNX hold the float zeros from
+    the first step (a value's type is fixed across a Loop's steps).
     """
     port = next(p for p in node.input_ports if p.id == port_id)
     if port.default_value is not None:
         return
-    zeros = engine_zeros(port)
-    if not zeros.shape:
+    zeros, later = engine_zeros(port), engine_zeros(port, read_before=True)
+    if not zeros.shape and zeros.dtype == later.dtype:
         port.default_value = zeros.item()
         return
     node.input_ports.remove(port)
-    node.parameters.insert(0, Parameter(id=port.id, value=zeros.tolist()))
+    if zeros.shape:
+        node.parameters.insert(0, Parameter(id=port.id, value=zeros.tolist()))
+    else:  # int zeros on the first step, float zeros after
+        value = f"numpy.where({FIRST}, {zeros.item()!r}, {later.item()!r})"
+        node.parameters.insert(0, Parameter(id=port.id, value=value))
 
 
 def _copied_edge(edge: Edge) -> Edge:

@@ -5,7 +5,7 @@ Each model reproduces what one of ModECI/MDF's ``examples/MDF`` files does (the 
 themselves are not in this repository; ``test_external_models.py`` runs a folder of
 them by hand): an integer counter (States.json), list-valued parameters read before
 their first evaluation (RNN/IAF_net2.json), a parameter set only by conditions
-(SwitchedRLC_Circuit.json), a function parameter read by a time derivative before it
+(SwitchedRLC_Circuit.json), an input port nothing is sent to (FN.mdf.json), a function parameter read by a time derivative before it
 is evaluated (RNN/RNNs.json), a node's ``functions`` list (translation/*.json) and MDF
 standard functions (``sin``, ``linear``, ``MatMul``).
 """
@@ -122,8 +122,21 @@ def node_functions() -> Model:
     return _model("node_functions", cell)
 
 
+def unset_input_port() -> Model:
+    # nothing is sent to "drive" (FN.mdf.json's INPUT): modeci-mdf reads int zeros on the
+    # first evaluation, float zeros after; "level" starts from it, "reading" adds to it
+    cell = Node(id="cell", input_ports=[InputPort(id="drive"), InputPort(id="typed", type="int")],
+                parameters=[Parameter(id="reading", value="drive + 1"),
+                            Parameter(id="level", default_initial_value="drive",
+                                      time_derivative="reading + typed - level")],
+                output_ports=[OutputPort(id="reading_out", value="reading"),
+                              OutputPort(id="level_out", value="level"),
+                              OutputPort(id="drive_out", value="drive * 2")])
+    return _model("unset_input_port", cell)
+
+
 MODELS = {f.__name__: f for f in (counter_and_sine, list_parameters, conditions_only,
-                                   derivative_reads_function, node_functions)}
+                                   derivative_reads_function, node_functions, unset_input_port)}
 RECORDS = {"counter_and_sine": ["counter.out", "counter.count", "sine.out"]}
 
 
