@@ -206,3 +206,42 @@ def test_a_carried_value_that_is_not_a_float_runs_with_every_operator_guarded():
     assert carried == [1.5 ** 32]  # five steps (the first is the loop's own), in floats
     with pytest.raises(SizeLimitError, match="node .n. .x. \\(python backend\\), iteration 14: "):
         loop.run(0, 24, True, 3, [])
+
+
+def _constants(code) -> list:
+    """Every constant of ``code`` and of the code objects inside it."""
+    found = []
+    for value in code.co_consts:
+        found.extend(_constants(value) if hasattr(value, "co_consts") else [value])
+    return found
+
+
+@pytest.mark.parametrize("start", [-1.0, 0.3, 2.5, np.float64(-0.7), float("nan"), -0.0])
+def test_an_integer_literal_beside_a_proven_float_runs_as_that_float(start):
+    # c0 ** 3 / 3 - 2 * c0 ... with integer literals: Python and numpy convert the integer
+    # to a double first, so the guard writes the double (float-with-float arithmetic is
+    # faster in CPython); an integer beyond 2**53 is not one double, so it stays
+    from mdf_loops.backends.python.compiled import LoopSource, _scalar
+    from mdf_loops.backends.python.untrusted import (
+        _HELPERS,
+        _model_parts,
+        float_kinds,
+        guarded_time_loop,
+    )
+
+    step = "c0 - (c0 ** 3 / 3 - 2 * c0 + 7 - c0 * 9007199254740993 * 1e-16) * 0.01"
+    source = _loop_source(step)
+    kinds = lambda tree: float_kinds(tree, 1)[0]  # noqa: E731
+    guarded = guarded_function(source, "time_loop", {"_scalar": _scalar}, _model_parts,
+                               _HELPERS, kinds)
+    literals = {c for c in _constants(guarded.args[0].__code__) if type(c) in (int, float)}
+    assert {3.0, 2.0, 7.0} <= {c for c in literals if type(c) is float}
+    assert not {3, 2, 7} & {c for c in literals if type(c) is int}
+    assert 9007199254740993 in {c for c in literals if type(c) is int}  # not one double
+    plain: dict = {}
+    exec(source, {"_where": np.where, "_scalar": _scalar}, plain)  # the oracle: Python's operators
+    expected = plain["time_loop"](0, 12, True, start, [])[1][0]
+    loop = guarded_time_loop(LoopSource(source, 1, (None,)))
+    got = loop.run(0, 12, True, start, [])[1][0]
+    assert type(got) is type(expected)
+    assert np.array_equal(got, expected, equal_nan=True) and np.signbit(got) == np.signbit(expected)
