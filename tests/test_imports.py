@@ -142,3 +142,34 @@ result = ["onnx::Scan" in mdf_functions, "onnx::Loop" in mdf_functions,
           len(H) == 1 and bool(np.allclose(H[0], expected, atol=1e-5))]
 """)
     assert report["result"] == [True, True, True]
+
+
+@needs_input_port_fields
+def test_neuroml_lists_and_a_parameter_set_only_by_conditions_leave_the_engine_out(tmp_path):
+    """NeuroML's exports write every constant as a list (``[0.7]``), SwitchedRLC_Circuit
+    sets a parameter only by conditions: their types are inferred, so ``simulate`` of
+    either runs without modeci-mdf's engine, and gives stock's values."""
+    from modeci_mdf.mdf import Graph, Model, Node, OutputPort, Parameter, ParameterCondition
+    from stock_batch import StockJob, stock_traces
+
+    node = Node(id="cell", parameters=[
+        Parameter(id="time", default_initial_value=0, time_derivative="1"),
+        Parameter(id="drive", conditions=[
+            ParameterCondition(id="off", test="time < 0.5", value="0"),
+            ParameterCondition(id="on", test="time >= 0.5", value=0.1)]),
+        Parameter(id="rate", value=[0.7]),
+        Parameter(id="v", default_initial_value=[-1.0], time_derivative="rate * (drive - v)")],
+        output_ports=[OutputPort(id="v_out", value="v"), OutputPort(id="drive_out", value="drive")])
+    path = tmp_path / "lists.json"
+    Model(id="lists", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))
+    record = ["cell.v_out", "cell.drive_out"]
+    report = _run_python(f"""
+import mdf_loops
+traces = mdf_loops.simulate({str(path)!r}, dt=0.1, steps=12, record={record!r})
+result = [traces.backend] + [traces[ref].tolist() for ref in {record!r}]
+""")
+    stock = stock_traces({"lists": StockJob(str(path), 0.1, 12, record)}, tmp_path / "stock")
+    assert report["result"][0] == "python"
+    for ref, ours in zip(record, report["result"][1:], strict=True):
+        assert np.array_equal(np.asarray(ours), stock["lists"][ref]), ref
+    assert report["imported"] == []

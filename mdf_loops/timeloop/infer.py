@@ -1,5 +1,5 @@
-"""The dtypes of a scalar graph's values as the stock probe finds them, worked out without
-evaluating the model through the engine.
+"""The dtypes and shapes of a graph's values as the stock probe finds them, worked out
+without evaluating the model through the engine.
 
 The probe (:func:`~mdf_loops.timeloop.probe.probe`) runs two stock steps and keeps the
 dtype and shape of each parameter and output port. In a graph of scalar numbers, what
@@ -13,17 +13,24 @@ node as ``EvaluableNode.evaluate`` does, over those values: exact numbers where 
 has Python numbers (an expression's whole-number float result becomes an ``int`` there,
 as modelspec does), and a representative of the dtype where stock has numpy values.
 
+A list literal is what modelspec makes of it, ``numpy.array(list)`` (NeuroML's exports
+write every constant as ``[0.7]``); a parameter set only by ``conditions`` holds the
+engine's None until it is first evaluated (an expression reading it then is left to the
+probe), then 0.0 before the first test.
+
 It answers only what it can prove and returns None for anything else (the lean or stock
-probe then runs): values that are not scalars, names that do not resolve, expressions
-other than numbers, names, ``+ - * / **``, unary ``-``/``+``, one order comparison and
-``numpy.where``, a Python operation that raises or gives a complex or huge number, a
-whole-number check of a non-finite float, array input ports nothing is sent to,
-reductions, input time series. A scalar input port nothing is sent to holds modeci-mdf's
-zeros, a numpy value (:func:`_ports`).
+probe then runs): names that do not resolve, expressions other than numbers, names,
+``+ - * / **``, unary ``-``/``+``, one order comparison and ``numpy.where``, a Python
+operation that raises or gives a complex or huge number, a whole-number check of a
+non-finite float, lists that are ragged or not numbers, a list where a scalar is read
+(a port's default, an edge's weight), arrays of more than 4,096 elements or shapes that
+do not broadcast, a shape that changes, reductions, input time series. An input port
+nothing is sent to holds modeci-mdf's zeros of its shape, a numpy value (:func:`_ports`).
 
 It runs after the allow-list, on the model's own text, and its work is bounded: Python
 arithmetic on numbers, each int result under 2**62 and each int power's exponent at most
-64, and numpy on 0-d values.
+64, and numpy on arrays of at most 4,096 elements, each result's size known before it
+is made.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import numpy as np
 from modeci_mdf.mdf import Graph, Node, Parameter
 
 from mdf_loops.caches import by_text
+from mdf_loops.errors import ModelError
 from mdf_loops.model.inputs import engine_zeros
 from mdf_loops.safety.allowlist import parsed_expression, text_number
 from mdf_loops.safety.untrusted_values import BINARY, COMPARE, UNARY
@@ -50,6 +58,7 @@ _NUMPY_KINDS = frozenset("bif")  # bool, signed int, float
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 _ORDER = frozenset({ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE})  # not is, in
 _INT_LIMIT = 2**62  # a Python int numpy holds as int64 whatever it meets
+_MAX_ELEMENTS = 4096  # the most elements of an array followed here (else the probe decides)
 _MAX_EXPONENT = 64
 _DEFAULT_INIT_VALUE = 0.0  # modeci-mdf's EvaluableParameter.DEFAULT_INIT_VALUE
 
@@ -68,8 +77,8 @@ def infer_values(graph: Graph, sets: list[list[str]], dt: float) -> dict | None:
     try:
         with np.errstate(all="ignore"):  # numpy values are representatives of their dtype
             return _steps(nodes, incoming, sets, dt)
-    except (Unproven, KeyError):  # KeyError: an edge from a port the sender lacks
-        return None
+    except (Unproven, KeyError, ModelError):  # KeyError: an edge from a port the sender lacks
+        return None  # ModelError: a shape that changes, which the probe says in its words
 
 
 def _steps(
@@ -100,19 +109,15 @@ def _ports(node: Node, edges: list, outputs: Mapping[str, dict], step: int) -> d
         if port.reduce not in (None, "overwrite"):
             raise Unproven
         if port.default_value is not None:
-            values[port.id] = _number(port.default_value)
-        elif port.shape:
-            values[port.id] = None  # an array, unless an edge below sends it a value
+            values[port.id] = _scalar(port.default_value)
         else:
             values[port.id] = engine_zeros(port, read_before=step > 0)
     for edge in edges:
         value = outputs[edge.sender][edge.sender_port]
         weight = (edge.parameters or {}).get("weight", 1)
         if not (type(weight) in (int, float) and weight == 1):
-            value = _binary(ast.Mult, _number(weight), value)
+            value = _binary(ast.Mult, _scalar(weight), value)
         values[edge.receiver_port] = value
-    if any(value is None for value in values.values()):
-        raise Unproven  # stock's zeros of the port's shape: an array, the probe says
     return values
 
 
@@ -126,6 +131,8 @@ def _node_step(node: Node, ports: dict, state: dict, outputs: dict, step: int, d
         scope[parameter.id] = state[parameter.id] = _evaluated(parameter, state, scope, step, dt)
     for port in node.output_ports:
         outputs[port.id] = _evaluate(port.value, scope)
+        if outputs[port.id] is None:
+            raise Unproven  # a parameter's None, read whole
 
 
 def _current(parameter: Parameter, state: dict, scope: dict) -> Any:
@@ -133,7 +140,7 @@ def _current(parameter: Parameter, state: dict, scope: dict) -> Any:
     if parameter.id in state:
         return state[parameter.id]
     if parameter.value is None and parameter.default_initial_value is None:
-        raise Unproven  # None in the engine's scope
+        return None  # the engine's None: an expression reading it is Unproven
     if is_stateful(parameter):
         if parameter.default_initial_value is None:
             return _DEFAULT_INIT_VALUE
@@ -194,11 +201,23 @@ def _evaluate(expression: Any, scope: Mapping[str, Any]) -> Any:
 
 
 def _number(value: Any) -> Any:
+    """A literal of the model as the engine evaluates it: a Python number, or a list as
+    modelspec's ``numpy.array(list)``."""
+    if type(value) is list:
+        try:
+            array = np.array(value)
+        except (ValueError, TypeError, RecursionError) as exc:  # ragged, or not numbers
+            raise Unproven from exc
+        return _numpy_value(array)
+    return _scalar(value)
+
+
+def _scalar(value: Any) -> Any:
     if type(value) in _PYTHON:
         if type(value) is int and abs(value) >= _INT_LIMIT:
             raise Unproven
         return value
-    raise Unproven  # a list, text or None: the probe says
+    raise Unproven  # a list where a scalar is read, text or None: the probe says
 
 
 @by_text(maxsize=4096)
@@ -213,9 +232,10 @@ def _parsed(expression: str) -> ast.expr | None:
 def _value(node: ast.expr | None, scope: Mapping[str, Any]) -> Any:
     """The value of a tree made of what is proven here, else Unproven."""
     if isinstance(node, ast.Name):
-        if node.id not in scope:
-            raise Unproven
-        return scope[node.id]
+        value = scope.get(node.id)
+        if value is None:
+            raise Unproven  # not a name of the scope, or a parameter's None
+        return value
     if isinstance(node, ast.Constant):
         return _number(node.value)
     if isinstance(node, ast.BinOp):
@@ -256,6 +276,14 @@ def _checked(function: Any, *operands: Any) -> Any:
     """``function(*operands)`` on Python numbers (their exact value) or numpy values
     (representatives of their dtype: numpy never raises for their values); a raise, or a
     result that is no number of a kind proven here, is Unproven."""
+    shapes = [o.shape for o in operands if isinstance(o, np.ndarray) and o.ndim]
+    if shapes:  # sized before it is made
+        try:
+            size = math.prod(np.broadcast_shapes(*shapes))
+        except ValueError as exc:  # shapes that do not broadcast: stock's error
+            raise Unproven from exc
+        if size > _MAX_ELEMENTS:
+            raise Unproven
     try:
         result = function(*operands)
     except Exception as exc:  # ZeroDivisionError, OverflowError, numpy's refusals
@@ -273,7 +301,7 @@ def _numpy(function: Any, *operands: Any) -> Any:
 
 
 def _numpy_value(value: Any) -> np.ndarray | np.generic:
-    if not isinstance(value, (np.ndarray, np.generic)) or value.shape != ():
+    if not isinstance(value, (np.ndarray, np.generic)) or value.size > _MAX_ELEMENTS:
         raise Unproven
     kind = value.dtype.kind
     if kind not in _NUMPY_KINDS or value.dtype.itemsize != 8 and kind != "b":

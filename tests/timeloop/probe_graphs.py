@@ -1,6 +1,7 @@
 """The graphs the lean probe and the type inference are checked on against the stock
 engine's probe (test_lean_engine.py, test_infer.py): the example time-loop models, the
-models of test_stock_constructs.py, and random small models of scalar parameters."""
+models of test_stock_constructs.py, and random small models of scalar parameters (some
+of them made arrays)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ def random_scalar_graphs(seed: int, count: int) -> Iterator[tuple[str, Graph]]:
     rng = random.Random(seed)
     for k in range(count):
         yield f"random model {k}", random_scalar_model(rng, k).graphs[0]
+
+
+def random_array_graphs(seed: int, count: int) -> Iterator[tuple[str, Graph]]:
+    """("random array model k", graph): random scalar models whose literal values and
+    initial values are made lists at random (shapes (1,) and (2,), as NeuroML's exports
+    write ``[0.0]``), and some parameters set only by conditions (SwitchedRLC_Circuit's)."""
+    rng = random.Random(seed)
+    for k in range(count):
+        model = random_scalar_model(rng, k)
+        for node in model.graphs[0].nodes:
+            for p in node.parameters:
+                if type(p.value) in (int, float) and rng.random() < 0.6:
+                    p.value = [p.value] if rng.random() < 0.5 else [p.value, rng.choice(NUMBERS)]
+                if type(p.default_initial_value) in (int, float) and rng.random() < 0.6:
+                    p.default_initial_value = [p.default_initial_value] * rng.choice([1, 2])
+                if p.conditions and p.time_derivative and rng.random() < 0.3:
+                    p.time_derivative = p.default_initial_value = None  # conditions only
+        yield f"random array model {k}", model.graphs[0]
 
 
 NUMBERS = [0, 1, 2, 3, -1, 0.5, 2.0, 1.5, -0.25, 4.0]

@@ -10,7 +10,7 @@ from contextlib import nullcontext
 import pytest
 from conftest import needs_input_port_fields
 from modeci_mdf.mdf import Graph, InputPort, Node, OutputPort, Parameter, ParameterCondition
-from probe_graphs import example_and_construct_graphs, random_scalar_graphs
+from probe_graphs import example_and_construct_graphs, random_array_graphs, random_scalar_graphs
 
 from mdf_loops.errors import ModelError
 from mdf_loops.safety.guarded_numpy import untrusted_expressions
@@ -66,6 +66,18 @@ def test_inferred_types_equal_stock_on_random_scalar_models(trusted):
     assert answered >= 30
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+def test_inferred_types_equal_stock_on_random_array_models(trusted):
+    answered = 0
+    for where, graph in random_array_graphs(1127, 60):
+        ours, stock = _inferred_and_stock(graph, trusted)
+        if ours is not None:
+            _assert_equal(ours, stock, where)
+            answered += any(v.shape for v in ours.values())
+    assert answered >= 15  # models with arrays, answered
+
+
 def _node(*parameters: Parameter, ports=(), outputs=("p",)) -> Graph:
     node = Node(
         id="n",
@@ -92,6 +104,22 @@ def _node(*parameters: Parameter, ports=(), outputs=("p",)) -> Graph:
         # a time derivative's numpy.add makes an int state a float
         (_node(Parameter(id="p", default_initial_value=0, time_derivative="1")), "float64"),
         (_node(Parameter(id="p", value="1 < 2")), "bool"),
+        # lists are numpy arrays (modelspec's numpy.array(list)), NeuroML's [0.0] included
+        (_node(Parameter(id="p", value=[1.0, 2.0])), "float64"),
+        (_node(Parameter(id="a", value=[0]), Parameter(id="p", value="a * 2")), "int64"),
+        (_node(Parameter(id="a", value=[[1, 2], [3, 4]]), Parameter(id="p", value="a / 2")),
+         "float64"),
+        (_node(Parameter(id="p", default_initial_value=[-1.0], time_derivative="p * p - 1")),
+         "float64"),
+        (_node(Parameter(id="p", default_initial_value=[0, 0], time_derivative="1",
+                         conditions=[ParameterCondition(id="c", test="p > 1", value=0)])),
+         "float64"),
+        # a parameter set only by conditions holds None, then 0.0 before the first test
+        (_node(Parameter(id="t", default_initial_value=0, time_derivative="1"),
+               Parameter(id="p", conditions=[ParameterCondition(id="c", test="t < 0.5",
+                                                                value="0")])), "float64"),
+        (_node(Parameter(id="p", conditions=[ParameterCondition(id="c", test="1 > 0",
+                                                                value=1)])), "float64"),
         (
             _node(
                 Parameter(
@@ -116,10 +144,17 @@ def test_inferred_types_of_small_cases(graph, expected):
     [
         [Parameter(id="z", value=0), Parameter(id="p", value="1 / z")],  # stock fails
         [Parameter(id="p", value="1e308 * 10")],  # inf: trusted and untrusted differ
-        [Parameter(id="p", value=[1.0, 2.0])],  # not a scalar
+        [Parameter(id="p", value=[[1.0, 2.0], [3.0]])],  # ragged: not an array
+        [Parameter(id="p", value=["a", "b"])],  # not numbers
+        [Parameter(id="p", value=[0.5] * 5000)],  # more elements than followed here
+        [Parameter(id="a", value=[1.0, 2.0]), Parameter(id="p", value="a + [[1.0]] * 3000")],
+        [Parameter(id="a", value=[1.0, 2.0]), Parameter(id="b", value=[1.0, 2.0, 3.0]),
+         Parameter(id="p", value="a + b")],  # shapes that do not broadcast: stock fails
+        # read before its first evaluation: stock's None
+        [Parameter(id="q", conditions=[ParameterCondition(id="c", test="1 > 0", value=1)]),
+         Parameter(id="p", value="q + 1")],
         [Parameter(id="p", value="numpy.exp(1.0)")],  # a function not proven here
         [Parameter(id="p", value="2 ** 70")],  # an int numpy would not hold
-        [Parameter(id="p", conditions=[ParameterCondition(id="c", test="1 > 0", value=1)])],
     ],
 )
 def test_what_the_inference_leaves_to_the_probe(parameters):
@@ -151,7 +186,15 @@ def test_an_input_port_that_nothing_is_sent_to_holds_what_stock_holds(fields, ex
         _assert_equal(ours, stock, f"{port}")
 
 
-@pytest.mark.parametrize("fields", [{"shape": (2,)}, {"reduce": "add"}])
-def test_an_array_port_or_one_that_sums_is_left_to_the_probe(fields):
-    graph = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i", **fields)])
+def test_an_array_port_that_nothing_is_sent_to_holds_what_stock_holds():
+    graph = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i", shape=(2,))],
+                  outputs=("p", "i"))
+    for trusted in (True, False):
+        ours, stock = _inferred_and_stock(graph, trusted)
+        assert stock[("n", "p")].shape == (2,)  # the oracle says so
+        _assert_equal(ours, stock, "shape (2,)")
+
+
+def test_a_port_that_sums_is_left_to_the_probe():
+    graph = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i", reduce="add")])
     assert infer_values(graph, [["n"]], DT) is None
