@@ -146,19 +146,30 @@ result = ["onnx::Scan" in mdf_functions, "onnx::Loop" in mdf_functions,
 
 @needs_input_port_fields
 def test_neuroml_lists_and_a_parameter_set_only_by_conditions_leave_the_engine_out(tmp_path):
-    """NeuroML's exports write every constant as a list (``[0.7]``), SwitchedRLC_Circuit
+    """NeuroML's exports write every constant as a list (``[0.7]``) and give ports that sum
+    (nothing sent to them here), IzhikevichTest tests with ``and``, SwitchedRLC_Circuit
     sets a parameter only by conditions: their types are inferred, so ``simulate`` of
-    either runs without modeci-mdf's engine, and gives stock's values."""
-    from modeci_mdf.mdf import Graph, Model, Node, OutputPort, Parameter, ParameterCondition
+    such a model runs without modeci-mdf's engine, and gives stock's values."""
+    from modeci_mdf.mdf import (
+        Graph,
+        InputPort,
+        Model,
+        Node,
+        OutputPort,
+        Parameter,
+        ParameterCondition,
+    )
     from stock_batch import StockJob, stock_traces
 
-    node = Node(id="cell", parameters=[
+    node = Node(id="cell", input_ports=[InputPort(id="syn", shape=(1,), reduce="add")],
+                parameters=[
         Parameter(id="time", default_initial_value=0, time_derivative="1"),
         Parameter(id="drive", conditions=[
             ParameterCondition(id="off", test="time < 0.5", value="0"),
-            ParameterCondition(id="on", test="time >= 0.5", value=0.1)]),
+            ParameterCondition(id="on", test="time >= 0.5 and time < 0.9", value=0.1)]),
         Parameter(id="rate", value=[0.7]),
-        Parameter(id="v", default_initial_value=[-1.0], time_derivative="rate * (drive - v)")],
+        Parameter(id="v", default_initial_value=[-1.0],
+                  time_derivative="rate * (drive - v) + syn")],
         output_ports=[OutputPort(id="v_out", value="v"), OutputPort(id="drive_out", value="drive")])
     path = tmp_path / "lists.json"
     Model(id="lists", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))

@@ -16,16 +16,19 @@ as modelspec does), and a representative of the dtype where stock has numpy valu
 A list literal is what modelspec makes of it, ``numpy.array(list)`` (NeuroML's exports
 write every constant as ``[0.7]``); a parameter set only by ``conditions`` holds the
 engine's None until it is first evaluated (an expression reading it then is left to the
-probe), then 0.0 before the first test.
+probe), then 0.0 before the first test. ``a and b``, ``a or b`` give one of their
+operands, proven where all have one type and shape.
 
 It answers only what it can prove and returns None for anything else (the lean or stock
 probe then runs): names that do not resolve, expressions other than numbers, names,
-``+ - * / **``, unary ``-``/``+``, one order comparison and ``numpy.where``, a Python
+``+ - * / **``, unary ``-``/``+``, one order comparison, ``and``/``or`` and
+``numpy.where``, a Python
 operation that raises or gives a complex or huge number, a whole-number check of a
 non-finite float, lists that are ragged or not numbers, a list where a scalar is read
 (a port's default, an edge's weight), arrays of more than 4,096 elements or shapes that
-do not broadcast, a shape that changes, reductions, input time series. An input port
-nothing is sent to holds modeci-mdf's zeros of its shape, a numpy value (:func:`_ports`).
+do not broadcast, a shape that changes, a port that sums what several edges send, input
+time series. An input port nothing is sent to holds modeci-mdf's zeros of its shape, a
+numpy value (:func:`_ports`); a port that sums holds what its one edge sends.
 
 It runs after the allow-list, on the model's own text, and its work is bounded: Python
 arithmetic on numbers, each int result under 2**62 and each int power's exponent at most
@@ -105,9 +108,10 @@ def _ports(node: Node, edges: list, outputs: Mapping[str, dict], step: int) -> d
     first step, and ``numpy.full((), 0.0)`` on the later ones (its value is read once and
     forgotten, then made again as float zeros): numpy values here."""
     values = {}
+    received = [edge.receiver_port for edge in edges]
     for port in node.input_ports:
-        if port.reduce not in (None, "overwrite"):
-            raise Unproven
+        if port.reduce not in (None, "overwrite") and received.count(port.id) > 1:
+            raise Unproven  # summed in place, into the first sender's array
         if port.default_value is not None:
             values[port.id] = _scalar(port.default_value)
         else:
@@ -247,6 +251,8 @@ def _value(node: ast.expr | None, scope: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _ORDER:
         left, right = _value(node.left, scope), _value(node.comparators[0], scope)
         return _checked(COMPARE[type(node.ops[0])], left, right)
+    if isinstance(node, ast.BoolOp):
+        return _bool_op(node, scope)
     if (
         isinstance(node, ast.Call)
         and _is_where(node.func)
@@ -255,6 +261,20 @@ def _value(node: ast.expr | None, scope: Mapping[str, Any]) -> Any:
     ):
         return _numpy(np.where, *(_value(arg, scope) for arg in node.args))
     raise Unproven  # None (no expression), or something else
+
+
+def _bool_op(node: ast.BoolOp, scope: Mapping[str, Any]) -> Any:
+    """``a and b``, ``a or b``: one of the operands, chosen by their truth (a scalar or a
+    one-element array's, as Python asks it); proven where every operand has one type and
+    shape, so the choice cannot change the type. Stock evaluates lazily: an operand it
+    would not reach is evaluated here too, and one that is not proven leaves it all to
+    the probe."""
+    values = [_value(value, scope) for value in node.values]
+    kinds = {(type(v), getattr(v, "dtype", None), np.shape(v)) for v in values}
+    if len(kinds) != 1 or any(np.size(v) != 1 for v in values):
+        raise Unproven
+    stop_at = False if isinstance(node.op, ast.And) else True
+    return next((v for v in values[:-1] if bool(v) is stop_at), values[-1])
 
 
 def _is_where(node: ast.AST) -> bool:

@@ -9,7 +9,15 @@ from contextlib import nullcontext
 
 import pytest
 from conftest import needs_input_port_fields
-from modeci_mdf.mdf import Graph, InputPort, Node, OutputPort, Parameter, ParameterCondition
+from modeci_mdf.mdf import (
+    Edge,
+    Graph,
+    InputPort,
+    Node,
+    OutputPort,
+    Parameter,
+    ParameterCondition,
+)
 from probe_graphs import example_and_construct_graphs, random_array_graphs, random_scalar_graphs
 
 from mdf_loops.errors import ModelError
@@ -104,6 +112,15 @@ def _node(*parameters: Parameter, ports=(), outputs=("p",)) -> Graph:
         # a time derivative's numpy.add makes an int state a float
         (_node(Parameter(id="p", default_initial_value=0, time_derivative="1")), "float64"),
         (_node(Parameter(id="p", value="1 < 2")), "bool"),
+        # and/or: one of the operands, of one type (IzhikevichTest's condition)
+        (_node(Parameter(id="t", default_initial_value=0, time_derivative="1"),
+               Parameter(id="p", value="t >= 0.05 and t < 2")), "bool"),
+        (_node(Parameter(id="d", value=[0.1]),
+               Parameter(id="t", default_initial_value=0, time_derivative="1"),
+               Parameter(id="p", value="t >= d and t < d + 1")), "bool"),
+        (_node(Parameter(id="t", default_initial_value=0, time_derivative="1"),
+               Parameter(id="p", value="t < 0.01 or t > 5")), "bool"),
+        (_node(Parameter(id="p", value="0.0 or 2.5")), "float64"),
         # lists are numpy arrays (modelspec's numpy.array(list)), NeuroML's [0.0] included
         (_node(Parameter(id="p", value=[1.0, 2.0])), "float64"),
         (_node(Parameter(id="a", value=[0]), Parameter(id="p", value="a * 2")), "int64"),
@@ -144,6 +161,8 @@ def test_inferred_types_of_small_cases(graph, expected):
     [
         [Parameter(id="z", value=0), Parameter(id="p", value="1 / z")],  # stock fails
         [Parameter(id="p", value="1e308 * 10")],  # inf: trusted and untrusted differ
+        [Parameter(id="p", value="1 < 2 and 3")],  # the type depends on the values
+        [Parameter(id="a", value=[1.0, 2.0]), Parameter(id="p", value="a > 0 and a")],  # 2 truths
         [Parameter(id="p", value=[[1.0, 2.0], [3.0]])],  # ragged: not an array
         [Parameter(id="p", value=["a", "b"])],  # not numbers
         [Parameter(id="p", value=[0.5] * 5000)],  # more elements than followed here
@@ -195,6 +214,28 @@ def test_an_array_port_that_nothing_is_sent_to_holds_what_stock_holds():
         _assert_equal(ours, stock, "shape (2,)")
 
 
-def test_a_port_that_sums_is_left_to_the_probe():
-    graph = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i", reduce="add")])
-    assert infer_values(graph, [["n"]], DT) is None
+def _summing(senders: int, **port) -> Graph:
+    """``senders`` source nodes, each sending its output to port ``i`` of node ``n``."""
+    sources = [Node(id=f"s{k}", parameters=[Parameter(id="v", value=[1.5 + k])],
+                    output_ports=[OutputPort(id="o", value="v")]) for k in range(senders)]
+    node = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i", **port)],
+                 outputs=("p", "i")).nodes[0]
+    edges = [Edge(id=f"e{k}", sender=f"s{k}", sender_port="o", receiver="n", receiver_port="i")
+             for k in range(senders)]
+    return Graph(id="g", nodes=[*sources, node], edges=edges)
+
+
+@pytest.mark.parametrize("senders", [0, 1])
+@pytest.mark.parametrize("port", [{"reduce": "add"}, {"reduce": "multiply", "shape": (1,)},
+                                  {"reduce": "add", "type": "int"}])
+def test_a_port_that_sums_what_one_edge_or_none_sends_holds_what_stock_holds(senders, port):
+    # NeuroML's exports: a summing port of shape (1,) that nothing is sent to
+    graph = _summing(senders, **port)
+    for trusted in (True, False):
+        ours, stock = _inferred_and_stock(graph, trusted)
+        _assert_equal(ours, stock, f"{port}, {senders} senders")
+
+
+def test_a_port_that_sums_what_two_edges_send_is_left_to_the_probe():
+    graph = _summing(2, reduce="add")  # stock adds the second into the first's array
+    assert infer_values(graph, [["s0", "s1"], ["n"]], DT) is None
