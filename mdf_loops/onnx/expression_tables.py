@@ -17,6 +17,7 @@ __all__ = [
     "BINARY",
     "PY_BINARY",
     "BITWISE",
+    "BOOL_ARITHMETIC",
     "COMPARE",
     "PY_COMPARE",
     "UNARY_FUNCTIONS",
@@ -46,6 +47,8 @@ PY_BINARY: dict[type, Callable] = {
     ast.BitOr: np.bitwise_or,
     ast.BitXor: np.bitwise_xor,
 }
+#: ``+`` and ``*`` of two booleans: numpy's logical or and and (a boolean result)
+BOOL_ARITHMETIC = {ast.Add: "Or", ast.Mult: "And"}
 #: ``&``, ``|``, ``^``: logical on booleans, bitwise on integers (numpy's meaning)
 BITWISE = {
     ast.BitAnd: ("And", "BitwiseAnd"),

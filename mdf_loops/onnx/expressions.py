@@ -29,6 +29,7 @@ from mdf_loops.onnx.expression_indexing import Items, stack_items, translate_sub
 from mdf_loops.onnx.expression_tables import (
     BINARY,
     BITWISE,
+    BOOL_ARITHMETIC,
     COMPARE,
     MODULES,
     PY_BINARY,
@@ -151,6 +152,12 @@ class ExpressionTranslator:
         a, c = self.pair(left, right)
         dtype = self.b.dtype(a)
         integral = dtype is not None and dtype.kind in "iub"
+        if dtype == np.dtype(bool) and kind not in BITWISE and kind is not ast.Div:
+            if kind in BOOL_ARITHMETIC:  # numpy's True * False: a logical and, a boolean
+                return self.b.op(BOOL_ARITHMETIC[kind], [a, c])[0]
+            raise self.fail(  # numpy refuses -, or makes int8 (**, //, %), bool matrices (@)
+                node, f"operator {kind.__name__} on two boolean values (cast one to a number)"
+            )
         if kind is ast.Div:
             if integral:  # Python's / always gives floats
                 a, c = (self.b.op("Cast", [v], to=onnx_dtype(np.float64))[0] for v in (a, c))

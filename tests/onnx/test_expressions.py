@@ -83,6 +83,11 @@ EXPRESSIONS = [
     ("x != b", {"x": X, "b": B}, lambda x, b: x != b),
     ("(x > 0.3) & (x < 0.6)", {"x": X}, lambda x: (x > 0.3) & (x < 0.6)),
     ("(x > 0.7) | ~(x > 0.2)", {"x": X}, lambda x: (x > 0.7) | ~(x > 0.2)),
+    # booleans times and plus booleans: numpy's logical and, or (NeuroML's regime tests)
+    ("(x > 0.3) * (x < 0.6)", {"x": X}, lambda x: (x > 0.3) * (x < 0.6)),
+    ("(x > 0.7) + (x < 0.2)", {"x": X}, lambda x: (x > 0.7) + (x < 0.2)),
+    ("(x > 0.3) * (x < 0.6) * 2.5", {"x": X}, lambda x: (x > 0.3) * (x < 0.6) * 2.5),
+    ("(x > 0.3) / (x < 0.6 + 1)", {"x": X}, lambda x: (x > 0.3) / (x < 0.6 + 1)),
     ("0.3 < a < 0.8", {"a": S}, lambda a: np.asarray(0.3 < a < 0.8)),
     ("a > 0.5 and c > 0.5", {"a": S, "c": np.array(0.2)}, lambda a, c: np.asarray(a > 0.5 and c > 0.5)),
     ("a > 0.5 or c > 0.5", {"a": S, "c": np.array(0.2)}, lambda a, c: np.asarray(a > 0.5 or c > 0.5)),
@@ -296,6 +301,8 @@ def test_element_types_follow_numpy(expression, inputs, parameters, dtype):
     ("unknown + x", "unknown name 'unknown'"),
     ("x <<", "cannot parse"),
     ("x << 2", "LShift"),
+    ("(x > 0.3) - (x < 0.6)", "operator Sub on two boolean values"),  # numpy refuses it
+    ("(x > 0.3) ** (x < 0.6)", "operator Pow on two boolean values"),  # numpy: int8
     ("(x, x[0]) * 2", "different shapes ([?, ?], [?])"),
     ("(x, k)[2]", "index 2 of 2 items"),
     ("x + (0)[0]", "does not fit a constant of shape []"),

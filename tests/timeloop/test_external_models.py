@@ -2,7 +2,7 @@
 
     MDF_LOOPS_STOCK_MODELS=/path/to/MDF/examples pytest -q -s tests/timeloop/test_external_models.py
 
-runs each ``.json`` file below the folder whose first graph holds state (a parameter
+runs each ``.json`` and ``.yaml`` file below the folder whose first graph holds state (a parameter
 with a time derivative, an initial value, conditions or a value that reads itself, or
 scheduling conditions) through stock modeci-mdf's loop (one subprocess without
 mdf_loops for all of them) and through ``simulate`` on the scheduler, python and
@@ -48,7 +48,8 @@ def _stateful_files() -> dict[str, list[str]]:
     from modeci_mdf.utils import load_mdf
 
     found = {}
-    for path in sorted(Path(FOLDER).rglob("*.json")) if FOLDER else []:
+    paths = [p for suffix in ("json", "yaml", "yml") for p in Path(FOLDER).rglob(f"*.{suffix}")]
+    for path in sorted(paths) if FOLDER else []:
         try:
             graph = load_mdf(str(path)).graphs[0]
         except Exception:  # not an MDF model (or not one modeci-mdf loads)

@@ -5,7 +5,8 @@ Each model reproduces what one of ModECI/MDF's ``examples/MDF`` files does (the 
 themselves are not in this repository; ``test_external_models.py`` runs a folder of
 them by hand): an integer counter (States.json), list-valued parameters read before
 their first evaluation (RNN/IAF_net2.json), a parameter set only by conditions
-(SwitchedRLC_Circuit.json), an input port nothing is sent to (FN.mdf.json), a function parameter read by a time derivative before it
+(SwitchedRLC_Circuit.json), an input port nothing is sent to (FN.mdf.json), regimes whose
+tests multiply booleans (NeuroML/PyNN/OneCell.mdf.yaml), a function parameter read by a time derivative before it
 is evaluated (RNN/RNNs.json), a node's ``functions`` list (translation/*.json) and MDF
 standard functions (``sin``, ``linear``, ``MatMul``).
 """
@@ -135,8 +136,27 @@ def unset_input_port() -> Model:
     return _model("unset_input_port", cell)
 
 
+def regimes() -> Model:
+    # NeuroML/PyNN's exports (OneCell.mdf.yaml): a regime flag, tests that multiply two
+    # booleans (numpy's logical and), a spike time set only by conditions
+    fires = "(REGIME_on == ACTIVE) * (v > thresh)"
+    cell = Node(id="cell", parameters=[
+        Parameter(id="ACTIVE", value=[1]), Parameter(id="thresh", value=[0.6]),
+        Parameter(id="t", default_initial_value=0, time_derivative="1"),
+        Parameter(id="v", default_initial_value=[0.0], time_derivative="REGIME_on * (2 - v)",
+                  conditions=[_when("reset", fires, "0.1 * thresh")]),
+        Parameter(id="spike_time", conditions=[_when("spiked", fires, "t")]),
+        Parameter(id="REGIME_on", value="REGIME_on", default_initial_value="ACTIVE",
+                  conditions=[_when("exit", f"{fires} + (t > 20)", 0),
+                              _when("enter", "(REGIME_on == 0) * (t > spike_time + 0.2)", 1)])],
+        output_ports=[OutputPort(id="v_out", value="v"), OutputPort(id="on", value="REGIME_on"),
+                      OutputPort(id="spike_out", value="spike_time")])
+    return _model("regimes", cell)
+
+
 MODELS = {f.__name__: f for f in (counter_and_sine, list_parameters, conditions_only,
-                                   derivative_reads_function, node_functions, unset_input_port)}
+                                   derivative_reads_function, node_functions, unset_input_port,
+                                   regimes)}
 RECORDS = {"counter_and_sine": ["counter.out", "counter.count", "sine.out"]}
 
 
