@@ -147,9 +147,10 @@ result = ["onnx::Scan" in mdf_functions, "onnx::Loop" in mdf_functions,
 @needs_input_port_fields
 def test_neuroml_lists_and_a_parameter_set_only_by_conditions_leave_the_engine_out(tmp_path):
     """NeuroML's exports write every constant as a list (``[0.7]``) and give ports that sum
-    (nothing sent to them here), IzhikevichTest tests with ``and``, SwitchedRLC_Circuit
-    sets a parameter only by conditions: their types are inferred, so ``simulate`` of
-    such a model runs without modeci-mdf's engine, and gives stock's values."""
+    (nothing sent to them here) and call ``numpy.exp``, IzhikevichTest tests with ``and``,
+    SwitchedRLC_Circuit sets a parameter only by conditions: their types are inferred,
+    so ``simulate`` of such a model runs without modeci-mdf's engine, and gives stock's
+    values."""
     from modeci_mdf.mdf import (
         Graph,
         InputPort,
@@ -169,7 +170,7 @@ def test_neuroml_lists_and_a_parameter_set_only_by_conditions_leave_the_engine_o
             ParameterCondition(id="on", test="time >= 0.5 and time < 0.9", value=0.1)]),
         Parameter(id="rate", value=[0.7]),
         Parameter(id="v", default_initial_value=[-1.0],
-                  time_derivative="rate * (drive - v) + syn")],
+                  time_derivative="rate * (drive - v) * numpy.exp(-0.1 * time) + syn")],
         output_ports=[OutputPort(id="v_out", value="v"), OutputPort(id="drive_out", value="drive")])
     path = tmp_path / "lists.json"
     Model(id="lists", graphs=[Graph(id="g", nodes=[node])]).to_json_file(str(path))

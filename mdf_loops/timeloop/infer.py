@@ -21,8 +21,8 @@ operands, proven where all have one type and shape.
 
 It answers only what it can prove and returns None for anything else (the lean or stock
 probe then runs): names that do not resolve, expressions other than numbers, names,
-``+ - * / **``, unary ``-``/``+``, one order comparison, ``and``/``or`` and
-``numpy.where``, a Python
+``+ - * / **``, unary ``-``/``+``, one order comparison, ``and``/``or``,
+``numpy.where`` and ``numpy.exp`` and its kin (:data:`_UNARY_NUMPY`), a Python
 operation that raises or gives a complex or huge number, a whole-number check of a
 non-finite float, lists that are ragged or not numbers, a list where a scalar is read
 (a port's default, an edge's weight), arrays of more than 4,096 elements or shapes that
@@ -64,6 +64,8 @@ _INT_LIMIT = 2**62  # a Python int numpy holds as int64 whatever it meets
 _MAX_ELEMENTS = 4096  # the most elements of an array followed here (else the probe decides)
 _MAX_EXPONENT = 64
 _DEFAULT_INIT_VALUE = 0.0  # modeci-mdf's EvaluableParameter.DEFAULT_INIT_VALUE
+#: numpy functions of one value followed here (NeuroML's exports call ``numpy.exp``)
+_UNARY_NUMPY = frozenset({"exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "abs"})
 
 
 class Unproven(Exception):
@@ -253,13 +255,12 @@ def _value(node: ast.expr | None, scope: Mapping[str, Any]) -> Any:
         return _checked(COMPARE[type(node.ops[0])], left, right)
     if isinstance(node, ast.BoolOp):
         return _bool_op(node, scope)
-    if (
-        isinstance(node, ast.Call)
-        and _is_where(node.func)
-        and len(node.args) == 3
-        and not node.keywords
-    ):
-        return _numpy(np.where, *(_value(arg, scope) for arg in node.args))
+    if isinstance(node, ast.Call) and _numpy_name(node.func) is not None and not node.keywords:
+        name, args = _numpy_name(node.func), node.args
+        if name == "where" and len(args) == 3:
+            return _numpy(np.where, *(_value(arg, scope) for arg in args))
+        if name in _UNARY_NUMPY and len(args) == 1:
+            return _checked(getattr(np, name), _value(args[0], scope))
     raise Unproven  # None (no expression), or something else
 
 
@@ -277,13 +278,11 @@ def _bool_op(node: ast.BoolOp, scope: Mapping[str, Any]) -> Any:
     return next((v for v in values[:-1] if bool(v) is stop_at), values[-1])
 
 
-def _is_where(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == "where"
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "numpy"
-    )
+def _numpy_name(node: ast.AST) -> str | None:
+    """``f`` of ``numpy.f``, else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "numpy" else None
+    return None
 
 
 def _binary(op: type, left: Any, right: Any) -> Any:

@@ -48,8 +48,8 @@ def _stateful_files() -> dict[str, list[str]]:
     from modeci_mdf.utils import load_mdf
 
     found = {}
-    paths = [p for suffix in ("json", "yaml", "yml") for p in Path(FOLDER).rglob(f"*.{suffix}")]
-    for path in sorted(paths) if FOLDER else []:
+    suffixes = ("json", "yaml", "yml") if FOLDER else ()
+    for path in sorted(p for suffix in suffixes for p in Path(FOLDER).rglob(f"*.{suffix}")):
         try:
             graph = load_mdf(str(path)).graphs[0]
         except Exception:  # not an MDF model (or not one modeci-mdf loads)

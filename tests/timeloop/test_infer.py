@@ -121,6 +121,13 @@ def _node(*parameters: Parameter, ports=(), outputs=("p",)) -> Graph:
         (_node(Parameter(id="t", default_initial_value=0, time_derivative="1"),
                Parameter(id="p", value="t < 0.01 or t > 5")), "bool"),
         (_node(Parameter(id="p", value="0.0 or 2.5")), "float64"),
+        # numpy.exp and kin (NeuroML/PyNN's HH): numpy values, never made ints
+        (_node(Parameter(id="p", value="numpy.exp(0)")), "float64"),
+        (_node(Parameter(id="a", value=[1, 2]), Parameter(id="p", value="numpy.exp(a) * 2")),
+         "float64"),
+        (_node(Parameter(id="p", default_initial_value=1.0,
+                         time_derivative="numpy.tanh(p) - numpy.sqrt(numpy.abs(p))")), "float64"),
+        (_node(Parameter(id="p", value="numpy.abs(-2)")), "int64"),
         # lists are numpy arrays (modelspec's numpy.array(list)), NeuroML's [0.0] included
         (_node(Parameter(id="p", value=[1.0, 2.0])), "float64"),
         (_node(Parameter(id="a", value=[0]), Parameter(id="p", value="a * 2")), "int64"),
@@ -162,6 +169,9 @@ def test_inferred_types_of_small_cases(graph, expected):
         [Parameter(id="z", value=0), Parameter(id="p", value="1 / z")],  # stock fails
         [Parameter(id="p", value="1e308 * 10")],  # inf: trusted and untrusted differ
         [Parameter(id="p", value="1 < 2 and 3")],  # the type depends on the values
+        [Parameter(id="p", value="numpy.exp(1 < 2)")],  # float16: not followed here
+        [Parameter(id="p", value="numpy.exp(1.0, 2.0)")],  # not one value
+        [Parameter(id="p", value="numpy.log1p(1.0)")],  # not among those followed
         [Parameter(id="a", value=[1.0, 2.0]), Parameter(id="p", value="a > 0 and a")],  # 2 truths
         [Parameter(id="p", value=[[1.0, 2.0], [3.0]])],  # ragged: not an array
         [Parameter(id="p", value=["a", "b"])],  # not numbers
@@ -172,7 +182,6 @@ def test_inferred_types_of_small_cases(graph, expected):
         # read before its first evaluation: stock's None
         [Parameter(id="q", conditions=[ParameterCondition(id="c", test="1 > 0", value=1)]),
          Parameter(id="p", value="q + 1")],
-        [Parameter(id="p", value="numpy.exp(1.0)")],  # a function not proven here
         [Parameter(id="p", value="2 ** 70")],  # an int numpy would not hold
     ],
 )
