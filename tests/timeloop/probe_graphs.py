@@ -43,7 +43,8 @@ def random_scalar_graphs(seed: int, count: int) -> Iterator[tuple[str, Graph]]:
 def random_array_graphs(seed: int, count: int) -> Iterator[tuple[str, Graph]]:
     """("random array model k", graph): random scalar models whose literal values and
     initial values are made lists at random (shapes (1,) and (2,), as NeuroML's exports
-    write ``[0.0]``), and some parameters set only by conditions (SwitchedRLC_Circuit's)."""
+    write ``[0.0]``), some parameters set only by conditions (SwitchedRLC_Circuit's), and
+    some values wrapped in ``numpy.exp``, ``and`` or ``or`` (NeuroML's exports)."""
     rng = random.Random(seed)
     for k in range(count):
         model = random_scalar_model(rng, k)
@@ -55,6 +56,11 @@ def random_array_graphs(seed: int, count: int) -> Iterator[tuple[str, Graph]]:
                     p.default_initial_value = [p.default_initial_value] * rng.choice([1, 2])
                 if p.conditions and p.time_derivative and rng.random() < 0.3:
                     p.time_derivative = p.default_initial_value = None  # conditions only
+                    test = rng.choice(["1 > 0", "0 > 1", "2 * 0.5 > 0.75"])  # not itself
+                    p.conditions = [ParameterCondition(id="c", test=test, value=[2.5])]
+                if type(p.value) is str and not p.default_initial_value and rng.random() < 0.3:
+                    p.value = rng.choice(["numpy.exp(0.1 * ({x}))", "({x}) > 0.5 and ({x}) < 3",
+                                          "({x}) < 0.5 or ({x}) > 3"]).format(x=p.value)
         yield f"random array model {k}", model.graphs[0]
 
 
