@@ -147,7 +147,8 @@ result = ["onnx::Scan" in mdf_functions, "onnx::Loop" in mdf_functions,
 @needs_input_port_fields
 def test_neuroml_lists_and_a_parameter_set_only_by_conditions_leave_the_engine_out(tmp_path):
     """NeuroML's exports write every constant as a list (``[0.7]``) and give ports that sum
-    (nothing sent to them here) and call ``numpy.exp``, IzhikevichTest tests with ``and``,
+    (nothing sent to them here) and call ``numpy.exp``, the RNN models call standard
+    functions (``linear``), IzhikevichTest tests with ``and``,
     SwitchedRLC_Circuit sets a parameter only by conditions: their types are inferred,
     so ``simulate`` of such a model runs without modeci-mdf's engine, and gives stock's
     values."""
@@ -168,7 +169,9 @@ def test_neuroml_lists_and_a_parameter_set_only_by_conditions_leave_the_engine_o
         Parameter(id="drive", conditions=[
             ParameterCondition(id="off", test="time < 0.5", value="0"),
             ParameterCondition(id="on", test="time >= 0.5 and time < 0.9", value=0.1)]),
-        Parameter(id="rate", value=[0.7]),
+        Parameter(id="base", value=[0.35]),
+        Parameter(id="rate", function="linear",  # a standard function (ModECI's RNN models)
+                  args={"variable0": "base", "slope": 2, "intercept": 0}),
         Parameter(id="v", default_initial_value=[-1.0],
                   time_derivative="rate * (drive - v) * numpy.exp(-0.1 * time) + syn")],
         output_ports=[OutputPort(id="v_out", value="v"), OutputPort(id="drive_out", value="drive")])

@@ -27,6 +27,7 @@ from mdf_loops.model.compat import input_default
 from mdf_loops.model.convention import body_graph
 from mdf_loops.model.documents import format_path
 from mdf_loops.model.references import id_problem, parameter_reference_refusal
+from mdf_loops.model.standard_functions import is_standard_function
 from mdf_loops.onnx.domains import DOMAINS, domain_of_function
 from mdf_loops.ops.common import current_limits
 from mdf_loops.safety.allowlist import UNSAFE_BUILTINS, expression_refusal
@@ -72,9 +73,7 @@ def known_function(name: str) -> bool:
         domain, op_type = found
         if onnx.defs.has(op_type, domain.name):
             return True
-    from modeci_mdf.functions.standard import mdf_functions
-
-    return name in mdf_functions
+    return is_standard_function(name)
 
 
 def function_names() -> list[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mdf_loops.model.standard_functions import is_standard_function, standard_expression
 from mdf_loops.safety.guarded_numpy import expressions_untrusted
 
 __all__ = ["engine_expression", "function_refusal", "guarded_evaluate_expr", "DISPATCH_MARKERS"]
@@ -35,12 +36,7 @@ _TEXT_MARKERS = ("actr.", "ddm.")
 def engine_expression(function: str) -> str:
     """The text modeci-mdf evaluates for a ``function`` field (a standard function's
     expression, else the field itself)."""
-    from modeci_mdf.functions.standard import create_python_expression, mdf_functions
-
-    entry = mdf_functions.get(function)
-    if entry is not None and isinstance(entry.get("expression_string"), str):
-        return create_python_expression(entry["expression_string"])
-    return function
+    return standard_expression(function) or function
 
 
 def _is_operator(function: str) -> bool:
@@ -67,10 +63,8 @@ def function_refusal(function: Any) -> str | None:
         return None  # reported by the structure checks
     if _is_operator(function):  # onnx::Add and kin: evaluated by mdf-loops' own kernels
         return None
-    from modeci_mdf.functions.standard import mdf_functions  # imports onnxruntime: only here
-
     expression = engine_expression(function)
-    if function in mdf_functions:
+    if is_standard_function(function):
         marker = next((m for m in _TEXT_MARKERS if m in expression), None)
         if marker is None:
             return None

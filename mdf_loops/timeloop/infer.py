@@ -17,18 +17,22 @@ A list literal is what modelspec makes of it, ``numpy.array(list)`` (NeuroML's e
 write every constant as ``[0.7]``); a parameter set only by ``conditions`` holds the
 engine's None until it is first evaluated (an expression reading it then is left to the
 probe), then 0.0 before the first test. ``a and b``, ``a or b`` give one of their
-operands, proven where all have one type and shape.
+operands, proven where all have one type and shape. A parameter calling a numeric standard
+function (``linear``, ``MatMul``, ... :mod:`~mdf_loops.model.standard_functions`) is its
+expression over its args, each evaluated in order; an edge's list weight times an array
+is numpy's product.
 
 It answers only what it can prove and returns None for anything else (the lean or stock
 probe then runs): names that do not resolve, expressions other than numbers, names,
-``+ - * / **``, unary ``-``/``+``, one order comparison, ``and``/``or``,
-``numpy.where`` and ``numpy.exp`` and its kin (:data:`_UNARY_NUMPY`), a Python
-operation that raises or gives a complex or huge number, a whole-number check of a
-non-finite float, lists that are ragged or not numbers, a list where a scalar is read
-(a port's default, an edge's weight), arrays of more than 4,096 elements or shapes that
-do not broadcast, a shape that changes, a port that sums what several edges send, input
-time series. An input port nothing is sent to holds modeci-mdf's zeros of its shape, a
-numpy value (:func:`_ports`); a port that sums holds what its one edge sends.
+``+ - * / ** @``, unary ``-``/``+``, one order comparison, ``and``/``or``,
+``numpy.where`` and ``numpy.exp`` and its kin (:data:`_UNARY_NUMPY`), other functions, a
+Python operation that raises or gives a complex or huge number, a whole-number check of
+a non-finite float, lists that are ragged or not numbers, a list where a scalar is read
+(a port's default, an edge's weight times anything but an array), arrays of more than
+4,096 elements or shapes that do not broadcast, a shape that changes, a port that sums
+what several edges send, input time series. An input port nothing is sent to holds
+modeci-mdf's zeros of its shape, a numpy value (:func:`_ports`); a port that sums holds
+what its one edge sends.
 
 It runs after the allow-list, on the model's own text, and its work is bounded: Python
 arithmetic on numbers, each int result under 2**62 and each int power's exponent at most
@@ -49,6 +53,7 @@ from modeci_mdf.mdf import Graph, Node, Parameter
 from mdf_loops.caches import by_text
 from mdf_loops.errors import ModelError
 from mdf_loops.model.inputs import engine_zeros
+from mdf_loops.model.standard_functions import EXPRESSIONS
 from mdf_loops.safety.allowlist import parsed_expression, text_number
 from mdf_loops.safety.untrusted_values import BINARY, COMPARE, UNARY
 from mdf_loops.timeloop.lean_engine import is_stateful
@@ -58,14 +63,17 @@ __all__ = ["infer_values"]
 
 _PYTHON = (int, float, bool)
 _NUMPY_KINDS = frozenset("bif")  # bool, signed int, float
-_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
 _ORDER = frozenset({ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE})  # not is, in
 _INT_LIMIT = 2**62  # a Python int numpy holds as int64 whatever it meets
 _MAX_ELEMENTS = 4096  # the most elements of an array followed here (else the probe decides)
 _MAX_EXPONENT = 64
 _DEFAULT_INIT_VALUE = 0.0  # modeci-mdf's EvaluableParameter.DEFAULT_INIT_VALUE
 #: numpy functions of one value followed here (NeuroML's exports call ``numpy.exp``)
-_UNARY_NUMPY = frozenset({"exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "abs"})
+_UNARY_NUMPY = frozenset(
+    {"exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "abs", "arcsin", "arccos", "arctan"}
+    | {"sinh", "cosh"}
+)
 
 
 class Unproven(Exception):
@@ -121,8 +129,10 @@ def _ports(node: Node, edges: list, outputs: Mapping[str, dict], step: int) -> d
     for edge in edges:
         value = outputs[edge.sender][edge.sender_port]
         weight = (edge.parameters or {}).get("weight", 1)
-        if not (type(weight) in (int, float) and weight == 1):
-            value = _binary(ast.Mult, _scalar(weight), value)
+        if type(weight) is list and isinstance(value, np.ndarray):
+            value = _binary(ast.Mult, _number(weight), value)  # numpy's product of the two
+        elif not (type(weight) in (int, float) and weight == 1):
+            value = _binary(ast.Mult, _scalar(weight), value)  # a list times a number repeats
         values[edge.receiver_port] = value
     return values
 
@@ -158,12 +168,19 @@ def _current(parameter: Parameter, state: dict, scope: dict) -> Any:
 
 
 def _evaluated(parameter: Parameter, state: dict, scope: dict, step: int, dt: float) -> Any:
-    """``EvaluableParameter.evaluate``: its value, time derivative and conditions."""
-    if parameter.function is not None or parameter.args:
-        raise Unproven
+    """``EvaluableParameter.evaluate``: its value (else its standard function, its args
+    evaluated in order, each seeing the ones before it), time derivative and conditions."""
     value = state.get(parameter.id)
     if parameter.value is not None:
         value = _evaluate(parameter.value, scope)
+    elif parameter.function is not None:
+        expression = EXPRESSIONS.get(parameter.function)
+        if expression is None or not isinstance(parameter.args, dict):
+            raise Unproven  # not a numeric standard function: the probe says
+        local = dict(scope)
+        for name, arg in parameter.args.items():
+            local[name] = _evaluate(arg, local)
+        value = _evaluate(expression, local)
     elif parameter.time_derivative is not None:
         if step == 0:
             if parameter.default_initial_value is None:

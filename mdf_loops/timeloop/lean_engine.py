@@ -18,9 +18,9 @@ and the caller builds the stock engine:
   into a port with a ``default_value`` is no dependency for modeci-mdf, so its sender
   may run later, or in the same set, in an order the scheduler leaves open), and no
   input port receives more than one edge (their order is a set's);
-* no node has ``functions`` and no parameter has a ``function`` or ``args``, and every
-  name a parameter's value reads is known to the node (else modeci-mdf refuses the
-  node when it is built, in its own words).
+* no node has ``functions``, and every name a parameter's value or its ``args`` read is
+  known to the node or is one of the args (modeci-mdf then keeps the parameters in the
+  model's order; else it reorders them, or refuses the node in its own words).
 """
 
 from __future__ import annotations
@@ -155,13 +155,16 @@ def _stock_builds(node: Node) -> bool:
         return False
     own = {port.id for port in node.input_ports} | {p.id for p in node.parameters}
     for parameter in node.parameters:
-        if parameter.function is not None or parameter.args:
+        args = parameter.args or {}
+        if not isinstance(args, dict):
             return False
-        value = parameter.value
-        if type(value) is str and not all(
-            name in own or name in KNOWN_PARAMETERS for name in required_names(value)
-        ):
-            return False
+        texts = [parameter.value, *args.values()]
+        for text in (t for t in texts if type(t) is str):
+            if not all(
+                name in own or name in args or name in KNOWN_PARAMETERS
+                for name in required_names(text)
+            ):
+                return False
     return True
 
 

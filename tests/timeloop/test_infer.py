@@ -128,6 +128,19 @@ def _node(*parameters: Parameter, ports=(), outputs=("p",)) -> Graph:
         (_node(Parameter(id="p", default_initial_value=1.0,
                          time_derivative="numpy.tanh(p) - numpy.sqrt(numpy.abs(p))")), "float64"),
         (_node(Parameter(id="p", value="numpy.abs(-2)")), "int64"),
+        # standard functions (ModECI's RNN models): args in order, each seeing the ones
+        # before it; a whole-number float result of Python numbers is an int (modelspec)
+        (_node(Parameter(id="p", function="linear",
+                         args={"variable0": 2, "slope": 0.5, "intercept": "variable0"})),
+         "int64"),
+        (_node(Parameter(id="w", value=[[0.0, 1.0], [2.0, 0.5]]),
+               Parameter(id="p", function="MatMul", args={"A": "w", "B": [1, 2]})), "float64"),
+        (_node(Parameter(id="x", default_initial_value=[0.5, -1.0], time_derivative="p - x"),
+               Parameter(id="p", function="logistic",
+                         args={"variable0": "x", "gain": 2, "bias": 0, "offset": 0})),
+         "float64"),
+        (_node(Parameter(id="p", function="sin", args={"variable0": 1, "scale": 2},
+                         value="3")), "int64"),  # a value wins over a function
         # lists are numpy arrays (modelspec's numpy.array(list)), NeuroML's [0.0] included
         (_node(Parameter(id="p", value=[1.0, 2.0])), "float64"),
         (_node(Parameter(id="a", value=[0]), Parameter(id="p", value="a * 2")), "int64"),
@@ -169,6 +182,8 @@ def test_inferred_types_of_small_cases(graph, expected):
         [Parameter(id="z", value=0), Parameter(id="p", value="1 / z")],  # stock fails
         [Parameter(id="p", value="1e308 * 10")],  # inf: trusted and untrusted differ
         [Parameter(id="p", value="1 < 2 and 3")],  # the type depends on the values
+        [Parameter(id="p", function="change_goal", args={"pattern": 1, "curr_goal": 2})],
+        [Parameter(id="p", function="onnx::Relu", args={"X": 1.0})],  # not a standard one
         [Parameter(id="p", value="numpy.exp(1 < 2)")],  # float16: not followed here
         [Parameter(id="p", value="numpy.exp(1.0, 2.0)")],  # not one value
         [Parameter(id="p", value="numpy.log1p(1.0)")],  # not among those followed
@@ -243,6 +258,24 @@ def test_a_port_that_sums_what_one_edge_or_none_sends_holds_what_stock_holds(sen
     for trusted in (True, False):
         ours, stock = _inferred_and_stock(graph, trusted)
         _assert_equal(ours, stock, f"{port}, {senders} senders")
+
+
+@pytest.mark.parametrize("sent", [[0.5, 1.5], 2.0])
+def test_a_list_weight_times_an_array_is_numpys_product(sent):
+    # RNNs.json weights an edge [[...]]; times a Python number a list would repeat
+    source = Node(id="s", parameters=[Parameter(id="v", value=sent)],
+                  output_ports=[OutputPort(id="o", value="v")])
+    node = _node(Parameter(id="p", value="i + 1"), ports=[InputPort(id="i")]).nodes[0]
+    edge = Edge(id="e", sender="s", sender_port="o", receiver="n", receiver_port="i",
+                parameters={"weight": [[1.0, 0.0], [0.5, 2.0]]})
+    graph = Graph(id="g", nodes=[source, node], edges=[edge])
+    if isinstance(sent, list):
+        for trusted in (True, False):
+            ours, stock = _inferred_and_stock(graph, trusted)
+            assert stock[("n", "p")].shape == (2, 2)  # the oracle says so
+            _assert_equal(ours, stock, "list weight")
+    else:
+        assert infer_values(graph, [["s"], ["n"]], DT) is None
 
 
 def test_a_port_that_sums_what_two_edges_send_is_left_to_the_probe():

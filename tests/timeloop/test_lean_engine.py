@@ -97,6 +97,22 @@ def test_lean_probe_equals_stock_on_random_scalar_models(trusted):
     assert answered >= 25
 
 
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+@pytest.mark.parametrize("function, args", [
+    ("linear", {"variable0": "x", "slope": "2 * variable0", "intercept": 1}),  # arg reads arg
+    ("MatMul", {"A": [[1.0, 0.5], [0.0, 2.0]], "B": "x"}),
+    ("onnx::Relu", {"X": "x"}),  # an operator: the lean nodes step it, typed as stock types it
+])
+def test_lean_probe_of_a_function_parameter_equals_stock(function, args, trusted):
+    node = Node(id="n", parameters=[
+        Parameter(id="x", default_initial_value=[1.0, -2.0], time_derivative="f - x"),
+        Parameter(id="f", function=function, args=args)],
+        output_ports=[OutputPort(id="o", value="f")])
+    graph = Graph(id="g", nodes=[node])
+    ours, stock = _both(graph, trusted)
+    _assert_same(ours, stock, function)
+
+
 def test_lean_probe_with_input_series_equals_stock():
     graph = load_model(EXAMPLES / "iaf_network.json").graphs[0]
     series = {"I": np.array([1, 2, 3])}  # int series into the cells' float current

@@ -33,6 +33,7 @@ from mdf_loops.backends.python.errors import NotCompilable
 from mdf_loops.backends.python.nodes import LOAD, NOWHERE, STORE, new_node, with_fields
 from mdf_loops.backends.python.simplify import is_atom
 from mdf_loops.model.compat import input_default
+from mdf_loops.model.standard_functions import standard_expression
 
 __all__ = ["APPEND", "StepWriter", "Written", "variable"]
 
@@ -300,14 +301,8 @@ def _standard_expression(function: str) -> str | None:
     """The Python expression modeci-mdf evaluates for one of its standard functions."""
     if "::" in function:
         return None
-    from modeci_mdf.execution_engine import create_python_expression
-    from modeci_mdf.functions.standard import mdf_functions
-
-    entry = mdf_functions.get(function)
-    if entry is None or not isinstance(entry.get("expression_string"), str):
-        return None
-    text = create_python_expression(entry["expression_string"])
-    if "onnx_ops." in text or "actr." in text or "ddm." in text:
+    text = standard_expression(function)
+    if text is None or "onnx_ops." in text or "actr." in text or "ddm." in text:
         return None
     return text
 
