@@ -273,8 +273,9 @@ def _default_input(node: Node, port_id: str) -> None:
     An array of zeros becomes a constant parameter of the step node with the port's id
     (a list-valued parameter is an array on every backend; a list ``default_value``
     would reach the expressions as a Python list). So do int zeros that turn into float
-    zeros: ``numpy.where(first__step, 0, 0.0)``, which the python backend folds to stock's
-    int on the first step and float after; the engine and ONNX hold the float zeros from
+    zeros: ``numpy.where(first__step, 0, 0.0)`` (for an array, over two constant
+    parameters of the zeros), which the python backend folds to stock's int on the first
+    step and float after; the engine and ONNX hold the float zeros from
     the first step (a value's type is fixed across a Loop's steps).
     """
     port = next(p for p in node.input_ports if p.id == port_id)
@@ -285,11 +286,21 @@ def _default_input(node: Node, port_id: str) -> None:
         port.default_value = zeros.item()
         return
     node.input_ports.remove(port)
-    if zeros.shape:
+    if zeros.dtype == later.dtype:  # an array of zeros on every step
         node.parameters.insert(0, Parameter(id=port.id, value=zeros.tolist()))
-    else:  # int zeros on the first step, float zeros after
+        return
+    if not zeros.shape:  # int zeros on the first step, float zeros after
         value = f"numpy.where({FIRST}, {zeros.item()!r}, {later.item()!r})"
         node.parameters.insert(0, Parameter(id=port.id, value=value))
+        return
+    taken = {p.id for p in node.parameters} | {p.id for p in node.input_ports}
+    first_id = _fresh_id(f"{port.id}__first", taken)
+    later_id = _fresh_id(f"{port.id}__later", taken)
+    node.parameters[:0] = [  # the arrays are constants of the step, then the choice
+        Parameter(id=first_id, value=zeros.tolist()),
+        Parameter(id=later_id, value=later.tolist()),
+        Parameter(id=port.id, value=f"numpy.where({FIRST}, {first_id}, {later_id})"),
+    ]
 
 
 def _copied_edge(edge: Edge) -> Edge:

@@ -124,15 +124,17 @@ def node_functions() -> Model:
 
 
 def unset_input_port() -> Model:
-    # nothing is sent to "drive" (FN.mdf.json's INPUT): modeci-mdf reads int zeros on the
-    # first evaluation, float zeros after; "level" starts from it, "reading" adds to it
-    cell = Node(id="cell", input_ports=[InputPort(id="drive"), InputPort(id="typed", type="int")],
+    # nothing is sent to "drive" (FN.mdf.json's INPUT) nor "pair": modeci-mdf reads int zeros
+    # on the first evaluation, float zeros after; "level" starts from it, "reading" adds to it
+    cell = Node(id="cell", input_ports=[InputPort(id="drive"), InputPort(id="typed", type="int"),
+                                        InputPort(id="pair", shape=(2,))],
                 parameters=[Parameter(id="reading", value="drive + 1"),
                             Parameter(id="level", default_initial_value="drive",
                                       time_derivative="reading + typed - level")],
                 output_ports=[OutputPort(id="reading_out", value="reading"),
                               OutputPort(id="level_out", value="level"),
-                              OutputPort(id="drive_out", value="drive * 2")])
+                              OutputPort(id="drive_out", value="drive * 2"),
+                              OutputPort(id="pair_out", value="pair * 2")])
     return _model("unset_input_port", cell)
 
 
