@@ -149,7 +149,7 @@ class BodyBuilder:
                 f"node '{node_id}' '{name}': it never got a value in the first "
                 "steps on modeci-mdf's engine, so its type is unknown"
             )
-        return value.tolist()
+        return _stored_initial(value)
 
     def _edge(self, body: Graph, sender: str, sender_port: str, receiver: str, port: str) -> None:
         body.edges.append(
@@ -264,6 +264,28 @@ class BodyBuilder:
         return not bool(value)
 
 
+#: the dtype a numeric array of each kind has once stored in a model file and read back
+#: (``numpy.asarray(array.tolist())``)
+_READ_BACK = {
+    "b": np.dtype(bool),
+    "i": np.dtype("int64"),
+    "f": np.dtype("float64"),
+    "c": np.dtype("complex128"),
+}
+
+
+def _stored_initial(value: Any) -> Any:
+    """A probed value as the Loop node holds it: a number as Python's (the python
+    backend's types start from it), a numeric array as an array of the dtype it would
+    be read back with (a nested list costs a Python object, and a check, per element:
+    minutes for a port of millions of zeros), anything else as a nested list."""
+    array = np.asarray(value)
+    dtype = _READ_BACK.get(array.dtype.kind)
+    if array.ndim == 0 or dtype is None:
+        return array.tolist()
+    return array.astype(dtype)  # a copy
+
+
 def _default_input(node: Node, port_id: str) -> None:
     """An input port without an edge reads what modeci-mdf reads there
     (:func:`~mdf_loops.model.inputs.engine_zeros`): its ``default_value``, else
@@ -287,7 +309,7 @@ def _default_input(node: Node, port_id: str) -> None:
         return
     node.input_ports.remove(port)
     if zeros.dtype == later.dtype:  # an array of zeros on every step
-        node.parameters.insert(0, Parameter(id=port.id, value=zeros.tolist()))
+        node.parameters.insert(0, Parameter(id=port.id, value=zeros))
         return
     if not zeros.shape:  # int zeros on the first step, float zeros after
         value = f"numpy.where({FIRST}, {zeros.item()!r}, {later.item()!r})"
@@ -297,8 +319,8 @@ def _default_input(node: Node, port_id: str) -> None:
     first_id = _fresh_id(f"{port.id}__first", taken)
     later_id = _fresh_id(f"{port.id}__later", taken)
     node.parameters[:0] = [  # the arrays are constants of the step, then the choice
-        Parameter(id=first_id, value=zeros.tolist()),
-        Parameter(id=later_id, value=later.tolist()),
+        Parameter(id=first_id, value=zeros),
+        Parameter(id=later_id, value=later),
         Parameter(id=port.id, value=f"numpy.where({FIRST}, {first_id}, {later_id})"),
     ]
 

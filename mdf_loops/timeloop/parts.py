@@ -33,7 +33,7 @@ class LoopStart:
     #: the trip count
     steps: int
     #: the carried values' initial values, in the order the body takes them (as the
-    #: Loop node's parameters hold them: Python numbers or nested lists)
+    #: Loop node's parameters hold them: Python numbers, numeric arrays, nested lists)
     initial: tuple[Any, ...]
     #: per outer-scope input of the body (its order), the series it reads (axis 0 =
     #: step), or None where it is given at run time

@@ -96,8 +96,17 @@ def common_value(seen: list[np.ndarray], key: tuple[str, str]) -> np.ndarray:
     shapes = {v.shape for v in seen}
     first_later = next((k for k, v in enumerate(seen) if v.shape != ()), 0)
     if shapes - {()} and all(v.shape == seen[-1].shape for v in seen[first_later:]):
-        # a scalar initial value, then arrays (PsyNeuLink's default_initial_value -1 for
-        # a value of shape (1, 1)): the same numbers broadcast, so carry the array shape
+        if first_later and seen[-1].size != 1:
+            raise ModelError(
+                f"node '{key[0]}' '{key[1]}': a number on step 0 and an array of shape "
+                f"{seen[-1].shape} from step {first_later} on; a loop-carried value keeps "
+                "one shape, and carried as the array the number would be read broadcast "
+                "(its numpy.sum or shape unlike stock's). Give its default_initial_value "
+                f"as an array of shape {seen[-1].shape}"
+            )
+        # a scalar initial value, then arrays of one element (PsyNeuLink's
+        # default_initial_value -1 for a value of shape (1, 1)): the same number, whose
+        # sum, mean or any element is the number's, so carry the array shape
         shapes = {seen[-1].shape}
         seen = seen[first_later:]
     if len(shapes) > 1:

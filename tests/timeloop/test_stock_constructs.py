@@ -138,6 +138,23 @@ def unset_input_port() -> Model:
     return _model("unset_input_port", cell)
 
 
+def large_unset_input_port() -> Model:
+    # as modeci-mdf's PyTorch exports without their inputs (a weight port of millions of
+    # numbers): zeros of more numbers than the python backend writes into its code, and a
+    # state of that shape; "sum" reads the port's zeros, int on the first evaluation
+    cell = Node(id="cell", input_ports=[InputPort(id="weights", shape=LARGE_SHAPE)],
+                parameters=[Parameter(id="acc", default_initial_value=np.ones(LARGE_SHAPE).tolist(),
+                                      time_derivative="weights - acc"),
+                            Parameter(id="sum", value="numpy.sum(weights)")],
+                output_ports=[OutputPort(id="total", value="numpy.sum(acc)"),
+                              OutputPort(id="top", value="numpy.max(acc)"),
+                              OutputPort(id="sum_out", value="sum")])
+    return _model("large_unset_input_port", cell)
+
+
+LARGE_SHAPE = (120, 100)  # 12,000 numbers: more than the python backend's literals
+
+
 def regimes() -> Model:
     # NeuroML/PyNN's exports (OneCell.mdf.yaml): a regime flag, tests that multiply two
     # booleans (numpy's logical and), a spike time set only by conditions
@@ -167,10 +184,14 @@ def _record(model: Model) -> list[str]:
                                      for p in n.output_ports]
 
 
+#: models the python backend does not compile (``auto`` runs onnxruntime)
+NOT_PYTHON = {f.__name__: f for f in (large_unset_input_port,)}
+
+
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory) -> dict[str, dict]:
     """Every model through stock modeci-mdf's loop, in one interpreter without mdf_loops."""
-    models = {name: build() for name, build in MODELS.items()}
+    models = {name: build() for name, build in {**MODELS, **NOT_PYTHON}.items()}
     jobs = {name: StockJob(model, DT, STEPS, _record(model)) for name, model in models.items()}
     return stock_traces(jobs, tmp_path_factory.mktemp("stock_constructs"))
 
@@ -189,3 +210,47 @@ def test_construct_equals_stock(name, backend, stock):
             np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-300, err_msg=ref)
         else:
             np.testing.assert_array_equal(ours, theirs, err_msg=f"{name} {ref} on {backend}")
+
+
+@pytest.mark.parametrize("backend", ["scheduler", "onnxruntime", "auto"])
+def test_large_unset_port_equals_stock(backend, stock):
+    model = large_unset_input_port()
+    traces = mdf_loops.simulate(model, dt=DT, steps=STEPS, record=_record(model), backend=backend)
+    assert traces.backend == ("onnxruntime" if backend == "auto" else backend)
+    for ref in _record(model):
+        ours, theirs = traces[ref], stock[model.id][ref]
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, ref
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0, err_msg=ref)
+
+
+def test_large_unset_port_is_refused_by_name_on_python():
+    with pytest.raises(mdf_loops.MdfLoopsError, match=r"node 'cell' 'weights__first': a "
+                       r"constant of more than 10,000 numbers .*onnxruntime holds them"):
+        mdf_loops.simulate(large_unset_input_port(), dt=DT, steps=3, backend="python")
+
+
+def test_the_loop_holds_zeros_and_array_states_as_arrays():
+    # a nested list costs a Python object, and a check, per number: a port of 36 million
+    # zeros (ModECI's PyTorch/simple_pytorch_to_mdf.json) took minutes to simulate
+    loop = mdf_loops.to_time_loop(large_unset_input_port(), dt=DT, steps=3)
+    node = loop.graphs[0].nodes[0]
+    params = {p.id: p.value for p in node.parameters}
+    (body,) = params["body"].values()
+    cell = next(n for n in body.nodes if any(p.id == "weights__first" for p in n.parameters))
+    held = {p.id: p.value for p in cell.parameters}
+    for name, dtype in (("weights__first", "int64"), ("weights__later", "float64")):
+        assert isinstance(held[name], np.ndarray) and held[name].dtype == dtype, name
+        assert held[name].shape == LARGE_SHAPE and not held[name].any(), name
+    states = [v for k, v in params.items() if k.startswith("init__")]
+    assert any(isinstance(v, np.ndarray) and v.shape == LARGE_SHAPE for v in states), states
+
+
+def test_a_number_that_becomes_a_large_array_is_refused_by_name():
+    # stock's first step reads the number (numpy.sum 1.0), the steps after the array;
+    # carried as the array from the start, the first step's sum would be 12,000
+    model = large_unset_input_port()
+    model.graphs[0].nodes[0].parameters[0].default_initial_value = 1.0
+    with pytest.raises(mdf_loops.MdfLoopsError, match=r"node 'cell' 'acc': a number on step 0 "
+                       r"and an array of shape \(120, 100\) from step 1 on.*Give its "
+                       r"default_initial_value as an array of shape \(120, 100\)"):
+        mdf_loops.simulate(model, dt=DT, steps=3)

@@ -216,9 +216,10 @@ def loop_source(parts: LoopParts) -> LoopSource:
 
 
 def _array_shape(initial: Any) -> tuple[int, ...] | None:
-    """The shape of the array a carried value starts as (a list: ``run_time_loop`` makes
-    it an array), where that is numeric and of one dimension at least; else None."""
-    if not isinstance(initial, list):
+    """The shape of the array a carried value starts as (an array, or a list that
+    ``run_time_loop`` makes one), where that is numeric and of one dimension at least;
+    else None."""
+    if not isinstance(initial, (list, np.ndarray)):
         return None
     array = np.asarray(initial)
     return array.shape if array.ndim and array.dtype.kind in NUMERIC_DTYPE_KINDS else None

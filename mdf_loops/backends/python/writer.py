@@ -27,6 +27,7 @@ import keyword
 import math
 from typing import Any, TypeGuard
 
+import numpy as np
 from modeci_mdf.mdf import Graph, Node
 
 from mdf_loops.backends.python.errors import NotCompilable
@@ -340,18 +341,30 @@ def _literal(value: Any, node_id: str, name: str, weight: bool = False) -> ast.e
         return ast.parse(repr(value), mode="eval").body
     if isinstance(value, list):
         if _more_numbers_than(value, LARGEST_LITERAL):
-            raise NotCompilable(
-                f"node '{node_id}' '{name}': a constant of more than {LARGEST_LITERAL:,} numbers "
-                "(the python backend writes constants into its code; onnxruntime holds them "
-                "as tensors)"
-            )
+            raise _too_large(node_id, name)
         return ast.parse(f"numpy.array({value!r})", mode="eval").body
+    if isinstance(value, np.ndarray) and value.shape and value.dtype in _LITERAL_DTYPES:
+        if value.size > LARGEST_LITERAL:
+            raise _too_large(node_id, name)
+        # numpy.array of the nested list gives the dtype back
+        return ast.parse(f"numpy.array({value.tolist()!r})", mode="eval").body
     raise NotCompilable(f"node '{node_id}' '{name}': value {value!r:.40} is not a number")
 
 
 #: the most numbers a constant the loop's code holds as a literal may have (writing,
 #: parsing and compiling a literal takes about 30 µs per 1,000 numbers)
 LARGEST_LITERAL = 10_000
+
+#: the dtypes of an array constant that ``numpy.array`` of its nested list gives back
+_LITERAL_DTYPES = (np.dtype("int64"), np.dtype("float64"), np.dtype("bool"))
+
+
+def _too_large(node_id: str, name: str) -> NotCompilable:
+    return NotCompilable(
+        f"node '{node_id}' '{name}': a constant of more than {LARGEST_LITERAL:,} numbers "
+        "(the python backend writes constants into its code; onnxruntime holds them "
+        "as tensors)"
+    )
 
 
 def _more_numbers_than(value: list, limit: int) -> bool:
