@@ -182,6 +182,12 @@ class BodyBuilder:
         for node in self.source.nodes:
             for port in node.input_ports:
                 if (node.id, port.id) in received:
+                    if port.default_value is not None:
+                        # modeci-mdf's engine orders two nodes by an edge only into a
+                        # port without a default (Graph.dependency_dict): the step runs
+                        # the sender first on every backend (stock in either order)
+                        step_port = next(p for p in by_id[node.id].input_ports if p.id == port.id)
+                        step_port.default_value = None
                     continue
                 if port.id in targets:
                     targets[port.id].append(node.id)

@@ -169,6 +169,7 @@ def _plan_and_probe(
             stack.enter_context(untrusted_expressions())
         _refuse_cycles(source)
         _warn_overwritten_ports(source)
+        _check_unordered_edges(source)
         lean = lean_engine(source)
         if lean is not None:
             inferred = None if series else infer_values(source, lean.sets, dt)
@@ -236,6 +237,63 @@ def _warn_overwritten_ports(graph: Graph) -> None:
                     len(senders),
                     ", ".join(senders),
                 )
+
+
+def _check_unordered_edges(graph: Graph) -> None:
+    """An edge into an input port that has a ``default_value`` does not order its two
+    nodes in modeci-mdf's engine (``Graph.dependency_dict`` leaves it out): stock runs
+    them in the order of graph-scheduler's consideration sets, made from the other edges.
+    Where the sender's set comes first, that is the edge's order, the time loop's; where
+    the two share a set, stock's order is not defined (it can change from one Python
+    process to the next): a WARNING, and the time loop runs the sender first; where the
+    receiver's set comes first, stock reads the sender's value of the step before, which
+    the time loop does not model: refused by name."""
+    defaults = {
+        (n.id, p.id) for n in graph.nodes for p in n.input_ports if p.default_value is not None
+    }
+    if not any((e.receiver, e.receiver_port) in defaults for e in graph.edges):
+        return
+    ordering: dict[str, set[str]] = {n.id: set() for n in graph.nodes}
+    for edge in graph.edges:
+        if (edge.receiver, edge.receiver_port) not in defaults:
+            ordering[edge.receiver].add(edge.sender)
+    level: dict[str, int] = {}  # the consideration set, as graph-scheduler's toposort
+
+    def level_of(node: str) -> int:
+        pending = [node]  # no recursion: a chain may be longer than Python's stack
+        while pending:
+            top = pending[-1]
+            unknown = [s for s in ordering[top] if s not in level]
+            if unknown:
+                pending.extend(unknown)
+                continue
+            level[top] = 1 + max((level[s] for s in ordering[top]), default=-1)
+            pending.pop()
+        return level[node]
+
+    for edge in graph.edges:
+        if (edge.receiver, edge.receiver_port) not in defaults:
+            continue
+        sender, receiver = level_of(edge.sender), level_of(edge.receiver)
+        where = (
+            f"graph '{graph.id}' node '{edge.receiver}' input port '{edge.receiver_port}': "
+            f"the edge from '{edge.sender}.{edge.sender_port}' does not order the two nodes "
+            "in modeci-mdf (the port has a default_value)"
+        )
+        if sender > receiver:
+            raise ModelError(
+                f"{where}, and stock runs '{edge.receiver}' first, reading the value "
+                f"'{edge.sender}' had the step before, which the time loop does not model; "
+                "remove the port's default_value to run the sender first"
+            )
+        if sender == receiver:
+            log.warning(
+                "%s, so stock runs them in either order, which can change between runs; "
+                "the time loop runs '%s' first. Remove the port's default_value for stock "
+                "to do the same",
+                where,
+                edge.sender,
+            )
 
 
 def _refuse_cycles(graph: Graph) -> None:

@@ -254,3 +254,76 @@ def test_a_number_that_becomes_a_large_array_is_refused_by_name():
                        r"and an array of shape \(120, 100\) from step 1 on.*Give its "
                        r"default_initial_value as an array of shape \(120, 100\)"):
         mdf_loops.simulate(model, dt=DT, steps=3)
+
+
+# ------------------------------------------------- an edge into a port with a default_value
+
+
+def _edge_into_default(default, second_edge: bool = False) -> Model:
+    # modeci-mdf orders two nodes by an edge only into a port without a default_value
+    # (Graph.dependency_dict): with one, "source" and "sink" share a consideration set and
+    # stock runs them in an order of memory addresses, unless another edge orders them
+    source = Node(id="source", parameters=[Parameter(id="count", value="count + 1",
+                                                     default_initial_value=0)],
+                  output_ports=[OutputPort(id="out", value="count + 0.25")])
+    sink = Node(id="sink", input_ports=[InputPort(id="inp", default_value=default),
+                                        InputPort(id="other")],
+                parameters=[Parameter(id="level", default_initial_value=1.0,
+                                      time_derivative="inp - level")],
+                output_ports=[OutputPort(id="level_out", value="level"),
+                              OutputPort(id="inp_out", value="inp * 2")])
+    edges = [Edge(id="e", sender="source", sender_port="out", receiver="sink",
+                  receiver_port="inp")]
+    if second_edge:  # into the port without a default: it orders the two
+        edges.append(Edge(id="f", sender="source", sender_port="out", receiver="sink",
+                          receiver_port="other"))
+    return Model(id="edge_into_default", graphs=[Graph(id="g", nodes=[source, sink],
+                                                         edges=edges)])
+
+
+EDGE_RECORD = ["source.out", "sink.level_out", "sink.inp_out"]
+
+
+@pytest.fixture(scope="module")
+def stock_sender_first(tmp_path_factory) -> dict[str, np.ndarray]:
+    """Stock's loop where the edge orders the nodes: the port without its default."""
+    jobs = {"ordered": StockJob(_edge_into_default(None), DT, STEPS, EDGE_RECORD)}
+    return stock_traces(jobs, tmp_path_factory.mktemp("edge_into_default"))["ordered"]
+
+
+@pytest.mark.parametrize("backend", ["scheduler", "python", "onnxruntime"])
+def test_an_edge_into_a_port_with_a_default_runs_its_sender_first(
+    backend, stock_sender_first, caplog
+):
+    traces = mdf_loops.simulate(_edge_into_default(0.5), dt=DT, steps=STEPS,
+                                record=EDGE_RECORD, backend=backend)
+    for ref in EDGE_RECORD:
+        np.testing.assert_allclose(traces[ref], stock_sender_first[ref], rtol=1e-12, atol=0,
+                                   err_msg=f"{ref} on {backend}")
+    (warning,) = [r.getMessage() for r in caplog.records if "does not order" in r.getMessage()]
+    assert ("graph 'g' node 'sink' input port 'inp': the edge from 'source.out' does not order "
+            "the two nodes in modeci-mdf (the port has a default_value)") in warning
+    assert "the time loop runs 'source' first" in warning
+
+
+def test_no_warning_where_another_edge_orders_the_nodes(stock_sender_first, caplog):
+    traces = mdf_loops.simulate(_edge_into_default(0.5, second_edge=True), dt=DT, steps=STEPS,
+                                record=EDGE_RECORD, backend="python")
+    np.testing.assert_array_equal(traces["sink.level_out"], stock_sender_first["sink.level_out"])
+    assert not [r for r in caplog.records if "does not order" in r.getMessage()]
+
+
+def test_a_receiver_that_stock_runs_first_is_refused_by_name():
+    # "clock" orders "source" after it; "sink" has no ordering edge: stock's first
+    # consideration set holds clock and sink, so sink reads source's value of the step before
+    model = _edge_into_default(0.5)
+    graph = model.graphs[0]
+    graph.nodes.insert(0, Node(id="clock", parameters=[Parameter(id="t", value="1")],
+                               output_ports=[OutputPort(id="tick", value="t")]))
+    graph.nodes[1].input_ports.append(InputPort(id="tick"))
+    graph.edges.append(Edge(id="c", sender="clock", sender_port="tick", receiver="source",
+                            receiver_port="tick"))
+    with pytest.raises(mdf_loops.MdfLoopsError, match=r"node 'sink' input port 'inp': the edge "
+                       r"from 'source.out' does not order the two nodes .*stock runs 'sink' "
+                       r"first, reading the value 'source' had the step before"):
+        mdf_loops.simulate(model, dt=DT, steps=3)
