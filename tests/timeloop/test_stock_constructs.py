@@ -327,3 +327,38 @@ def test_a_receiver_that_stock_runs_first_is_refused_by_name():
                        r"from 'source.out' does not order the two nodes .*stock runs 'sink' "
                        r"first, reading the value 'source' had the step before"):
         mdf_loops.simulate(model, dt=DT, steps=3)
+
+
+# ------------------------------------------------- whole-number float results
+
+
+def _whole_floats() -> Model:
+    # modelspec's evaluate makes an expression's whole-number Python float an int:
+    # "2 * half" is the int 3 on every step, so stock records int64; "count * half" is a
+    # float on odd steps (float64)
+    cell = Node(id="cell", parameters=[Parameter(id="half", value=1.5),
+                                       Parameter(id="count", value="count + 1",
+                                                 default_initial_value=0)],
+                output_ports=[OutputPort(id="whole", value="2 * half"),
+                              OutputPort(id="frac", value="half * 3"),
+                              OutputPort(id="mixed", value="count * half")])
+    return _model("whole_floats", cell)
+
+
+WHOLE_RECORD = ["cell.whole", "cell.frac", "cell.mixed"]
+
+
+@pytest.fixture(scope="module")
+def stock_whole(tmp_path_factory) -> dict[str, np.ndarray]:
+    jobs = {"whole": StockJob(_whole_floats(), DT, STEPS, WHOLE_RECORD)}
+    return stock_traces(jobs, tmp_path_factory.mktemp("whole_floats"))["whole"]
+
+
+@pytest.mark.parametrize("backend", ["python", "scheduler", "auto"])
+def test_whole_number_floats_record_as_stock(backend, stock_whole):
+    traces = mdf_loops.simulate(_whole_floats(), dt=DT, steps=STEPS, record=WHOLE_RECORD,
+                                backend=backend)
+    assert traces.backend == ("python" if backend == "auto" else backend)
+    for ref in WHOLE_RECORD:
+        assert traces[ref].dtype == stock_whole[ref].dtype, (ref, traces[ref].dtype)
+        np.testing.assert_array_equal(traces[ref], stock_whole[ref], err_msg=ref)

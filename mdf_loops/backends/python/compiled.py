@@ -210,6 +210,7 @@ def loop_source(parts: LoopParts) -> LoopSource:
         rest,
         [python_type(value) for value in parts.start.initial],
         [k for k, code in enumerate(kinds) if code is not None],
+        [k for k, code in enumerate(kinds) if code == "q"],
     )
     shapes = tuple(_array_shape(value) for value in parts.start.initial)
     return LoopSource(tree, n_carried, kinds, time_step, parts.initial_names, outer, shapes)
@@ -236,6 +237,7 @@ def _function(tree: ast.Module, graph_id: str) -> Callable[..., Any]:
         "__builtins__": _BUILTINS,
         "_where": _where,
         "_scalar": _scalar,
+        "_whole": _whole,
     }
     exec(compile(tree, f"<time loop {graph_id}>", "exec"), namespace)  # noqa: S102
     return namespace["time_loop"]
@@ -253,6 +255,16 @@ def _where(condition: Any, a: Any, b: Any) -> Any:
     if type(condition) in (bool, np.bool_) and type(a) is type(b) and type(a) in _SCALARS:
         return a if condition else b
     return np.where(condition, a, b)
+
+
+def _whole(value: Any) -> Any:
+    """A whole-number Python float as the ``int`` modeci-mdf's expressions give for it
+    (modelspec's ``evaluate`` makes ``2 * 2.5`` the int 5), for an int64 recording;
+    anything else as it is (a float with a fraction then fails the int64 store, and
+    the run goes to a backend that records what stock records)."""
+    if value.__class__ is float and value.is_integer():
+        return int(value)
+    return value
 
 
 def _scalar(value: Any) -> Any:

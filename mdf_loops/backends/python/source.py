@@ -28,6 +28,7 @@ def function_source(
     rest: Sequence[Written],
     initial_types: Sequence[str | None],
     indexed: Sequence[int] = (),
+    whole: Sequence[int] = (),
 ) -> tuple[ast.Module, float | None]:
     """The ``time_loop(start, stop, cond, *carried, *series, *scans)`` function (the
     module defining it; each statement located on a line of its own,
@@ -41,7 +42,8 @@ def function_source(
     steps (``StepWriter.step``, not changed here); ``outer``: series; ``indexed``: the
     scan outputs written at their step (``sK[iteration] = x``, into an array made for all
     the steps: :class:`~mdf_loops.backends.python.recording.Recording`), the others
-    appended to.
+    appended to; ``whole``: those of them that record int64, where a whole-number
+    Python float is stored as the int stock's expression gives.
 
     When the first scan output (the time) is ``iteration * dt`` on every step and the
     loop runs to ``stop`` (no condition can end it), its appends are left out and the
@@ -64,11 +66,16 @@ def function_source(
     scans = tuple(f"s{k}" for k in range(n_scan))
     # the other scans' append methods bound once (an attribute lookup a step and value less)
     appended = tuple(k for k in range(time_step is not None, n_scan) if k not in indexed)
-    helpers = tuple(h for h in ("_where", "_scalar") if h in first_reads or h in rest_reads)
+    whole = [k for k in whole if k in indexed and not (time_step is not None and k == 0)]
+    helpers = tuple(
+        h
+        for h in ("_where", "_scalar", "_whole")
+        if h in first_reads or h in rest_reads or (h == "_whole" and whole)
+    )
     frame = LoopFrame((*carried, *series, *scans), carried, appended, helpers)
     invariant, steps = hoisted(rest_code if steady is None else steady)
     if indexed:
-        first_code, steps = _stored(first_code, indexed), _stored(steps, indexed)
+        first_code, steps = _stored(first_code, indexed, whole), _stored(steps, indexed, whole)
     module = loop_function(frame, first_code, steps, steady is not None, lines, invariant)
     return module, time_step
 
@@ -181,9 +188,13 @@ def _appended(statement: ast.stmt) -> tuple[int, ast.expr] | None:
     return None
 
 
-def _stored(code: list[ast.stmt], indexed: Sequence[int]) -> list[ast.stmt]:
+def _stored(
+    code: list[ast.stmt], indexed: Sequence[int], whole: Sequence[int] = ()
+) -> list[ast.stmt]:
     """``code`` with each append ``_appendK(x)`` to a scan of ``indexed`` written as
-    ``sK[iteration] = x`` (on the append's line)."""
+    ``sK[iteration] = x`` (on the append's line), ``sK[iteration] = _whole(x)`` for a
+    scan of ``whole`` (an int64 output: a whole-number float is the int stock's
+    expression gives, :func:`~mdf_loops.backends.python.compiled._whole`)."""
     out = []
     for statement in code:
         appended = _appended(statement)
@@ -192,6 +203,9 @@ def _stored(code: list[ast.stmt], indexed: Sequence[int]) -> list[ast.stmt]:
             continue
         k, value = appended
         where = {name: getattr(statement, name) for name in _LOCATION}
+        if k in whole and not (value.__class__ is ast.Constant and type(value.value) is int):  # type: ignore[attr-defined]
+            func = new_node(ast.Name, {"id": "_whole", "ctx": LOAD, **where})
+            value = new_node(ast.Call, {"func": func, "args": [value], "keywords": [], **where})
         target = new_node(
             ast.Subscript,
             {

@@ -26,7 +26,7 @@ import ast
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mdf_loops.backends.python.compiled import CompiledTimeLoop, LoopSource, _scalar
+from mdf_loops.backends.python.compiled import CompiledTimeLoop, LoopSource, _scalar, _whole
 from mdf_loops.ops.common import current_limits
 from mdf_loops.safety.guarded_code import guarded_function
 from mdf_loops.safety.proven_kinds import (
@@ -42,12 +42,12 @@ from mdf_loops.safety.untrusted_values import FLOATS, MAX_INTEGER_BITS
 __all__ = ["guarded_time_loop"]
 
 #: the writer's helpers that a step's expressions call as written (``_where`` is guarded)
-_HELPERS = frozenset({"_where", "_scalar"})
+_HELPERS = frozenset({"_where", "_scalar", "_whole"})
 
 
 def guarded_time_loop(code: LoopSource) -> CompiledTimeLoop:
     """The loop of ``code`` with its model's expressions evaluated as an untrusted model's are."""
-    namespace = {"_scalar": _scalar}
+    namespace = {"_scalar": _scalar, "_whole": _whole}
     proven: dict[int, Kind] = {}  # the carried values the proof assumes: floats, numbers, arrays
     largest = [0]  # the most elements of a proven array: at most max_elements when run
 
