@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import math
@@ -169,7 +170,9 @@ def _plan_and_probe(
             stack.enter_context(untrusted_expressions())
         _refuse_cycles(source)
         _warn_overwritten_ports(source)
-        _check_unordered_edges(source)
+        unordered = _check_unordered_edges(source)
+        if unordered:  # probed in the time loop's order: stock's own can change run by run
+            source, owned = _without_defaults(source, unordered), True
         lean = lean_engine(source)
         if lean is not None:
             inferred = None if series else infer_values(source, lean.sets, dt)
@@ -239,7 +242,7 @@ def _warn_overwritten_ports(graph: Graph) -> None:
                 )
 
 
-def _check_unordered_edges(graph: Graph) -> None:
+def _check_unordered_edges(graph: Graph) -> set[tuple[str, str]]:
     """An edge into an input port that has a ``default_value`` does not order its two
     nodes in modeci-mdf's engine (``Graph.dependency_dict`` leaves it out): stock runs
     them in the order of graph-scheduler's consideration sets, made from the other edges.
@@ -247,12 +250,14 @@ def _check_unordered_edges(graph: Graph) -> None:
     the two share a set, stock's order is not defined (it can change from one Python
     process to the next): a WARNING, and the time loop runs the sender first; where the
     receiver's set comes first, stock reads the sender's value of the step before, which
-    the time loop does not model: refused by name."""
+    the time loop does not model: refused by name. Returns the ports of the edges warned
+    of, as ``(node, port)``."""
     defaults = {
         (n.id, p.id) for n in graph.nodes for p in n.input_ports if p.default_value is not None
     }
+    unordered: set[tuple[str, str]] = set()
     if not any((e.receiver, e.receiver_port) in defaults for e in graph.edges):
-        return
+        return unordered
     ordering: dict[str, set[str]] = {n.id: set() for n in graph.nodes}
     for edge in graph.edges:
         if (edge.receiver, edge.receiver_port) not in defaults:
@@ -287,6 +292,7 @@ def _check_unordered_edges(graph: Graph) -> None:
                 "remove the port's default_value to run the sender first"
             )
         if sender == receiver:
+            unordered.add((edge.receiver, edge.receiver_port))
             log.warning(
                 "%s, so stock runs them in either order, which can change between runs; "
                 "the time loop runs '%s' first. Remove the port's default_value for stock "
@@ -294,6 +300,18 @@ def _check_unordered_edges(graph: Graph) -> None:
                 where,
                 edge.sender,
             )
+    return unordered
+
+
+def _without_defaults(graph: Graph, ports: set[tuple[str, str]]) -> Graph:
+    """A copy of ``graph`` without the default values of ``ports`` (node, port), whose
+    edges then order their nodes in modeci-mdf's engine as in the time loop."""
+    copied = copy.deepcopy(graph)
+    for node in copied.nodes:
+        for port in node.input_ports:
+            if (node.id, port.id) in ports:
+                port.default_value = None
+    return copied
 
 
 def _refuse_cycles(graph: Graph) -> None:

@@ -265,7 +265,7 @@ def _edge_into_default(default, second_edge: bool = False) -> Model:
     # stock runs them in an order of memory addresses, unless another edge orders them
     source = Node(id="source", parameters=[Parameter(id="count", value="count + 1",
                                                      default_initial_value=0)],
-                  output_ports=[OutputPort(id="out", value="count + 0.25")])
+                  output_ports=[OutputPort(id="out", value="count + 1")])
     sink = Node(id="sink", input_ports=[InputPort(id="inp", default_value=default),
                                         InputPort(id="other")],
                 parameters=[Parameter(id="level", default_initial_value=1.0,
@@ -295,9 +295,12 @@ def stock_sender_first(tmp_path_factory) -> dict[str, np.ndarray]:
 def test_an_edge_into_a_port_with_a_default_runs_its_sender_first(
     backend, stock_sender_first, caplog
 ):
-    traces = mdf_loops.simulate(_edge_into_default(0.5), dt=DT, steps=STEPS,
+    # read first, the port's 0.25 would make "inp * 2" a float: the probe must not see it
+    traces = mdf_loops.simulate(_edge_into_default(0.25), dt=DT, steps=STEPS,
                                 record=EDGE_RECORD, backend=backend)
     for ref in EDGE_RECORD:
+        if backend == "python":
+            assert traces[ref].dtype == stock_sender_first[ref].dtype, ref
         np.testing.assert_allclose(traces[ref], stock_sender_first[ref], rtol=1e-12, atol=0,
                                    err_msg=f"{ref} on {backend}")
     (warning,) = [r.getMessage() for r in caplog.records if "does not order" in r.getMessage()]
@@ -307,7 +310,7 @@ def test_an_edge_into_a_port_with_a_default_runs_its_sender_first(
 
 
 def test_no_warning_where_another_edge_orders_the_nodes(stock_sender_first, caplog):
-    traces = mdf_loops.simulate(_edge_into_default(0.5, second_edge=True), dt=DT, steps=STEPS,
+    traces = mdf_loops.simulate(_edge_into_default(0.25, second_edge=True), dt=DT, steps=STEPS,
                                 record=EDGE_RECORD, backend="python")
     np.testing.assert_array_equal(traces["sink.level_out"], stock_sender_first["sink.level_out"])
     assert not [r for r in caplog.records if "does not order" in r.getMessage()]
@@ -316,7 +319,7 @@ def test_no_warning_where_another_edge_orders_the_nodes(stock_sender_first, capl
 def test_a_receiver_that_stock_runs_first_is_refused_by_name():
     # "clock" orders "source" after it; "sink" has no ordering edge: stock's first
     # consideration set holds clock and sink, so sink reads source's value of the step before
-    model = _edge_into_default(0.5)
+    model = _edge_into_default(0.25)
     graph = model.graphs[0]
     graph.nodes.insert(0, Node(id="clock", parameters=[Parameter(id="t", value="1")],
                                output_ports=[OutputPort(id="tick", value="t")]))
