@@ -290,7 +290,12 @@ def _new_value(
     current = base
     for k, c in enumerate(p.conditions or []):
         test = rename(_field(c, "test"), mapping, f"{here} condition test")
-        value = rename(_field(c, "value"), mapping, f"{here} condition value")
+        given = _field(c, "value")
+        if isinstance(given, (list, tuple)):  # its own parameter, as an array initial value:
+            value = f"{p.id}__c{k}__value"  # stock's engine cuts a text at '[' for names
+            out.append(Parameter(id=value, value=list(given)))
+        else:
+            value = rename(given, mapping, f"{here} condition value")
         name = target if k == len(p.conditions) - 1 else f"{p.id}__c{k}"
         out.append(Parameter(id=name, value=f"numpy.where({test}, {value}, {current})"))
         current = name

@@ -58,7 +58,7 @@ def runs(tmp_path_factory) -> dict[str, tuple[Model, dict]]:
 
 
 #: the least share of the models stock runs that each backend must run (not refuse)
-RUN_AT_LEAST = {"python": 0.8, "scheduler": 0.7, "onnxruntime": 0.3}
+RUN_AT_LEAST = {"python": 0.8, "scheduler": 0.8, "onnxruntime": 0.3}
 
 
 @pytest.mark.parametrize("backend", sorted(RUN_AT_LEAST))

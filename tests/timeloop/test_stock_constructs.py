@@ -155,6 +155,18 @@ def large_unset_input_port() -> Model:
 LARGE_SHAPE = (120, 100)  # 12,000 numbers: more than the python backend's literals
 
 
+def list_condition_value() -> Model:
+    # NeuroML's exports write every constant as a list, a condition's value too ("[2.5]"):
+    # the step once wrote it into a text that stock's engine cut at '[' ("'(' was never
+    # closed" on the scheduler)
+    cell = Node(id="cell", parameters=[
+        Parameter(id="level", default_initial_value=[1.0], time_derivative="0.5 - level",
+                  conditions=[_when("reset", "level < 0.8", [2.5])]),
+        Parameter(id="flag", conditions=[_when("on", "level > 2", [1.0, 2.0])])],
+        output_ports=[OutputPort(id="level_out", value="level")])
+    return _model("list_condition_value", cell)
+
+
 def regimes() -> Model:
     # NeuroML/PyNN's exports (OneCell.mdf.yaml): a regime flag, tests that multiply two
     # booleans (numpy's logical and), a spike time set only by conditions
@@ -175,7 +187,7 @@ def regimes() -> Model:
 
 MODELS = {f.__name__: f for f in (counter_and_sine, list_parameters, conditions_only,
                                    derivative_reads_function, node_functions, unset_input_port,
-                                   regimes)}
+                                   regimes, list_condition_value)}
 RECORDS = {"counter_and_sine": ["counter.out", "counter.count", "sine.out"]}
 
 
