@@ -22,11 +22,14 @@ import logging
 
 import numpy as np
 import pytest
+from conftest import needs_input_port_fields
 from modeci_mdf.mdf import Model
 from probe_graphs import random_array_graphs, random_scalar_graphs
 from stock_batch import StockJob, output_refs, stock_batch
 
 import mdf_loops
+
+pytestmark = needs_input_port_fields  # the models' ports have default values
 
 DT, STEPS = 0.1, 6
 
